@@ -1,0 +1,226 @@
+//! The boot payload: the validated model plus every byte each partition
+//! starts with. The host writes it behind the hypervisor; the hypervisor
+//! reads and checks it before it touches any partition memory.
+//!
+//! Layout (little endian):
+//! `magic[8] | version u32 | table_len u32 | data_len u64 | checksum u64 | table | data`
+//! where `table` is a postcard-encoded [`BootTable`] and the checksum is
+//! FNV-1a over `table` and `data`.
+
+use crate::model::System;
+use alloc::vec::Vec;
+use serde::{Deserialize, Serialize};
+
+pub const MAGIC: [u8; 8] = *b"PARTITA\0";
+pub const VERSION: u32 = 1;
+const HEADER_LEN: usize = 32;
+
+/// What the hypervisor needs to build and start every partition.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BootTable {
+    pub system: System,
+    /// One entry per partition, in the order of `system.partitions`.
+    pub boot: Vec<PartitionBoot>,
+}
+
+/// How one partition starts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionBoot {
+    /// Guest-physical entry point of vCPU 0.
+    pub entry: u64,
+    /// Guest-physical address of the partition's device tree, passed in x0.
+    pub dtb: u64,
+    /// Blobs copied into partition RAM before entry (images, device tree).
+    pub loads: Vec<Load>,
+}
+
+/// `len` bytes at `offset` in the data section go to guest-physical `ipa`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Load {
+    pub ipa: u64,
+    pub offset: u64,
+    pub len: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ImageError {
+    TooShort,
+    BadMagic,
+    BadVersion(u32),
+    Truncated,
+    BadChecksum,
+    BadTable,
+    /// A partition count that differs between the model and the boot entries.
+    PartitionCount,
+    /// Load `load` of partition `partition` lies outside the data or the partition's RAM.
+    BadLoad { partition: usize, load: usize },
+    /// The entry point of `partition` is not in its RAM.
+    BadEntry { partition: usize },
+}
+
+/// FNV-1a, 64 bit: enough to catch a truncated or stale payload; written
+/// here because it is five lines and needs no table.
+pub fn fnv1a(parts: &[&[u8]]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for &byte in *part {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    hash
+}
+
+/// Serialises a boot table and its data section into one payload.
+pub fn encode(table: &BootTable, data: &[u8]) -> Vec<u8> {
+    let table_bytes = postcard::to_allocvec(table).expect("postcard encoding into a Vec cannot fail");
+    let mut out = Vec::with_capacity(HEADER_LEN + table_bytes.len() + data.len());
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&VERSION.to_le_bytes());
+    out.extend_from_slice(&(table_bytes.len() as u32).to_le_bytes());
+    out.extend_from_slice(&(data.len() as u64).to_le_bytes());
+    out.extend_from_slice(&fnv1a(&[&table_bytes, data]).to_le_bytes());
+    out.extend_from_slice(&table_bytes);
+    out.extend_from_slice(data);
+    out
+}
+
+/// Total length of a payload from its header, so a reader can bound it
+/// before looking at the rest.
+pub fn payload_len(header: &[u8]) -> Result<usize, ImageError> {
+    let (table_len, data_len) = read_header(header)?;
+    Ok(HEADER_LEN + table_len + data_len)
+}
+
+fn read_header(bytes: &[u8]) -> Result<(usize, usize), ImageError> {
+    if bytes.len() < HEADER_LEN {
+        return Err(ImageError::TooShort);
+    }
+    if bytes[..8] != MAGIC {
+        return Err(ImageError::BadMagic);
+    }
+    let word = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
+    let version = word(8);
+    if version != VERSION {
+        return Err(ImageError::BadVersion(version));
+    }
+    let table_len = word(12) as usize;
+    let data_len = u64::from_le_bytes(bytes[16..24].try_into().unwrap());
+    let data_len = usize::try_from(data_len).map_err(|_| ImageError::Truncated)?;
+    Ok((table_len, data_len))
+}
+
+/// Parses and checks a payload. Returns the table and the data section.
+pub fn decode(bytes: &[u8]) -> Result<(BootTable, &[u8]), ImageError> {
+    let (table_len, data_len) = read_header(bytes)?;
+    let table_end = HEADER_LEN.checked_add(table_len).ok_or(ImageError::Truncated)?;
+    let data_end = table_end.checked_add(data_len).ok_or(ImageError::Truncated)?;
+    if bytes.len() < data_end {
+        return Err(ImageError::Truncated);
+    }
+    let table_bytes = &bytes[HEADER_LEN..table_end];
+    let data = &bytes[table_end..data_end];
+    let checksum = u64::from_le_bytes(bytes[24..32].try_into().unwrap());
+    if fnv1a(&[table_bytes, data]) != checksum {
+        return Err(ImageError::BadChecksum);
+    }
+    let table: BootTable = postcard::from_bytes(table_bytes).map_err(|_| ImageError::BadTable)?;
+    table.check(data.len() as u64)?;
+    Ok((table, data))
+}
+
+impl BootTable {
+    /// Every load lies inside the data section and inside one RAM region of
+    /// its partition, and every entry point is in RAM. The hypervisor relies
+    /// on this before it copies anything.
+    pub fn check(&self, data_len: u64) -> Result<(), ImageError> {
+        if self.boot.len() != self.system.partitions.len() {
+            return Err(ImageError::PartitionCount);
+        }
+        for (index, (part, boot)) in self.system.partitions.iter().zip(&self.boot).enumerate() {
+            for (n, load) in boot.loads.iter().enumerate() {
+                let bad = ImageError::BadLoad { partition: index, load: n };
+                let in_data = load.offset.checked_add(load.len).is_some_and(|end| end <= data_len);
+                let target = crate::model::Range::new(load.ipa, load.len);
+                let in_ram = part.memory.iter().any(|r| r.guest().covers(&target) && load.ipa.checked_add(load.len).is_some());
+                if !in_data || !in_ram {
+                    return Err(bad);
+                }
+            }
+            if part.translate_ram(boot.entry).is_none() {
+                return Err(ImageError::BadEntry { partition: index });
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::*;
+    use alloc::string::ToString;
+    use alloc::vec;
+
+    pub(crate) fn sample() -> BootTable {
+        let part = Partition {
+            name: "rtos".to_string(),
+            criticality: Criticality::High,
+            vcpus: vec![1],
+            memory: vec![MemoryRegion { ipa: 0x4000_0000, pa: 0x4200_0000, size: 0x10_0000, perms: Perms::RWX, identity: false }],
+            devices: vec![],
+            console: 0x0900_0000,
+            bootargs: "hello".to_string(),
+        };
+        BootTable {
+            system: System {
+                name: "sample".to_string(),
+                platform: Platform {
+                    board: "qemu-virt".to_string(),
+                    cpus: 4,
+                    ram: Range::new(0x4000_0000, 0x4000_0000),
+                    console: Range::new(0x0900_0000, 0x1000),
+                    gicd: Range::new(0x0800_0000, 0x1_0000),
+                    gicr: Range::new(0x080a_0000, 0xf6_0000),
+                },
+                hypervisor: Hypervisor { memory: Range::new(0x4000_0000, 0x200_0000), quantum_us: 1000 },
+                partitions: vec![part],
+            },
+            boot: vec![PartitionBoot { entry: 0x4000_0000, dtb: 0x400f_f000, loads: vec![Load { ipa: 0x4000_0000, offset: 0, len: 4 }] }],
+        }
+    }
+
+    #[test]
+    fn round_trip() {
+        let table = sample();
+        let bytes = encode(&table, b"abcd");
+        let (back, data) = decode(&bytes).unwrap();
+        assert_eq!(back, table);
+        assert_eq!(data, b"abcd");
+        assert_eq!(payload_len(&bytes).unwrap(), bytes.len());
+    }
+
+    #[test]
+    fn corruption_is_caught() {
+        let mut bytes = encode(&sample(), b"abcd");
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        assert_eq!(decode(&bytes).unwrap_err(), ImageError::BadChecksum);
+        assert_eq!(decode(&bytes[..bytes.len() - 1]).unwrap_err(), ImageError::Truncated);
+        bytes[0] = b'X';
+        assert_eq!(decode(&bytes).unwrap_err(), ImageError::BadMagic);
+        assert_eq!(decode(&bytes[..4]).unwrap_err(), ImageError::TooShort);
+    }
+
+    #[test]
+    fn load_outside_partition_ram_is_rejected() {
+        let mut table = sample();
+        table.boot[0].loads[0].ipa = 0x5000_0000;
+        assert_eq!(table.check(4).unwrap_err(), ImageError::BadLoad { partition: 0, load: 0 });
+        let mut table = sample();
+        table.boot[0].loads[0].len = 5;
+        assert_eq!(table.check(4).unwrap_err(), ImageError::BadLoad { partition: 0, load: 0 });
+        let mut table = sample();
+        table.boot[0].entry = 0;
+        assert_eq!(table.check(4).unwrap_err(), ImageError::BadEntry { partition: 0 });
+    }
+}

@@ -1,0 +1,12 @@
+//! Partita's core: everything the hypervisor decides, written without `unsafe`
+//! so that `cargo test` can pin it down on the host.
+//!
+//! The same crate serves the host tools (validation, image building) and the
+//! hypervisor (decoding the image, trap decisions), so both read one model.
+#![cfg_attr(not(test), no_std)]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+
+pub mod image;
+pub mod model;

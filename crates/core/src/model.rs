@@ -1,0 +1,172 @@
+//! The resolved system model: every address concrete, every default applied.
+//!
+//! The host CLI builds it from a TOML file, validates it, and serialises it
+//! into the boot image; the hypervisor deserialises the very same types.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use serde::{Deserialize, Serialize};
+
+/// The whole system: one platform, several partitions.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct System {
+    /// Name of the configuration (the file stem), used for output folders.
+    pub name: String,
+    pub platform: Platform,
+    pub hypervisor: Hypervisor,
+    pub partitions: Vec<Partition>,
+}
+
+/// The board Partita runs on.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Platform {
+    /// Board name, e.g. `qemu-virt`.
+    pub board: String,
+    /// Number of physical CPUs Partita brings up.
+    pub cpus: u32,
+    /// Physical RAM.
+    pub ram: Range,
+    /// Partita's UART (a PL011).
+    pub console: Range,
+    /// GICv3 distributor registers.
+    pub gicd: Range,
+    /// GICv3 redistributor registers (all CPUs' frames).
+    pub gicr: Range,
+}
+
+/// Settings of the hypervisor itself.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hypervisor {
+    /// Physical memory reserved for Partita's code, data and tables.
+    pub memory: Range,
+    /// Round-robin quantum when several vCPUs share a pCPU, in microseconds.
+    pub quantum_us: u32,
+}
+
+/// A half-open address range `[base, base + size)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Range {
+    pub base: u64,
+    pub size: u64,
+}
+
+impl Range {
+    pub const fn new(base: u64, size: u64) -> Self {
+        Self { base, size }
+    }
+
+    /// One past the last byte; saturates so that a bad range never wraps.
+    pub const fn end(&self) -> u64 {
+        self.base.saturating_add(self.size)
+    }
+
+    pub const fn contains(&self, addr: u64) -> bool {
+        addr >= self.base && addr < self.end()
+    }
+
+    /// True when `other` lies entirely inside `self`.
+    pub const fn covers(&self, other: &Range) -> bool {
+        other.base >= self.base && other.end() <= self.end()
+    }
+
+    pub const fn overlaps(&self, other: &Range) -> bool {
+        self.size != 0 && other.size != 0 && self.base < other.end() && other.base < self.end()
+    }
+}
+
+/// How critical a partition is. Later capabilities order interrupt delivery
+/// and scheduling by it; the derive order is the criticality order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Criticality {
+    Low,
+    Medium,
+    High,
+}
+
+/// One partition: an isolated virtual machine.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Partition {
+    pub name: String,
+    pub criticality: Criticality,
+    /// vCPU `i` runs on physical CPU `vcpus[i]`.
+    pub vcpus: Vec<u32>,
+    pub memory: Vec<MemoryRegion>,
+    pub devices: Vec<Device>,
+    /// Guest-physical address of the emulated PL011 console.
+    pub console: u64,
+    /// Command line placed in the device tree's `/chosen/bootargs`.
+    pub bootargs: String,
+}
+
+/// Access rights of a memory region, as the stage-2 tables enforce them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Perms {
+    pub read: bool,
+    pub write: bool,
+    pub exec: bool,
+}
+
+impl Perms {
+    pub const RWX: Perms = Perms { read: true, write: true, exec: true };
+    pub const RW: Perms = Perms { read: true, write: true, exec: false };
+}
+
+/// A region of normal, cacheable RAM given to a partition.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryRegion {
+    /// Guest-physical base address.
+    pub ipa: u64,
+    /// Host-physical base address (equal to `ipa` for identity regions).
+    pub pa: u64,
+    pub size: u64,
+    pub perms: Perms,
+    /// Guest-physical equals host-physical, as passthrough DMA needs.
+    pub identity: bool,
+}
+
+impl MemoryRegion {
+    pub const fn guest(&self) -> Range {
+        Range::new(self.ipa, self.size)
+    }
+
+    pub const fn host(&self) -> Range {
+        Range::new(self.pa, self.size)
+    }
+
+    /// Host-physical address of `ipa`, when this region maps it.
+    pub fn translate(&self, ipa: u64) -> Option<u64> {
+        self.guest().contains(ipa).then(|| self.pa + (ipa - self.ipa))
+    }
+}
+
+/// A passthrough device: MMIO mapped as device memory, plus its interrupts.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Device {
+    pub name: String,
+    /// Device-tree `compatible` strings for the generated node.
+    pub compatible: Vec<String>,
+    /// Guest-physical base address.
+    pub ipa: u64,
+    /// Host-physical base address.
+    pub pa: u64,
+    pub size: u64,
+    /// Physical interrupt IDs (INTIDs, SPIs are 32 and up) routed to the partition.
+    pub interrupts: Vec<u32>,
+}
+
+impl Device {
+    pub const fn host(&self) -> Range {
+        Range::new(self.pa, self.size)
+    }
+
+    pub const fn guest(&self) -> Range {
+        Range::new(self.ipa, self.size)
+    }
+}
+
+impl Partition {
+    /// Host-physical address of a guest-physical RAM address of this partition.
+    pub fn translate_ram(&self, ipa: u64) -> Option<u64> {
+        self.memory.iter().find_map(|r| r.translate(ipa))
+    }
+}
