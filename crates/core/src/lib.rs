@@ -10,3 +10,4 @@ extern crate alloc;
 
 pub mod image;
 pub mod model;
+pub mod validate;

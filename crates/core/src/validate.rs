@@ -1,0 +1,1 @@
+//! Configuration rules that need no file system.

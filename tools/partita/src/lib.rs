@@ -1,0 +1,10 @@
+//! The `partita` host tool as a library, so integration tests drive the same
+//! code paths as the command line.
+
+pub mod build;
+pub mod check;
+pub mod config;
+pub mod devicetree;
+pub mod guests;
+pub mod run;
+pub mod testcmd;
