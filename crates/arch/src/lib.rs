@@ -1,1 +1,25 @@
+//! Partita's AArch64 layer. Every `unsafe` block and every line of assembly
+//! in the hypervisor lives here, behind safe functions whose contracts the
+//! comments state. The rest of Partita is safe Rust.
 #![no_std]
+
+extern crate alloc;
+
+pub mod boot;
+pub mod cache;
+pub mod context;
+pub mod cpu;
+pub mod el2;
+pub mod exception;
+pub mod firmware;
+pub mod gic;
+pub mod heap;
+pub mod mmu;
+pub mod stage2;
+pub mod timer;
+pub mod uart;
+
+/// The most physical CPUs Partita supports (stacks are reserved per CPU).
+pub const MAX_CPUS: usize = 8;
+/// Bytes of EL2 stack per CPU.
+pub const STACK_SIZE: usize = 64 * 1024;

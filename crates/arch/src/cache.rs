@@ -1,0 +1,49 @@
+//! Cache and TLB maintenance by address.
+
+use core::arch::asm;
+
+/// Cache line size in bytes, from CTR_EL0.DminLine.
+fn dcache_line() -> u64 {
+    4 << ((crate::read_sysreg!("ctr_el0") >> 16) & 0xf)
+}
+
+/// Cleans and invalidates `[start, start + len)` to the point of coherency,
+/// by virtual address (identity mapped at EL2). This is how set/way
+/// maintenance requested by a guest is carried out, so it only ever reaches
+/// that guest's own memory.
+pub fn clean_invalidate(start: u64, len: u64) {
+    let line = dcache_line();
+    let mut addr = start & !(line - 1);
+    while addr < start + len {
+        // SAFETY: DC CIVAC on an identity-mapped address writes back and
+        // drops a line; memory contents are unchanged.
+        unsafe { asm!("dc civac, {0}", in(reg) addr, options(nostack, preserves_flags)) };
+        addr += line;
+    }
+    crate::cpu::dsb_ish();
+}
+
+/// Fills `[start, start + len)` with zeros. The range is RAM that Partita
+/// owns and hands to a partition (identity mapped at EL2).
+pub fn zero(start: u64, len: u64) {
+    assert!(crate::mmu::is_partition_ram(start, len), "zero outside partition RAM");
+    // SAFETY: the caller passes partition RAM, which is identity mapped at
+    // EL2 and referenced by no Rust object.
+    unsafe { core::ptr::write_bytes(start as *mut u8, 0, len as usize) };
+}
+
+/// Copies `bytes` to physical address `dest` (partition RAM, identity
+/// mapped at EL2, not overlapping hypervisor memory).
+pub fn copy_to(dest: u64, bytes: &[u8]) {
+    assert!(crate::mmu::is_partition_ram(dest, bytes.len() as u64), "copy outside partition RAM");
+    // SAFETY: as for `zero`; the source is the boot payload, which never
+    // overlaps partition RAM (checked by the configuration validator).
+    unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), dest as *mut u8, bytes.len()) };
+}
+
+/// Invalidates every stage-1 and stage-2 TLB entry of the VMID currently
+/// in VTTBR_EL2, on every CPU in the inner-shareable domain.
+pub fn invalidate_guest_tlb() {
+    // SAFETY: TLB invalidation has no effect on memory contents.
+    unsafe { asm!("dsb ishst", "tlbi vmalls12e1is", "dsb ish", "isb", options(nostack, preserves_flags)) };
+}

@@ -1,0 +1,194 @@
+//! The EL1 state of a vCPU that is not in the trap frame: system registers
+//! and FP/SIMD registers. Saved and restored only when a pCPU switches to a
+//! different vCPU, never on an ordinary trap.
+
+use crate::cpu::write_sysreg;
+use crate::read_sysreg;
+
+/// EL1 system registers (and the EL2 ones that describe a vCPU).
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C)]
+pub struct El1Context {
+    pub sctlr: u64,
+    pub cpacr: u64,
+    pub ttbr0: u64,
+    pub ttbr1: u64,
+    pub tcr: u64,
+    pub mair: u64,
+    pub amair: u64,
+    pub vbar: u64,
+    pub contextidr: u64,
+    pub tpidr_el0: u64,
+    pub tpidrro_el0: u64,
+    pub tpidr_el1: u64,
+    pub sp_el0: u64,
+    pub sp_el1: u64,
+    pub elr_el1: u64,
+    pub spsr_el1: u64,
+    pub esr: u64,
+    pub far: u64,
+    pub afsr0: u64,
+    pub afsr1: u64,
+    pub par: u64,
+    pub csselr: u64,
+    pub cntkctl: u64,
+    pub cntv_ctl: u64,
+    pub cntv_cval: u64,
+    /// VMPIDR_EL2: the MPIDR the guest reads.
+    pub vmpidr: u64,
+}
+
+/// SCTLR_EL1 at reset: MMU and caches off, RES1 bits set.
+pub const SCTLR_EL1_RESET: u64 = 0x30d0_0800;
+
+impl El1Context {
+    /// The state of a vCPU that has just been powered on.
+    pub fn reset(vmpidr: u64) -> Self {
+        Self { sctlr: SCTLR_EL1_RESET, vmpidr, ..Self::default() }
+    }
+
+    /// Captures the running vCPU's EL1 state from the hardware.
+    pub fn save(&mut self) {
+        self.sctlr = read_sysreg!("sctlr_el1");
+        self.cpacr = read_sysreg!("cpacr_el1");
+        self.ttbr0 = read_sysreg!("ttbr0_el1");
+        self.ttbr1 = read_sysreg!("ttbr1_el1");
+        self.tcr = read_sysreg!("tcr_el1");
+        self.mair = read_sysreg!("mair_el1");
+        self.amair = read_sysreg!("amair_el1");
+        self.vbar = read_sysreg!("vbar_el1");
+        self.contextidr = read_sysreg!("contextidr_el1");
+        self.tpidr_el0 = read_sysreg!("tpidr_el0");
+        self.tpidrro_el0 = read_sysreg!("tpidrro_el0");
+        self.tpidr_el1 = read_sysreg!("tpidr_el1");
+        self.sp_el0 = read_sysreg!("sp_el0");
+        self.sp_el1 = read_sysreg!("sp_el1");
+        self.elr_el1 = read_sysreg!("elr_el1");
+        self.spsr_el1 = read_sysreg!("spsr_el1");
+        self.esr = read_sysreg!("esr_el1");
+        self.far = read_sysreg!("far_el1");
+        self.afsr0 = read_sysreg!("afsr0_el1");
+        self.afsr1 = read_sysreg!("afsr1_el1");
+        self.par = read_sysreg!("par_el1");
+        self.csselr = read_sysreg!("csselr_el1");
+        self.cntkctl = read_sysreg!("cntkctl_el1");
+        self.cntv_ctl = read_sysreg!("cntv_ctl_el0");
+        self.cntv_cval = read_sysreg!("cntv_cval_el0");
+        self.vmpidr = read_sysreg!("vmpidr_el2");
+        // A descheduled vCPU's timer must not fire into the next one.
+        write_sysreg!("cntv_ctl_el0", 0);
+    }
+
+    /// Loads this vCPU's EL1 state into the hardware.
+    pub fn restore(&self) {
+        write_sysreg!("sctlr_el1", self.sctlr);
+        write_sysreg!("cpacr_el1", self.cpacr);
+        write_sysreg!("ttbr0_el1", self.ttbr0);
+        write_sysreg!("ttbr1_el1", self.ttbr1);
+        write_sysreg!("tcr_el1", self.tcr);
+        write_sysreg!("mair_el1", self.mair);
+        write_sysreg!("amair_el1", self.amair);
+        write_sysreg!("vbar_el1", self.vbar);
+        write_sysreg!("contextidr_el1", self.contextidr);
+        write_sysreg!("tpidr_el0", self.tpidr_el0);
+        write_sysreg!("tpidrro_el0", self.tpidrro_el0);
+        write_sysreg!("tpidr_el1", self.tpidr_el1);
+        write_sysreg!("sp_el0", self.sp_el0);
+        write_sysreg!("sp_el1", self.sp_el1);
+        write_sysreg!("elr_el1", self.elr_el1);
+        write_sysreg!("spsr_el1", self.spsr_el1);
+        write_sysreg!("esr_el1", self.esr);
+        write_sysreg!("far_el1", self.far);
+        write_sysreg!("afsr0_el1", self.afsr0);
+        write_sysreg!("afsr1_el1", self.afsr1);
+        write_sysreg!("par_el1", self.par);
+        write_sysreg!("csselr_el1", self.csselr);
+        write_sysreg!("cntkctl_el1", self.cntkctl);
+        write_sysreg!("cntv_cval_el0", self.cntv_cval);
+        write_sysreg!("cntv_ctl_el0", self.cntv_ctl);
+        write_sysreg!("vmpidr_el2", self.vmpidr);
+    }
+}
+
+/// FP/SIMD registers of a vCPU. The hypervisor itself is built without
+/// FP/SIMD (a soft-float target), so these change only when switching.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(16))]
+pub struct FpContext {
+    pub q: [u128; 32],
+    pub fpcr: u64,
+    pub fpsr: u64,
+}
+
+core::arch::global_asm!(
+    r#"
+    .arch_extension fp
+    .arch_extension simd
+    .global fp_save
+fp_save:
+    stp     q0, q1, [x0, #32 * 0]
+    stp     q2, q3, [x0, #32 * 1]
+    stp     q4, q5, [x0, #32 * 2]
+    stp     q6, q7, [x0, #32 * 3]
+    stp     q8, q9, [x0, #32 * 4]
+    stp     q10, q11, [x0, #32 * 5]
+    stp     q12, q13, [x0, #32 * 6]
+    stp     q14, q15, [x0, #32 * 7]
+    stp     q16, q17, [x0, #32 * 8]
+    stp     q18, q19, [x0, #32 * 9]
+    stp     q20, q21, [x0, #32 * 10]
+    stp     q22, q23, [x0, #32 * 11]
+    stp     q24, q25, [x0, #32 * 12]
+    stp     q26, q27, [x0, #32 * 13]
+    stp     q28, q29, [x0, #32 * 14]
+    stp     q30, q31, [x0, #32 * 15]
+    mrs     x1, fpcr
+    mrs     x2, fpsr
+    add     x0, x0, #32 * 16
+    stp     x1, x2, [x0]
+    ret
+
+    .global fp_restore
+fp_restore:
+    ldp     q0, q1, [x0, #32 * 0]
+    ldp     q2, q3, [x0, #32 * 1]
+    ldp     q4, q5, [x0, #32 * 2]
+    ldp     q6, q7, [x0, #32 * 3]
+    ldp     q8, q9, [x0, #32 * 4]
+    ldp     q10, q11, [x0, #32 * 5]
+    ldp     q12, q13, [x0, #32 * 6]
+    ldp     q14, q15, [x0, #32 * 7]
+    ldp     q16, q17, [x0, #32 * 8]
+    ldp     q18, q19, [x0, #32 * 9]
+    ldp     q20, q21, [x0, #32 * 10]
+    ldp     q22, q23, [x0, #32 * 11]
+    ldp     q24, q25, [x0, #32 * 12]
+    ldp     q26, q27, [x0, #32 * 13]
+    ldp     q28, q29, [x0, #32 * 14]
+    ldp     q30, q31, [x0, #32 * 15]
+    add     x0, x0, #32 * 16
+    ldp     x1, x2, [x0]
+    msr     fpcr, x1
+    msr     fpsr, x2
+    ret
+    "#
+);
+
+unsafe extern "C" {
+    fn fp_save(ctx: *mut FpContext);
+    fn fp_restore(ctx: *const FpContext);
+}
+
+impl FpContext {
+    pub fn save(&mut self) {
+        // SAFETY: writes exactly the 528 bytes of `self`; clobbers x1, x2,
+        // which the C ABI lets a callee clobber. FP is enabled at EL2 (CPTR_EL2.TFP=0).
+        unsafe { fp_save(self) }
+    }
+
+    pub fn restore(&self) {
+        // SAFETY: reads exactly the bytes of `self`; the hypervisor's own code
+        // uses no FP/SIMD registers, so loading guest values is harmless.
+        unsafe { fp_restore(self) }
+    }
+}

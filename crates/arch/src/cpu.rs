@@ -1,0 +1,73 @@
+//! Small per-CPU primitives: identity, waiting, barriers.
+
+use core::arch::asm;
+
+/// Reads a system register.
+#[macro_export]
+macro_rules! read_sysreg {
+    ($name:literal) => {{
+        let value: u64;
+        // SAFETY: reading a system register has no side effect on memory.
+        unsafe { core::arch::asm!(concat!("mrs {0}, ", $name), out(reg) value, options(nomem, nostack, preserves_flags)) };
+        value
+    }};
+}
+
+/// Writes a system register. Only used inside this crate, where each
+/// register's effect is accounted for at the call site.
+macro_rules! write_sysreg {
+    ($name:literal, $value:expr) => {{
+        let value: u64 = $value;
+        // SAFETY: callers in this crate only write registers that configure
+        // EL2 itself or the state of the EL1 context being switched in.
+        unsafe { core::arch::asm!(concat!("msr ", $name, ", {0}"), in(reg) value, options(nostack, preserves_flags)) };
+    }};
+}
+pub(crate) use write_sysreg;
+
+/// Index of the running CPU, as set at boot.
+pub fn index() -> usize {
+    read_sysreg!("tpidr_el2") as usize
+}
+
+/// Waits for an interrupt with interrupts masked: a pending interrupt still
+/// wakes the core, and the caller polls the GIC.
+pub fn wait_for_interrupt() {
+    // SAFETY: WFI only pauses the core.
+    unsafe { asm!("dsb sy", "wfi", options(nomem, nostack, preserves_flags)) };
+}
+
+pub fn isb() {
+    // SAFETY: a barrier only orders execution.
+    unsafe { asm!("isb", options(nomem, nostack, preserves_flags)) };
+}
+
+pub fn dsb_ish() {
+    // SAFETY: a barrier only orders memory accesses.
+    unsafe { asm!("dsb ish", options(nostack, preserves_flags)) };
+}
+
+/// Stops this CPU for good.
+pub fn park() -> ! {
+    loop {
+        // SAFETY: WFE only pauses the core.
+        unsafe { asm!("wfe", options(nomem, nostack, preserves_flags)) };
+    }
+}
+
+/// The syndrome registers of the exception being handled.
+#[derive(Clone, Copy, Debug)]
+pub struct Syndrome {
+    pub esr: u64,
+    pub far: u64,
+    pub hpfar: u64,
+}
+
+pub fn syndrome() -> Syndrome {
+    Syndrome { esr: read_sysreg!("esr_el2"), far: read_sysreg!("far_el2"), hpfar: read_sysreg!("hpfar_el2") }
+}
+
+/// Physical address size supported, as the PS/IPS field encoding.
+pub fn pa_range() -> u64 {
+    read_sysreg!("id_aa64mmfr0_el1") & 0xf
+}

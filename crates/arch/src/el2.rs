@@ -1,0 +1,58 @@
+//! How EL2 traps its guests: the trap controls every pCPU sets before it
+//! runs any vCPU. `docs/architecture.md` explains each choice.
+
+use crate::cpu::write_sysreg;
+use crate::read_sysreg;
+
+mod hcr {
+    pub const VM: u64 = 1 << 0;
+    pub const SWIO: u64 = 1 << 1;
+    pub const FMO: u64 = 1 << 3;
+    pub const IMO: u64 = 1 << 4;
+    pub const AMO: u64 = 1 << 5;
+    pub const FB: u64 = 1 << 9;
+    pub const BSU_INNER: u64 = 1 << 10;
+    pub const TWI: u64 = 1 << 13;
+    pub const TSC: u64 = 1 << 19;
+    pub const TIDCP: u64 = 1 << 20;
+    pub const TACR: u64 = 1 << 21;
+    pub const TSW: u64 = 1 << 22;
+    pub const RW: u64 = 1 << 31;
+    pub const APK: u64 = 1 << 40;
+    pub const API: u64 = 1 << 41;
+}
+
+/// Stage 2 on; physical interrupts and aborts to EL2; trap WFI (so a waiting
+/// vCPU yields its core), SMC, implementation-defined registers, ACTLR_EL1
+/// and set/way maintenance; EL1 is AArch64; broadcast TLB and barrier
+/// operations to the inner-shareable domain for SMP guests.
+pub const HCR_GUEST: u64 = hcr::VM
+    | hcr::SWIO
+    | hcr::FMO
+    | hcr::IMO
+    | hcr::AMO
+    | hcr::FB
+    | hcr::BSU_INNER
+    | hcr::TWI
+    | hcr::TSC
+    | hcr::TIDCP
+    | hcr::TACR
+    | hcr::TSW
+    | hcr::RW
+    | hcr::APK
+    | hcr::API;
+
+/// Sets the trap controls on this pCPU.
+pub fn init_cpu() {
+    write_sysreg!("hcr_el2", HCR_GUEST);
+    // MDCR_EL2: keep HPMN; trap PMU (TPM, TPMCR) and debug (TDA, TDOSA, TDRA).
+    let hpmn = read_sysreg!("mdcr_el2") & 0x1f;
+    write_sysreg!("mdcr_el2", hpmn | (1 << 5) | (1 << 6) | (1 << 9) | (1 << 10) | (1 << 11));
+    // CPTR_EL2: RES1 bits, FP/SIMD not trapped, trace trapped (TTA).
+    write_sysreg!("cptr_el2", 0x33ff | (1 << 20));
+    // CNTHCTL_EL1PCTEN/EL1PCEN clear: the EL1 physical counter and timer trap.
+    write_sysreg!("cnthctl_el2", 0);
+    write_sysreg!("cntvoff_el2", 0);
+    write_sysreg!("vpidr_el2", read_sysreg!("midr_el1"));
+    crate::cpu::isb();
+}

@@ -1,0 +1,160 @@
+//! The EL2 vector table, the trap frame path, and guest entry.
+//!
+//! A trap from a guest saves its general-purpose registers, ELR and SPSR as a
+//! [`Regs`] frame on the CPU's EL2 stack and calls
+//! `hv_trap(&mut Regs, kind)`, defined by the hypervisor crate. When that
+//! returns, the frame (possibly changed) is restored and the guest resumes.
+//! To run another vCPU the hypervisor calls [`enter_guest`], which resets the
+//! stack and restores that vCPU's frame instead.
+
+use crate::{MAX_CPUS, STACK_SIZE};
+pub use partita_core::vcpu::Regs;
+
+/// Why the hypervisor was entered from a guest (the `kind` argument).
+pub mod kind {
+    pub const SYNC: u64 = 0;
+    pub const IRQ: u64 = 1;
+    pub const FIQ: u64 = 2;
+    pub const SERROR: u64 = 3;
+}
+
+const FRAME: usize = core::mem::size_of::<Regs>();
+const _: () = assert!(FRAME == 272 && FRAME % 16 == 0);
+const _: () = assert!(MAX_CPUS * STACK_SIZE < 1 << 24);
+
+core::arch::global_asm!(
+    r#"
+    .macro lower_entry kind
+    .balign 0x80
+    sub     sp, sp, #{frame}
+    stp     x0, x1, [sp]
+    mov     x1, #\kind
+    b       lower_trap
+    .endm
+
+    .macro current_entry kind
+    .balign 0x80
+    sub     sp, sp, #{frame}
+    stp     x0, x1, [sp]
+    mov     x1, #\kind
+    b       current_trap
+    .endm
+
+    .section .text.vectors, "ax"
+    .balign 0x800
+    .global el2_vectors
+el2_vectors:
+    current_entry 0
+    current_entry 1
+    current_entry 2
+    current_entry 3
+    current_entry 0
+    current_entry 1
+    current_entry 2
+    current_entry 3
+    lower_entry 0
+    lower_entry 1
+    lower_entry 2
+    lower_entry 3
+    lower_entry 0
+    lower_entry 1
+    lower_entry 2
+    lower_entry 3
+
+    .macro save_rest
+    stp     x2, x3, [sp, #16 * 1]
+    stp     x4, x5, [sp, #16 * 2]
+    stp     x6, x7, [sp, #16 * 3]
+    stp     x8, x9, [sp, #16 * 4]
+    stp     x10, x11, [sp, #16 * 5]
+    stp     x12, x13, [sp, #16 * 6]
+    stp     x14, x15, [sp, #16 * 7]
+    stp     x16, x17, [sp, #16 * 8]
+    stp     x18, x19, [sp, #16 * 9]
+    stp     x20, x21, [sp, #16 * 10]
+    stp     x22, x23, [sp, #16 * 11]
+    stp     x24, x25, [sp, #16 * 12]
+    stp     x26, x27, [sp, #16 * 13]
+    stp     x28, x29, [sp, #16 * 14]
+    mrs     x0, elr_el2
+    stp     x30, x0, [sp, #16 * 15]
+    mrs     x0, spsr_el2
+    str     x0, [sp, #16 * 16]
+    mov     x0, sp
+    .endm
+
+lower_trap:
+    save_rest
+    bl      hv_trap
+
+    .global return_to_guest
+return_to_guest:
+    ldr     x0, [sp, #16 * 16]
+    msr     spsr_el2, x0
+    ldp     x30, x0, [sp, #16 * 15]
+    msr     elr_el2, x0
+    ldp     x2, x3, [sp, #16 * 1]
+    ldp     x4, x5, [sp, #16 * 2]
+    ldp     x6, x7, [sp, #16 * 3]
+    ldp     x8, x9, [sp, #16 * 4]
+    ldp     x10, x11, [sp, #16 * 5]
+    ldp     x12, x13, [sp, #16 * 6]
+    ldp     x14, x15, [sp, #16 * 7]
+    ldp     x16, x17, [sp, #16 * 8]
+    ldp     x18, x19, [sp, #16 * 9]
+    ldp     x20, x21, [sp, #16 * 10]
+    ldp     x22, x23, [sp, #16 * 11]
+    ldp     x24, x25, [sp, #16 * 12]
+    ldp     x26, x27, [sp, #16 * 13]
+    ldp     x28, x29, [sp, #16 * 14]
+    ldp     x0, x1, [sp]
+    add     sp, sp, #{frame}
+    eret
+
+current_trap:
+    save_rest
+    bl      hv_fatal
+1:  wfe
+    b       1b
+
+    // x0: a frame anywhere at or below this CPU's stack top minus one frame
+    // (a caller's local) or off the stack. Copying backwards from the last
+    // pair is correct for any such source, even an overlapping one.
+    .global enter_guest_asm
+enter_guest_asm:
+    mrs     x1, tpidr_el2
+    adrp    x2, __stacks
+    add     x2, x2, :lo12:__stacks
+    add     x1, x1, #1
+    mov     x3, #{stack_size}
+    madd    x2, x1, x3, x2
+    sub     x2, x2, #{frame}
+    mov     x4, #({frame} - 16)
+2:  add     x7, x0, x4
+    ldp     x5, x6, [x7]
+    add     x7, x2, x4
+    stp     x5, x6, [x7]
+    subs    x4, x4, #16
+    b.ge    2b
+    mov     sp, x2
+    b       return_to_guest
+    "#,
+    frame = const FRAME,
+    stack_size = const STACK_SIZE,
+);
+
+unsafe extern "C" {
+    fn enter_guest_asm(regs: *const Regs) -> !;
+}
+
+/// Leaves the hypervisor for the guest whose registers are `regs`, on a fresh
+/// EL2 stack. The caller has already loaded that vCPU's EL1 and stage-2
+/// state. Nothing on the current stack survives.
+pub fn enter_guest(regs: Regs) -> ! {
+    // SAFETY: `regs` is a valid frame in this function's argument area, which
+    // lies below the top frame slot of this CPU's stack; the assembly copies
+    // it (backwards, so overlap is harmless) to that slot, resets SP there
+    // and returns to EL1 through ERET. Dropping the current stack contents is
+    // sound because this function never returns.
+    unsafe { enter_guest_asm(&regs) }
+}

@@ -1,0 +1,98 @@
+//! The physical GICv3 belongs to Partita; guests only ever see virtual
+//! interrupts. The driver is the `arm-gic` crate.
+
+use arm_gic::gicv3::registers::{Gicd, GicrSgi};
+use arm_gic::gicv3::{GicCpuInterface, GicV3, SgiTarget, SgiTargetGroup};
+use arm_gic::{IntId, InterruptGroup, UniqueMmioPointer};
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicU64, Ordering};
+use spin::{Mutex, Once};
+
+/// The SGI Partita uses to make another CPU re-examine its vCPUs.
+pub const KICK_SGI: u32 = 0;
+/// The EL2 physical timer's PPI (CNTHP), INTID 26.
+pub const HYP_TIMER_INTID: u32 = 26;
+
+/// The driver holds raw MMIO pointers; one lock serialises all users.
+struct Shared(GicV3<'static>);
+
+// SAFETY: the GIC registers are device memory reachable from every CPU; all
+// access goes through the mutex below, so moving the handle between CPUs is
+// sound.
+unsafe impl Send for Shared {}
+
+static GIC: Once<Mutex<Shared>> = Once::new();
+static MPIDRS: [AtomicU64; crate::MAX_CPUS] = [const { AtomicU64::new(u64::MAX) }; crate::MAX_CPUS];
+
+/// Initialises the distributor and every redistributor (primary CPU, once,
+/// after the EL2 map covers `gicd` and `gicr`).
+pub fn init(gicd: u64, gicr: u64, cpus: usize) {
+    GicCpuInterface::enable_system_register_el2(true);
+    // SAFETY: `gicd` and `gicr` are the platform's GIC frames, identity
+    // mapped as device memory, and no other driver instance exists.
+    let gic = unsafe {
+        let gicd = UniqueMmioPointer::new(NonNull::new(gicd as *mut Gicd).expect("GICD address"));
+        let gicr = NonNull::new(gicr as *mut GicrSgi).expect("GICR address");
+        GicV3::new(gicd, gicr, cpus).expect("GIC redistributors")
+    };
+    let mut gic = Shared(gic);
+    gic.0.setup(0);
+    GIC.call_once(|| Mutex::new(gic));
+    init_cpu(0);
+}
+
+/// Per-CPU set-up: system-register interface, priority mask, the kick SGI
+/// and the hypervisor timer.
+pub fn init_cpu(cpu: usize) {
+    GicCpuInterface::enable_system_register_el2(true);
+    MPIDRS[cpu].store(crate::read_sysreg!("mpidr_el1") & 0xff_00ff_ffff, Ordering::Relaxed);
+    let mut gic = GIC.get().expect("GIC not initialised").lock();
+    if cpu != 0 {
+        gic.0.init_cpu(cpu);
+    }
+    for intid in [IntId::sgi(KICK_SGI), IntId::ppi(HYP_TIMER_INTID - 16)] {
+        let _ = gic.0.set_interrupt_priority(intid, Some(cpu), 0x80);
+        let _ = gic.0.enable_interrupt(intid, Some(cpu), true);
+    }
+    drop(gic);
+    GicCpuInterface::set_priority_mask(0xff);
+    GicCpuInterface::enable_group1(true);
+}
+
+/// Takes the highest-priority pending interrupt, if any.
+pub fn acknowledge() -> Option<u32> {
+    GicCpuInterface::get_and_acknowledge_interrupt(InterruptGroup::Group1).map(|id| id.raw_value())
+}
+
+/// Ends (and deactivates) an interrupt taken with [`acknowledge`].
+pub fn end(intid: u32) {
+    GicCpuInterface::end_interrupt(intid_of(intid), InterruptGroup::Group1);
+}
+
+fn intid_of(raw: u32) -> IntId {
+    match raw {
+        0..16 => IntId::sgi(raw),
+        16..32 => IntId::ppi(raw - 16),
+        _ => IntId::spi(raw - 32),
+    }
+}
+
+/// Sends the kick SGI to physical CPU `cpu`.
+pub fn kick(cpu: usize) {
+    let mpidr = MPIDRS[cpu].load(Ordering::Relaxed);
+    if mpidr == u64::MAX {
+        return;
+    }
+    let target = SgiTarget::List {
+        affinity3: (mpidr >> 32) as u8,
+        affinity2: (mpidr >> 16) as u8,
+        affinity1: (mpidr >> 8) as u8,
+        target_list: 1 << (mpidr & 0xf),
+    };
+    let _ = GicCpuInterface::send_sgi(IntId::sgi(KICK_SGI), target, SgiTargetGroup::CurrentGroup1);
+}
+
+/// The physical CPU's affinity value, for PSCI CPU_ON.
+pub fn mpidr_of_boot_cpu() -> u64 {
+    crate::read_sysreg!("mpidr_el1") & 0xff_00ff_ffff
+}

@@ -1,0 +1,25 @@
+//! The EL2 physical timer (CNTHP): Partita's scheduling tick.
+
+use crate::cpu::write_sysreg;
+use crate::read_sysreg;
+
+/// Counter frequency in Hz.
+pub fn frequency() -> u64 {
+    read_sysreg!("cntfrq_el0")
+}
+
+/// The system counter.
+pub fn now() -> u64 {
+    crate::cpu::isb();
+    read_sysreg!("cntpct_el0")
+}
+
+/// Fires the hypervisor timer interrupt after `ticks` counter ticks.
+pub fn arm_after(ticks: u64) {
+    write_sysreg!("cnthp_tval_el2", ticks.min(i32::MAX as u64));
+    write_sysreg!("cnthp_ctl_el2", 1);
+}
+
+pub fn disarm() {
+    write_sysreg!("cnthp_ctl_el2", 0);
+}

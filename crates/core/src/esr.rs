@@ -1,0 +1,185 @@
+//! Decoding ESR_EL2: why a guest trapped into the hypervisor.
+
+/// Exception classes Partita handles (ESR_EL2.EC).
+pub mod ec {
+    pub const UNKNOWN: u8 = 0x00;
+    pub const WFX: u8 = 0x01;
+    pub const HVC64: u8 = 0x16;
+    pub const SMC64: u8 = 0x17;
+    pub const SYSREG: u8 = 0x18;
+    pub const IABT_LOWER: u8 = 0x20;
+    pub const IABT_CURRENT: u8 = 0x21;
+    pub const DABT_LOWER: u8 = 0x24;
+    pub const DABT_CURRENT: u8 = 0x25;
+}
+
+/// A trapped guest exception, decoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trap {
+    /// WFI (`wfe == false`) or WFE.
+    Wait { wfe: bool },
+    Hvc { imm: u16 },
+    Smc { imm: u16 },
+    SysReg(SysRegAccess),
+    /// A stage-2 data abort; `access` is present when the syndrome is valid
+    /// (ISV), which is what MMIO emulation needs.
+    DataAbort { access: Option<MmioAccess>, fault_status: u8 },
+    InstructionAbort { fault_status: u8 },
+    /// Anything else: the class is kept for the log.
+    Other { class: u8 },
+}
+
+/// A trapped MSR/MRS (or a system instruction such as DC ISW).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SysRegAccess {
+    pub reg: SysReg,
+    /// The general-purpose register transferred.
+    pub rt: u8,
+    /// MRS (a read into `rt`) rather than MSR/SYS.
+    pub read: bool,
+}
+
+/// A system register encoding `op0, op1, CRn, CRm, op2`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SysReg {
+    pub op0: u8,
+    pub op1: u8,
+    pub crn: u8,
+    pub crm: u8,
+    pub op2: u8,
+}
+
+impl SysReg {
+    pub const fn new(op0: u8, op1: u8, crn: u8, crm: u8, op2: u8) -> Self {
+        Self { op0, op1, crn, crm, op2 }
+    }
+}
+
+/// A load or store described by the data-abort syndrome.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MmioAccess {
+    pub write: bool,
+    /// Access size in bytes: 1, 2, 4 or 8.
+    pub size: u8,
+    /// The general-purpose register transferred.
+    pub rt: u8,
+    /// Sign-extend a load.
+    pub sign_extend: bool,
+    /// The register is 64-bit (SF).
+    pub wide: bool,
+}
+
+pub const fn class(esr: u64) -> u8 {
+    ((esr >> 26) & 0x3f) as u8
+}
+
+const fn bits(value: u64, low: u32, width: u32) -> u64 {
+    (value >> low) & ((1 << width) - 1)
+}
+
+/// Decodes ESR_EL2 of an exception taken from a lower exception level.
+pub fn decode(esr: u64) -> Trap {
+    let iss = esr & 0x1ff_ffff;
+    match class(esr) {
+        ec::WFX => Trap::Wait { wfe: iss & 1 == 1 },
+        ec::HVC64 => Trap::Hvc { imm: iss as u16 },
+        ec::SMC64 => Trap::Smc { imm: iss as u16 },
+        ec::SYSREG => Trap::SysReg(decode_sysreg(iss)),
+        ec::DABT_LOWER => Trap::DataAbort { access: decode_data_abort(iss), fault_status: (iss & 0x3f) as u8 },
+        ec::IABT_LOWER => Trap::InstructionAbort { fault_status: (iss & 0x3f) as u8 },
+        class => Trap::Other { class },
+    }
+}
+
+fn decode_sysreg(iss: u64) -> SysRegAccess {
+    SysRegAccess {
+        reg: SysReg {
+            op0: bits(iss, 20, 2) as u8,
+            op2: bits(iss, 17, 3) as u8,
+            op1: bits(iss, 14, 3) as u8,
+            crn: bits(iss, 10, 4) as u8,
+            crm: bits(iss, 1, 4) as u8,
+        },
+        rt: bits(iss, 5, 5) as u8,
+        read: iss & 1 == 1,
+    }
+}
+
+fn decode_data_abort(iss: u64) -> Option<MmioAccess> {
+    let valid = bits(iss, 24, 1) == 1;
+    valid.then(|| MmioAccess {
+        size: 1 << bits(iss, 22, 2),
+        sign_extend: bits(iss, 21, 1) == 1,
+        rt: bits(iss, 16, 5) as u8,
+        wide: bits(iss, 15, 1) == 1,
+        write: bits(iss, 6, 1) == 1,
+    })
+}
+
+/// The faulting guest-physical address of a stage-2 abort, from HPFAR_EL2
+/// (page) and FAR_EL2 (offset within the page).
+pub const fn fault_ipa(hpfar: u64, far: u64) -> u64 {
+    ((hpfar >> 4) & 0xff_ffff_ffff) << 12 | (far & 0xfff)
+}
+
+/// A short name for an exception class, for logs.
+pub fn class_name(class: u8) -> &'static str {
+    match class {
+        ec::UNKNOWN => "undefined instruction",
+        ec::WFX => "WFI/WFE",
+        ec::HVC64 => "HVC",
+        ec::SMC64 => "SMC",
+        ec::SYSREG => "system register access",
+        ec::IABT_LOWER | ec::IABT_CURRENT => "instruction abort",
+        ec::DABT_LOWER | ec::DABT_CURRENT => "data abort",
+        0x07 => "FP/SIMD access",
+        0x2f => "SError",
+        _ => "exception",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_a_32_bit_store_to_mmio() {
+        // str w1, [x0]: EC=0x24, IL, ISV, SAS=2 (word), SRT=1, WnR, DFSC=translation L3.
+        let esr = (0x24 << 26) | (1 << 25) | (1 << 24) | (2 << 22) | (1 << 16) | (1 << 6) | 0x07;
+        let Trap::DataAbort { access: Some(a), fault_status } = decode(esr) else { panic!("not a data abort") };
+        assert_eq!((a.write, a.size, a.rt, a.wide), (true, 4, 1, false));
+        assert_eq!(fault_status, 0x07);
+    }
+
+    #[test]
+    fn data_abort_without_syndrome_has_no_access() {
+        let esr = (0x24 << 26) | (1 << 25) | 0x07;
+        assert_eq!(decode(esr), Trap::DataAbort { access: None, fault_status: 0x07 });
+    }
+
+    #[test]
+    fn decodes_dc_cisw_and_mrs() {
+        // DC CISW, x3: op0=1 op1=0 CRn=7 CRm=14 op2=2, write.
+        let iss = (1 << 20) | (2 << 17) | (7 << 10) | (3 << 5) | (14 << 1);
+        let Trap::SysReg(access) = decode((0x18 << 26) | iss) else { panic!() };
+        assert_eq!(access.reg, SysReg::new(1, 0, 7, 14, 2));
+        assert_eq!((access.rt, access.read), (3, false));
+        // MRS x5, CNTP_CTL_EL0: op0=3 op1=3 CRn=14 CRm=2 op2=1, read.
+        let iss = (3 << 20) | (1 << 17) | (3 << 14) | (14 << 10) | (5 << 5) | (2 << 1) | 1;
+        let Trap::SysReg(access) = decode((0x18 << 26) | iss) else { panic!() };
+        assert_eq!(access.reg, SysReg::new(3, 3, 14, 2, 1));
+        assert_eq!((access.rt, access.read), (5, true));
+    }
+
+    #[test]
+    fn fault_ipa_combines_page_and_offset() {
+        assert_eq!(fault_ipa(0x0900_0000 >> 8, 0xffff_0000_0000_0018), 0x0900_0018);
+    }
+
+    #[test]
+    fn other_classes_are_named() {
+        assert_eq!(decode(0x07 << 26), Trap::Other { class: 7 });
+        assert_eq!(decode(0x17 << 26 | 0x12), Trap::Smc { imm: 0x12 });
+        assert_eq!(class_name(0x24), "data abort");
+    }
+}
