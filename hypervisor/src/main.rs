@@ -1,2 +1,70 @@
+//! Partita: a static-partitioning, mixed-criticality hypervisor for AArch64.
+//!
+//! Boot (`boot`) turns the payload into running partitions; every CPU then
+//! runs its scheduler loop (`scheduler`), and every guest exit lands in
+//! `trap`. All `unsafe` code lives in `partita-arch`; this crate only
+//! exports the three entry symbols the assembly calls.
 #![no_std]
 #![no_main]
+#![deny(unsafe_code)]
+
+extern crate alloc;
+
+mod boot;
+mod console;
+mod partition;
+mod scheduler;
+mod trap;
+
+use partita_arch::exception::Regs;
+
+/// First Rust code on every CPU: CPU 0 boots the system, the others join.
+#[allow(unsafe_code)] // The assembly calls this symbol by name.
+#[unsafe(no_mangle)]
+extern "C" fn hv_main(cpu: usize, _host_dtb: u64) -> ! {
+    if cpu == 0 {
+        boot::primary()
+    } else {
+        boot::secondary(cpu)
+    }
+}
+
+/// Every exception from a guest.
+#[allow(unsafe_code)] // The assembly calls this symbol by name.
+#[unsafe(no_mangle)]
+extern "C" fn hv_trap(regs: &mut Regs, kind: u64) {
+    trap::handle(regs, kind)
+}
+
+/// An exception taken at EL2 itself: a hypervisor bug.
+#[allow(unsafe_code)] // The assembly calls this symbol by name.
+#[unsafe(no_mangle)]
+extern "C" fn hv_fatal(regs: &mut Regs, _kind: u64) -> ! {
+    let s = partita_arch::cpu::syndrome();
+    let class = partita_core::esr::class(s.esr);
+    console::emergency(format_args!(
+        "PANIC on cpu {}: {} at EL2 (EC 0x{:02x}, ESR 0x{:x}), ELR 0x{:x}, FAR 0x{:x}",
+        partita_arch::cpu::index(),
+        partita_core::esr::class_name(class),
+        class,
+        s.esr,
+        regs.pc,
+        s.far
+    ));
+    partita_arch::cpu::park()
+}
+
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo) -> ! {
+    let s = partita_arch::cpu::syndrome();
+    console::emergency(format_args!(
+        "PANIC on cpu {}: {} (last exception: EC 0x{:02x}, ELR 0x{:x}, FAR 0x{:x})",
+        partita_arch::cpu::index(),
+        info,
+        partita_core::esr::class(s.esr),
+        partita_arch::read_sysreg!("elr_el2"),
+        s.far
+    ));
+    partita_arch::cpu::park()
+}
+

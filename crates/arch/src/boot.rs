@@ -63,11 +63,12 @@ park:
     wfe
     b       park
 
-    .section .bss.stacks, "aw", %nobits
+    .pushsection .bss.stacks, "aw", %nobits
     .balign 16
     .global __stacks
 __stacks:
     .space  {stacks_bytes}
+    .popsection
     "#,
     max_cpus = const MAX_CPUS,
     stack_size = const STACK_SIZE,

@@ -122,6 +122,7 @@ pub struct FpContext {
 
 core::arch::global_asm!(
     r#"
+    .section .text.fp, "ax"
     .arch_extension fp
     .arch_extension simd
     .global fp_save

@@ -1,0 +1,6 @@
+//! Links the hypervisor with its own linker script.
+fn main() {
+    let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap();
+    println!("cargo:rustc-link-arg-bins=-T{dir}/linker.ld");
+    println!("cargo:rerun-if-changed=linker.ld");
+}

@@ -1,0 +1,153 @@
+//! From the boot payload to running partitions.
+
+use crate::console::log;
+use crate::partition::{self, Partition, Vcpu};
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicUsize, Ordering};
+use partita_arch::{boot as image, cpu, el2, firmware, gic, heap, mmu, stage2, uart};
+use partita_core::image::{decode, payload_len, BootTable};
+use partita_core::model::Range;
+use spin::Once;
+
+/// QEMU virt's PL011: used only to report a payload too broken to name its
+/// own console.
+const FALLBACK_CONSOLE: u64 = 0x0900_0000;
+/// The boot heap follows the payload: page tables, partitions, vCPUs.
+const HEAP_SIZE: u64 = 8 << 20;
+/// Upper bound on a payload, so a corrupt header cannot make Partita read
+/// beyond any plausible hypervisor memory.
+const MAX_PAYLOAD: usize = 512 << 20;
+
+/// Everything the CPUs share once boot is done.
+pub struct System {
+    pub partitions: Vec<Partition>,
+    pub cpus: Vec<PerCpu>,
+    /// Round-robin quantum in counter ticks.
+    pub quantum: u64,
+    /// The payload's data section, kept for partition restarts.
+    pub data: &'static [u8],
+}
+
+/// The vCPUs pinned to one pCPU and which of them is on it.
+pub struct PerCpu {
+    pub vcpus: Vec<&'static Vcpu>,
+    current: AtomicUsize,
+}
+
+const NONE: usize = usize::MAX;
+
+impl PerCpu {
+    pub fn current(&self) -> Option<usize> {
+        let slot = self.current.load(Ordering::Relaxed);
+        (slot != NONE).then_some(slot)
+    }
+
+    pub fn set_current(&self, slot: Option<usize>) {
+        self.current.store(slot.unwrap_or(NONE), Ordering::Relaxed);
+    }
+}
+
+static SYSTEM: Once<System> = Once::new();
+
+pub fn system() -> &'static System {
+    SYSTEM.get().expect("system not built")
+}
+
+/// The primary CPU: read the payload, set up EL2, build every partition,
+/// start the other CPUs, then schedule.
+pub fn primary() -> ! {
+    let (table, data) = read_payload();
+    let platform = &table.system.platform;
+    uart::init(platform.console.base);
+    log!("Partita {} starting on {} CPUs, configuration \"{}\"", env!("CARGO_PKG_VERSION"), platform.cpus, table.system.name);
+    check_model(&table);
+    let hypervisor = table.system.hypervisor.memory;
+    mmu::init(platform.ram, hypervisor, &[platform.console, platform.gicd, platform.gicr]);
+    gic::init(platform.gicd.base, platform.gicr.base, platform.cpus as usize);
+    el2::init_cpu();
+    stage2::init_cpu();
+    let system = build_system(table, data);
+    log!("{} partition(s) loaded; boot heap in use: {} KiB", system.partitions.len(), heap::used() / 1024);
+    let cpus = system.cpus.len();
+    SYSTEM.call_once(|| system);
+    start_secondaries(cpus);
+    crate::scheduler::run(0)
+}
+
+/// A secondary CPU: the shared state exists; set up this CPU and schedule.
+pub fn secondary(cpu: usize) -> ! {
+    mmu::enable();
+    gic::init_cpu(cpu);
+    el2::init_cpu();
+    stage2::init_cpu();
+    crate::scheduler::run(cpu)
+}
+
+fn read_payload() -> (BootTable, &'static [u8]) {
+    let header = image::payload(32);
+    let len = match payload_len(header) {
+        Ok(len) if len <= MAX_PAYLOAD => len,
+        other => fail_early(format_args!("no valid boot payload behind the image: {other:?}")),
+    };
+    let heap_start = (image::payload_start() + len as u64).next_multiple_of(4096);
+    heap::init(heap_start, HEAP_SIZE);
+    match decode(image::payload(len)) {
+        Ok((table, data)) => {
+            let end = Range::new(heap_start, HEAP_SIZE).end();
+            if end > table.system.hypervisor.memory.end() || image::image_start() < table.system.hypervisor.memory.base {
+                uart::init(table.system.platform.console.base);
+                panic!("image, payload and heap (up to 0x{end:x}) exceed hypervisor memory {:x?}", table.system.hypervisor.memory);
+            }
+            (table, data)
+        }
+        Err(error) => fail_early(format_args!("boot payload rejected: {error:?}")),
+    }
+}
+
+fn fail_early(message: core::fmt::Arguments) -> ! {
+    uart::init(FALLBACK_CONSOLE);
+    panic!("{message}")
+}
+
+/// The hypervisor runs the same validator as `partita check`, so a payload
+/// built by anything else is held to the same rules.
+fn check_model(table: &BootTable) {
+    let issues = partita_core::validate::validate(&table.system);
+    for issue in &issues {
+        log!("configuration error: {}.{}: {}", issue.path, issue.field, issue.message);
+    }
+    assert!(issues.is_empty(), "invalid configuration in the boot payload");
+}
+
+fn build_system(table: BootTable, data: &'static [u8]) -> System {
+    let BootTable { system, boot } = table;
+    let partitions: Vec<Partition> = system
+        .partitions
+        .into_iter()
+        .zip(boot)
+        .enumerate()
+        .map(|(i, (config, boot))| partition::build(i, config, boot, data))
+        .collect();
+    let cpus = (0..system.platform.cpus as usize)
+        .map(|cpu| PerCpu {
+            vcpus: partitions.iter().flat_map(|p| p.vcpus.iter().copied()).filter(|v| v.pcpu == cpu).collect(),
+            current: AtomicUsize::new(NONE),
+        })
+        .collect();
+    let quantum = partita_arch::timer::frequency() * u64::from(system.hypervisor.quantum_us) / 1_000_000;
+    System { partitions, cpus, quantum: quantum.max(1), data }
+}
+
+/// Powers on the other physical CPUs through the firmware. QEMU virt numbers
+/// them by Aff0; only the affinity fields are passed (QEMU 7.2 refuses a
+/// target with bit 31 set).
+fn start_secondaries(cpus: usize) {
+    let base = gic::mpidr_of_boot_cpu() & !0xff;
+    for cpu in 1..cpus {
+        let mpidr = base | cpu as u64;
+        if let Err(error) = firmware::cpu_on(mpidr, image::secondary_entry_address(), cpu as u64) {
+            log!("CPU {cpu} (MPIDR 0x{mpidr:x}) did not start: {error:?}");
+        }
+    }
+    cpu::isb();
+}

@@ -1,0 +1,53 @@
+//! Partita's console output: whole lines, each tagged with who wrote it, so
+//! the host can split one UART stream into per-partition logs.
+//!
+//! `[partita] ...` is the hypervisor; `[<partition>] ...` is a partition's
+//! emulated console.
+
+use core::fmt::{self, Write};
+use spin::Mutex;
+
+/// Serialises lines from all CPUs so they never interleave.
+static LINE_LOCK: Mutex<()> = Mutex::new(());
+
+struct Uart;
+
+impl Write for Uart {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        partita_arch::uart::write_bytes(s.as_bytes());
+        Ok(())
+    }
+}
+
+/// Writes one tagged line.
+pub fn line(tag: &str, text: fmt::Arguments) {
+    let _guard = LINE_LOCK.lock();
+    let _ = write!(Uart, "[{tag}] {text}\n");
+}
+
+/// Writes one line of a partition's console output (already sanitised).
+pub fn partition_line(name: &str, bytes: &[u8]) {
+    let _guard = LINE_LOCK.lock();
+    let _ = write!(Uart, "[{name}] ");
+    partita_arch::uart::write_bytes(bytes);
+    partita_arch::uart::write_bytes(b"\n");
+}
+
+/// Writes a line even if another CPU died holding the lock (panics only).
+pub fn emergency(text: fmt::Arguments) {
+    // SAFETY-free fallback: a panicking CPU must still be heard, so the lock
+    // is only tried for a bounded number of spins.
+    for _ in 0..1_000_000 {
+        if let Some(_guard) = LINE_LOCK.try_lock() {
+            let _ = write!(Uart, "[partita] {text}\n");
+            return;
+        }
+    }
+    let _ = write!(Uart, "[partita] {text}\n");
+}
+
+/// `log!("...")`: a line from the hypervisor itself.
+macro_rules! log {
+    ($($arg:tt)*) => { $crate::console::line("partita", format_args!($($arg)*)) };
+}
+pub(crate) use log;

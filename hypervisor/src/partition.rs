@@ -1,0 +1,235 @@
+//! Partitions and vCPUs as the hypervisor runs them.
+//!
+//! Everything here is built once at boot from the validated model. Shared
+//! state changes through atomics (power and run state) or short locks taken
+//! by the owning pCPU; the only cross-CPU writes are PSCI CPU_ON into an
+//! off vCPU, and a partition restart, which first waits until none of the
+//! partition's vCPUs is on a CPU.
+
+use crate::console::{self, log};
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use partita_arch::context::{El1Context, FpContext};
+use partita_arch::exception::Regs;
+use partita_arch::stage2::{self, Stage2Table};
+use partita_core::image::{Load, PartitionBoot};
+use partita_core::model;
+use partita_core::vcpu::Power;
+use partita_core::vuart::{LineBuffer, Pl011};
+use spin::Mutex;
+
+/// Longest console line a partition can emit before it is wrapped.
+pub const CONSOLE_LINE: usize = 200;
+
+/// A partition's life cycle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum RunState {
+    Running = 0,
+    /// Stopped by Partita after a fault.
+    Stopped = 1,
+    /// Powered off by its own PSCI SYSTEM_OFF.
+    Off = 2,
+    /// Being restarted (PSCI SYSTEM_RESET); its vCPUs must not run.
+    Restarting = 3,
+}
+
+impl RunState {
+    fn from_u8(v: u8) -> Self {
+        match v {
+            0 => Self::Running,
+            1 => Self::Stopped,
+            2 => Self::Off,
+            _ => Self::Restarting,
+        }
+    }
+}
+
+/// The console a partition writes to.
+pub struct Console {
+    pub uart: Pl011,
+    pub line: LineBuffer<CONSOLE_LINE>,
+}
+
+pub struct Partition {
+    pub config: model::Partition,
+    pub boot: PartitionBoot,
+    pub vttbr: u64,
+    state: AtomicU8,
+    pub vcpus: Vec<&'static Vcpu>,
+    pub console: Mutex<Console>,
+}
+
+/// Registers of a vCPU while it is not on a CPU.
+pub struct Context {
+    pub regs: Regs,
+    pub el1: El1Context,
+    pub fp: FpContext,
+}
+
+pub struct Vcpu {
+    pub partition: usize,
+    pub index: usize,
+    pub pcpu: usize,
+    power: AtomicU8,
+    /// True while a pCPU has this vCPU's state loaded in its registers.
+    on_cpu: AtomicBool,
+    pub context: Mutex<Context>,
+}
+
+impl Partition {
+    pub fn name(&self) -> &str {
+        &self.config.name
+    }
+
+    pub fn state(&self) -> RunState {
+        RunState::from_u8(self.state.load(Ordering::Acquire))
+    }
+
+    pub fn set_state(&self, state: RunState) {
+        self.state.store(state as u8, Ordering::Release);
+    }
+
+    /// Moves from `Running` to `state`; false if it was no longer running
+    /// (another CPU stopped it first), so each stop is reported once.
+    pub fn leave_running(&self, state: RunState) -> bool {
+        self.state
+            .compare_exchange(RunState::Running as u8, state as u8, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    /// Bytes a guest wrote to its console: complete lines go out tagged.
+    pub fn console_byte(&self, byte: u8) {
+        let mut console = self.console.lock();
+        if console.line.push(byte) {
+            console::partition_line(self.name(), console.line.take());
+        }
+    }
+}
+
+impl Vcpu {
+    pub fn power(&self) -> Power {
+        match self.power.load(Ordering::Acquire) {
+            0 => Power::Off,
+            1 => Power::OnPending,
+            _ => Power::On,
+        }
+    }
+
+    pub fn set_power(&self, power: Power) {
+        let value = match power {
+            Power::Off => 0,
+            Power::OnPending => 1,
+            Power::On => 2,
+        };
+        self.power.store(value, Ordering::Release);
+    }
+
+    pub fn is_on_cpu(&self) -> bool {
+        self.on_cpu.load(Ordering::Acquire)
+    }
+
+    pub fn set_on_cpu(&self, on: bool) {
+        self.on_cpu.store(on, Ordering::Release);
+    }
+
+    /// Puts the vCPU in its power-on state, entering at `entry` with x0 = `arg`.
+    pub fn reset(&self, entry: u64, arg: u64) {
+        let mut ctx = self.context.lock();
+        ctx.regs = Regs::boot(entry, arg);
+        ctx.el1 = El1Context::reset(partita_core::psci::vmpidr(self.index));
+        ctx.fp = FpContext::default();
+    }
+}
+
+/// Builds a partition's stage-2 table, loads its memory and creates its vCPUs.
+pub fn build(index: usize, config: model::Partition, boot: PartitionBoot, data: &[u8]) -> Partition {
+    let vmid = u16::try_from(index + 1).expect("VMID");
+    let table = build_stage2(vmid, &config);
+    let vttbr = table.vttbr();
+    // The table lives as long as the partition, which is forever.
+    core::mem::forget(table);
+    let vcpus = config
+        .vcpus
+        .iter()
+        .enumerate()
+        .map(|(i, &pcpu)| &*Box::leak(Box::new(new_vcpu(index, i, pcpu as usize))))
+        .collect();
+    let partition = Partition {
+        config,
+        boot,
+        vttbr,
+        state: AtomicU8::new(RunState::Running as u8),
+        vcpus,
+        console: Mutex::new(Console { uart: Pl011::new(), line: LineBuffer::new() }),
+    };
+    partition.load(data);
+    partition.power_on();
+    partition
+}
+
+fn new_vcpu(partition: usize, index: usize, pcpu: usize) -> Vcpu {
+    Vcpu {
+        partition,
+        index,
+        pcpu,
+        power: AtomicU8::new(0),
+        on_cpu: AtomicBool::new(false),
+        context: Mutex::new(Context { regs: Regs::default(), el1: El1Context::default(), fp: FpContext::default() }),
+    }
+}
+
+fn build_stage2(vmid: u16, config: &model::Partition) -> Stage2Table {
+    let mut table = Stage2Table::new(vmid);
+    for region in &config.memory {
+        let kind = stage2::Kind::Ram { write: region.perms.write, exec: region.perms.exec };
+        table.map(region.ipa, region.pa, region.size, kind).expect("stage-2 map of a RAM region");
+    }
+    for device in &config.devices {
+        table.map(device.ipa, device.pa, device.size, stage2::Kind::Device).expect("stage-2 map of a device");
+    }
+    table
+}
+
+impl Partition {
+    /// Zeroes the partition's RAM (nothing of a previous run or of the boot
+    /// loader stays behind), copies its images and device tree in, and
+    /// writes everything back to memory for a guest that starts with its
+    /// caches off.
+    pub fn load(&self, data: &[u8]) {
+        for region in &self.config.memory {
+            partita_arch::cache::zero(region.pa, region.size);
+        }
+        for load in &self.boot.loads {
+            self.copy(load, data);
+        }
+        self.clean_memory();
+    }
+
+    fn copy(&self, load: &Load, data: &[u8]) {
+        // BootTable::check proved both ranges in bounds.
+        let pa = self.config.translate_ram(load.ipa).expect("checked load address");
+        let bytes = &data[load.offset as usize..(load.offset + load.len) as usize];
+        partita_arch::cache::copy_to(pa, bytes);
+    }
+
+    /// Cleans and invalidates all of the partition's RAM by address.
+    pub fn clean_memory(&self) {
+        for region in &self.config.memory {
+            partita_arch::cache::clean_invalidate(region.pa, region.size);
+        }
+    }
+
+    /// vCPU 0 starts at the entry point with x0 = device tree; the others
+    /// wait for PSCI CPU_ON.
+    pub fn power_on(&self) {
+        for vcpu in &self.vcpus {
+            vcpu.set_power(Power::Off);
+        }
+        self.vcpus[0].reset(self.boot.entry, self.boot.dtb);
+        self.vcpus[0].set_power(Power::On);
+        log!("partition {} starts: {} vCPU(s), entry 0x{:x}, device tree at 0x{:x}",
+            self.name(), self.vcpus.len(), self.boot.entry, self.boot.dtb);
+    }
+}

@@ -1,0 +1,260 @@
+//! What happens when a guest leaves EL1: decode, act, then resume it,
+//! switch to another vCPU, or stop its partition.
+
+use crate::boot::system;
+use crate::console::log;
+use crate::partition::{Partition, RunState, Vcpu};
+use crate::scheduler::{self, deschedule, others_runnable, runnable};
+use partita_arch::exception::{kind, Regs};
+use partita_arch::{cpu, firmware, gic, stage2};
+use partita_core::esr::{self, MmioAccess, SysRegAccess, Trap};
+use partita_core::psci::{self, ret, Call};
+use partita_core::sysreg::{self, Policy};
+use partita_core::vcpu::Power;
+use partita_core::vuart;
+
+/// Why a partition is stopped.
+pub struct Fault {
+    pub what: &'static str,
+    pub class: u8,
+    pub address: Option<u64>,
+}
+
+/// What the trap handler decided.
+enum Action {
+    Resume,
+    /// Give the pCPU to another vCPU if one is runnable.
+    Yield,
+    Stop(Fault),
+    Restart,
+}
+
+pub fn handle(regs: &mut Regs, kind: u64) {
+    let me = &system().cpus[cpu::index()];
+    let slot = me.current().expect("guest trap with no vCPU on this CPU");
+    let vcpu = me.vcpus[slot];
+    let part = &system().partitions[vcpu.partition];
+    let action = match kind {
+        kind::SYNC => synchronous(regs, part, vcpu),
+        kind::IRQ => interrupts(),
+        _ => Action::Stop(Fault { what: "SError or FIQ from the guest", class: 0x2f, address: None }),
+    };
+    match action {
+        Action::Resume if runnable(vcpu) => {}
+        Action::Yield if runnable(vcpu) && !others_runnable(me, slot) => {}
+        Action::Resume | Action::Yield => switch_away(vcpu, regs),
+        Action::Stop(fault) => {
+            stop(part, vcpu, regs, &fault);
+            switch_away(vcpu, regs)
+        }
+        Action::Restart => restart(part, vcpu, regs),
+    }
+}
+
+fn switch_away(vcpu: &Vcpu, regs: &Regs) -> ! {
+    deschedule(vcpu, regs);
+    scheduler::run(cpu::index())
+}
+
+fn interrupts() -> Action {
+    if scheduler::drain_interrupts() {
+        Action::Yield
+    } else {
+        Action::Resume
+    }
+}
+
+fn synchronous(regs: &mut Regs, part: &Partition, vcpu: &Vcpu) -> Action {
+    let syndrome = cpu::syndrome();
+    let class = esr::class(syndrome.esr);
+    let ipa = esr::fault_ipa(syndrome.hpfar, syndrome.far);
+    match esr::decode(syndrome.esr) {
+        Trap::Wait { .. } => {
+            regs.skip_instruction();
+            Action::Yield
+        }
+        Trap::Hvc { .. } => firmware_call(regs, part, vcpu, false),
+        Trap::Smc { .. } => {
+            regs.skip_instruction();
+            firmware_call(regs, part, vcpu, true)
+        }
+        Trap::SysReg(access) => system_register(regs, part, access),
+        Trap::DataAbort { access, .. } => data_abort(regs, part, access, ipa),
+        Trap::InstructionAbort { .. } => {
+            Action::Stop(Fault { what: "stage-2 instruction abort", class, address: Some(ipa) })
+        }
+        Trap::Other { class } => Action::Stop(Fault { what: esr::class_name(class), class, address: None }),
+    }
+}
+
+fn data_abort(regs: &mut Regs, part: &Partition, access: Option<MmioAccess>, ipa: u64) -> Action {
+    let offset = ipa.wrapping_sub(part.config.console);
+    match access {
+        Some(access) if offset < vuart::PAGE_SIZE => {
+            console_access(regs, part, access, offset);
+            regs.skip_instruction();
+            Action::Resume
+        }
+        _ => Action::Stop(Fault { what: "stage-2 data abort outside its memory", class: esr::ec::DABT_LOWER, address: Some(ipa) }),
+    }
+}
+
+fn console_access(regs: &mut Regs, part: &Partition, access: MmioAccess, offset: u64) {
+    let rt = usize::from(access.rt);
+    if access.write {
+        let value = regs.get(rt) as u32;
+        let byte = part.console.lock().uart.write(offset, value);
+        if let Some(byte) = byte {
+            part.console_byte(byte);
+        }
+    } else {
+        let value = part.console.lock().uart.read(offset);
+        regs.set(rt, u64::from(value) & size_mask(access.size));
+    }
+}
+
+fn size_mask(size: u8) -> u64 {
+    if size >= 8 { u64::MAX } else { (1u64 << (size * 8)) - 1 }
+}
+
+fn system_register(regs: &mut Regs, part: &Partition, access: SysRegAccess) -> Action {
+    let rt = usize::from(access.rt);
+    match sysreg::policy(&access.reg) {
+        Policy::SetWay => {
+            if sysreg::starts_sweep(regs.get(rt)) {
+                part.clean_memory();
+            }
+        }
+        Policy::ReadZeroWriteIgnore => {
+            if access.read {
+                regs.set(rt, 0);
+            }
+        }
+        Policy::Forbidden => {
+            return Action::Stop(Fault { what: "forbidden system register access", class: esr::ec::SYSREG, address: None });
+        }
+    }
+    regs.skip_instruction();
+    Action::Resume
+}
+
+/// PSCI and SMCCC calls, over HVC or SMC. Anything else over SMC is a fault;
+/// over HVC it is answered NOT_SUPPORTED (hypercalls come in a later layer).
+fn firmware_call(regs: &mut Regs, part: &Partition, vcpu: &Vcpu, smc: bool) -> Action {
+    let call = psci::decode([regs.x[0], regs.x[1], regs.x[2], regs.x[3]]);
+    let result = match call {
+        Call::Immediate(value) => value,
+        Call::CpuOn { target, entry, context } => cpu_on(part, target, entry, context),
+        Call::AffinityInfo { target, lowest_level } => affinity_info(part, target, lowest_level),
+        Call::CpuOff => {
+            vcpu.set_power(Power::Off);
+            return Action::Resume;
+        }
+        Call::SystemOff => {
+            if part.leave_running(RunState::Off) {
+                log!("partition {} powered off (PSCI SYSTEM_OFF)", part.name());
+                kick_others(part);
+                power_off_when_all_stopped();
+            }
+            return Action::Resume;
+        }
+        Call::SystemReset => return Action::Restart,
+        Call::Unknown if smc => {
+            return Action::Stop(Fault { what: "SMC that is not a PSCI call", class: esr::ec::SMC64, address: Some(regs.x[0]) });
+        }
+        Call::Unknown => ret::NOT_SUPPORTED,
+    };
+    regs.x[0] = result as u64;
+    Action::Resume
+}
+
+fn cpu_on(part: &Partition, target: u64, entry: u64, context: u64) -> i64 {
+    let Some(index) = psci::target_vcpu(target, part.vcpus.len()) else { return ret::INVALID_PARAMETERS };
+    if part.config.translate_ram(entry).is_none() {
+        return ret::INVALID_ADDRESS;
+    }
+    let target = part.vcpus[index];
+    match target.power() {
+        Power::On => ret::ALREADY_ON,
+        Power::OnPending => ret::ON_PENDING,
+        Power::Off if target.is_on_cpu() => ret::ON_PENDING,
+        Power::Off => {
+            target.reset(entry, context);
+            target.set_power(Power::On);
+            if target.pcpu != cpu::index() {
+                gic::kick(target.pcpu);
+            }
+            ret::SUCCESS
+        }
+    }
+}
+
+fn affinity_info(part: &Partition, target: u64, lowest_level: u64) -> i64 {
+    match psci::target_vcpu(target, part.vcpus.len()) {
+        Some(index) if lowest_level == 0 => match part.vcpus[index].power() {
+            Power::On => 0,
+            Power::Off => 1,
+            Power::OnPending => 2,
+        },
+        _ => ret::INVALID_PARAMETERS,
+    }
+}
+
+/// Stops a partition that broke the rules; every other partition goes on.
+fn stop(part: &Partition, vcpu: &Vcpu, regs: &Regs, fault: &Fault) {
+    if !part.leave_running(RunState::Stopped) {
+        return;
+    }
+    match fault.address {
+        Some(address) => log!(
+            "partition {} vcpu {} stopped: {} (EC 0x{:02x}, ELR 0x{:x}, address 0x{:x})",
+            part.name(), vcpu.index, fault.what, fault.class, regs.pc, address
+        ),
+        None => log!(
+            "partition {} vcpu {} stopped: {} (EC 0x{:02x}, ELR 0x{:x})",
+            part.name(), vcpu.index, fault.what, fault.class, regs.pc
+        ),
+    }
+    kick_others(part);
+    power_off_when_all_stopped();
+}
+
+/// Makes every other pCPU running a vCPU of `part` look at it again.
+fn kick_others(part: &Partition) {
+    let me = cpu::index();
+    for vcpu in &part.vcpus {
+        if vcpu.pcpu != me {
+            gic::kick(vcpu.pcpu);
+        }
+    }
+}
+
+fn power_off_when_all_stopped() {
+    let all = system().partitions.iter().all(|p| matches!(p.state(), RunState::Stopped | RunState::Off));
+    if all {
+        log!("all partitions stopped; powering off");
+        firmware::system_off();
+    }
+}
+
+/// PSCI SYSTEM_RESET: the partition starts again from its images; nothing
+/// else is touched. Its other vCPUs are first taken off their CPUs.
+fn restart(part: &Partition, vcpu: &Vcpu, regs: &Regs) -> ! {
+    if part.leave_running(RunState::Restarting) {
+        log!("partition {} restarting (PSCI SYSTEM_RESET)", part.name());
+        deschedule(vcpu, regs);
+        kick_others(part);
+        while part.vcpus.iter().any(|v| v.is_on_cpu()) {
+            core::hint::spin_loop();
+        }
+        stage2::activate(part.vttbr);
+        partita_arch::cache::invalidate_guest_tlb();
+        part.load(system().data);
+        part.power_on();
+        part.set_state(RunState::Running);
+        kick_others(part);
+        scheduler::run(cpu::index())
+    }
+    switch_away(vcpu, regs)
+}
+
