@@ -1,1 +1,876 @@
 //! Configuration rules that need no file system.
+//!
+//! The host runs them before it builds an image, and the hypervisor runs them
+//! again on the table it decodes at boot, so a stale or tampered payload is
+//! refused by the same rules. That is why this module must stay `no_std`,
+//! allocate only through `alloc`, and never panic, whatever it is given.
+//!
+//! Every [`Issue`] names its place with the TOML spelling (`partition[1].memory[0]`
+//! plus a field such as `phys`), so the host can point at the line in the file.
+
+use crate::model::{Device, MemoryRegion, Partition, Range, System};
+use alloc::collections::BTreeMap;
+use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::ops::RangeInclusive;
+
+/// The only board the hypervisor knows so far.
+pub const BOARD: &str = "qemu-virt";
+/// Physical CPUs Partita can bring up.
+pub const CPUS: RangeInclusive<u32> = 1..=8;
+pub const MAX_PARTITIONS: usize = 16;
+pub const MAX_VCPUS: usize = 8;
+pub const MAX_MEMORY_REGIONS: usize = 8;
+pub const MAX_DEVICES: usize = 8;
+/// Stage-2 and EL2 tables map 4 KiB pages, so every boundary sits on one.
+pub const PAGE_SIZE: u64 = 0x1000;
+/// The emulated PL011 of each partition occupies one page.
+pub const CONSOLE_SIZE: u64 = PAGE_SIZE;
+pub const QUANTUM_US: RangeInclusive<u32> = 100..=1_000_000;
+/// Shared peripheral interrupts: the only INTIDs that can be routed to one
+/// partition (SGIs and PPIs are per-CPU and belong to the hypervisor).
+pub const SPI: RangeInclusive<u32> = 32..=1019;
+/// Every partition's emulated PL011 raises this INTID (it is also the
+/// physical interrupt of Partita's own UART on QEMU `virt`), so no device
+/// may pass it through.
+pub const CONSOLE_INTID: u32 = 33;
+pub const NAME_MAX_LEN: usize = 31;
+/// Partita tags its own console lines with this name.
+pub const RESERVED_NAME: &str = "partita";
+
+/// One broken rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Issue {
+    /// Where, in TOML spelling: `platform.ram`, `partition[1].memory[0]`; empty for the top level.
+    pub path: String,
+    /// The field inside `path`, e.g. `phys`; empty when the whole entry is meant.
+    pub field: &'static str,
+    pub message: String,
+}
+
+/// Checks every rule and returns all broken ones (empty when the system is valid).
+pub fn validate(system: &System) -> Vec<Issue> {
+    let mut v = Validator { system, issues: Vec::new() };
+    v.platform();
+    v.hypervisor();
+    v.counts();
+    // Pairwise rules are quadratic; on a table far beyond the limits (a
+    // corrupt boot payload) they would only add noise and time.
+    if v.within_limits() {
+        v.partitions();
+        v.unique_partition_names();
+        v.host_memory_overlaps();
+        v.device_overlaps();
+        v.interrupt_claims();
+    }
+    v.issues
+}
+
+struct Validator<'a> {
+    system: &'a System,
+    issues: Vec<Issue>,
+}
+
+fn partition_path(p: usize) -> String {
+    format!("partition[{p}]")
+}
+
+fn memory_path(p: usize, m: usize) -> String {
+    format!("partition[{p}].memory[{m}]")
+}
+
+fn device_path(p: usize, d: usize) -> String {
+    format!("partition[{p}].device[{d}]")
+}
+
+/// `0x40000000..0x41000000`, the notation of every message.
+pub fn hex_range(range: &Range) -> String {
+    format!("{:#010x}..{:#010x}", range.base, range.end())
+}
+
+fn is_aligned(value: u64) -> bool {
+    value & (PAGE_SIZE - 1) == 0
+}
+
+fn name_problem(name: &str) -> Option<String> {
+    if name.is_empty() || name.len() > NAME_MAX_LEN {
+        return Some(format!("name \"{name}\" must have 1 to {NAME_MAX_LEN} characters"));
+    }
+    let allowed = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-';
+    if !name.chars().all(allowed) {
+        return Some(format!("name \"{name}\" may only use a-z, 0-9, '_' and '-'"));
+    }
+    None
+}
+
+impl Validator<'_> {
+    fn push(&mut self, path: String, field: &'static str, message: String) {
+        self.issues.push(Issue { path, field, message });
+    }
+
+    /// Base and size of a range: page aligned, size non-zero, no wrap-around.
+    fn range(&mut self, path: &str, base_field: &'static str, size_field: &'static str, range: &Range) {
+        if !is_aligned(range.base) {
+            self.push(path.into(), base_field, format!("{:#x} is not 4 KiB aligned", range.base));
+        }
+        if range.size == 0 {
+            self.push(path.into(), size_field, "size must not be zero".into());
+        } else if !is_aligned(range.size) {
+            self.push(path.into(), size_field, format!("size {:#x} is not a multiple of 4 KiB", range.size));
+        }
+        if range.base.checked_add(range.size).is_none() {
+            self.push(path.into(), size_field, "range runs past the end of the 64-bit address space".into());
+        }
+    }
+
+    fn platform(&mut self) {
+        let platform = &self.system.platform;
+        if platform.board != BOARD {
+            let message = format!("board \"{}\" is not supported; the only board is \"{BOARD}\"", platform.board);
+            self.push("platform".into(), "board", message);
+        }
+        if !CPUS.contains(&platform.cpus) {
+            let message = format!("{} CPUs; the platform must have 1 to {}", platform.cpus, CPUS.end());
+            self.push("platform".into(), "cpus", message);
+        }
+        self.range("platform.ram", "base", "size", &platform.ram);
+        self.range("platform.console", "base", "size", &platform.console);
+        self.range("platform.gic", "distributor", "distributor", &platform.gicd);
+        self.range("platform.gic", "redistributor", "redistributor", &platform.gicr);
+        self.platform_devices_apart();
+    }
+
+    fn platform_devices_apart(&mut self) {
+        let platform = &self.system.platform;
+        let fixed = [
+            ("platform.console", "base", "the console", platform.console),
+            ("platform.gic", "distributor", "the GIC distributor", platform.gicd),
+            ("platform.gic", "redistributor", "the GIC redistributors", platform.gicr),
+        ];
+        for (i, (path, field, what, range)) in fixed.iter().enumerate() {
+            if range.overlaps(&platform.ram) {
+                let message =
+                    format!("{what} ({}) overlaps platform RAM ({})", hex_range(range), hex_range(&platform.ram));
+                self.push((*path).into(), field, message);
+            }
+            for (_, _, other, other_range) in fixed.iter().take(i) {
+                if range.overlaps(other_range) {
+                    let message =
+                        format!("{what} ({}) overlaps {other} ({})", hex_range(range), hex_range(other_range));
+                    self.push((*path).into(), field, message);
+                }
+            }
+        }
+    }
+
+    fn hypervisor(&mut self) {
+        let hypervisor = &self.system.hypervisor;
+        let ram = self.system.platform.ram;
+        self.range("hypervisor.memory", "base", "size", &hypervisor.memory);
+        if !ram.covers(&hypervisor.memory) {
+            let message = format!(
+                "hypervisor memory {} is outside platform RAM {}",
+                hex_range(&hypervisor.memory),
+                hex_range(&ram)
+            );
+            self.push("hypervisor.memory".into(), "base", message);
+        }
+        if !QUANTUM_US.contains(&hypervisor.quantum_us) {
+            let message = format!(
+                "quantum {} us is out of range {}..={} us",
+                hypervisor.quantum_us,
+                QUANTUM_US.start(),
+                QUANTUM_US.end()
+            );
+            self.push("hypervisor".into(), "quantum_us", message);
+        }
+    }
+
+    fn counts(&mut self) {
+        let partitions = &self.system.partitions;
+        if partitions.is_empty() {
+            self.push(String::new(), "partition", format!("no partitions; a system needs 1 to {MAX_PARTITIONS}"));
+        } else if partitions.len() > MAX_PARTITIONS {
+            let message = format!("{} partitions; at most {MAX_PARTITIONS} are allowed", partitions.len());
+            self.push(String::new(), "partition", message);
+        }
+        for (p, partition) in partitions.iter().enumerate() {
+            self.partition_counts(p, partition);
+        }
+    }
+
+    fn partition_counts(&mut self, p: usize, partition: &Partition) {
+        let vcpus = partition.vcpus.len();
+        if vcpus == 0 || vcpus > MAX_VCPUS {
+            let message = format!("{vcpus} vCPUs; a partition needs 1 to {MAX_VCPUS}");
+            self.push(partition_path(p), "cpus", message);
+        }
+        let regions = partition.memory.len();
+        if regions == 0 || regions > MAX_MEMORY_REGIONS {
+            let message = format!("{regions} memory regions; a partition needs 1 to {MAX_MEMORY_REGIONS}");
+            self.push(partition_path(p), "memory", message);
+        }
+        if partition.devices.len() > MAX_DEVICES {
+            let message = format!("{} devices; at most {MAX_DEVICES} are allowed", partition.devices.len());
+            self.push(partition_path(p), "device", message);
+        }
+    }
+
+    fn within_limits(&self) -> bool {
+        let partitions = &self.system.partitions;
+        partitions.len() <= MAX_PARTITIONS
+            && partitions.iter().all(|p| {
+                p.vcpus.len() <= MAX_VCPUS && p.memory.len() <= MAX_MEMORY_REGIONS && p.devices.len() <= MAX_DEVICES
+            })
+    }
+
+    fn partitions(&mut self) {
+        for (p, partition) in self.system.partitions.iter().enumerate() {
+            self.partition_settings(p, partition);
+            self.vcpus(p, partition);
+            for (m, region) in partition.memory.iter().enumerate() {
+                self.memory_region(p, m, region);
+            }
+            for (d, device) in partition.devices.iter().enumerate() {
+                self.device(p, d, device);
+            }
+            self.unique_device_names(p, partition);
+            self.guest_overlaps(p, partition);
+        }
+    }
+
+    fn partition_settings(&mut self, p: usize, partition: &Partition) {
+        if let Some(problem) = name_problem(&partition.name) {
+            self.push(partition_path(p), "name", problem);
+        } else if partition.name == RESERVED_NAME {
+            self.push(partition_path(p), "name", format!("name \"{RESERVED_NAME}\" is reserved for the hypervisor"));
+        }
+        if !is_aligned(partition.console) {
+            self.push(partition_path(p), "console", format!("{:#x} is not 4 KiB aligned", partition.console));
+        }
+        if partition.bootargs.contains('\0') {
+            self.push(partition_path(p), "bootargs", "bootargs must not contain a NUL character".into());
+        }
+    }
+
+    fn vcpus(&mut self, p: usize, partition: &Partition) {
+        let cpus = self.system.platform.cpus;
+        for (v, &pcpu) in partition.vcpus.iter().enumerate() {
+            if pcpu >= cpus {
+                let message = format!("vCPU {v} is on pCPU {pcpu}, which does not exist: platform.cpus is {cpus}");
+                self.push(partition_path(p), "cpus", message);
+            }
+            if let Some(first) = partition.vcpus.iter().take(v).position(|&other| other == pcpu) {
+                let message = format!(
+                    "vCPU {v} and vCPU {first} are both on pCPU {pcpu}; a partition may put only one vCPU on a pCPU"
+                );
+                self.push(partition_path(p), "cpus", message);
+            }
+        }
+    }
+
+    fn memory_region(&mut self, p: usize, m: usize, region: &MemoryRegion) {
+        let path = memory_path(p, m);
+        self.range(&path, "base", "size", &region.guest());
+        if !is_aligned(region.pa) {
+            self.push(path.clone(), "phys", format!("{:#x} is not 4 KiB aligned", region.pa));
+        }
+        if !region.perms.read {
+            self.push(path.clone(), "perms", "permissions must include read (\"r\")".into());
+        }
+        if region.identity && region.pa != region.ipa {
+            let message = format!(
+                "identity region must have phys == base, but phys is {:#x} and base {:#x}",
+                region.pa, region.ipa
+            );
+            self.push(path.clone(), "phys", message);
+        }
+        self.memory_region_host(&path, region);
+    }
+
+    fn memory_region_host(&mut self, path: &str, region: &MemoryRegion) {
+        let ram = self.system.platform.ram;
+        let host = region.host();
+        if !ram.covers(&host) {
+            let message = format!("memory region {} is outside platform RAM {}", hex_range(&host), hex_range(&ram));
+            self.push(path.into(), "phys", message);
+        }
+        let hypervisor = self.system.hypervisor.memory;
+        if host.overlaps(&hypervisor) {
+            let message = format!("memory region overlaps hypervisor memory ({})", hex_range(&hypervisor));
+            self.push(path.into(), "phys", message);
+        }
+    }
+
+    fn device(&mut self, p: usize, d: usize, device: &Device) {
+        let path = device_path(p, d);
+        if let Some(problem) = name_problem(&device.name) {
+            self.push(path.clone(), "name", problem);
+        }
+        self.range(&path, "base", "size", &device.guest());
+        if !is_aligned(device.pa) {
+            self.push(path.clone(), "phys", format!("{:#x} is not 4 KiB aligned", device.pa));
+        }
+        self.compatible(&path, device);
+        for &intid in &device.interrupts {
+            if intid == CONSOLE_INTID {
+                let message = format!("interrupt {intid} is reserved for the partition's emulated console");
+                self.push(path.clone(), "interrupts", message);
+            } else if !SPI.contains(&intid) {
+                let message = format!(
+                    "interrupt {intid} is not an SPI; only {}..={} can be passed through",
+                    SPI.start(),
+                    SPI.end()
+                );
+                self.push(path.clone(), "interrupts", message);
+            }
+        }
+        self.device_host_fixed(&path, device);
+    }
+
+    fn compatible(&mut self, path: &str, device: &Device) {
+        if device.compatible.is_empty() {
+            self.push(path.into(), "compatible", "at least one compatible string is required".into());
+        }
+        // Each string becomes NUL-terminated text in the device tree.
+        let printable = |s: &String| !s.is_empty() && s.bytes().all(|b| (0x20..0x7f).contains(&b));
+        if let Some(bad) = device.compatible.iter().find(|s| !printable(s)) {
+            let message = format!("compatible string {bad:?} must be non-empty printable ASCII");
+            self.push(path.into(), "compatible", message);
+        }
+    }
+
+    fn device_host_fixed(&mut self, path: &str, device: &Device) {
+        let platform = &self.system.platform;
+        let host = device.host();
+        let fixed = [
+            ("platform RAM", platform.ram),
+            ("Partita's console", platform.console),
+            ("the GIC distributor", platform.gicd),
+            ("the GIC redistributors", platform.gicr),
+        ];
+        for (what, range) in fixed {
+            if host.overlaps(&range) {
+                let message = format!("device {} overlaps {what} ({})", hex_range(&host), hex_range(&range));
+                self.push(path.into(), "phys", message);
+            }
+        }
+    }
+
+    fn unique_device_names(&mut self, p: usize, partition: &Partition) {
+        for (d, device) in partition.devices.iter().enumerate() {
+            let earlier = partition.devices.iter().take(d).position(|other| other.name == device.name);
+            if let Some(first) = earlier {
+                let message = format!("duplicate device name \"{}\" (also device[{first}])", device.name);
+                self.push(device_path(p, d), "name", message);
+            }
+        }
+    }
+
+    fn unique_partition_names(&mut self) {
+        let partitions = &self.system.partitions;
+        for (p, partition) in partitions.iter().enumerate() {
+            if let Some(first) = partitions.iter().take(p).position(|other| other.name == partition.name) {
+                let message = format!("duplicate partition name \"{}\" (also partition[{first}])", partition.name);
+                self.push(partition_path(p), "name", message);
+            }
+        }
+    }
+
+    /// RAM, devices and the console must not share guest-physical addresses,
+    /// nor hide the emulated GIC, which guests find at the platform's addresses.
+    fn guest_overlaps(&mut self, p: usize, partition: &Partition) {
+        let windows = guest_windows(p, partition);
+        let platform = &self.system.platform;
+        let gic = [("the virtual GIC distributor", platform.gicd), ("the virtual GIC redistributors", platform.gicr)];
+        for window in &windows {
+            for (label, range) in gic.iter().filter(|(_, range)| range.overlaps(&window.range)) {
+                let message =
+                    format!("{} overlaps {label} ({}) in guest-physical space", window.what, hex_range(range));
+                self.push(window.path.clone(), window.field, message);
+            }
+        }
+        for (i, window) in windows.iter().enumerate() {
+            for other in windows.iter().take(i) {
+                if window.range.overlaps(&other.range) {
+                    let message = format!(
+                        "{} overlaps {} ({}) in guest-physical space",
+                        window.what,
+                        other.label,
+                        hex_range(&other.range)
+                    );
+                    self.push(window.path.clone(), window.field, message);
+                }
+            }
+        }
+    }
+
+    /// Host-physical RAM belongs to exactly one partition region.
+    fn host_memory_overlaps(&mut self) {
+        let regions = all_memory(self.system);
+        for (i, (p, m, region)) in regions.iter().enumerate() {
+            for (q, n, other) in regions.iter().take(i) {
+                if region.host().overlaps(&other.host()) {
+                    let name = self.partition_name(*q);
+                    let message = format!(
+                        "memory region overlaps partition \"{name}\" memory[{n}] ({})",
+                        hex_range(&other.host())
+                    );
+                    self.push(memory_path(*p, *m), "phys", message);
+                }
+            }
+        }
+    }
+
+    /// A device's registers are passed through to one partition only.
+    fn device_overlaps(&mut self) {
+        let devices = all_devices(self.system);
+        for (i, (p, d, device)) in devices.iter().enumerate() {
+            for (q, _, other) in devices.iter().take(i) {
+                if device.host().overlaps(&other.host()) {
+                    let name = self.partition_name(*q);
+                    let message = format!(
+                        "device overlaps partition \"{name}\" device \"{}\" ({})",
+                        other.name,
+                        hex_range(&other.host())
+                    );
+                    self.push(device_path(*p, *d), "phys", message);
+                }
+            }
+        }
+    }
+
+    /// Each physical interrupt is routed to exactly one partition.
+    fn interrupt_claims(&mut self) {
+        let mut owners: BTreeMap<u32, (usize, usize)> = BTreeMap::new();
+        for (p, d, device) in all_devices(self.system) {
+            for &intid in &device.interrupts {
+                if let Some(&(q, e)) = owners.get(&intid) {
+                    let message = format!(
+                        "interrupt {intid} is already claimed by partition \"{}\" device \"{}\"",
+                        self.partition_name(q),
+                        self.device_name(q, e)
+                    );
+                    self.push(device_path(p, d), "interrupts", message);
+                } else {
+                    owners.insert(intid, (p, d));
+                }
+            }
+        }
+    }
+
+    fn partition_name(&self, p: usize) -> &str {
+        self.system.partitions.get(p).map_or("?", |partition| partition.name.as_str())
+    }
+
+    fn device_name(&self, p: usize, d: usize) -> &str {
+        let device = self.system.partitions.get(p).and_then(|partition| partition.devices.get(d));
+        device.map_or("?", |device| device.name.as_str())
+    }
+}
+
+/// One guest-physical window of a partition, with how messages name it.
+struct GuestWindow {
+    range: Range,
+    path: String,
+    field: &'static str,
+    /// As the subject of a message.
+    what: String,
+    /// As the object of a message.
+    label: String,
+}
+
+fn guest_windows(p: usize, partition: &Partition) -> Vec<GuestWindow> {
+    let console = GuestWindow {
+        range: Range::new(partition.console, CONSOLE_SIZE),
+        path: partition_path(p),
+        field: "console",
+        what: "the console".into(),
+        label: "the console".into(),
+    };
+    let memory = partition.memory.iter().enumerate().map(|(m, region)| GuestWindow {
+        range: region.guest(),
+        path: memory_path(p, m),
+        field: "base",
+        what: "memory region".into(),
+        label: format!("memory[{m}]"),
+    });
+    let devices = partition.devices.iter().enumerate().map(|(d, device)| GuestWindow {
+        range: device.guest(),
+        path: device_path(p, d),
+        field: "base",
+        what: format!("device \"{}\"", device.name),
+        label: format!("device \"{}\"", device.name),
+    });
+    let mut windows: Vec<GuestWindow> = memory.chain(devices).collect();
+    windows.push(console);
+    windows
+}
+
+fn all_memory(system: &System) -> Vec<(usize, usize, &MemoryRegion)> {
+    let per_partition = system.partitions.iter().enumerate();
+    per_partition.flat_map(|(p, partition)| partition.memory.iter().enumerate().map(move |(m, r)| (p, m, r))).collect()
+}
+
+fn all_devices(system: &System) -> Vec<(usize, usize, &Device)> {
+    let per_partition = system.partitions.iter().enumerate();
+    per_partition.flat_map(|(p, partition)| partition.devices.iter().enumerate().map(move |(d, x)| (p, d, x))).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Criticality, Hypervisor, Perms, Platform};
+    use alloc::string::ToString;
+    use alloc::vec;
+    use proptest::prelude::*;
+
+    const MIB: u64 = 1 << 20;
+
+    fn region(ipa: u64, pa: u64) -> MemoryRegion {
+        MemoryRegion { ipa, pa, size: 16 * MIB, perms: Perms::RWX, identity: false }
+    }
+
+    fn partition(name: &str, vcpus: Vec<u32>, pa: u64) -> Partition {
+        Partition {
+            name: name.into(),
+            criticality: Criticality::Low,
+            vcpus,
+            memory: vec![region(0x4000_0000, pa)],
+            devices: Vec::new(),
+            console: 0x0900_0000,
+            bootargs: String::new(),
+        }
+    }
+
+    fn gpio() -> Device {
+        Device {
+            name: "gpio".into(),
+            compatible: vec!["arm,pl061".into()],
+            ipa: 0x0903_0000,
+            pa: 0x0903_0000,
+            size: 0x1000,
+            interrupts: vec![39],
+        }
+    }
+
+    fn system() -> System {
+        System {
+            name: "test".into(),
+            platform: Platform {
+                board: BOARD.into(),
+                cpus: 4,
+                ram: Range::new(0x4000_0000, 1 << 30),
+                console: Range::new(0x0900_0000, 0x1000),
+                gicd: Range::new(0x0800_0000, 0x1_0000),
+                gicr: Range::new(0x080a_0000, 4 * 0x2_0000),
+            },
+            hypervisor: Hypervisor { memory: Range::new(0x4000_0000, 32 * MIB), quantum_us: 1000 },
+            partitions: vec![partition("rtos", vec![1], 0x4200_0000), partition("gpos", vec![2, 3], 0x4400_0000)],
+        }
+    }
+
+    /// Asserts exactly one issue, at `path.field`, whose message contains `text`.
+    fn expect_one(system: &System, path: &str, field: &str, text: &str) {
+        let issues = validate(system);
+        assert_eq!(issues.len(), 1, "{issues:#?}");
+        assert_eq!((issues[0].path.as_str(), issues[0].field), (path, field), "{issues:#?}");
+        assert!(issues[0].message.contains(text), "{:?} lacks {text:?}", issues[0].message);
+    }
+
+    #[test]
+    fn the_sample_is_valid() {
+        assert_eq!(validate(&system()), vec![]);
+    }
+
+    #[test]
+    fn host_overlap_between_partitions() {
+        let mut s = system();
+        s.partitions[1].memory[0].pa = 0x4280_0000;
+        expect_one(
+            &s,
+            "partition[1].memory[0]",
+            "phys",
+            "overlaps partition \"rtos\" memory[0] (0x42000000..0x43000000)",
+        );
+    }
+
+    #[test]
+    fn host_overlap_with_hypervisor() {
+        let mut s = system();
+        s.partitions[0].memory[0].pa = 0x4100_0000;
+        expect_one(&s, "partition[0].memory[0]", "phys", "overlaps hypervisor memory");
+    }
+
+    #[test]
+    fn guest_overlap_inside_a_partition() {
+        let mut s = system();
+        s.partitions[0].memory.push(region(0x40ff_f000, 0x4600_0000));
+        expect_one(
+            &s,
+            "partition[0].memory[1]",
+            "base",
+            "overlaps memory[0] (0x40000000..0x41000000) in guest-physical",
+        );
+    }
+
+    #[test]
+    fn console_overlapping_a_device() {
+        let mut s = system();
+        s.partitions[0].devices.push(gpio());
+        s.partitions[0].console = 0x0903_0000;
+        expect_one(&s, "partition[0]", "console", "overlaps device \"gpio\"");
+    }
+
+    #[test]
+    fn guest_window_over_the_virtual_gic() {
+        let mut s = system();
+        let mut device = gpio();
+        device.ipa = 0x080b_0000;
+        s.partitions[0].devices.push(device);
+        expect_one(&s, "partition[0].device[0]", "base", "overlaps the virtual GIC redistributors");
+    }
+
+    #[test]
+    fn region_outside_ram() {
+        let mut s = system();
+        s.partitions[0].memory[0].pa = 0x7f80_0000;
+        expect_one(&s, "partition[0].memory[0]", "phys", "outside platform RAM");
+    }
+
+    #[test]
+    fn pcpu_out_of_range() {
+        let mut s = system();
+        s.partitions[0].vcpus = vec![4];
+        expect_one(&s, "partition[0]", "cpus", "pCPU 4, which does not exist: platform.cpus is 4");
+    }
+
+    #[test]
+    fn two_vcpus_on_one_pcpu() {
+        let mut s = system();
+        s.partitions[1].vcpus = vec![2, 2];
+        expect_one(&s, "partition[1]", "cpus", "vCPU 1 and vCPU 0 are both on pCPU 2");
+    }
+
+    #[test]
+    fn empty_vcpu_list() {
+        let mut s = system();
+        s.partitions[0].vcpus.clear();
+        expect_one(&s, "partition[0]", "cpus", "0 vCPUs");
+    }
+
+    #[test]
+    fn duplicate_names() {
+        let mut s = system();
+        s.partitions[1].name = "rtos".into();
+        expect_one(&s, "partition[1]", "name", "duplicate partition name \"rtos\"");
+        let mut s = system();
+        let mut other = gpio();
+        other.pa = 0x0904_0000;
+        other.ipa = 0x0904_0000;
+        other.interrupts = vec![40];
+        s.partitions[0].devices = vec![gpio(), other];
+        expect_one(&s, "partition[0].device[1]", "name", "duplicate device name \"gpio\"");
+    }
+
+    #[test]
+    fn bad_and_reserved_names() {
+        let mut s = system();
+        s.partitions[0].name = "Bad Name".into();
+        expect_one(&s, "partition[0]", "name", "may only use");
+        s.partitions[0].name = "partita".into();
+        expect_one(&s, "partition[0]", "name", "reserved");
+        s.partitions[0].name = "x".repeat(32);
+        expect_one(&s, "partition[0]", "name", "1 to 31 characters");
+    }
+
+    #[test]
+    fn interrupt_claimed_twice() {
+        let mut s = system();
+        s.partitions[0].devices.push(gpio());
+        let mut other = gpio();
+        other.name = "uart".into();
+        other.pa = 0x0904_0000;
+        s.partitions[1].devices.push(other);
+        expect_one(
+            &s,
+            "partition[1].device[0]",
+            "interrupts",
+            "interrupt 39 is already claimed by partition \"rtos\" device \"gpio\"",
+        );
+    }
+
+    #[test]
+    fn interrupt_outside_spi_range() {
+        let mut s = system();
+        let mut device = gpio();
+        device.interrupts = vec![27];
+        s.partitions[0].devices.push(device);
+        expect_one(&s, "partition[0].device[0]", "interrupts", "interrupt 27 is not an SPI");
+    }
+
+    #[test]
+    fn console_interrupt_is_reserved() {
+        let mut s = system();
+        let mut device = gpio();
+        device.interrupts = vec![CONSOLE_INTID];
+        s.partitions[0].devices.push(device);
+        expect_one(&s, "partition[0].device[0]", "interrupts", "interrupt 33 is reserved");
+    }
+
+    #[test]
+    fn device_overlapping_ram_or_platform_devices() {
+        for (pa, text) in [
+            (0x4800_0000, "overlaps platform RAM"),
+            (0x0900_0000, "overlaps Partita's console"),
+            (0x0800_0000, "overlaps the GIC distributor"),
+            (0x080a_0000, "overlaps the GIC redistributors"),
+        ] {
+            let mut s = system();
+            let mut device = gpio();
+            device.pa = pa;
+            s.partitions[0].devices.push(device);
+            expect_one(&s, "partition[0].device[0]", "phys", text);
+        }
+    }
+
+    #[test]
+    fn device_overlapping_another_partitions_device() {
+        let mut s = system();
+        s.partitions[0].devices.push(gpio());
+        let mut copy = gpio();
+        copy.interrupts.clear();
+        s.partitions[1].devices.push(copy);
+        expect_one(&s, "partition[1].device[0]", "phys", "overlaps partition \"rtos\" device \"gpio\"");
+    }
+
+    #[test]
+    fn alignment_and_zero_sizes() {
+        let mut s = system();
+        s.partitions[0].memory[0].pa = 0x4200_0800;
+        expect_one(&s, "partition[0].memory[0]", "phys", "not 4 KiB aligned");
+        let mut s = system();
+        s.partitions[0].memory[0].size = 0x1800;
+        expect_one(&s, "partition[0].memory[0]", "size", "not a multiple of 4 KiB");
+        let mut s = system();
+        s.partitions[0].memory[0].size = 0;
+        expect_one(&s, "partition[0].memory[0]", "size", "must not be zero");
+    }
+
+    #[test]
+    fn identity_region_with_other_phys() {
+        let mut s = system();
+        s.partitions[0].memory[0].identity = true;
+        expect_one(&s, "partition[0].memory[0]", "phys", "identity region must have phys == base");
+    }
+
+    #[test]
+    fn permissions_without_read() {
+        let mut s = system();
+        s.partitions[0].memory[0].perms = Perms { read: false, write: true, exec: false };
+        expect_one(&s, "partition[0].memory[0]", "perms", "must include read");
+    }
+
+    #[test]
+    fn counts() {
+        let mut s = system();
+        s.partitions.clear();
+        expect_one(&s, "", "partition", "no partitions");
+        let mut s = system();
+        s.partitions = (0..17).map(|i| partition(&i.to_string(), vec![0], 0x4200_0000 + i * 16 * MIB)).collect();
+        expect_one(&s, "", "partition", "17 partitions");
+        let mut s = system();
+        s.partitions[0].memory = (0..9).map(|i| region(0x4000_0000 + i * 16 * MIB, 0x4200_0000)).collect();
+        expect_one(&s, "partition[0]", "memory", "9 memory regions");
+    }
+
+    #[test]
+    fn hypervisor_settings() {
+        let mut s = system();
+        s.hypervisor.memory.base = 0x3000_0000;
+        expect_one(&s, "hypervisor.memory", "base", "outside platform RAM");
+        let mut s = system();
+        s.hypervisor.quantum_us = 99;
+        expect_one(&s, "hypervisor", "quantum_us", "out of range");
+    }
+
+    #[test]
+    fn platform_settings() {
+        let mut s = system();
+        s.platform.board = "zcu102".into();
+        expect_one(&s, "platform", "board", "not supported");
+        let mut s = system();
+        s.platform.cpus = 9;
+        expect_one(&s, "platform", "cpus", "1 to 8");
+        let mut s = system();
+        s.platform.console.base = 0x4000_0000;
+        expect_one(&s, "platform.console", "base", "overlaps platform RAM");
+    }
+
+    fn arbitrary_range() -> impl Strategy<Value = Range> {
+        let edge = prop_oneof![Just(0u64), Just(u64::MAX), Just(0x4000_0000), any::<u64>()];
+        (edge.clone(), edge).prop_map(|(base, size)| Range::new(base, size))
+    }
+
+    fn arbitrary_region() -> impl Strategy<Value = MemoryRegion> {
+        (arbitrary_range(), any::<u64>(), any::<[bool; 4]>()).prop_map(|(r, pa, [read, write, exec, identity])| {
+            MemoryRegion { ipa: r.base, pa, size: r.size, perms: Perms { read, write, exec }, identity }
+        })
+    }
+
+    fn arbitrary_device() -> impl Strategy<Value = Device> {
+        let strings =
+            proptest::collection::vec(proptest::sample::select(&["", "x", "a\0b"][..]).prop_map(String::from), 0..3);
+        (arbitrary_range(), any::<u64>(), strings, proptest::collection::vec(any::<u32>(), 0..4)).prop_map(
+            |(r, pa, compatible, interrupts)| Device {
+                name: "d".into(),
+                compatible,
+                ipa: r.base,
+                pa,
+                size: r.size,
+                interrupts,
+            },
+        )
+    }
+
+    const NAMES: &[&str] = &["", "a", "b", "partita", "Name With Spaces", "0123456789_0123456789_0123456789"];
+
+    fn arbitrary_partition() -> impl Strategy<Value = Partition> {
+        let vcpus = proptest::collection::vec(0u32..10, 0..10);
+        let memory = proptest::collection::vec(arbitrary_region(), 0..10);
+        let devices = proptest::collection::vec(arbitrary_device(), 0..10);
+        (proptest::sample::select(NAMES), vcpus, memory, devices, any::<u64>()).prop_map(
+            |(name, vcpus, memory, devices, console)| Partition {
+                name: name.into(),
+                criticality: Criticality::High,
+                vcpus,
+                memory,
+                devices,
+                console,
+                bootargs: String::new(),
+            },
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 128, failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// The hypervisor runs these rules on whatever it decodes at boot.
+        #[test]
+        fn never_panics(
+            ram in arbitrary_range(),
+            hypervisor in arbitrary_range(),
+            cpus in any::<u32>(),
+            quantum_us in any::<u32>(),
+            partitions in proptest::collection::vec(arbitrary_partition(), 0..18),
+        ) {
+            let mut s = system();
+            s.platform.ram = ram;
+            s.platform.cpus = cpus;
+            s.hypervisor = Hypervisor { memory: hypervisor, quantum_us };
+            s.partitions = partitions;
+            let _ = validate(&s);
+        }
+    }
+}

@@ -4,8 +4,15 @@
 //! diagnostic names the file, line and field. Validation rules that need no
 //! file system live in `partita_core::validate`.
 
+mod images;
+mod raw;
+mod resolve;
+mod spans;
+
 use partita_core::model::System;
-use std::path::PathBuf;
+use partita_core::validate::{validate, Issue};
+use spans::SpanIndex;
+use std::path::{Path, PathBuf};
 
 /// A configuration that passed every check.
 #[derive(Clone, Debug)]
@@ -43,19 +50,94 @@ pub struct Diagnostic {
     /// 1-based; 0 when the problem has no single place (e.g. a missing section).
     pub line: usize,
     pub column: usize,
-    /// Dotted path of the field, e.g. `partitions[1].memory[0].size`.
+    /// Dotted path of the field in TOML spelling, e.g. `partition[1].memory[0].size`.
     pub field: String,
     pub message: String,
 }
 
 impl std::fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}:{}:{}: error: {}: {}", self.file.display(), self.line, self.column, self.field, self.message)
+        write!(f, "{}:{}:{}: error: ", self.file.display(), self.line, self.column)?;
+        // A syntax error has no field to name.
+        if !self.field.is_empty() {
+            write!(f, "{}: ", self.field)?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+impl Diagnostic {
+    /// A problem with the file as a whole (unreadable, not text).
+    fn whole_file(file: &Path, message: String) -> Self {
+        Self { file: file.into(), line: 0, column: 0, field: String::new(), message }
     }
 }
 
 /// Reads, resolves and validates a configuration file.
-pub fn load(path: &std::path::Path) -> Result<Config, Vec<Diagnostic>> {
-    let _ = path;
-    unimplemented!("configuration loader")
+pub fn load(path: &Path) -> Result<Config, Vec<Diagnostic>> {
+    let bytes =
+        std::fs::read(path).map_err(|error| vec![Diagnostic::whole_file(path, format!("cannot read: {error}"))])?;
+    match String::from_utf8(bytes) {
+        Ok(text) => load_str(path, &text),
+        Err(error) => {
+            let valid = &error.as_bytes()[..error.utf8_error().valid_up_to()];
+            let valid = String::from_utf8_lossy(valid);
+            let (line, column) = SpanIndex::new(&valid).line_column(valid.len());
+            let message = "the file is not valid UTF-8".to_owned();
+            Err(vec![Diagnostic { file: path.into(), line, column, field: String::new(), message }])
+        }
+    }
+}
+
+/// Like [`load`], for text already in memory; `path` names the file in
+/// diagnostics and anchors relative image paths.
+pub fn load_str(path: &Path, text: &str) -> Result<Config, Vec<Diagnostic>> {
+    let spans = SpanIndex::new(text);
+    let raw: raw::RawConfig = toml::from_str(text).map_err(|error| vec![parse_diagnostic(path, &spans, &error)])?;
+    let name = path.file_stem().map_or_else(|| "config".into(), |stem| stem.to_string_lossy().into_owned());
+    let config_dir = path.parent().unwrap_or(Path::new("."));
+    let resolved = resolve::resolve(raw, name, config_dir);
+    let mut issues = resolved.issues;
+    // An unplaced region has no host address to judge; its own issue says why.
+    let placed = |issue: &Issue| !(issue.field == "phys" && resolved.unallocated.contains(&issue.path));
+    issues.extend(validate(&resolved.system).into_iter().filter(placed));
+    issues.extend(images::check(&resolved.system, &resolved.images, &resolved.entries));
+    if !issues.is_empty() {
+        return Err(diagnostics(path, &spans, issues));
+    }
+    let images = resolved.images.into_iter().map(|slots| slots.into_iter().flatten().collect()).collect();
+    Ok(Config { path: path.into(), system: resolved.system, images, entries: resolved.entries })
+}
+
+fn diagnostics(path: &Path, spans: &SpanIndex, issues: Vec<Issue>) -> Vec<Diagnostic> {
+    let mut diagnostics: Vec<Diagnostic> =
+        issues.into_iter().map(|issue| issue_diagnostic(path, spans, issue)).collect();
+    diagnostics.sort_by_key(|d| (d.line, d.column));
+    diagnostics
+}
+
+fn issue_diagnostic(path: &Path, spans: &SpanIndex, issue: Issue) -> Diagnostic {
+    let (line, column) = spans.locate(&issue.path, issue.field).map_or((0, 0), |offset| spans.line_column(offset));
+    let field = match (issue.path.is_empty(), issue.field.is_empty()) {
+        (_, true) => issue.path,
+        (true, false) => issue.field.into(),
+        (false, false) => format!("{}.{}", issue.path, issue.field),
+    };
+    Diagnostic { file: path.into(), line, column, field, message: issue.message }
+}
+
+/// serde stops at the first problem, so bad TOML yields exactly one diagnostic.
+fn parse_diagnostic(path: &Path, spans: &SpanIndex, error: &toml::de::Error) -> Diagnostic {
+    let offset = error.span().map(|span| span.start);
+    let (line, column) = offset.map_or((0, 0), |offset| spans.line_column(offset));
+    let message = error.message().trim().replace('\n', "; ");
+    let mut field = offset.map(|offset| spans.path_at(offset)).unwrap_or_default();
+    if let Some(missing) = backquoted_after(&message, "missing field `") {
+        field = if field.is_empty() { missing.into() } else { format!("{field}.{missing}") };
+    }
+    Diagnostic { file: path.into(), line, column, field, message }
+}
+
+fn backquoted_after<'m>(message: &'m str, prefix: &str) -> Option<&'m str> {
+    message.strip_prefix(prefix)?.split('`').next()
 }

@@ -1,0 +1,225 @@
+//! The TOML schema exactly as written, before defaults and allocation.
+//!
+//! Every struct denies unknown fields so that a typo is an error naming the
+//! field instead of a silently ignored setting. A later section (`[schedule]`,
+//! `[[channel]]`, `[health]`, `[[accelerator]]`) becomes one more field of
+//! [`RawConfig`].
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::Deserialize;
+use std::fmt;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    #[serde(default)]
+    pub platform: RawPlatform,
+    #[serde(default)]
+    pub hypervisor: RawHypervisor,
+    #[serde(default)]
+    pub partition: Vec<RawPartition>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPlatform {
+    pub board: Option<String>,
+    pub cpus: Option<u32>,
+    #[serde(default)]
+    pub ram: RawRange,
+    #[serde(default)]
+    pub console: RawRange,
+    #[serde(default)]
+    pub gic: RawGic,
+}
+
+/// `{ base = ..., size = ... }`; either half may fall back to its default.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRange {
+    pub base: Option<u64>,
+    pub size: Option<Size>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawGic {
+    pub distributor: Option<u64>,
+    pub redistributor: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawHypervisor {
+    #[serde(default)]
+    pub memory: RawRange,
+    pub quantum_us: Option<u32>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPartition {
+    pub name: String,
+    pub criticality: Option<RawCriticality>,
+    pub cpus: Vec<u32>,
+    pub console: Option<u64>,
+    pub bootargs: Option<String>,
+    pub entry: Option<u64>,
+    #[serde(default)]
+    pub memory: Vec<RawMemory>,
+    #[serde(default)]
+    pub image: Vec<RawImage>,
+    #[serde(default)]
+    pub device: Vec<RawDevice>,
+}
+
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RawCriticality {
+    High,
+    Medium,
+    Low,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMemory {
+    pub base: u64,
+    pub size: Size,
+    pub phys: Option<u64>,
+    pub perms: Option<Perms>,
+    pub identity: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawImage {
+    pub path: String,
+    pub format: Option<RawFormat>,
+    pub load: Option<u64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RawFormat {
+    Elf,
+    Raw,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDevice {
+    pub name: String,
+    pub base: u64,
+    pub phys: Option<u64>,
+    pub size: Size,
+    #[serde(default)]
+    pub interrupts: Vec<u32>,
+    pub compatible: Vec<String>,
+}
+
+/// A byte count: an integer, or a string such as `"64K"`, `"16M"`, `"1G"`, `"0x1000"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Size(pub u64);
+
+/// Parses the string form of a [`Size`].
+pub fn parse_size(text: &str) -> Option<u64> {
+    let text = text.trim();
+    if let Some(hex) = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X")) {
+        return u64::from_str_radix(&hex.replace('_', ""), 16).ok();
+    }
+    let (digits, unit) = match text.char_indices().last()? {
+        (at, 'K') => (&text[..at], 1u64 << 10),
+        (at, 'M') => (&text[..at], 1 << 20),
+        (at, 'G') => (&text[..at], 1 << 30),
+        _ => (text, 1),
+    };
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit() || b == b'_') {
+        return None;
+    }
+    digits.replace('_', "").parse::<u64>().ok()?.checked_mul(unit)
+}
+
+impl<'de> Deserialize<'de> for Size {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(SizeVisitor)
+    }
+}
+
+struct SizeVisitor;
+
+impl Visitor<'_> for SizeVisitor {
+    type Value = Size;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a size: a non-negative integer or a string like \"64K\", \"16M\", \"1G\"")
+    }
+
+    fn visit_u64<E: de::Error>(self, value: u64) -> Result<Size, E> {
+        Ok(Size(value))
+    }
+
+    fn visit_i64<E: de::Error>(self, value: i64) -> Result<Size, E> {
+        u64::try_from(value).map(Size).map_err(|_| E::custom(format!("size {value} is negative")))
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<Size, E> {
+        parse_size(text).map(Size).ok_or_else(|| {
+            E::custom(format!("invalid size \"{text}\": expected an integer or a string like \"64K\", \"16M\", \"1G\""))
+        })
+    }
+}
+
+/// Access rights written as letters from `r`, `w`, `x`, each at most once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Perms(pub partita_core::model::Perms);
+
+fn parse_perms(text: &str) -> Option<partita_core::model::Perms> {
+    let mut perms = partita_core::model::Perms { read: false, write: false, exec: false };
+    for letter in text.chars() {
+        let flag = match letter {
+            'r' => &mut perms.read,
+            'w' => &mut perms.write,
+            'x' => &mut perms.exec,
+            _ => return None,
+        };
+        if std::mem::replace(flag, true) {
+            return None;
+        }
+    }
+    Some(perms)
+}
+
+impl<'de> Deserialize<'de> for Perms {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        parse_perms(&text).map(Perms).ok_or_else(|| {
+            de::Error::custom(format!("invalid permissions \"{text}\": use the letters r, w, x, each at most once"))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("64K"), Some(0x1_0000));
+        assert_eq!(parse_size("16M"), Some(0x100_0000));
+        assert_eq!(parse_size("1G"), Some(0x4000_0000));
+        assert_eq!(parse_size("0x1000"), Some(0x1000));
+        assert_eq!(parse_size("4096"), Some(4096));
+        for bad in ["", "K", "16Q", "-1M", "1.5M", "99999999999999999999G", "0xZZ"] {
+            assert_eq!(parse_size(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn perms() {
+        assert_eq!(parse_perms("rx"), Some(partita_core::model::Perms { read: true, write: false, exec: true }));
+        assert_eq!(parse_perms("rwx"), Some(partita_core::model::Perms::RWX));
+        assert_eq!(parse_perms("rr"), None);
+        assert_eq!(parse_perms("rq"), None);
+    }
+}

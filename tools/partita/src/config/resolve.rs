@@ -1,0 +1,217 @@
+//! From the schema to the model: defaults applied, addresses allocated.
+
+use super::raw::{
+    RawConfig, RawCriticality, RawDevice, RawFormat, RawImage, RawMemory, RawPartition, RawPlatform, RawRange,
+};
+use super::{Image, ImageFormat};
+use partita_core::model::{Criticality, Device, Hypervisor, MemoryRegion, Partition, Perms, Platform, Range, System};
+use partita_core::validate::{hex_range, Issue};
+use std::path::Path;
+
+const KIB: u64 = 1 << 10;
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+
+/// QEMU `virt`'s memory map.
+pub const DEFAULT_BOARD: &str = "qemu-virt";
+pub const DEFAULT_CPUS: u32 = 4;
+pub const DEFAULT_RAM: Range = Range::new(0x4000_0000, GIB);
+pub const DEFAULT_CONSOLE: Range = Range::new(0x0900_0000, 4 * KIB);
+pub const DEFAULT_GICD: u64 = 0x0800_0000;
+pub const DEFAULT_GICR: u64 = 0x080a_0000;
+pub const GICD_SIZE: u64 = 64 * KIB;
+/// One RD_base plus one SGI_base frame per CPU.
+pub const GICR_SIZE_PER_CPU: u64 = 128 * KIB;
+pub const DEFAULT_HYPERVISOR_SIZE: u64 = 32 * MIB;
+pub const DEFAULT_QUANTUM_US: u32 = 1000;
+pub const DEFAULT_PARTITION_CONSOLE: u64 = 0x0900_0000;
+/// Allocated regions start on 2 MiB so the stage-2 tables can use block mappings.
+pub const ALLOCATION_ALIGN: u64 = 2 * MIB;
+
+/// The model plus what only the host needs, and what went wrong on the way.
+pub struct Resolved {
+    pub system: System,
+    /// Per partition, one slot per `[[partition.image]]`; `None` where the
+    /// entry is contradictory (an issue says why), so indices match the file.
+    pub images: Vec<Vec<Option<Image>>>,
+    pub entries: Vec<Option<u64>>,
+    pub issues: Vec<Issue>,
+    /// Regions for which no space was found; their `pa` is meaningless.
+    pub unallocated: Vec<String>,
+}
+
+pub fn resolve(raw: RawConfig, name: String, config_dir: &Path) -> Resolved {
+    let platform = platform(&raw.platform);
+    let hypervisor = Hypervisor {
+        memory: range_or(&raw.hypervisor.memory, Range::new(platform.ram.base, DEFAULT_HYPERVISOR_SIZE)),
+        quantum_us: raw.hypervisor.quantum_us.unwrap_or(DEFAULT_QUANTUM_US),
+    };
+    let mut issues = Vec::new();
+    let mut images = Vec::new();
+    let mut entries = Vec::new();
+    let mut partitions = Vec::new();
+    for (p, raw_partition) in raw.partition.iter().enumerate() {
+        images.push(partition_images(p, &raw_partition.image, config_dir, &mut issues));
+        entries.push(raw_partition.entry);
+        partitions.push(partition(raw_partition));
+    }
+    let mut system = System { name, platform, hypervisor, partitions };
+    let unallocated = allocate(&mut system, &raw.partition, &mut issues);
+    Resolved { system, images, entries, issues, unallocated }
+}
+
+fn range_or(raw: &RawRange, default: Range) -> Range {
+    Range::new(raw.base.unwrap_or(default.base), raw.size.map_or(default.size, |s| s.0))
+}
+
+fn platform(raw: &RawPlatform) -> Platform {
+    let cpus = raw.cpus.unwrap_or(DEFAULT_CPUS);
+    let gicr_size = GICR_SIZE_PER_CPU.saturating_mul(u64::from(cpus));
+    Platform {
+        board: raw.board.clone().unwrap_or_else(|| DEFAULT_BOARD.into()),
+        cpus,
+        ram: range_or(&raw.ram, DEFAULT_RAM),
+        console: range_or(&raw.console, DEFAULT_CONSOLE),
+        gicd: Range::new(raw.gic.distributor.unwrap_or(DEFAULT_GICD), GICD_SIZE),
+        gicr: Range::new(raw.gic.redistributor.unwrap_or(DEFAULT_GICR), gicr_size),
+    }
+}
+
+fn partition(raw: &RawPartition) -> Partition {
+    let criticality = match raw.criticality {
+        Some(RawCriticality::High) => Criticality::High,
+        Some(RawCriticality::Medium) => Criticality::Medium,
+        Some(RawCriticality::Low) | None => Criticality::Low,
+    };
+    Partition {
+        name: raw.name.clone(),
+        criticality,
+        vcpus: raw.cpus.clone(),
+        memory: raw.memory.iter().map(memory_region).collect(),
+        devices: raw.device.iter().map(device).collect(),
+        console: raw.console.unwrap_or(DEFAULT_PARTITION_CONSOLE),
+        bootargs: raw.bootargs.clone().unwrap_or_default(),
+    }
+}
+
+/// `pa` is provisional for regions that [`allocate`] places.
+fn memory_region(raw: &RawMemory) -> MemoryRegion {
+    let identity = raw.identity.unwrap_or(false);
+    MemoryRegion {
+        ipa: raw.base,
+        pa: raw.phys.unwrap_or(raw.base),
+        size: raw.size.0,
+        perms: raw.perms.map_or(Perms::RWX, |p| p.0),
+        identity,
+    }
+}
+
+fn device(raw: &RawDevice) -> Device {
+    Device {
+        name: raw.name.clone(),
+        compatible: raw.compatible.clone(),
+        ipa: raw.base,
+        pa: raw.phys.unwrap_or(raw.base),
+        size: raw.size.0,
+        interrupts: raw.interrupts.clone(),
+    }
+}
+
+fn partition_images(p: usize, raw: &[RawImage], config_dir: &Path, issues: &mut Vec<Issue>) -> Vec<Option<Image>> {
+    let slots = raw.iter().enumerate().map(|(i, image)| {
+        let format = image_format(image).map_err(|(field, message)| {
+            issues.push(Issue { path: format!("partition[{p}].image[{i}]"), field, message: message.into() });
+        });
+        let joined = config_dir.join(&image.path);
+        let path = std::path::absolute(&joined).unwrap_or(joined);
+        format.ok().map(|format| Image { path, format })
+    });
+    slots.collect()
+}
+
+fn image_format(image: &RawImage) -> Result<ImageFormat, (&'static str, &'static str)> {
+    match (image.format.unwrap_or(RawFormat::Elf), image.load) {
+        (RawFormat::Elf, None) => Ok(ImageFormat::Elf),
+        (RawFormat::Raw, Some(load)) => Ok(ImageFormat::Raw { load }),
+        (RawFormat::Elf, Some(_)) => {
+            Err(("load", "load is only for raw images; an ELF image is placed by its program headers"))
+        }
+        (RawFormat::Raw, None) => Err(("format", "a raw image needs a load address (load = 0x...)")),
+    }
+}
+
+fn needs_allocation(raw: &RawMemory) -> bool {
+    raw.phys.is_none() && !raw.identity.unwrap_or(false)
+}
+
+/// Places every region without a fixed host address, in declaration order,
+/// at the lowest 2 MiB-aligned free spot of platform RAM. Returns the paths
+/// of regions that did not fit.
+fn allocate(system: &mut System, raw: &[RawPartition], issues: &mut Vec<Issue>) -> Vec<String> {
+    let mut taken = vec![system.hypervisor.memory];
+    for (partition, raw_partition) in system.partitions.iter().zip(raw) {
+        let fixed = partition.memory.iter().zip(&raw_partition.memory).filter(|(_, r)| !needs_allocation(r));
+        taken.extend(fixed.map(|(region, _)| region.host()));
+    }
+    let ram = system.platform.ram;
+    let mut unallocated = Vec::new();
+    for (p, (partition, raw_partition)) in system.partitions.iter_mut().zip(raw).enumerate() {
+        for (m, (region, raw_region)) in partition.memory.iter_mut().zip(&raw_partition.memory).enumerate() {
+            if !needs_allocation(raw_region) {
+                continue;
+            }
+            let path = format!("partition[{p}].memory[{m}]");
+            match lowest_free(ram, &taken, region.size) {
+                Some(pa) => {
+                    region.pa = pa;
+                    taken.push(region.host());
+                }
+                None => {
+                    let message = format!(
+                        "no free 2 MiB-aligned space of {:#x} bytes left in platform RAM {} for this region; \
+                         shrink it, enlarge platform.ram, or give it a phys address",
+                        region.size,
+                        hex_range(&ram)
+                    );
+                    issues.push(Issue { path: path.clone(), field: "size", message });
+                    unallocated.push(path);
+                }
+            }
+        }
+    }
+    unallocated
+}
+
+/// The lowest fit is either RAM's first aligned address or the first aligned
+/// address after some taken range, so only those need trying.
+pub fn lowest_free(ram: Range, taken: &[Range], size: u64) -> Option<u64> {
+    let align_up = |value: u64| value.checked_next_multiple_of(ALLOCATION_ALIGN);
+    let mut candidates: Vec<u64> =
+        std::iter::once(ram.base).chain(taken.iter().map(Range::end)).filter_map(align_up).collect();
+    candidates.sort_unstable();
+    candidates.into_iter().find(|&base| {
+        let wanted = Range::new(base, size);
+        base.checked_add(size).is_some() && ram.covers(&wanted) && !taken.iter().any(|t| t.overlaps(&wanted))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lowest_free_skips_taken_ranges_and_aligns() {
+        let ram = Range::new(0x4000_0000, 0x1000_0000);
+        let taken = [Range::new(0x4000_0000, 0x0200_1000), Range::new(0x4400_0000, MIB)];
+        assert_eq!(lowest_free(ram, &taken, MIB), Some(0x4220_0000));
+        assert_eq!(lowest_free(ram, &taken, 48 * MIB), Some(0x4420_0000));
+        assert_eq!(lowest_free(ram, &taken, 0x1000_0000), None);
+    }
+
+    #[test]
+    fn lowest_free_on_unaligned_ram() {
+        let ram = Range::new(0x4010_0000, 0x0100_0000);
+        assert_eq!(lowest_free(ram, &[], MIB), Some(0x4020_0000));
+        assert_eq!(lowest_free(Range::new(u64::MAX - MIB, MIB), &[], 4 * KIB), None);
+    }
+}

@@ -1,0 +1,475 @@
+//! One fixture per configuration error `partita check` must catch, each
+//! asserting the message, the line and the field, plus the valid fixtures.
+//!
+//! Each fixture is copied into a scratch folder next to generated image
+//! files; its faulty line ends in `# <- error` (no marker: line 0, for
+//! problems with no single place).
+
+mod config_support;
+
+use config_support::{aarch64_elf, scratch_dir};
+use partita::config::{self, Config, Diagnostic, Image, ImageFormat};
+use partita_core::model::{Criticality, Perms, Range};
+use std::path::{Path, PathBuf};
+
+const MARKER: &str = "# <- error";
+
+fn fixture(name: &str) -> (PathBuf, String) {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/configs").join(format!("{name}.toml"));
+    let text = std::fs::read_to_string(&source).unwrap();
+    let path = scratch_dir(name).join(format!("{name}.toml"));
+    std::fs::write(&path, &text).unwrap();
+    (path, text)
+}
+
+fn marked_line(text: &str) -> usize {
+    text.lines().position(|line| line.trim_end().ends_with(MARKER)).map_or(0, |index| index + 1)
+}
+
+fn listing(diagnostics: &[Diagnostic]) -> String {
+    diagnostics.iter().map(|d| format!("  {d}\n")).collect()
+}
+
+/// The fixture fails with exactly one diagnostic, on the marked line, for
+/// `field`, with a message containing `message`.
+fn expect_error(name: &str, field: &str, message: &str) {
+    let (path, text) = fixture(name);
+    let diagnostics = config::load(&path).expect_err(&format!("{name}.toml should be rejected"));
+    assert_eq!(diagnostics.len(), 1, "{name}.toml: expected one error, got:\n{}", listing(&diagnostics));
+    let diagnostic = &diagnostics[0];
+    assert_eq!(diagnostic.file, path);
+    assert_eq!(diagnostic.line, marked_line(&text), "{name}.toml: wrong line in {diagnostic}");
+    assert_eq!(diagnostic.column > 0, diagnostic.line > 0, "{name}.toml: column of {diagnostic}");
+    assert_eq!(diagnostic.field, field, "{name}.toml: wrong field in {diagnostic}");
+    assert!(diagnostic.message.contains(message), "{name}.toml: {diagnostic}\n  lacks {message:?}");
+}
+
+fn load_good(name: &str) -> Config {
+    let (path, _) = fixture(name);
+    config::load(&path).unwrap_or_else(|diagnostics| panic!("{name}.toml rejected:\n{}", listing(&diagnostics)))
+}
+
+// --- Valid files -----------------------------------------------------------
+
+#[test]
+fn good_fixture_resolves_defaults_and_allocates() {
+    let config = load_good("good");
+    let system = &config.system;
+    assert_eq!(system.name, "good");
+    assert_eq!(system.platform.board, "qemu-virt");
+    assert_eq!(system.platform.ram, Range::new(0x4000_0000, 1 << 30));
+    assert_eq!(system.platform.gicd, Range::new(0x0800_0000, 0x1_0000));
+    assert_eq!(system.platform.gicr, Range::new(0x080a_0000, 4 * 0x2_0000));
+    assert_eq!(system.hypervisor.memory, Range::new(0x4000_0000, 32 << 20));
+    assert_eq!(system.hypervisor.quantum_us, 500);
+
+    let [rtos, gpos] = &system.partitions[..] else { panic!("two partitions expected") };
+    assert_eq!((rtos.criticality, gpos.criticality), (Criticality::High, Criticality::Low));
+    assert_eq!((rtos.vcpus.as_slice(), gpos.vcpus.as_slice()), (&[1][..], &[2, 3][..]));
+    assert_eq!((rtos.console, gpos.console), (0x0900_0000, 0x0a00_0000));
+    assert_eq!(rtos.bootargs, "ticks=0 period_ms=500");
+    // Allocation: after Partita's 32 MiB, around the fixed and identity regions.
+    assert_eq!(rtos.memory[0].pa, 0x4200_0000);
+    assert_eq!((rtos.memory[1].pa, rtos.memory[1].perms), (0x6000_0000, Perms::RW));
+    assert_eq!(rtos.memory[0].perms, Perms::RWX);
+    assert!(gpos.memory[0].identity && gpos.memory[0].pa == 0x4800_0000);
+    assert_eq!(gpos.memory[1].pa, 0x4300_0000);
+    assert_eq!((rtos.devices[0].pa, rtos.devices[0].interrupts.as_slice()), (0x0903_0000, &[39][..]));
+
+    let dir = config.path.parent().unwrap();
+    assert_eq!(config.images[0], vec![Image { path: dir.join("guest.elf"), format: ImageFormat::Elf }]);
+    assert_eq!(config.images[1][0].format, ImageFormat::Raw { load: 0x4800_0000 });
+    assert_eq!(config.entries, vec![None, Some(0x4800_0000)]);
+}
+
+/// Loads `text` as `configs/<name>.toml` of a scratch tree whose
+/// `target/guests/test-guest.elf` is a stand-in for the real guest.
+fn load_beside_stand_in_guest(name: &str, text: &str) -> Config {
+    let root = scratch_dir(name);
+    std::fs::create_dir_all(root.join("configs")).unwrap();
+    std::fs::create_dir_all(root.join("target/guests")).unwrap();
+    std::fs::write(root.join("target/guests/test-guest.elf"), aarch64_elf(0x4000_0000, 0x10_0000)).unwrap();
+    let path = root.join("configs").join(format!("{name}.toml"));
+    std::fs::write(&path, text).unwrap();
+    config::load(&path).unwrap_or_else(|d| panic!("{name}.toml rejected:\n{}", listing(&d)))
+}
+
+#[test]
+fn demo_configuration_is_valid() {
+    let config = load_beside_stand_in_guest("demo", include_str!("../../../configs/demo.toml"));
+    let names: Vec<&str> = config.system.partitions.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["rtos", "control", "gpos"]);
+    let shared = config.system.partitions.iter().filter(|p| p.vcpus.contains(&2)).count();
+    assert_eq!(shared, 2, "pCPU 2 is shared by two partitions");
+    let summary = partita::check::summary(&config);
+    assert!(summary.contains("gpos") && summary.contains("0->2 1->3"), "{summary}");
+}
+
+/// The reference page's full example must be a file `check` accepts.
+#[test]
+fn documented_example_is_valid() {
+    let page = include_str!("../../../docs/configuration.md");
+    let start = page.find("```toml\n").expect("a toml example") + "```toml\n".len();
+    let example = &page[start..start + page[start..].find("```").unwrap()];
+    let config = load_beside_stand_in_guest("documented_example", example);
+    assert_eq!(config.system.partitions.len(), 2);
+}
+
+#[test]
+fn check_reports_the_error_count() {
+    let (path, _) = fixture("pcpu_twice");
+    let error = partita::check::check(&path).unwrap_err();
+    assert_eq!(error.to_string(), format!("1 error(s) in {}", path.display()));
+    let (path, _) = fixture("good");
+    assert!(partita::check::check(&path).is_ok());
+}
+
+// --- TOML and schema -------------------------------------------------------
+
+#[test]
+fn bad_toml_syntax() {
+    expect_error("syntax", "", "invalid string");
+}
+
+#[test]
+fn unknown_field() {
+    expect_error("unknown_field", "partition[0].memory[0].phys_addr", "unknown field `phys_addr`");
+}
+
+#[test]
+fn unknown_section() {
+    expect_error("unknown_section", "schedule", "unknown field `schedule`");
+}
+
+#[test]
+fn wrong_type() {
+    expect_error("wrong_type", "partition[0].cpus", "invalid type: string \"1\"");
+}
+
+#[test]
+fn bad_size_suffix() {
+    expect_error("bad_size", "partition[0].memory[0].size", "invalid size \"16Q\"");
+}
+
+#[test]
+fn missing_field() {
+    expect_error("missing_field", "partition[0].memory[0].size", "missing field `size`");
+}
+
+#[test]
+fn bad_permission_letters() {
+    expect_error("bad_perms", "partition[0].memory[0].perms", "invalid permissions \"rwz\"");
+}
+
+#[test]
+fn not_utf8() {
+    let path = scratch_dir("not_utf8").join("not_utf8.toml");
+    std::fs::write(&path, b"[platform]\ncpus = \xff\n").unwrap();
+    let diagnostics = config::load(&path).unwrap_err();
+    assert_eq!((diagnostics[0].line, diagnostics[0].column), (2, 8));
+    assert!(diagnostics[0].message.contains("UTF-8"));
+}
+
+#[test]
+fn missing_configuration_file() {
+    let diagnostics = config::load(Path::new("no/such/config.toml")).unwrap_err();
+    assert_eq!(diagnostics[0].line, 0);
+    assert!(diagnostics[0].message.contains("cannot read"), "{}", diagnostics[0]);
+}
+
+// --- Memory ----------------------------------------------------------------
+
+#[test]
+fn host_overlap_between_partitions() {
+    expect_error(
+        "overlap_host",
+        "partition[1].memory[0].phys",
+        "memory region overlaps partition \"linux\" memory[0] (0x48000000..0x49000000)",
+    );
+}
+
+#[test]
+fn host_overlap_with_hypervisor_memory() {
+    expect_error(
+        "overlap_hypervisor",
+        "partition[0].memory[0].phys",
+        "overlaps hypervisor memory (0x40000000..0x42000000)",
+    );
+}
+
+#[test]
+fn guest_overlap_between_regions() {
+    expect_error(
+        "overlap_guest",
+        "partition[0].memory[1].base",
+        "memory region overlaps memory[0] (0x40000000..0x41000000) in guest-physical space",
+    );
+}
+
+#[test]
+fn guest_overlap_between_console_and_device() {
+    expect_error(
+        "overlap_console",
+        "partition[0].console",
+        "the console overlaps device \"gpio\" (0x09030000..0x09031000)",
+    );
+}
+
+#[test]
+fn region_outside_ram() {
+    expect_error(
+        "outside_ram",
+        "partition[0].memory[0].phys",
+        "memory region 0x7f800000..0x80800000 is outside platform RAM",
+    );
+}
+
+#[test]
+fn no_space_left_to_allocate() {
+    expect_error("no_space", "partition[1].memory[0].size", "no free 2 MiB-aligned space of 0x2000000 bytes");
+}
+
+#[test]
+fn unaligned_address() {
+    expect_error("unaligned", "partition[0].memory[0].phys", "0x42000800 is not 4 KiB aligned");
+}
+
+#[test]
+fn zero_size() {
+    expect_error("zero_size", "partition[0].memory[1].size", "size must not be zero");
+}
+
+#[test]
+fn identity_region_with_other_phys() {
+    expect_error("identity_phys", "partition[0].memory[0].phys", "identity region must have phys == base");
+}
+
+#[test]
+fn region_without_read_permission() {
+    expect_error("perms_without_read", "partition[0].memory[1].perms", "must include read");
+}
+
+#[test]
+fn too_many_memory_regions() {
+    expect_error("too_many_regions", "partition[0].memory", "9 memory regions; a partition needs 1 to 8");
+}
+
+// --- CPUs ------------------------------------------------------------------
+
+#[test]
+fn pcpu_out_of_range() {
+    expect_error(
+        "pcpu_out_of_range",
+        "partition[0].cpus",
+        "vCPU 1 is on pCPU 2, which does not exist: platform.cpus is 2",
+    );
+}
+
+#[test]
+fn two_vcpus_on_one_pcpu() {
+    expect_error("pcpu_twice", "partition[0].cpus", "vCPU 1 and vCPU 0 are both on pCPU 1");
+}
+
+#[test]
+fn empty_vcpu_list() {
+    expect_error("no_vcpus", "partition[0].cpus", "0 vCPUs; a partition needs 1 to 8");
+}
+
+#[test]
+fn too_many_platform_cpus() {
+    expect_error("too_many_cpus", "platform.cpus", "9 CPUs; the platform must have 1 to 8");
+}
+
+// --- Images ----------------------------------------------------------------
+
+#[test]
+fn missing_image() {
+    expect_error("missing_image", "partition[0].image[0].path", "image file not found:");
+}
+
+#[test]
+fn elf_larger_than_its_region() {
+    expect_error(
+        "image_too_big",
+        "partition[0].image[0].path",
+        "ELF segment 0 (0x40000000..0x42000000) does not fit: it runs past the end of memory[0] (0x40000000..0x41000000)",
+    );
+}
+
+#[test]
+fn raw_image_larger_than_its_region() {
+    expect_error("raw_too_big", "partition[0].image[1].load", "raw image (0x501ff000..0x50201000) does not fit");
+}
+
+#[test]
+fn images_overlapping_each_other() {
+    expect_error("image_overlap", "partition[0].image[1].load", "raw image (0x40000000..0x40002000) overlaps image[0]");
+}
+
+#[test]
+fn image_over_the_device_tree() {
+    expect_error(
+        "dtb_overlap",
+        "partition[0].image[1].load",
+        "overlaps the device-tree window (0x40ff0000..0x41000000), the last 64 KiB of memory[0]",
+    );
+}
+
+#[test]
+fn declared_elf_but_not_elf() {
+    expect_error("not_elf", "partition[0].image[0].path", "the image is not an ELF file, but its format is \"elf\"");
+}
+
+#[test]
+fn raw_image_without_load_address() {
+    expect_error("raw_without_load", "partition[0].image[0].format", "a raw image needs a load address");
+}
+
+#[test]
+fn elf_image_with_load_address() {
+    expect_error("elf_with_load", "partition[0].image[0].load", "load is only for raw images");
+}
+
+#[test]
+fn partition_without_images() {
+    expect_error("no_images", "partition[0].image", "0 images; a partition needs 1 to 4");
+}
+
+#[test]
+fn entry_outside_memory() {
+    expect_error("entry_outside", "partition[0].entry", "entry point 0x80000000 is not inside any memory region");
+}
+
+#[test]
+fn entry_in_a_region_without_execute_permission() {
+    expect_error(
+        "entry_not_executable",
+        "partition[0].image[0].path",
+        "the image's entry point 0x40000000 is in memory[0], which is not executable",
+    );
+}
+
+#[test]
+fn first_region_smaller_than_the_device_tree_window() {
+    expect_error("dtb_region_too_small", "partition[0].memory[0].size", "must be at least that large");
+}
+
+#[test]
+fn elf_for_another_machine() {
+    let dir = scratch_dir("x86_elf");
+    let mut elf = aarch64_elf(0x4000_0000, 0x1000);
+    elf[18] = 62; // e_machine = EM_X86_64
+    std::fs::write(dir.join("x86.elf"), elf).unwrap();
+    let text = include_str!("configs/missing_image.toml").replace("no-such-guest.elf", "x86.elf");
+    let diagnostics = config::load_str(&dir.join("x86.toml"), &text).unwrap_err();
+    assert_eq!(diagnostics.len(), 1, "{}", listing(&diagnostics));
+    assert!(diagnostics[0].message.contains("ELF for machine 62, not AArch64"), "{}", diagnostics[0]);
+}
+
+// --- Names -----------------------------------------------------------------
+
+#[test]
+fn duplicate_partition_names() {
+    expect_error("duplicate_partition", "partition[1].name", "duplicate partition name \"a\" (also partition[0])");
+}
+
+#[test]
+fn duplicate_device_names() {
+    expect_error("duplicate_device", "partition[0].device[1].name", "duplicate device name \"gpio\" (also device[0])");
+}
+
+#[test]
+fn bad_partition_name() {
+    expect_error("bad_name", "partition[0].name", "may only use a-z, 0-9, '_' and '-'");
+}
+
+#[test]
+fn reserved_partition_name() {
+    expect_error("reserved_name", "partition[0].name", "\"partita\" is reserved");
+}
+
+// --- Devices and interrupts ------------------------------------------------
+
+#[test]
+fn interrupt_claimed_twice() {
+    expect_error(
+        "interrupt_twice",
+        "partition[1].device[0].interrupts",
+        "interrupt 39 is already claimed by partition \"a\" device \"gpio\"",
+    );
+}
+
+#[test]
+fn interrupt_outside_spi_range() {
+    expect_error("interrupt_not_spi", "partition[0].device[0].interrupts", "interrupt 27 is not an SPI");
+}
+
+#[test]
+fn device_overlapping_ram() {
+    expect_error("device_in_ram", "partition[0].device[0].phys", "overlaps platform RAM (0x40000000..0x80000000)");
+}
+
+#[test]
+fn device_overlapping_partitas_console() {
+    expect_error(
+        "device_on_console",
+        "partition[0].device[0].phys",
+        "overlaps Partita's console (0x09000000..0x09001000)",
+    );
+}
+
+#[test]
+fn device_overlapping_the_gic() {
+    expect_error("device_on_gic", "partition[0].device[0].phys", "overlaps the GIC redistributors");
+}
+
+#[test]
+fn device_given_to_two_partitions() {
+    expect_error("device_shared", "partition[1].device[0].phys", "device overlaps partition \"a\" device \"gpio\"");
+}
+
+#[test]
+fn device_without_compatible() {
+    expect_error("no_compatible", "partition[0].device[0].compatible", "at least one compatible string is required");
+}
+
+// --- System-wide -----------------------------------------------------------
+
+#[test]
+fn no_partitions() {
+    expect_error("no_partitions", "partition", "no partitions; a system needs 1 to 16");
+}
+
+#[test]
+fn too_many_partitions() {
+    expect_error("too_many_partitions", "partition", "17 partitions; at most 16 are allowed");
+}
+
+#[test]
+fn hypervisor_memory_outside_ram() {
+    expect_error(
+        "hypervisor_outside_ram",
+        "hypervisor.memory.base",
+        "hypervisor memory 0x30000000..0x32000000 is outside platform RAM",
+    );
+}
+
+#[test]
+fn quantum_out_of_range() {
+    expect_error("quantum_out_of_range", "hypervisor.quantum_us", "quantum 50 us is out of range 100..=1000000 us");
+}
+
+#[test]
+fn unsupported_board() {
+    expect_error("bad_board", "platform.board", "board \"raspberry-pi\" is not supported");
+}
+
+/// Every fixture in the folder is exercised by some test above.
+#[test]
+fn every_fixture_has_a_test() {
+    let source = include_str!("config_errors.rs");
+    for entry in std::fs::read_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/configs")).unwrap() {
+        let name = entry.unwrap().path().file_stem().unwrap().to_string_lossy().into_owned();
+        assert!(source.contains(&format!("\"{name}\"")), "tests/configs/{name}.toml has no test");
+    }
+}
