@@ -1,0 +1,58 @@
+/* System-register and barrier helpers for the test guest. */
+#ifndef ARCH_H
+#define ARCH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef uint8_t u8;
+typedef uint32_t u32;
+typedef uint64_t u64;
+typedef int64_t s64;
+
+#define MAX_CPUS 8
+
+#define read_sysreg(reg) ({                                     \
+	u64 __v;                                                \
+	__asm__ volatile("mrs %0, " #reg : "=r"(__v));          \
+	__v;                                                    \
+})
+
+#define write_sysreg(reg, val) \
+	__asm__ volatile("msr " #reg ", %0" : : "r"((u64)(val)) : "memory")
+
+static inline void isb(void) { __asm__ volatile("isb" ::: "memory"); }
+static inline void dsb_sy(void) { __asm__ volatile("dsb sy" ::: "memory"); }
+
+/* The isb keeps the counter read from being hoisted above earlier code. */
+static inline u64 counter_now(void)
+{
+	isb();
+	return read_sysreg(cntvct_el0);
+}
+
+static inline void mmio_write32(u64 addr, u32 val)
+{
+	*(volatile u32 *)addr = val;
+}
+
+static inline u32 mmio_read32(u64 addr)
+{
+	return *(volatile u32 *)addr;
+}
+
+/* The affinity fields of MPIDR_EL1, laid out as a DT cpu node's reg. */
+static inline u64 current_mpidr_affinity(void)
+{
+	return read_sysreg(mpidr_el1) & 0xff00ffffffULL;
+}
+
+/* Provided by head.S. */
+void secondary_entry(void);
+__attribute__((noreturn)) void halt(void);
+
+/* Provided by marker.S: they keep the marker value in registers only. */
+void marker_store(u64 *dst);
+u64 marker_scan(u64 base, u64 bytes);
+
+#endif

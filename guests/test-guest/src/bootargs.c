@@ -1,0 +1,164 @@
+#include "bootargs.h"
+#include "console.h"
+#include "lib.h"
+
+#define DEFAULT_TICKS 0
+#define DEFAULT_PERIOD_MS 1000
+#define DEFAULT_AT 3
+#define DEFAULT_SCAN_AT 2
+/* Keeps period_ms * CNTFRQ / 1000 far from 64-bit overflow. */
+#define MAX_PERIOD_MS 0xffffffffull
+
+static bool is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* Decimal, or hex with a 0x prefix; the whole of s[0..n) must be the number. */
+static bool parse_u64(const char *s, u32 n, u64 *out)
+{
+	u64 v = 0, base = 10;
+	u32 i = 0;
+
+	if (n >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		base = 16;
+		i = 2;
+	}
+	if (i == n)
+		return false;
+	for (; i < n; i++) {
+		char c = s[i];
+		u64 d;
+
+		if (c >= '0' && c <= '9')
+			d = c - '0';
+		else if (base == 16 && c >= 'a' && c <= 'f')
+			d = c - 'a' + 10;
+		else if (base == 16 && c >= 'A' && c <= 'F')
+			d = c - 'A' + 10;
+		else
+			return false;
+		if (v > (~0ull - d) / base)
+			return false;
+		v = v * base + d;
+	}
+	*out = v;
+	return true;
+}
+
+static void bad(const char *tok, u32 n)
+{
+	u32 i;
+
+	puts_raw("bad bootargs: ");
+	for (i = 0; i < n; i++)
+		putc_raw(tok[i]);
+	putc_raw('\n');
+}
+
+const char *misbehave_name(enum misbehave_kind k)
+{
+	if (k == MIS_WRITE_OUTSIDE) return "write-outside";
+	if (k == MIS_READ_OTHER) return "read-other";
+	if (k == MIS_GICD) return "gicd";
+	if (k == MIS_SMC) return "smc";
+	if (k == MIS_SYSREG) return "sysreg";
+	return "none";
+}
+
+static bool parse_kind(const char *v, u32 n, enum misbehave_kind *k)
+{
+	enum misbehave_kind c;
+
+	for (c = MIS_WRITE_OUTSIDE; c <= MIS_SYSREG; c++) {
+		if (str_eq_n(v, n, misbehave_name(c))) {
+			*k = c;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* One key=value token; returns false if the value is bad. Unknown keys pass. */
+static bool parse_token(const char *tok, u32 n, struct bootargs *a)
+{
+	const char *v;
+	u32 klen = 0, vlen;
+	u64 num;
+
+	while (klen < n && tok[klen] != '=')
+		klen++;
+	if (klen == n)
+		return true;	/* a bare word: not ours */
+	v = tok + klen + 1;
+	vlen = n - klen - 1;
+
+#define KEY(name) str_eq_n(tok, klen, name)
+	if (KEY("ticks")) {
+		if (!parse_u64(v, vlen, &num))
+			return false;
+		a->ticks = num;
+	} else if (KEY("period_ms")) {
+		if (!parse_u64(v, vlen, &num) || num > MAX_PERIOD_MS)
+			return false;
+		a->period_ms = num;
+	} else if (KEY("at")) {
+		if (!parse_u64(v, vlen, &num))
+			return false;
+		a->at = num;
+	} else if (KEY("scan_at")) {
+		if (!parse_u64(v, vlen, &num))
+			return false;
+		a->scan_at = num;
+	} else if (KEY("addr")) {
+		if (!parse_u64(v, vlen, &num))
+			return false;
+		a->addr = num;
+		a->has_addr = true;
+	} else if (KEY("misbehave")) {
+		if (!parse_kind(v, vlen, &a->misbehave))
+			return false;
+	} else if (KEY("marker")) {
+		if (str_eq_n(v, vlen, "write")) {
+			a->marker_write = true;
+		} else if (str_eq_n(v, vlen, "scan")) {
+			a->marker_scan = true;
+		} else if (str_eq_n(v, vlen, "write+scan") || str_eq_n(v, vlen, "scan+write")) {
+			a->marker_write = true;
+			a->marker_scan = true;
+		} else {
+			return false;
+		}
+	}
+#undef KEY
+	return true;
+}
+
+void bootargs_parse(const char *cmdline, struct bootargs *a)
+{
+	const char *p = cmdline;
+
+	a->ticks = DEFAULT_TICKS;
+	a->period_ms = DEFAULT_PERIOD_MS;
+	a->misbehave = MIS_NONE;
+	a->at = DEFAULT_AT;
+	a->addr = 0;
+	a->has_addr = false;
+	a->marker_write = false;
+	a->marker_scan = false;
+	a->scan_at = DEFAULT_SCAN_AT;
+	if (!p)
+		return;
+
+	while (*p) {
+		u32 n = 0;
+
+		while (is_space(*p))
+			p++;
+		while (p[n] && !is_space(p[n]))
+			n++;
+		if (n && !parse_token(p, n, a))
+			bad(p, n);
+		p += n;
+	}
+}

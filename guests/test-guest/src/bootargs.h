@@ -1,0 +1,33 @@
+#ifndef BOOTARGS_H
+#define BOOTARGS_H
+
+#include <stdbool.h>
+#include "arch.h"
+
+enum misbehave_kind {
+	MIS_NONE = 0,
+	MIS_WRITE_OUTSIDE,
+	MIS_READ_OTHER,
+	MIS_GICD,
+	MIS_SMC,
+	MIS_SYSREG,
+};
+
+struct bootargs {
+	u64 ticks;		/* 0: forever */
+	u64 period_ms;
+	enum misbehave_kind misbehave;
+	u64 at;
+	u64 addr;
+	bool has_addr;
+	bool marker_write;
+	bool marker_scan;
+	u64 scan_at;
+};
+
+/* Parses cmdline (may be NULL) into *a, printing "bad bootargs: <token>" for bad values. */
+void bootargs_parse(const char *cmdline, struct bootargs *a);
+
+const char *misbehave_name(enum misbehave_kind k);
+
+#endif

@@ -1,0 +1,169 @@
+#include "dt.h"
+#include "fdt.h"
+#include "lib.h"
+
+#define STDOUT_MAX 128
+
+struct scan {
+	struct dt_info *info;
+	const char *stdout_path;	/* as in /chosen, may be "alias:options" */
+	struct fdt_node aliases;	/* its props offset stays valid after the walk */
+	bool have_aliases;
+	u64 first_pl011;
+	/* Second walk: the node the resolved stdout-path names. */
+	char want[STDOUT_MAX];
+	u64 stdout_base;
+	const char *error;
+};
+
+static int first_pass(const struct fdt *f, const struct fdt_node *n, void *ctx)
+{
+	struct scan *sc = ctx;
+	struct dt_info *info = sc->info;
+	u64 addr, size;
+	u32 i;
+
+	if (n->depth == 1 && fdt_name_is(n, "chosen")) {
+		const char *s;
+
+		info->bootargs = fdt_prop_string(f, n, "bootargs");
+		s = fdt_prop_string(f, n, "partita,partition");
+		if (s && s[0])
+			info->partition = s;
+		sc->stdout_path = fdt_prop_string(f, n, "stdout-path");
+	} else if (n->depth == 1 && fdt_name_is(n, "aliases")) {
+		sc->aliases = *n;
+		sc->aliases.path = NULL;
+		sc->have_aliases = true;
+	} else if (n->depth == 1 && fdt_name_is(n, "memory")) {
+		if (n->addr_cells == 0 || n->size_cells == 0 ||
+		    n->addr_cells > 2 || n->size_cells > 2) {
+			sc->error = "unsupported root #address-cells/#size-cells for memory";
+			return FDT_ERR_PROP;
+		}
+		for (i = 0; fdt_reg(f, n, i, &addr, &size); i++) {
+			if (size == 0)
+				continue;
+			if (addr + size < addr) {
+				sc->error = "memory region wraps around the address space";
+				return FDT_ERR_PROP;
+			}
+			if (info->nmem == MAX_MEM) {
+				info->mem_truncated = true;
+				continue;
+			}
+			info->mem[info->nmem].base = addr;
+			info->mem[info->nmem].size = size;
+			info->nmem++;
+		}
+	} else if (n->depth == 2 && fdt_name_is(n, "cpu") && str_starts(n->path, "/cpus/")) {
+		if (n->addr_cells == 0 || !fdt_reg(f, n, 0, &addr, &size)) {
+			sc->error = "cpu node without a usable reg";
+			return FDT_ERR_PROP;
+		}
+		if (info->ncpus < MAX_CPUS)
+			info->cpu_mpidr[info->ncpus] = addr;
+		info->ncpus++;
+	} else if (n->depth == 1 && fdt_name_is(n, "psci")) {
+		const char *m = fdt_prop_string(f, n, "method");
+
+		if (m && strcmp(m, "hvc") == 0)
+			info->psci = PSCI_HVC;
+		else if (m && strcmp(m, "smc") == 0)
+			info->psci = PSCI_SMC;
+	}
+
+	if (!sc->first_pl011 && fdt_prop_has_string(f, n, "compatible", "arm,pl011") &&
+	    fdt_reg(f, n, 0, &addr, &size) && addr)
+		sc->first_pl011 = addr;
+	if (!info->has_gicd && fdt_prop_has_string(f, n, "compatible", "arm,gic-v3") &&
+	    fdt_reg(f, n, 0, &addr, &size)) {
+		info->gicd = addr;
+		info->has_gicd = true;
+	}
+	return FDT_OK;
+}
+
+static int find_stdout(const struct fdt *f, const struct fdt_node *n, void *ctx)
+{
+	struct scan *sc = ctx;
+	u64 addr, size;
+
+	if (strcmp(n->path, sc->want) == 0 && fdt_reg(f, n, 0, &addr, &size) && addr)
+		sc->stdout_base = addr;
+	return FDT_OK;
+}
+
+/*
+ * Turns stdout-path ("/path", "/path:opts", "alias" or "alias:opts") into a
+ * node path in sc->want. Returns false if it cannot.
+ */
+static bool resolve_stdout(const struct fdt *f, struct scan *sc)
+{
+	const char *p = sc->stdout_path;
+	char alias[STDOUT_MAX];
+	u32 n = 0;
+
+	while (p[n] && p[n] != ':')
+		n++;
+	if (n == 0 || n >= STDOUT_MAX)
+		return false;
+	if (p[0] == '/') {
+		memcpy(sc->want, p, n);
+		sc->want[n] = '\0';
+		return true;
+	}
+	if (!sc->have_aliases)
+		return false;
+	memcpy(alias, p, n);
+	alias[n] = '\0';
+	p = fdt_prop_string(f, &sc->aliases, alias);
+	if (!p || p[0] != '/' || strlen(p) >= STDOUT_MAX)
+		return false;
+	memcpy(sc->want, p, strlen(p) + 1);
+	return true;
+}
+
+bool dt_read(u64 dtb, struct dt_info *info, const char **why)
+{
+	struct fdt f;
+	struct scan sc;
+	int err;
+
+	memset(info, 0, sizeof(*info));
+	memset(&sc, 0, sizeof(sc));
+	info->partition = "native";
+	sc.info = info;
+
+	err = fdt_init(&f, dtb);
+	if (err) {
+		*why = fdt_strerror(err);
+		return false;
+	}
+	err = fdt_walk(&f, first_pass, &sc);
+	/* Even a failed walk may have seen the console: use it to report. */
+	info->console = sc.first_pl011;
+	if (sc.stdout_path && resolve_stdout(&f, &sc)) {
+		/* A corrupt tail does not matter if the node came before it. */
+		(void)fdt_walk(&f, find_stdout, &sc);
+		if (sc.stdout_base)
+			info->console = sc.stdout_base;
+	}
+	if (err) {
+		*why = sc.error ? sc.error : fdt_strerror(err);
+		return false;
+	}
+	if (!info->console) {
+		*why = "no console (stdout-path or arm,pl011 node)";
+		return false;
+	}
+	if (info->nmem == 0) {
+		*why = "no memory node";
+		return false;
+	}
+	if (info->ncpus == 0) {
+		*why = "no cpu nodes under /cpus";
+		return false;
+	}
+	return true;
+}

@@ -1,0 +1,37 @@
+/* What the test guest needs to know from its device tree. */
+#ifndef DT_H
+#define DT_H
+
+#include <stdbool.h>
+#include "arch.h"
+
+#define MAX_MEM 16
+
+enum psci_method { PSCI_NONE = 0, PSCI_HVC, PSCI_SMC };
+
+struct mem_region {
+	u64 base, size;
+};
+
+struct dt_info {
+	const char *bootargs;		/* NULL if absent */
+	const char *partition;		/* "native" if absent */
+	struct mem_region mem[MAX_MEM];
+	u32 nmem;
+	bool mem_truncated;		/* more regions than MAX_MEM */
+	u64 cpu_mpidr[MAX_CPUS];
+	u32 ncpus;			/* all cpu nodes, even past MAX_CPUS */
+	enum psci_method psci;
+	u64 console;			/* PL011 base, 0 if none */
+	u64 gicd;			/* GICv3 distributor base, 0 if none */
+	bool has_gicd;
+};
+
+/*
+ * Fills *info from the tree at dtb. On failure returns false with *why set;
+ * whatever was found before the failure (the console, the PSCI method) is
+ * kept so the caller can still report and power off.
+ */
+bool dt_read(u64 dtb, struct dt_info *info, const char **why);
+
+#endif

@@ -1,0 +1,197 @@
+/*
+ * The Partita test guest: greets, brings up its vCPUs, ticks, and on request
+ * misbehaves or looks for another partition's marker. The same binary runs
+ * natively on QEMU virt and inside a partition; every difference comes from
+ * the device tree and the bootargs.
+ */
+#include "guest.h"
+#include "console.h"
+#include "lib.h"
+#include "psci.h"
+
+/* How long the boot CPU waits for a secondary's line before going on. */
+#define SECONDARY_TIMEOUT_MS 2000
+/* Only if the counter frequency is unset: QEMU virt's own value. */
+#define FALLBACK_CNTFRQ 62500000
+
+static struct dt_info dt;
+static struct bootargs args;
+/* Secondaries set their flag once their line is out; see start_secondaries. */
+static volatile u32 cpu_up[MAX_CPUS];
+static u64 marker_buf[512] __attribute__((aligned(4096)));
+
+void guest_main(u64 dtb);
+void secondary_main(u64 index);
+void exception_report(u64 esr, u64 elr, u64 far);
+
+static u64 counter_freq(void)
+{
+	u64 f = read_sysreg(cntfrq_el0) & 0xffffffff;
+
+	return f ? f : FALLBACK_CNTFRQ;
+}
+
+/* Split so that neither product can overflow for any 32-bit frequency/period. */
+static u64 ms_to_counts(u64 ms)
+{
+	u64 f = counter_freq();
+
+	return (f / 1000) * ms + (f % 1000) * ms / 1000;
+}
+
+static void print_greeting(void)
+{
+	u32 i, ncpus = dt.ncpus;
+
+	printf("hello from partition %s: %u vcpu(s), memory", dt.partition, ncpus);
+	for (i = 0; i < dt.nmem; i++)
+		printf("%s 0x%lx+0x%lx", i ? "," : "", dt.mem[i].base, dt.mem[i].size);
+	printf("\n");
+	if (dt.mem_truncated)
+		printf("note: only the first %u memory regions are used\n", MAX_MEM);
+}
+
+static void print_psci_version(void)
+{
+	s64 v = smccc_call(dt.psci, PSCI_VERSION, 0, 0, 0);
+
+	if ((int32_t)v < 0)
+		printf("psci version call failed: %d\n", (int32_t)v);
+	else
+		printf("psci version %u.%u\n", (u32)(v >> 16) & 0x7fff, (u32)v & 0xffff);
+}
+
+/*
+ * One at a time, each waited for: this is what keeps lines from different
+ * CPUs from interleaving on the console without a lock (exclusives are not
+ * dependable on the Device memory an MMU-off guest uses).
+ */
+static void start_secondaries(void)
+{
+	u64 self = current_mpidr_affinity();
+	u32 i, n = dt.ncpus < MAX_CPUS ? dt.ncpus : MAX_CPUS;
+
+	for (i = 0; i < n; i++) {
+		u64 deadline;
+		s64 ret;
+
+		if (dt.cpu_mpidr[i] == self)
+			continue;
+		ret = smccc_call(dt.psci, PSCI_CPU_ON_64, dt.cpu_mpidr[i],
+				 (u64)&secondary_entry, i);
+		if (ret != 0) {
+			printf("psci cpu_on vcpu %u (mpidr 0x%lx) failed: %d\n", i,
+			       dt.cpu_mpidr[i], (int32_t)ret);
+			continue;
+		}
+		deadline = counter_now() + ms_to_counts(SECONDARY_TIMEOUT_MS);
+		while (!cpu_up[i] && (s64)(counter_now() - deadline) < 0)
+			;
+		if (!cpu_up[i])
+			printf("vcpu %u did not come up\n", i);
+	}
+	if (dt.ncpus > MAX_CPUS)
+		printf("note: only the first %u vcpus are started\n", MAX_CPUS);
+}
+
+void secondary_main(u64 index)
+{
+	printf("vcpu %lu up\n", index);
+	dsb_sy();
+	cpu_up[index] = 1;
+	for (;;)
+		__asm__ volatile("wfi");
+}
+
+static void scan_for_marker(void)
+{
+	u64 hits = 0, bytes = 0;
+	u32 i;
+
+	for (i = 0; i < dt.nmem; i++) {
+		u64 start = (dt.mem[i].base + 7) & ~7ull;
+		u64 end = (dt.mem[i].base + dt.mem[i].size) & ~7ull;
+
+		if (end <= start)
+			continue;
+		hits += marker_scan(start, end - start);
+		bytes += end - start;
+	}
+	printf("marker scan: %lu hit(s) in %lu bytes\n", hits, bytes);
+}
+
+/* What happens just before "tick k" (k = 0: before the first tick). */
+static void tick_events(u64 k)
+{
+	if (args.marker_scan && k == args.scan_at)
+		scan_for_marker();
+	if (args.misbehave != MIS_NONE && k == args.at)
+		misbehave(&dt, &args);
+}
+
+static void tick_loop(void)
+{
+	u64 period = ms_to_counts(args.period_ms);
+	u64 next, k;
+
+	if (!(read_sysreg(cntfrq_el0) & 0xffffffff))
+		printf("cntfrq_el0 is 0: assuming %u Hz\n", FALLBACK_CNTFRQ);
+	tick_events(0);
+	next = counter_now();
+	for (k = 1; args.ticks == 0 || k <= args.ticks; k++) {
+		u64 now;
+
+		next += period;
+		while ((s64)((now = counter_now()) - next) < 0)
+			;
+		/* After a long scan or a descheduled stretch, resume the rhythm, not a burst. */
+		if (now - next > period)
+			next = now;
+		tick_events(k);
+		printf("tick %lu\n", k);
+	}
+}
+
+void guest_main(u64 dtb)
+{
+	const char *why = "";
+	bool ok = dt_read(dtb, &dt, &why);
+
+	console_init(dt.console);
+	if (!ok) {
+		printf("bad device tree at 0x%lx: %s\n", dtb, why);
+		power_off(dt.psci);
+	}
+	print_greeting();
+	bootargs_parse(dt.bootargs, &args);
+
+	if (args.marker_write) {
+		marker_store(&marker_buf[0]);
+		printf("marker written at 0x%lx\n", (u64)&marker_buf[0]);
+	}
+
+	dcache_clean_invalidate_all();
+	printf("set/way clean done\n");
+
+	if (dt.psci != PSCI_NONE) {
+		print_psci_version();
+		start_secondaries();
+	} else {
+		printf("no psci method in the device tree: secondaries stay off\n");
+	}
+
+	tick_loop();
+	power_off(dt.psci);
+}
+
+void exception_report(u64 esr, u64 elr, u64 far)
+{
+	/* A fault while reporting (say, a bad console address) must not recurse. */
+	static volatile u32 reported;
+
+	if (!reported) {
+		reported = 1;
+		printf("guest exception: ESR=0x%lx ELR=0x%lx FAR=0x%lx\n", esr, elr, far);
+	}
+	halt();
+}
