@@ -1,1 +1,205 @@
-//! (in progress)
+//! The device tree each partition finds in x0 at entry.
+//!
+//! It describes the machine as the partition sees it, in the shape of QEMU
+//! `virt`'s own tree, so that Linux's arm64 boot protocol and the test guest
+//! read it the same way: its RAM, its vCPUs, PSCI over HVC, the GICv3 it is
+//! given, the generic timer, its emulated PL011 and its passthrough devices.
+
+use anyhow::{bail, Context, Result};
+use partita_core::model::{Partition, System};
+use vm_fdt::FdtWriter;
+
+/// Room reserved for the tree at the top of the partition's first RAM region.
+pub const DTB_WINDOW: u64 = 0x1_0000;
+
+/// Each vCPU's redistributor frame pair (RD_base + SGI_base) is 128 KiB.
+const GICR_FRAME: u64 = 0x2_0000;
+const GICD_SIZE: u64 = 0x1_0000;
+const UART_SIZE: u64 = 0x1000;
+const PHANDLE_GIC: u32 = 1;
+const PHANDLE_CLOCK: u32 = 2;
+
+/// GIC binding: first cell of an interrupt specifier.
+const GIC_SPI: u32 = 0;
+const GIC_PPI: u32 = 1;
+const IRQ_LEVEL_HIGH: u32 = 4;
+/// The emulated console's SPI number (INTID 33), fixed by Partita's vUART.
+const CONSOLE_SPI: u32 = 1;
+
+/// Guest-physical address where the partition's tree is loaded.
+pub fn dtb_address(partition: &Partition) -> Result<u64> {
+    let first = partition
+        .memory
+        .first()
+        .with_context(|| format!("partition `{}` has no memory region for its device tree", partition.name))?;
+    if first.size < DTB_WINDOW {
+        bail!(
+            "partition `{}`: its first memory region ({:#x} bytes) is smaller than the {:#x} bytes the device tree needs",
+            partition.name,
+            first.size,
+            DTB_WINDOW
+        );
+    }
+    Ok(first.ipa + first.size - DTB_WINDOW)
+}
+
+/// Builds the flattened device tree of one partition.
+pub fn generate(system: &System, partition: &Partition) -> Result<Vec<u8>> {
+    let blob = write_tree(system, partition)
+        .map_err(|e| anyhow::anyhow!("{e}"))
+        .with_context(|| format!("cannot build the device tree of partition `{}`", partition.name))?;
+    if blob.len() as u64 > DTB_WINDOW {
+        bail!(
+            "the device tree of partition `{}` is {} bytes, more than the {} bytes reserved for it",
+            partition.name,
+            blob.len(),
+            DTB_WINDOW
+        );
+    }
+    Ok(blob)
+}
+
+type FdtResult<T> = std::result::Result<T, vm_fdt::Error>;
+
+fn write_tree(system: &System, partition: &Partition) -> FdtResult<Vec<u8>> {
+    let mut fdt = FdtWriter::new()?;
+    let root = fdt.begin_node("")?;
+    fdt.property_string("compatible", "linux,dummy-virt")?;
+    fdt.property_string("model", &format!("Partita partition {}", partition.name))?;
+    fdt.property_u32("#address-cells", 2)?;
+    fdt.property_u32("#size-cells", 2)?;
+    fdt.property_u32("interrupt-parent", PHANDLE_GIC)?;
+    chosen(&mut fdt, partition)?;
+    memory(&mut fdt, partition)?;
+    cpus(&mut fdt, partition)?;
+    psci(&mut fdt)?;
+    gic(&mut fdt, system, partition)?;
+    timer(&mut fdt, partition)?;
+    clock(&mut fdt)?;
+    console(&mut fdt, partition)?;
+    devices(&mut fdt, partition)?;
+    fdt.end_node(root)?;
+    fdt.finish()
+}
+
+fn chosen(fdt: &mut FdtWriter, partition: &Partition) -> FdtResult<()> {
+    let node = fdt.begin_node("chosen")?;
+    fdt.property_string("bootargs", &partition.bootargs)?;
+    fdt.property_string("stdout-path", &format!("/pl011@{:x}", partition.console))?;
+    fdt.property_string("partita,partition", &partition.name)?;
+    fdt.end_node(node)
+}
+
+fn memory(fdt: &mut FdtWriter, partition: &Partition) -> FdtResult<()> {
+    for region in &partition.memory {
+        let node = fdt.begin_node(&format!("memory@{:x}", region.ipa))?;
+        fdt.property_string("device_type", "memory")?;
+        fdt.property_array_u64("reg", &[region.ipa, region.size])?;
+        fdt.end_node(node)?;
+    }
+    Ok(())
+}
+
+fn cpus(fdt: &mut FdtWriter, partition: &Partition) -> FdtResult<()> {
+    let node = fdt.begin_node("cpus")?;
+    fdt.property_u32("#address-cells", 1)?;
+    fdt.property_u32("#size-cells", 0)?;
+    for index in 0..partition.vcpus.len() as u32 {
+        let cpu = fdt.begin_node(&format!("cpu@{index}"))?;
+        fdt.property_string("device_type", "cpu")?;
+        fdt.property_string("compatible", "arm,armv8")?;
+        // The hypervisor gives vCPU i the virtual MPIDR affinity i.
+        fdt.property_u32("reg", index)?;
+        fdt.property_string("enable-method", "psci")?;
+        fdt.end_node(cpu)?;
+    }
+    fdt.end_node(node)
+}
+
+fn psci(fdt: &mut FdtWriter) -> FdtResult<()> {
+    let node = fdt.begin_node("psci")?;
+    fdt.property_string_list("compatible", strings(&["arm,psci-1.0", "arm,psci-0.2"]))?;
+    fdt.property_string("method", "hvc")?;
+    fdt.end_node(node)
+}
+
+fn gic(fdt: &mut FdtWriter, system: &System, partition: &Partition) -> FdtResult<()> {
+    let gicd = system.platform.gicd.base;
+    let gicr = system.platform.gicr.base;
+    let redistributors = GICR_FRAME * partition.vcpus.len() as u64;
+    let node = fdt.begin_node(&format!("intc@{gicd:x}"))?;
+    fdt.property_string("compatible", "arm,gic-v3")?;
+    fdt.property_u32("#interrupt-cells", 3)?;
+    fdt.property_null("interrupt-controller")?;
+    fdt.property_u32("#address-cells", 2)?;
+    fdt.property_u32("#size-cells", 2)?;
+    fdt.property_null("ranges")?;
+    fdt.property_array_u64("reg", &[gicd, GICD_SIZE, gicr, redistributors])?;
+    fdt.property_phandle(PHANDLE_GIC)?;
+    fdt.end_node(node)
+}
+
+/// The PPI flags cell: level-high, plus the GICv2-style CPU mask that Linux
+/// still expects to see for the timer.
+fn ppi_flags(vcpus: usize) -> u32 {
+    let mask = (1u32 << vcpus.min(8)) - 1;
+    IRQ_LEVEL_HIGH | (mask << 8)
+}
+
+fn timer(fdt: &mut FdtWriter, partition: &Partition) -> FdtResult<()> {
+    let flags = ppi_flags(partition.vcpus.len());
+    // Secure physical, non-secure physical, virtual, hypervisor timers.
+    let cells: Vec<u32> = [13, 14, 11, 10].iter().flat_map(|&ppi| [GIC_PPI, ppi, flags]).collect();
+    let node = fdt.begin_node("timer")?;
+    fdt.property_string("compatible", "arm,armv8-timer")?;
+    fdt.property_array_u32("interrupts", &cells)?;
+    fdt.property_null("always-on")?;
+    fdt.end_node(node)
+}
+
+fn clock(fdt: &mut FdtWriter) -> FdtResult<()> {
+    let node = fdt.begin_node("apb-pclk")?;
+    fdt.property_string("compatible", "fixed-clock")?;
+    fdt.property_u32("#clock-cells", 0)?;
+    fdt.property_u32("clock-frequency", 24_000_000)?;
+    fdt.property_string("clock-output-names", "clk24mhz")?;
+    fdt.property_phandle(PHANDLE_CLOCK)?;
+    fdt.end_node(node)
+}
+
+fn console(fdt: &mut FdtWriter, partition: &Partition) -> FdtResult<()> {
+    let node = fdt.begin_node(&format!("pl011@{:x}", partition.console))?;
+    fdt.property_string_list("compatible", strings(&["arm,pl011", "arm,primecell"]))?;
+    fdt.property_array_u64("reg", &[partition.console, UART_SIZE])?;
+    fdt.property_array_u32("interrupts", &[GIC_SPI, CONSOLE_SPI, IRQ_LEVEL_HIGH])?;
+    fdt.property_array_u32("clocks", &[PHANDLE_CLOCK, PHANDLE_CLOCK])?;
+    fdt.property_string_list("clock-names", strings(&["uartclk", "apb_pclk"]))?;
+    fdt.end_node(node)
+}
+
+fn devices(fdt: &mut FdtWriter, partition: &Partition) -> FdtResult<()> {
+    for device in &partition.devices {
+        let node = fdt.begin_node(&format!("{}@{:x}", device.name, device.ipa))?;
+        fdt.property_string_list("compatible", device.compatible.clone())?;
+        fdt.property_array_u64("reg", &[device.ipa, device.size])?;
+        if !device.interrupts.is_empty() {
+            let cells: Vec<u32> = device.interrupts.iter().flat_map(|&intid| interrupt_cells(intid)).collect();
+            fdt.property_array_u32("interrupts", &cells)?;
+        }
+        fdt.end_node(node)?;
+    }
+    Ok(())
+}
+
+/// GIC binding specifier of a physical INTID: SPIs count from 32, PPIs from 16.
+fn interrupt_cells(intid: u32) -> [u32; 3] {
+    if intid >= 32 {
+        [GIC_SPI, intid - 32, IRQ_LEVEL_HIGH]
+    } else {
+        [GIC_PPI, intid.saturating_sub(16), IRQ_LEVEL_HIGH]
+    }
+}
+
+fn strings(values: &[&str]) -> Vec<String> {
+    values.iter().map(|s| s.to_string()).collect()
+}

@@ -1,1 +1,92 @@
-fn main() {}
+//! `partita`: check, build, boot and test Partita configurations.
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use partita::build::{self, BuildOutput};
+use partita::config::Config;
+use partita::run::{self, Ending, RunOptions};
+use partita::{check, guests, testcmd};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// The shell's convention for "stopped by SIGINT".
+const EXIT_INTERRUPTED: u8 = 130;
+const DEMO_SECONDS: u64 = 30;
+
+#[derive(Parser)]
+#[command(name = "partita", version, about = "Partita: a static-partitioning mixed-criticality hypervisor for AArch64")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Validate a configuration; errors name the file, line and field.
+    Check { config: PathBuf },
+    /// Build the bootable image into out/<config-name>/partita.img.
+    Build { config: PathBuf },
+    /// Build, then boot in QEMU with one console per partition.
+    Run {
+        config: PathBuf,
+        /// Stop QEMU after this many seconds (default: when it powers off).
+        #[arg(long)]
+        seconds: Option<u64>,
+        /// Start halted with QEMU's gdb stub on :1234 and print the gdb command.
+        #[arg(long)]
+        gdb: bool,
+    },
+    /// Boot configs/demo.toml and show every partition's console live.
+    Demo {
+        #[arg(long, default_value_t = DEMO_SECONDS)]
+        seconds: u64,
+    },
+    /// Run every test and print a total.
+    Test,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match execute(cli.command) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn execute(command: Cmd) -> Result<ExitCode> {
+    match command {
+        Cmd::Check { config } => checked(&config).map(|_| ExitCode::SUCCESS),
+        Cmd::Build { config } => prepare(&config).map(|_| ExitCode::SUCCESS),
+        Cmd::Run { config, seconds, gdb } => boot(&config, RunOptions { seconds, live: true, gdb }),
+        Cmd::Demo { seconds } => {
+            let demo = build::repo_root().join("configs").join("demo.toml");
+            boot(&demo, RunOptions { seconds: Some(seconds), live: true, gdb: false })
+        }
+        Cmd::Test => Ok(if testcmd::test()? { ExitCode::SUCCESS } else { ExitCode::FAILURE }),
+    }
+}
+
+/// Guests first: the check looks at their images.
+fn checked(path: &Path) -> Result<Config> {
+    guests::build_all()?;
+    check::check(path)
+}
+
+fn prepare(path: &Path) -> Result<(Config, BuildOutput)> {
+    let config = checked(path)?;
+    let output = build::build(&config)?;
+    Ok((config, output))
+}
+
+fn boot(path: &Path, opts: RunOptions) -> Result<ExitCode> {
+    let (config, output) = prepare(path)?;
+    let report = run::run(&output, &config.system, &opts)?;
+    Ok(match report.ending {
+        Ending::Exited(status) if !status.success() => ExitCode::FAILURE,
+        Ending::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
+        _ => ExitCode::SUCCESS,
+    })
+}

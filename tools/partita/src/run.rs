@@ -1,1 +1,431 @@
-//! (in progress)
+//! `partita run`: boots an image in QEMU and splits its one serial stream
+//! into a console per partition.
+//!
+//! The hypervisor tags every line it forwards as `[<partition>] text`, and its
+//! own lines as `[partita] text`. The host turns that back into one log per
+//! partition, a hypervisor log, the untouched stream, and a live view with a
+//! colored name column.
+
+use crate::build::BuildOutput;
+use anyhow::{Context, Result};
+use partita_core::model::System;
+use std::fs::File;
+use std::io::{IsTerminal, LineWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The tag the hypervisor uses for its own lines.
+pub const HYPERVISOR_TAG: &str = "partita";
+const GDB_PORT: u16 = 1234;
+const MIB: u64 = 1024 * 1024;
+/// How often the supervisor looks at the clock and at Ctrl-C while QEMU is quiet.
+const TICK: Duration = Duration::from_millis(50);
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Stop QEMU after this many seconds; `None` runs until it powers off.
+    pub seconds: Option<u64>,
+    /// Print every console line to stdout as it arrives.
+    pub live: bool,
+    /// Start QEMU halted with its gdb stub open.
+    pub gdb: bool,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// QEMU stopped by itself (the hypervisor powered off, or QEMU failed).
+    Exited(ExitStatus),
+    /// The time limit ran out and QEMU was stopped.
+    TimedOut,
+    /// Ctrl-C (or SIGTERM): QEMU was stopped.
+    Interrupted,
+}
+
+#[derive(Clone, Debug)]
+pub struct RunReport {
+    pub ending: Ending,
+    /// The raw serial stream.
+    pub console_log: PathBuf,
+    pub hypervisor_log: PathBuf,
+    /// Per partition, in configuration order.
+    pub partition_logs: Vec<PathBuf>,
+    /// Milliseconds from QEMU's start until every partition had printed a line.
+    pub boot_ms: Option<u64>,
+    /// Partitions that printed nothing at all.
+    pub silent: Vec<String>,
+}
+
+/// Boots `build` in QEMU and supervises it until it ends.
+pub fn run(build: &BuildOutput, system: &System, opts: &RunOptions) -> Result<RunReport> {
+    let qemu = qemu_command(build, system, opts.gdb);
+    if opts.gdb {
+        println!("QEMU waits for gdb on :{GDB_PORT}. In another terminal:\n  {}", gdb_command_line(build));
+    }
+    let names: Vec<String> = system.partitions.iter().map(|p| p.name.clone()).collect();
+    watch_for_interrupt();
+    let report = supervise(qemu, &names, &build.out_dir, opts)?;
+    print_summary(&report, &build.out_dir, names.len());
+    Ok(report)
+}
+
+/// The QEMU invocation for `virt` with EL2, GICv3 and the image as a Linux Image.
+pub fn qemu_command(build: &BuildOutput, system: &System, gdb: bool) -> Command {
+    let platform = &system.platform;
+    let mut qemu = Command::new("qemu-system-aarch64");
+    qemu.args(["-machine", "virt,virtualization=on,gic-version=3", "-cpu", "cortex-a72"])
+        .args(["-smp", &platform.cpus.to_string()])
+        .args(["-m", &format!("{}M", platform.ram.size.div_ceil(MIB))])
+        .args(["-display", "none", "-monitor", "none", "-serial", "stdio"])
+        .arg("-kernel")
+        .arg(&build.image);
+    if gdb {
+        qemu.args(["-s", "-S"]);
+    }
+    qemu
+}
+
+/// A gdb command line with the hypervisor's and every guest's symbols.
+pub fn gdb_command_line(build: &BuildOutput) -> String {
+    let mut guests: Vec<PathBuf> = Vec::new();
+    for elf in build.guest_elfs.iter().flatten() {
+        let elf = elf.canonicalize().unwrap_or_else(|_| elf.clone());
+        if !guests.contains(&elf) {
+            guests.push(elf);
+        }
+    }
+    let mut line = format!("gdb-multiarch -ex 'set confirm off' -ex 'target remote :{GDB_PORT}'");
+    line += &format!(" -ex {}", shell_quote(&format!("symbol-file {}", build.hypervisor_elf.display())));
+    for elf in guests {
+        line += &format!(" -ex {}", shell_quote(&format!("add-symbol-file {}", elf.display())));
+    }
+    line
+}
+
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// Runs `command` as QEMU: its stdout is the serial stream. Logs go to
+/// `out_dir`. QEMU never outlives this call.
+pub fn supervise(mut command: Command, names: &[String], out_dir: &Path, opts: &RunOptions) -> Result<RunReport> {
+    std::fs::create_dir_all(out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
+    let console_log = out_dir.join("console.log");
+    let raw = File::create(&console_log).with_context(|| format!("cannot create {}", console_log.display()))?;
+    let painter = opts.live.then(|| Painter::new(names, use_color()));
+    let mut console = Console::create(names, out_dir, painter)?;
+    INTERRUPTED.store(false, Ordering::SeqCst);
+    command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let program = command.get_program().to_string_lossy().into_owned();
+    let mut child = Reaper(command.spawn().with_context(|| format!("cannot start `{program}` (is it installed?)"))?);
+    let deadline = opts.seconds.map(|s| console.restart_clock() + Duration::from_secs(s));
+    let (lines, reader) = read_lines(&mut child.0, raw);
+    let errors = collect_stderr(&mut child.0);
+    let stopped = follow(&lines, &mut console, deadline)?;
+    if stopped.is_some() {
+        child.stop();
+    }
+    let closed = drain(&lines, &mut console)?;
+    let status = child.0.wait().context("cannot wait for QEMU")?;
+    let ending = stopped.unwrap_or_else(|| ended_by_itself(status));
+    if closed {
+        reader
+            .join()
+            .map_err(|_| anyhow::anyhow!("the console reader panicked"))?
+            .context("cannot write console.log")?;
+        if ending != Ending::Interrupted {
+            show_errors(errors);
+        }
+    }
+    Ok(console.report(ending, console_log))
+}
+
+/// A Ctrl-C at the terminal reaches QEMU too, which then quits on its own;
+/// by the time it has, our handler has long raised the flag.
+fn ended_by_itself(status: ExitStatus) -> Ending {
+    if INTERRUPTED.load(Ordering::SeqCst) {
+        Ending::Interrupted
+    } else {
+        Ending::Exited(status)
+    }
+}
+
+/// Feeds lines to the console until QEMU closes its output, the time runs
+/// out, or the user interrupts; returns why it stopped early, if it did.
+fn follow(lines: &Receiver<String>, console: &mut Console, deadline: Option<Instant>) -> Result<Option<Ending>> {
+    loop {
+        match lines.recv_timeout(TICK) {
+            Ok(line) => console.line(&line)?,
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return Ok(None),
+        }
+        if INTERRUPTED.load(Ordering::SeqCst) {
+            return Ok(Some(Ending::Interrupted));
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(Some(Ending::TimedOut));
+        }
+    }
+}
+
+/// Logs what QEMU printed before it stopped. A stray process that inherited
+/// the serial pipe may keep it open, so this waits only briefly; returns
+/// whether the stream really ended.
+fn drain(lines: &Receiver<String>, console: &mut Console) -> Result<bool> {
+    loop {
+        match lines.recv_timeout(DRAIN_GRACE) {
+            Ok(line) => console.line(&line)?,
+            Err(RecvTimeoutError::Disconnected) => return Ok(true),
+            Err(RecvTimeoutError::Timeout) => return Ok(false),
+        }
+    }
+}
+
+/// Kills and reaps the child on every path out, errors and panics included.
+struct Reaper(Child);
+
+impl Reaper {
+    fn stop(&mut self) {
+        if matches!(self.0.try_wait(), Ok(None)) {
+            let _ = self.0.kill();
+        }
+    }
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = self.0.wait();
+    }
+}
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Ctrl-C must stop QEMU and still leave the logs, so it only raises a flag.
+fn watch_for_interrupt() {
+    static INSTALL: std::sync::Once = std::sync::Once::new();
+    INSTALL.call_once(|| {
+        let _ = ctrlc::set_handler(|| INTERRUPTED.store(true, Ordering::SeqCst));
+    });
+}
+
+/// Copies the raw stream to `raw` and sends it on line by line.
+fn read_lines(child: &mut Child, raw: File) -> (Receiver<String>, JoinHandle<std::io::Result<()>>) {
+    let (tx, rx) = mpsc::channel();
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let reader = std::thread::spawn(move || pump(stdout, raw, tx));
+    (rx, reader)
+}
+
+/// Splits a byte stream into lines; a last line without a newline still counts.
+pub fn pump(mut input: impl Read, mut raw: impl Write, lines: Sender<String>) -> std::io::Result<()> {
+    let mut pending = Vec::new();
+    let mut buffer = [0u8; 4096];
+    loop {
+        let n = match input.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        raw.write_all(&buffer[..n])?;
+        raw.flush()?;
+        pending.extend_from_slice(&buffer[..n]);
+        while let Some(end) = pending.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=end).collect();
+            let _ = lines.send(clean(&line));
+        }
+    }
+    if !pending.is_empty() {
+        let _ = lines.send(clean(&pending));
+    }
+    Ok(())
+}
+
+fn clean(line: &[u8]) -> String {
+    String::from_utf8_lossy(line).chars().filter(|&c| c != '\r' && c != '\n').collect()
+}
+
+fn collect_stderr(child: &mut Child) -> JoinHandle<String> {
+    let mut stderr = child.stderr.take().expect("stderr is piped");
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    })
+}
+
+fn show_errors(errors: JoinHandle<String>) {
+    let text = errors.join().unwrap_or_default();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        eprintln!("qemu: {line}");
+    }
+}
+
+/// Where a console line belongs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    Partition(usize),
+    Hypervisor,
+}
+
+/// Reads the `[tag] text` protocol.
+#[derive(Clone, Debug)]
+pub struct Splitter {
+    names: Vec<String>,
+}
+
+impl Splitter {
+    pub fn new(names: &[String]) -> Self {
+        Self { names: names.to_vec() }
+    }
+
+    /// Untagged lines and unknown tags stay whole in the hypervisor's log,
+    /// so nothing the machine prints is lost.
+    pub fn split<'a>(&self, line: &'a str) -> (Source, &'a str) {
+        let Some((tag, text)) = line.strip_prefix('[').and_then(|rest| rest.split_once(']')) else {
+            return (Source::Hypervisor, line);
+        };
+        let text = text.strip_prefix(' ').unwrap_or(text);
+        if tag == HYPERVISOR_TAG {
+            return (Source::Hypervisor, text);
+        }
+        match self.names.iter().position(|name| name == tag) {
+            Some(index) => (Source::Partition(index), text),
+            None => (Source::Hypervisor, line),
+        }
+    }
+}
+
+/// Formats the live view: a padded, colored name column.
+#[derive(Clone, Debug)]
+pub struct Painter {
+    names: Vec<String>,
+    width: usize,
+    color: bool,
+}
+
+/// Distinct foreground colors, cycled when there are more partitions.
+const PALETTE: [&str; 6] = ["36", "33", "35", "32", "34", "31"];
+
+impl Painter {
+    pub fn new(names: &[String], color: bool) -> Self {
+        let width = names.iter().map(|n| n.chars().count()).chain([HYPERVISOR_TAG.len()]).max().unwrap_or(0);
+        Self { names: names.to_vec(), width, color }
+    }
+
+    pub fn format(&self, source: Source, text: &str) -> String {
+        let (name, style) = match source {
+            Source::Partition(i) => (self.names[i].as_str(), PALETTE[i % PALETTE.len()]),
+            Source::Hypervisor => (HYPERVISOR_TAG, "2"),
+        };
+        let label = format!("{name:<width$}", width = self.width);
+        if self.color {
+            format!("\x1b[{style}m{label}\x1b[0m│ {text}")
+        } else {
+            format!("{label}│ {text}")
+        }
+    }
+}
+
+/// Colors only for a person at a terminal who has not opted out.
+pub fn use_color() -> bool {
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// Per-partition and hypervisor logs, the live view and the boot clock.
+pub struct Console {
+    splitter: Splitter,
+    names: Vec<String>,
+    partition_logs: Vec<(PathBuf, LineWriter<File>)>,
+    hypervisor_log: (PathBuf, LineWriter<File>),
+    painter: Option<Painter>,
+    seen: Vec<bool>,
+    started: Instant,
+    boot_ms: Option<u64>,
+}
+
+impl Console {
+    /// Creates every log up front, so a partition that never prints still
+    /// leaves an (empty) log behind.
+    pub fn create(names: &[String], out_dir: &Path, painter: Option<Painter>) -> Result<Self> {
+        let open = |file: String| -> Result<(PathBuf, LineWriter<File>)> {
+            let path = out_dir.join(file);
+            let handle = File::create(&path).with_context(|| format!("cannot create {}", path.display()))?;
+            Ok((path, LineWriter::new(handle)))
+        };
+        Ok(Self {
+            splitter: Splitter::new(names),
+            names: names.to_vec(),
+            partition_logs: names.iter().map(|n| open(format!("{n}.log"))).collect::<Result<_>>()?,
+            hypervisor_log: open("hypervisor.log".to_string())?,
+            painter,
+            seen: vec![false; names.len()],
+            started: Instant::now(),
+            boot_ms: None,
+        })
+    }
+
+    /// Routes one line (already without `\r` and `\n`).
+    pub fn line(&mut self, line: &str) -> Result<()> {
+        let (source, text) = self.splitter.split(line);
+        let (path, log) = match source {
+            Source::Partition(i) => {
+                self.mark_seen(i);
+                &mut self.partition_logs[i]
+            }
+            Source::Hypervisor => &mut self.hypervisor_log,
+        };
+        writeln!(log, "{text}").with_context(|| format!("cannot write {}", path.display()))?;
+        if let Some(painter) = &self.painter {
+            // A closed stdout (say, piped into `head`) must not stop the logs.
+            let _ = writeln!(std::io::stdout().lock(), "{}", painter.format(source, text));
+        }
+        Ok(())
+    }
+
+    /// Boot time counts from QEMU's start, not from when the logs were opened.
+    fn restart_clock(&mut self) -> Instant {
+        self.started = Instant::now();
+        self.started
+    }
+
+    fn mark_seen(&mut self, index: usize) {
+        self.seen[index] = true;
+        if self.boot_ms.is_none() && self.seen.iter().all(|&s| s) {
+            self.boot_ms = Some(self.started.elapsed().as_millis() as u64);
+        }
+    }
+
+    pub fn report(self, ending: Ending, console_log: PathBuf) -> RunReport {
+        let silent = self.names.iter().zip(&self.seen).filter(|(_, &seen)| !seen).map(|(n, _)| n.clone()).collect();
+        RunReport {
+            ending,
+            console_log,
+            hypervisor_log: self.hypervisor_log.0,
+            partition_logs: self.partition_logs.into_iter().map(|(path, _)| path).collect(),
+            boot_ms: self.boot_ms,
+            silent,
+        }
+    }
+}
+
+pub fn print_summary(report: &RunReport, out_dir: &Path, partitions: usize) {
+    let how = match report.ending {
+        Ending::Exited(status) if status.success() => "QEMU powered off".to_string(),
+        Ending::Exited(status) => format!("QEMU failed ({status})"),
+        Ending::TimedOut => "time limit reached, QEMU stopped".to_string(),
+        Ending::Interrupted => "interrupted, QEMU stopped".to_string(),
+    };
+    println!("{how}");
+    match report.boot_ms {
+        Some(ms) => println!("all {partitions} partitions running after {ms} ms"),
+        None if partitions > 0 => println!("partitions that printed nothing: {}", report.silent.join(", ")),
+        None => {}
+    }
+    println!("logs: {}/ (console.log, hypervisor.log, <partition>.log)", out_dir.display());
+}

@@ -1,0 +1,180 @@
+//! The generated device tree, decoded again and read node by node.
+
+mod host_fixtures;
+
+use fdt::node::FdtNode;
+use fdt::Fdt;
+use host_fixtures::*;
+use partita::devicetree::{dtb_address, generate, DTB_WINDOW};
+use partita_core::model::{Device, Partition, System};
+
+fn sample() -> (System, Partition) {
+    let mut part = partition("rtos", vec![1, 3], vec![region(0x4800_0000, 0x20_0000), region(0x5000_0000, 0x10_0000)]);
+    part.console = 0x0900_0000;
+    part.bootargs = "quiet loglevel=3".to_string();
+    part.devices.push(Device {
+        name: "gpio".to_string(),
+        compatible: vec!["arm,pl061".to_string(), "arm,primecell".to_string()],
+        ipa: 0x0903_0000,
+        pa: 0x0903_0000,
+        size: 0x1000,
+        interrupts: vec![39, 40],
+    });
+    let system = system("dt", vec![part.clone()]);
+    (system, part)
+}
+
+fn cells(value: &[u8]) -> Vec<u32> {
+    value.chunks(4).map(|c| u32::from_be_bytes(c.try_into().unwrap())).collect()
+}
+
+fn u64s(value: &[u8]) -> Vec<u64> {
+    value.chunks(8).map(|c| u64::from_be_bytes(c.try_into().unwrap())).collect()
+}
+
+fn prop<'a>(node: FdtNode<'_, 'a>, name: &str) -> &'a [u8] {
+    node.property(name).unwrap_or_else(|| panic!("{} has no {name}", node.name)).value
+}
+
+fn text<'a>(node: FdtNode<'_, 'a>, name: &str) -> &'a str {
+    node.property(name).and_then(|p| p.as_str()).unwrap_or_else(|| panic!("{} has no string {name}", node.name))
+}
+
+fn string_list(node: FdtNode<'_, '_>, name: &str) -> Vec<String> {
+    let raw = prop(node, name);
+    raw.split(|&b| b == 0).filter(|s| !s.is_empty()).map(|s| String::from_utf8(s.to_vec()).unwrap()).collect()
+}
+
+fn node<'b, 'a>(fdt: &'b Fdt<'a>, path: &str) -> FdtNode<'b, 'a> {
+    fdt.find_node(path).unwrap_or_else(|| panic!("no node {path}"))
+}
+
+#[test]
+fn root_and_chosen() {
+    let (system, part) = sample();
+    let blob = generate(&system, &part).unwrap();
+    let fdt = Fdt::new(&blob).unwrap();
+    let root = node(&fdt, "/");
+    assert_eq!(text(root, "compatible"), "linux,dummy-virt");
+    assert_eq!(text(root, "model"), "Partita partition rtos");
+    assert_eq!(cells(prop(root, "#address-cells")), [2]);
+    assert_eq!(cells(prop(root, "#size-cells")), [2]);
+    let gic_phandle = cells(prop(node(&fdt, "/intc@8000000"), "phandle"));
+    assert_eq!(cells(prop(root, "interrupt-parent")), gic_phandle);
+
+    let chosen = node(&fdt, "/chosen");
+    assert_eq!(text(chosen, "bootargs"), "quiet loglevel=3");
+    assert_eq!(text(chosen, "stdout-path"), "/pl011@9000000");
+    assert_eq!(text(chosen, "partita,partition"), "rtos");
+    assert!(fdt.find_node("/pl011@9000000").is_some(), "stdout-path points at a real node");
+}
+
+#[test]
+fn memory_and_cpus() {
+    let (system, part) = sample();
+    let blob = generate(&system, &part).unwrap();
+    let fdt = Fdt::new(&blob).unwrap();
+    let first = node(&fdt, "/memory@48000000");
+    assert_eq!(text(first, "device_type"), "memory");
+    assert_eq!(u64s(prop(first, "reg")), [0x4800_0000, 0x20_0000]);
+    assert_eq!(u64s(prop(node(&fdt, "/memory@50000000"), "reg")), [0x5000_0000, 0x10_0000]);
+
+    let cpus = node(&fdt, "/cpus");
+    assert_eq!(cells(prop(cpus, "#address-cells")), [1]);
+    assert_eq!(cells(prop(cpus, "#size-cells")), [0]);
+    let names: Vec<&str> = cpus.children().map(|c| c.name).collect();
+    assert_eq!(names, ["cpu@0", "cpu@1"], "vCPUs count from 0 whatever pCPUs they run on");
+    let cpu1 = node(&fdt, "/cpus/cpu@1");
+    assert_eq!(cells(prop(cpu1, "reg")), [1]);
+    assert_eq!(text(cpu1, "device_type"), "cpu");
+    assert_eq!(text(cpu1, "compatible"), "arm,armv8");
+    assert_eq!(text(cpu1, "enable-method"), "psci");
+
+    let psci = node(&fdt, "/psci");
+    assert_eq!(string_list(psci, "compatible"), ["arm,psci-1.0", "arm,psci-0.2"]);
+    assert_eq!(text(psci, "method"), "hvc");
+}
+
+#[test]
+fn gic_timer_and_console() {
+    let (system, part) = sample();
+    let blob = generate(&system, &part).unwrap();
+    let fdt = Fdt::new(&blob).unwrap();
+    let gic = node(&fdt, "/intc@8000000");
+    assert_eq!(text(gic, "compatible"), "arm,gic-v3");
+    assert_eq!(cells(prop(gic, "#interrupt-cells")), [3]);
+    assert!(gic.property("interrupt-controller").is_some());
+    assert!(gic.property("ranges").is_some());
+    assert_eq!(u64s(prop(gic, "reg")), [0x0800_0000, 0x1_0000, 0x080a_0000, 2 * 0x2_0000]);
+
+    let timer = node(&fdt, "/timer");
+    assert_eq!(text(timer, "compatible"), "arm,armv8-timer");
+    assert!(timer.property("always-on").is_some());
+    let flags = 0x4 | (0b11 << 8);
+    assert_eq!(cells(prop(timer, "interrupts")), [1, 13, flags, 1, 14, flags, 1, 11, flags, 1, 10, flags]);
+
+    let clock = node(&fdt, "/apb-pclk");
+    assert_eq!(text(clock, "compatible"), "fixed-clock");
+    assert_eq!(cells(prop(clock, "clock-frequency")), [24_000_000]);
+    let clock_phandle = cells(prop(clock, "phandle"))[0];
+
+    let uart = node(&fdt, "/pl011@9000000");
+    assert_eq!(string_list(uart, "compatible"), ["arm,pl011", "arm,primecell"]);
+    assert_eq!(u64s(prop(uart, "reg")), [0x0900_0000, 0x1000]);
+    assert_eq!(cells(prop(uart, "interrupts")), [0, 1, 4]);
+    assert_eq!(cells(prop(uart, "clocks")), [clock_phandle, clock_phandle]);
+    assert_eq!(string_list(uart, "clock-names"), ["uartclk", "apb_pclk"]);
+}
+
+#[test]
+fn passthrough_devices() {
+    let (system, part) = sample();
+    let blob = generate(&system, &part).unwrap();
+    let fdt = Fdt::new(&blob).unwrap();
+    let gpio = node(&fdt, "/gpio@9030000");
+    assert_eq!(string_list(gpio, "compatible"), ["arm,pl061", "arm,primecell"]);
+    assert_eq!(u64s(prop(gpio, "reg")), [0x0903_0000, 0x1000]);
+    assert_eq!(cells(prop(gpio, "interrupts")), [0, 7, 4, 0, 8, 4], "SPIs are numbered from INTID 32");
+}
+
+#[test]
+fn dtb_sits_in_the_last_64_kib_of_the_first_region() {
+    let (_, part) = sample();
+    assert_eq!(dtb_address(&part).unwrap(), 0x4800_0000 + 0x20_0000 - DTB_WINDOW);
+    let tiny = partition("tiny", vec![0], vec![region(0x4800_0000, 0x8000)]);
+    assert!(dtb_address(&tiny).is_err());
+    let none = partition("none", vec![0], vec![]);
+    assert!(dtb_address(&none).is_err());
+}
+
+#[test]
+fn oversized_tree_is_refused() {
+    let (system, mut part) = sample();
+    part.bootargs = "x".repeat(DTB_WINDOW as usize);
+    let error = format!("{:#}", generate(&system, &part).unwrap_err());
+    assert!(error.contains("rtos") && error.contains("reserved"), "{error}");
+}
+
+/// dtc is what a person uses to inspect `out/<cfg>/<partition>.dtb`; the
+/// tree must decompile cleanly. Skipped where dtc is not installed.
+#[test]
+fn dtc_reads_it_without_warnings() {
+    let (system, part) = sample();
+    let blob = generate(&system, &part).unwrap();
+    let dir = scratch("dtc");
+    let path = dir.join("rtos.dtb");
+    std::fs::write(&path, &blob).unwrap();
+    let output = match std::process::Command::new("dtc").args(["-I", "dtb", "-O", "dts"]).arg(&path).output() {
+        Ok(output) => output,
+        Err(_) => {
+            eprintln!("dtc not installed; skipping the decompile check");
+            return;
+        }
+    };
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.trim().is_empty(), "dtc warnings:\n{stderr}");
+    let dts = String::from_utf8_lossy(&output.stdout);
+    assert!(dts.contains("compatible = \"arm,gic-v3\";"), "{dts}");
+    assert!(dts.contains("stdout-path = \"/pl011@9000000\";"), "{dts}");
+}
