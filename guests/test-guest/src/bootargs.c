@@ -118,6 +118,13 @@ static bool parse_token(const char *tok, u32 n, struct bootargs *a)
 	} else if (KEY("misbehave")) {
 		if (!parse_kind(v, vlen, &a->misbehave))
 			return false;
+	} else if (KEY("end")) {
+		if (str_eq_n(v, vlen, "off"))
+			a->end_reset = false;
+		else if (str_eq_n(v, vlen, "reset"))
+			a->end_reset = true;
+		else
+			return false;
 	} else if (KEY("marker")) {
 		if (str_eq_n(v, vlen, "write")) {
 			a->marker_write = true;
@@ -147,6 +154,7 @@ void bootargs_parse(const char *cmdline, struct bootargs *a)
 	a->marker_write = false;
 	a->marker_scan = false;
 	a->scan_at = DEFAULT_SCAN_AT;
+	a->end_reset = false;
 	if (!p)
 		return;
 

@@ -23,6 +23,7 @@ struct bootargs {
 	bool marker_write;
 	bool marker_scan;
 	u64 scan_at;
+	bool end_reset;	/* end=reset: SYSTEM_RESET after the last tick */
 };
 
 /* Parses cmdline (may be NULL) into *a, printing "bad bootargs: <token>" for bad values. */

@@ -181,6 +181,10 @@ void guest_main(u64 dtb)
 	}
 
 	tick_loop();
+	if (args.end_reset) {
+		printf("resetting\n");
+		reset(dt.psci);
+	}
 	power_off(dt.psci);
 }
 

@@ -31,3 +31,10 @@ void power_off(enum psci_method m)
 	printf("system off failed\n");
 	halt();
 }
+
+void reset(enum psci_method m)
+{
+	smccc_call(m == PSCI_NONE ? PSCI_HVC : m, PSCI_SYSTEM_RESET, 0, 0, 0);
+	printf("system reset failed\n");
+	halt();
+}

@@ -1,0 +1,239 @@
+//! Boots real configurations in QEMU and asserts on what the partitions and
+//! Partita printed. Each test writes its configuration to
+//! `target/qemu-tests/<name>.toml` (rerun one by hand with
+//! `partita run target/qemu-tests/<name>.toml`) and leaves its logs in
+//! `out/<name>/`.
+
+use partita::build::{self, repo_root};
+use partita::config;
+use partita::guests;
+use partita::run::{self, Ending, RunOptions};
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+/// Seconds after which a run that should have powered off counts as hung.
+const HANG_LIMIT: u64 = 90;
+
+/// The guests and the hypervisor are built once for all tests.
+fn hypervisor_elf() -> &'static PathBuf {
+    static ELF: OnceLock<PathBuf> = OnceLock::new();
+    ELF.get_or_init(|| {
+        guests::build_all().expect("building the guests");
+        build::build_hypervisor(&repo_root()).expect("building the hypervisor")
+    })
+}
+
+/// One `[[partition]]` running the test guest with 16 MiB at guest 0x40000000.
+struct Part<'a> {
+    name: &'a str,
+    cpus: &'a str,
+    bootargs: &'a str,
+    phys: Option<u64>,
+}
+
+impl Part<'_> {
+    fn toml(&self, guest: &str) -> String {
+        let phys = self.phys.map(|p| format!("phys = 0x{p:x}\n")).unwrap_or_default();
+        format!(
+            "[[partition]]\nname = \"{}\"\ncpus = {}\nbootargs = \"{}\"\n\
+             [[partition.memory]]\nbase = 0x40000000\nsize = \"16M\"\n{phys}\
+             [[partition.image]]\npath = \"{guest}\"\n\n",
+            self.name, self.cpus, self.bootargs
+        )
+    }
+}
+
+/// What one boot left behind.
+struct Boot {
+    ending: Ending,
+    console: Vec<String>,
+    hypervisor: String,
+    logs: Vec<(String, String)>,
+}
+
+impl Boot {
+    fn log(&self, partition: &str) -> &str {
+        &self.logs.iter().find(|(name, _)| name == partition).expect("no such partition").1
+    }
+
+    /// Index of the first raw console line containing `needle`.
+    fn position(&self, needle: &str) -> usize {
+        self.console
+            .iter()
+            .position(|line| line.contains(needle))
+            .unwrap_or_else(|| panic!("no console line contains {needle:?}:\n{}", self.console.join("\n")))
+    }
+
+    /// Console lines after index `from` that start with `prefix`.
+    fn lines_after(&self, from: usize, prefix: &str) -> usize {
+        self.console[from + 1..].iter().filter(|line| line.starts_with(prefix)).count()
+    }
+}
+
+fn boot(name: &str, parts: &[Part], seconds: u64) -> Boot {
+    let elf = hypervisor_elf();
+    let guest = guests::output_dir(&repo_root()).join("test-guest.elf");
+    let dir = repo_root().join("target").join("qemu-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{name}.toml"));
+    let text: String = parts.iter().map(|p| p.toml(&guest.display().to_string())).collect();
+    std::fs::write(&path, text).unwrap();
+    let config = config::load(&path).unwrap_or_else(|errors| panic!("{name}: {errors:#?}"));
+    let out = build::assemble(&config, elf, &build::out_dir(&config.system)).expect("assembling the image");
+    let opts = RunOptions { seconds: Some(seconds), live: false, gdb: false };
+    let report = run::run(&out, &config.system, &opts).expect("running QEMU");
+    let read = |p: &PathBuf| std::fs::read_to_string(p).unwrap();
+    Boot {
+        ending: report.ending,
+        console: read(&report.console_log).lines().map(str::to_owned).collect(),
+        hypervisor: read(&report.hypervisor_log),
+        logs: config.system.partitions.iter().zip(&report.partition_logs).map(|(p, l)| (p.name.clone(), read(l))).collect(),
+    }
+}
+
+fn assert_powered_off(boot: &Boot) {
+    assert!(matches!(boot.ending, Ending::Exited(_)), "QEMU did not power off by itself: {:?}", boot.ending);
+    assert!(boot.hypervisor.contains("all partitions stopped; powering off"), "{}", boot.hypervisor);
+}
+
+#[test]
+fn three_partitions_on_four_cores_with_a_shared_core() {
+    let args = "ticks=5 period_ms=100";
+    let boot = boot(
+        "qemu-three-partitions",
+        &[
+            Part { name: "alpha", cpus: "[1]", bootargs: args, phys: None },
+            Part { name: "beta", cpus: "[2]", bootargs: args, phys: None },
+            Part { name: "gamma", cpus: "[2, 3]", bootargs: args, phys: None },
+        ],
+        HANG_LIMIT,
+    );
+    assert_powered_off(&boot);
+    for (name, vcpus) in [("alpha", 1), ("beta", 1), ("gamma", 2)] {
+        let log = boot.log(name);
+        let greeting = format!("hello from partition {name}: {vcpus} vcpu(s), memory 0x40000000+0x1000000");
+        assert!(log.contains(&greeting), "{name}: {log}");
+        for line in ["set/way clean done", "psci version 1.1", "tick 5"] {
+            assert!(log.lines().any(|l| l == line), "{name} lacks {line:?}: {log}");
+        }
+        for other in ["alpha", "beta", "gamma"].iter().filter(|o| **o != name) {
+            assert!(!log.contains(&format!("partition {other}")), "{name}'s log holds {other}'s output");
+        }
+    }
+    assert!(boot.log("gamma").lines().any(|l| l == "vcpu 1 up"), "PSCI CPU_ON failed: {}", boot.log("gamma"));
+}
+
+/// The offender misbehaves before its 2nd tick; two bystanders, one of them
+/// sharing a pCPU with the other, must keep ticking after it is stopped.
+fn misbehave(kind: &str, extra: &str, expected_stop: &str) {
+    let name = format!("qemu-fault-{kind}");
+    let offender = format!("ticks=6 period_ms=100 misbehave={kind} at=2 {extra}");
+    let steady = "ticks=8 period_ms=100";
+    let boot = boot(
+        &name,
+        &[
+            Part { name: "offender", cpus: "[1]", bootargs: &offender, phys: None },
+            Part { name: "calm", cpus: "[2]", bootargs: steady, phys: Some(0x4800_0000) },
+            Part { name: "busy", cpus: "[2, 3]", bootargs: steady, phys: None },
+        ],
+        HANG_LIMIT,
+    );
+    assert_powered_off(&boot);
+    let log = boot.log("offender");
+    assert!(log.contains(&format!("misbehaving: {kind}")), "{log}");
+    assert!(!log.contains("survived misbehaviour"), "the offender ran on: {log}");
+    assert!(!log.contains("tick 2"), "the offender ticked after its fault: {log}");
+    let stop = format!("[partita] partition offender vcpu 0 stopped: {expected_stop}");
+    let stopped_at = boot.position(&stop);
+    for bystander in ["calm", "busy"] {
+        let after = boot.lines_after(stopped_at, &format!("[{bystander}] tick"));
+        assert!(after >= 2, "{bystander} printed {after} tick(s) after the fault");
+        assert!(boot.log(bystander).lines().any(|l| l == "tick 8"), "{bystander}: {}", boot.log(bystander));
+    }
+}
+
+#[test]
+fn write_outside_its_memory_stops_only_the_offender() {
+    misbehave("write-outside", "", "stage-2 data abort outside its memory (EC 0x24, ELR 0x4000");
+}
+
+#[test]
+fn reading_another_partitions_memory_stops_only_the_offender() {
+    // 0x48000000 is where `calm`'s RAM really lives.
+    misbehave("read-other", "addr=0x48000000", "stage-2 data abort outside its memory (EC 0x24, ELR 0x4000");
+}
+
+#[test]
+fn writing_the_gic_distributor_stops_only_the_offender() {
+    misbehave("gicd", "", "stage-2 data abort outside its memory (EC 0x24, ELR 0x4000");
+}
+
+#[test]
+fn an_smc_that_is_not_psci_stops_only_the_offender() {
+    misbehave("smc", "", "SMC that is not a PSCI call (EC 0x17, ELR 0x4000");
+}
+
+#[test]
+fn a_forbidden_system_register_stops_only_the_offender() {
+    misbehave("sysreg", "", "forbidden system register access (EC 0x18, ELR 0x4000");
+}
+
+#[test]
+fn fault_addresses_are_logged() {
+    // The address in the stop line is the guest-physical address touched.
+    let boot = boot(
+        "qemu-fault-address",
+        &[
+            Part { name: "offender", cpus: "[1]", bootargs: "ticks=3 period_ms=50 misbehave=read-other addr=0x48000000 at=1", phys: None },
+            Part { name: "calm", cpus: "[2]", bootargs: "ticks=3 period_ms=50", phys: Some(0x4800_0000) },
+        ],
+        HANG_LIMIT,
+    );
+    assert_powered_off(&boot);
+    assert!(boot.hypervisor.contains("address 0x48000000)"), "{}", boot.hypervisor);
+}
+
+#[test]
+fn a_marker_in_one_partition_is_invisible_to_the_others() {
+    let boot = boot(
+        "qemu-isolation-marker",
+        &[
+            Part { name: "writer", cpus: "[1]", bootargs: "ticks=4 period_ms=100 marker=write+scan scan_at=3", phys: None },
+            Part { name: "reader", cpus: "[2]", bootargs: "ticks=4 period_ms=100 marker=scan scan_at=3", phys: None },
+            Part { name: "sharer", cpus: "[2, 3]", bootargs: "ticks=4 period_ms=100 marker=scan scan_at=3", phys: None },
+        ],
+        HANG_LIMIT,
+    );
+    assert_powered_off(&boot);
+    let hits = |name: &str| -> u64 {
+        let log = boot.log(name);
+        let line = log.lines().find(|l| l.starts_with("marker scan: ")).unwrap_or_else(|| panic!("{name}: {log}"));
+        assert!(line.ends_with(" hit(s) in 16777216 bytes"), "{name} did not scan all its RAM: {line}");
+        line["marker scan: ".len()..].split(' ').next().unwrap().parse().unwrap()
+    };
+    assert!(boot.log("writer").contains("marker written at 0x40"), "{}", boot.log("writer"));
+    assert!(hits("writer") >= 1, "the writer cannot see its own marker: the scan is broken");
+    assert_eq!(hits("reader"), 0, "the marker leaked into reader");
+    assert_eq!(hits("sharer"), 0, "the marker leaked into sharer");
+}
+
+#[test]
+fn system_reset_restarts_only_that_partition() {
+    let boot = boot(
+        "qemu-system-reset",
+        &[
+            Part { name: "resetter", cpus: "[1]", bootargs: "ticks=2 period_ms=50 end=reset", phys: None },
+            Part { name: "steady", cpus: "[2]", bootargs: "ticks=0 period_ms=100", phys: None },
+        ],
+        8,
+    );
+    assert_eq!(boot.ending, Ending::TimedOut, "steady runs until the time limit");
+    let greetings = boot.log("resetter").matches("hello from partition resetter").count();
+    assert!(greetings >= 2, "resetter started {greetings} time(s): {}", boot.log("resetter"));
+    assert!(boot.hypervisor.contains("partition resetter restarting (PSCI SYSTEM_RESET)"), "{}", boot.hypervisor);
+    let steady = boot.log("steady");
+    assert_eq!(steady.matches("hello from partition steady").count(), 1, "steady restarted: {steady}");
+    let ticks: Vec<u64> = steady.lines().filter_map(|l| l.strip_prefix("tick ")?.parse().ok()).collect();
+    assert!(ticks.len() >= 3, "steady barely ran: {steady}");
+    assert!(ticks.windows(2).all(|w| w[1] == w[0] + 1), "steady's ticks are not consecutive: {ticks:?}");
+}
