@@ -57,10 +57,11 @@ extern "C" fn hv_fatal(regs: &mut Regs, _kind: u64) -> ! {
 #[panic_handler]
 fn panic(info: &core::panic::PanicInfo) -> ! {
     let s = partita_arch::cpu::syndrome();
+    let (file, line) = info.location().map_or(("?", 0), |l| (l.file(), l.line()));
     console::emergency(format_args!(
-        "PANIC on cpu {}: {} (last exception: EC 0x{:02x}, ELR 0x{:x}, FAR 0x{:x})",
+        "PANIC on cpu {}: {} at {file}:{line} (last exception: EC 0x{:02x}, ELR 0x{:x}, FAR 0x{:x})",
         partita_arch::cpu::index(),
-        info,
+        info.message(),
         partita_core::esr::class(s.esr),
         partita_arch::read_sysreg!("elr_el2"),
         s.far

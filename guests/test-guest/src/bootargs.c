@@ -118,6 +118,15 @@ static bool parse_token(const char *tok, u32 n, struct bootargs *a)
 	} else if (KEY("misbehave")) {
 		if (!parse_kind(v, vlen, &a->misbehave))
 			return false;
+	} else if (KEY("cpu-off")) {
+		if (!parse_u64(v, vlen, &num) || num > 1)
+			return false;
+		a->secondaries_off = num == 1;
+	} else if (KEY("peek")) {
+		if (!parse_u64(v, vlen, &num))
+			return false;
+		a->peek = num;
+		a->has_peek = true;
 	} else if (KEY("end")) {
 		if (str_eq_n(v, vlen, "off"))
 			a->end_reset = false;
@@ -155,6 +164,9 @@ void bootargs_parse(const char *cmdline, struct bootargs *a)
 	a->marker_scan = false;
 	a->scan_at = DEFAULT_SCAN_AT;
 	a->end_reset = false;
+	a->secondaries_off = false;
+	a->peek = 0;
+	a->has_peek = false;
 	if (!p)
 		return;
 

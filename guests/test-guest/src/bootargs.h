@@ -23,7 +23,10 @@ struct bootargs {
 	bool marker_write;
 	bool marker_scan;
 	u64 scan_at;
-	bool end_reset;	/* end=reset: SYSTEM_RESET after the last tick */
+	bool end_reset;
+	bool secondaries_off;	/* cpu-off=1: each secondary powers off once, then is started again */
+	u64 peek;		/* peek=ADDR: read a word there just before tick 1 */
+	bool has_peek;	/* end=reset: SYSTEM_RESET after the last tick */
 };
 
 /* Parses cmdline (may be NULL) into *a, printing "bad bootargs: <token>" for bad values. */

@@ -18,6 +18,8 @@ static struct dt_info dt;
 static struct bootargs args;
 /* Secondaries set their flag once their line is out; see start_secondaries. */
 static volatile u32 cpu_up[MAX_CPUS];
+/* How often each secondary has started (cpu-off=1 starts them twice). */
+static volatile u32 cpu_boots[MAX_CPUS];
 static u64 marker_buf[512] __attribute__((aligned(4096)));
 
 void guest_main(u64 dtb);
@@ -59,6 +61,9 @@ static void print_psci_version(void)
 		printf("psci version call failed: %d\n", (int32_t)v);
 	else
 		printf("psci version %u.%u\n", (u32)(v >> 16) & 0x7fff, (u32)v & 0xffff);
+	printf("psci features: cpu_on %d, migrate %d\n",
+	       (int32_t)smccc_call(dt.psci, PSCI_FEATURES, PSCI_CPU_ON_64, 0, 0),
+	       (int32_t)smccc_call(dt.psci, PSCI_FEATURES, PSCI_MIGRATE, 0, 0));
 }
 
 /*
@@ -66,29 +71,53 @@ static void print_psci_version(void)
  * CPUs from interleaving on the console without a lock (exclusives are not
  * dependable on the Device memory an MMU-off guest uses).
  */
+/* Starts vCPU i and waits for its line; false if it did not come up. */
+static bool start_one(u32 i)
+{
+	u64 deadline;
+	s64 ret;
+
+	cpu_up[i] = 0;
+	ret = smccc_call(dt.psci, PSCI_CPU_ON_64, dt.cpu_mpidr[i], (u64)&secondary_entry, i);
+	if (ret != 0) {
+		printf("psci cpu_on vcpu %u (mpidr 0x%lx) failed: %d\n", i, dt.cpu_mpidr[i], (int32_t)ret);
+		return false;
+	}
+	deadline = counter_now() + ms_to_counts(SECONDARY_TIMEOUT_MS);
+	while (!cpu_up[i] && (s64)(counter_now() - deadline) < 0)
+		;
+	if (!cpu_up[i])
+		printf("vcpu %u did not come up\n", i);
+	return cpu_up[i];
+}
+
+/* cpu-off=1: the secondary has called CPU_OFF; AFFINITY_INFO must say so. */
+static bool wait_until_off(u32 i)
+{
+	u64 deadline = counter_now() + ms_to_counts(SECONDARY_TIMEOUT_MS);
+	s64 state;
+
+	do {
+		state = smccc_call(dt.psci, PSCI_AFFINITY_INFO_64, dt.cpu_mpidr[i], 0, 0);
+	} while (state != PSCI_AFFINITY_OFF && (s64)(counter_now() - deadline) < 0);
+	if (state != PSCI_AFFINITY_OFF) {
+		printf("vcpu %u did not power off: affinity info %d\n", i, (int32_t)state);
+		return false;
+	}
+	printf("vcpu %u off (affinity info %d)\n", i, (int32_t)state);
+	return true;
+}
+
 static void start_secondaries(void)
 {
 	u64 self = current_mpidr_affinity();
 	u32 i, n = dt.ncpus < MAX_CPUS ? dt.ncpus : MAX_CPUS;
 
 	for (i = 0; i < n; i++) {
-		u64 deadline;
-		s64 ret;
-
-		if (dt.cpu_mpidr[i] == self)
+		if (dt.cpu_mpidr[i] == self || !start_one(i))
 			continue;
-		ret = smccc_call(dt.psci, PSCI_CPU_ON_64, dt.cpu_mpidr[i],
-				 (u64)&secondary_entry, i);
-		if (ret != 0) {
-			printf("psci cpu_on vcpu %u (mpidr 0x%lx) failed: %d\n", i,
-			       dt.cpu_mpidr[i], (int32_t)ret);
-			continue;
-		}
-		deadline = counter_now() + ms_to_counts(SECONDARY_TIMEOUT_MS);
-		while (!cpu_up[i] && (s64)(counter_now() - deadline) < 0)
-			;
-		if (!cpu_up[i])
-			printf("vcpu %u did not come up\n", i);
+		if (args.secondaries_off && wait_until_off(i))
+			start_one(i);
 	}
 	if (dt.ncpus > MAX_CPUS)
 		printf("note: only the first %u vcpus are started\n", MAX_CPUS);
@@ -97,6 +126,14 @@ static void start_secondaries(void)
 void secondary_main(u64 index)
 {
 	printf("vcpu %lu up\n", index);
+	cpu_boots[index]++;
+	if (args.secondaries_off && cpu_boots[index] == 1) {
+		dsb_sy();
+		cpu_up[index] = 1;
+		smccc_call(dt.psci, PSCI_CPU_OFF, 0, 0, 0);
+		printf("vcpu %lu: cpu_off returned\n", index);
+		halt();
+	}
 	dsb_sy();
 	cpu_up[index] = 1;
 	for (;;)
@@ -123,6 +160,8 @@ static void scan_for_marker(void)
 /* What happens just before "tick k" (k = 0: before the first tick). */
 static void tick_events(u64 k)
 {
+	if (args.has_peek && k == 1)
+		printf("peek 0x%lx = 0x%x\n", args.peek, *(volatile u32 *)args.peek);
 	if (args.marker_scan && k == args.scan_at)
 		scan_for_marker();
 	if (args.misbehave != MIS_NONE && k == args.at)

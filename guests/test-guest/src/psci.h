@@ -8,6 +8,11 @@
 #define PSCI_SYSTEM_OFF 0x84000008u
 #define PSCI_SYSTEM_RESET 0x84000009u
 #define PSCI_CPU_ON_64 0xC4000003u
+#define PSCI_CPU_OFF 0x84000002u
+#define PSCI_AFFINITY_INFO_64 0xC4000004u
+#define PSCI_MIGRATE 0x84000005u
+#define PSCI_FEATURES 0x8400000Au
+#define PSCI_AFFINITY_OFF 1
 
 /* An SMC Calling Convention call through hvc #0 or smc #0. */
 s64 smccc_call(enum psci_method m, u64 fn, u64 a1, u64 a2, u64 a3);

@@ -70,13 +70,21 @@ impl Boot {
     }
 }
 
+/// The test guest, as ELF (`.elf`) or raw (`.bin`).
+fn guest(extension: &str) -> String {
+    guests::output_dir(&repo_root()).join(format!("test-guest.{extension}")).display().to_string()
+}
+
 fn boot(name: &str, parts: &[Part], seconds: u64) -> Boot {
+    let text: String = parts.iter().map(|p| p.toml(&guest("elf"))).collect();
+    boot_toml(name, &text, seconds)
+}
+
+fn boot_toml(name: &str, text: &str, seconds: u64) -> Boot {
     let elf = hypervisor_elf();
-    let guest = guests::output_dir(&repo_root()).join("test-guest.elf");
     let dir = repo_root().join("target").join("qemu-tests");
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(format!("{name}.toml"));
-    let text: String = parts.iter().map(|p| p.toml(&guest.display().to_string())).collect();
     std::fs::write(&path, text).unwrap();
     let config = config::load(&path).unwrap_or_else(|errors| panic!("{name}: {errors:#?}"));
     let out = build::assemble(&config, elf, &build::out_dir(&config.system)).expect("assembling the image");
@@ -236,4 +244,67 @@ fn system_reset_restarts_only_that_partition() {
     let ticks: Vec<u64> = steady.lines().filter_map(|l| l.strip_prefix("tick ")?.parse().ok()).collect();
     assert!(ticks.len() >= 3, "steady barely ran: {steady}");
     assert!(ticks.windows(2).all(|w| w[1] == w[0] + 1), "steady's ticks are not consecutive: {ticks:?}");
+}
+
+#[test]
+fn psci_cpu_off_affinity_info_and_features() {
+    let boot = boot(
+        "qemu-psci",
+        &[Part { name: "smp", cpus: "[1, 2]", bootargs: "ticks=2 period_ms=50 cpu-off=1", phys: None }],
+        HANG_LIMIT,
+    );
+    assert_powered_off(&boot);
+    let log = boot.log("smp");
+    let expected = ["psci version 1.1", "psci features: cpu_on 0, migrate -1", "vcpu 1 up", "vcpu 1 off (affinity info 1)", "vcpu 1 up", "tick 2"];
+    let mut lines = log.lines();
+    for line in expected {
+        assert!(lines.any(|l| l == line), "missing or out of order: {line:?} in\n{log}");
+    }
+    assert!(!log.contains("cpu_off returned"), "CPU_OFF returned to the guest: {log}");
+}
+
+/// A raw image, a second RAM region mapped guest-physical = host-physical,
+/// and QEMU virt's PL031 real-time clock passed through.
+#[test]
+fn raw_image_identity_region_and_passthrough_device() {
+    let text = format!(
+        "[[partition]]\nname = \"io\"\ncpus = [1]\n\
+         bootargs = \"ticks=2 period_ms=50 peek=0x09010fe0 marker=scan scan_at=1\"\n\
+         [[partition.memory]]\nbase = 0x40000000\nsize = \"16M\"\n\
+         [[partition.memory]]\nbase = 0x48000000\nsize = \"2M\"\nidentity = true\nperms = \"rw\"\n\
+         [[partition.image]]\npath = \"{}\"\nformat = \"raw\"\nload = 0x40000000\n\
+         [[partition.device]]\nname = \"rtc\"\nbase = 0x09010000\nsize = 0x1000\ninterrupts = [34]\n\
+         compatible = [\"arm,pl031\", \"arm,primecell\"]\n",
+        guest("bin")
+    );
+    let boot = boot_toml("qemu-passthrough", &text, HANG_LIMIT);
+    assert_powered_off(&boot);
+    let log = boot.log("io");
+    assert!(log.contains("memory 0x40000000+0x1000000, 0x48000000+0x200000"), "{log}");
+    // PL031 peripheral ID 0: the guest read the real device.
+    assert!(log.lines().any(|l| l == "peek 0x9010fe0 = 0x31"), "{log}");
+    assert!(log.lines().any(|l| l == "marker scan: 0 hit(s) in 18874368 bytes"), "{log}");
+    assert!(log.lines().any(|l| l == "tick 2"), "{log}");
+}
+
+/// A payload damaged after `partita build` is refused at boot with a panic
+/// that names the CPU, the exception class, ELR and FAR.
+#[test]
+fn a_corrupt_payload_is_refused_with_a_panic_report() {
+    let dir = repo_root().join("target").join("qemu-tests");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("qemu-corrupt-payload.toml");
+    let part = Part { name: "victim", cpus: "[1]", bootargs: "ticks=1", phys: None };
+    std::fs::write(&path, part.toml(&guest("elf"))).unwrap();
+    let config = config::load(&path).unwrap_or_else(|errors| panic!("{errors:#?}"));
+    let out = build::assemble(&config, hypervisor_elf(), &build::out_dir(&config.system)).unwrap();
+    let mut image = std::fs::read(&out.image).unwrap();
+    let last = image.len() - 1;
+    image[last] ^= 0xff;
+    std::fs::write(&out.image, image).unwrap();
+    let report = run::run(&out, &config.system, &RunOptions { seconds: Some(5), live: false, gdb: false }).unwrap();
+    let log = std::fs::read_to_string(&report.hypervisor_log).unwrap();
+    assert!(log.contains("PANIC on cpu 0: boot payload rejected: BadChecksum"), "{log}");
+    assert!(log.contains("(last exception: EC 0x") && log.contains(", ELR 0x") && log.contains(", FAR 0x"), "{log}");
+    assert!(std::fs::read_to_string(&report.partition_logs[0]).unwrap().is_empty(), "the victim ran");
 }
