@@ -22,7 +22,7 @@ impl Write for Uart {
 /// Writes one tagged line.
 pub fn line(tag: &str, text: fmt::Arguments) {
     let _guard = LINE_LOCK.lock();
-    let _ = write!(Uart, "[{tag}] {text}\n");
+    let _ = writeln!(Uart, "[{tag}] {text}");
 }
 
 /// Writes one line of a partition's console output (already sanitised).
@@ -35,15 +35,15 @@ pub fn partition_line(name: &str, bytes: &[u8]) {
 
 /// Writes a line even if another CPU died holding the lock (panics only).
 pub fn emergency(text: fmt::Arguments) {
-    // SAFETY-free fallback: a panicking CPU must still be heard, so the lock
-    // is only tried for a bounded number of spins.
+    // A panicking CPU must still be heard even if another CPU died holding
+    // the lock, so the lock is only tried for a bounded number of spins.
     for _ in 0..1_000_000 {
         if let Some(_guard) = LINE_LOCK.try_lock() {
-            let _ = write!(Uart, "[partita] {text}\n");
+            let _ = writeln!(Uart, "[partita] {text}");
             return;
         }
     }
-    let _ = write!(Uart, "[partita] {text}\n");
+    let _ = writeln!(Uart, "[partita] {text}");
 }
 
 /// `log!("...")`: a line from the hypervisor itself.
