@@ -24,12 +24,35 @@ pub fn clean_invalidate(start: u64, len: u64) {
 }
 
 /// Fills `[start, start + len)` with zeros. The range is RAM that Partita
-/// owns and hands to a partition (identity mapped at EL2).
+/// owns and hands to a partition (identity mapped at EL2). Whole blocks are
+/// zeroed with DC ZVA, one instruction per block, which matters when every
+/// partition's RAM is cleared at boot and on restart.
 pub fn zero(start: u64, len: u64) {
     assert!(crate::mmu::is_partition_ram(start, len), "zero outside partition RAM");
-    // SAFETY: the caller passes partition RAM, which is identity mapped at
-    // EL2 and referenced by no Rust object.
-    unsafe { core::ptr::write_bytes(start as *mut u8, 0, len as usize) };
+    let dczid = crate::read_sysreg!("dczid_el0");
+    let block = 4u64 << (dczid & 0xf);
+    let zva_allowed = dczid & (1 << 4) == 0;
+    let end = start + len;
+    let mut addr = start;
+    if zva_allowed {
+        let aligned_end = end & !(block - 1);
+        zero_bytes(addr, start.next_multiple_of(block).min(end));
+        addr = start.next_multiple_of(block);
+        while addr < aligned_end {
+            // SAFETY: DC ZVA zeroes one block of partition RAM (checked
+            // above), identity mapped as normal memory at EL2.
+            unsafe { core::arch::asm!("dc zva, {0}", in(reg) addr, options(nostack, preserves_flags)) };
+            addr += block;
+        }
+    }
+    zero_bytes(addr.min(end), end);
+}
+
+fn zero_bytes(from: u64, to: u64) {
+    if to > from {
+        // SAFETY: a sub-range of the partition RAM checked by `zero`.
+        unsafe { core::ptr::write_bytes(from as *mut u8, 0, (to - from) as usize) };
+    }
 }
 
 /// Copies `bytes` to physical address `dest` (partition RAM, identity
