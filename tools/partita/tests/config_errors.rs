@@ -226,7 +226,7 @@ fn region_outside_ram() {
 
 #[test]
 fn no_space_left_to_allocate() {
-    expect_error("no_space", "partition[1].memory[0].size", "no free 2 MiB-aligned space of 0x2000000 bytes");
+    expect_error("no_space", "partition[0].memory[0].size", "no free 2 MiB-aligned space of 0x3000000 bytes");
 }
 
 #[test]

@@ -140,6 +140,10 @@ fn image_format(image: &RawImage) -> Result<ImageFormat, (&'static str, &'static
     }
 }
 
+/// Host address given to a region that found no place: beyond any physical
+/// address an AArch64 core can issue.
+const UNPLACED: u64 = 0xffff_0000_0000_0000;
+
 fn needs_allocation(raw: &RawMemory) -> bool {
     raw.phys.is_none() && !raw.identity.unwrap_or(false)
 }
@@ -174,6 +178,9 @@ fn allocate(system: &mut System, raw: &[RawPartition], issues: &mut Vec<Issue>) 
                         hex_range(&ram)
                     );
                     issues.push(Issue { path: path.clone(), field: "size", message });
+                    // Parked far outside any RAM, so that it cannot be reported
+                    // as overlapping the regions that did find a place.
+                    region.pa = UNPLACED;
                     unallocated.push(path);
                 }
             }
