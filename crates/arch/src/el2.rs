@@ -50,8 +50,10 @@ pub fn init_cpu() {
     write_sysreg!("mdcr_el2", hpmn | (1 << 5) | (1 << 6) | (1 << 9) | (1 << 10) | (1 << 11));
     // CPTR_EL2: RES1 bits, FP/SIMD not trapped, trace trapped (TTA).
     write_sysreg!("cptr_el2", 0x33ff | (1 << 20));
-    // CNTHCTL_EL1PCTEN/EL1PCEN clear: the EL1 physical counter and timer trap.
-    write_sysreg!("cnthctl_el2", 0);
+    // CNTHCTL_EL2: EL1PCTEN set, EL1PCEN clear. The physical counter stays
+    // readable (Linux's boot protocol asks for it, and it is the same counter
+    // the virtual one shows); the EL1 physical timer is Partita's and traps.
+    write_sysreg!("cnthctl_el2", 1);
     write_sysreg!("cntvoff_el2", 0);
     write_sysreg!("vpidr_el2", read_sysreg!("midr_el1"));
     crate::cpu::isb();

@@ -3,7 +3,7 @@
 //! Partita traps set/way cache maintenance (it would reach other partitions'
 //! lines), the debug and performance-monitor registers (per-core state that
 //! would leak between partitions sharing a core), ACTLR_EL1, the EL1 physical
-//! timer and counter (Partita's own), and implementation-defined registers.
+//! timer (Partita's own), and implementation-defined registers.
 
 use crate::esr::SysReg;
 
@@ -78,7 +78,7 @@ mod tests {
     #[test]
     fn physical_timer_and_impdef_are_forbidden() {
         assert_eq!(policy(&SysReg::new(3, 3, 14, 2, 1)), Policy::Forbidden); // CNTP_CTL_EL0
-        assert_eq!(policy(&SysReg::new(3, 3, 14, 0, 1)), Policy::Forbidden); // CNTPCT_EL0
+        assert_eq!(policy(&SysReg::new(3, 3, 14, 2, 0)), Policy::Forbidden); // CNTP_TVAL_EL0
         assert_eq!(policy(&SysReg::new(3, 1, 15, 2, 0)), Policy::Forbidden); // CPUACTLR_EL1
     }
 
