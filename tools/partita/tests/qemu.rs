@@ -291,13 +291,14 @@ fn raw_image_identity_region_and_passthrough_device() {
 /// that names the CPU, the exception class, ELR and FAR.
 #[test]
 fn a_corrupt_payload_is_refused_with_a_panic_report() {
+    let elf = hypervisor_elf();
     let dir = repo_root().join("target").join("qemu-tests");
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("qemu-corrupt-payload.toml");
     let part = Part { name: "victim", cpus: "[1]", bootargs: "ticks=1", phys: None };
     std::fs::write(&path, part.toml(&guest("elf"))).unwrap();
     let config = config::load(&path).unwrap_or_else(|errors| panic!("{errors:#?}"));
-    let out = build::assemble(&config, hypervisor_elf(), &build::out_dir(&config.system)).unwrap();
+    let out = build::assemble(&config, elf, &build::out_dir(&config.system)).unwrap();
     let mut image = std::fs::read(&out.image).unwrap();
     let last = image.len() - 1;
     image[last] ^= 0xff;
