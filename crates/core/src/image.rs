@@ -182,7 +182,7 @@ mod tests {
                     gicd: Range::new(0x0800_0000, 0x1_0000),
                     gicr: Range::new(0x080a_0000, 0xf6_0000),
                 },
-                hypervisor: Hypervisor { memory: Range::new(0x4000_0000, 0x200_0000), quantum_us: 1000 },
+                hypervisor: Hypervisor { memory: Range::new(0x4000_0000, 0x200_0000), quantum_us: 1000, trace_events: 0 },
                 partitions: vec![part],
             },
             boot: vec![PartitionBoot { entry: 0x4000_0000, dtb: 0x400f_f000, loads: vec![Load { ipa: 0x4000_0000, offset: 0, len: 4 }] }],

@@ -16,4 +16,5 @@ pub mod vcpu;
 pub mod psci;
 pub mod sched;
 pub mod sysreg;
+pub mod trace;
 pub mod vuart;

@@ -41,6 +41,8 @@ pub struct Hypervisor {
     pub memory: Range,
     /// Round-robin quantum when several vCPUs share a pCPU, in microseconds.
     pub quantum_us: u32,
+    /// Slots of each pCPU's event-trace ring; 0 turns tracing off.
+    pub trace_events: u32,
 }
 
 /// A half-open address range `[base, base + size)`.

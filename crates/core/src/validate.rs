@@ -566,7 +566,7 @@ mod tests {
                 gicd: Range::new(0x0800_0000, 0x1_0000),
                 gicr: Range::new(0x080a_0000, 4 * 0x2_0000),
             },
-            hypervisor: Hypervisor { memory: Range::new(0x4000_0000, 32 * MIB), quantum_us: 1000 },
+            hypervisor: Hypervisor { memory: Range::new(0x4000_0000, 32 * MIB), quantum_us: 1000, trace_events: 0 },
             partitions: vec![partition("rtos", vec![1], 0x4200_0000), partition("gpos", vec![2, 3], 0x4400_0000)],
         }
     }
@@ -868,7 +868,7 @@ mod tests {
             let mut s = system();
             s.platform.ram = ram;
             s.platform.cpus = cpus;
-            s.hypervisor = Hypervisor { memory: hypervisor, quantum_us };
+            s.hypervisor = Hypervisor { memory: hypervisor, quantum_us, trace_events: 0 };
             s.partitions = partitions;
             let _ = validate(&s);
         }

@@ -45,6 +45,8 @@ pub fn resolve(raw: RawConfig, name: String, config_dir: &Path) -> Resolved {
     let hypervisor = Hypervisor {
         memory: range_or(&raw.hypervisor.memory, Range::new(platform.ram.base, DEFAULT_HYPERVISOR_SIZE)),
         quantum_us: raw.hypervisor.quantum_us.unwrap_or(DEFAULT_QUANTUM_US),
+        // Tracing: the `[trace]` section (added with the trace tooling).
+        trace_events: 0,
     };
     let mut issues = Vec::new();
     let mut images = Vec::new();

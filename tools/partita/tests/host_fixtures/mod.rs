@@ -46,7 +46,7 @@ pub fn system(name: &str, partitions: Vec<Partition>) -> System {
             gicd: Range::new(0x0800_0000, 0x1_0000),
             gicr: Range::new(0x080a_0000, 0xf6_0000),
         },
-        hypervisor: Hypervisor { memory: Range::new(RAM_BASE, 0x400_0000), quantum_us: 1000 },
+        hypervisor: Hypervisor { memory: Range::new(RAM_BASE, 0x400_0000), quantum_us: 1000, trace_events: 0 },
         partitions,
     }
 }

@@ -1,0 +1,280 @@
+//! The event trace: one lock-free ring per physical CPU, in one block of
+//! memory the host can copy out of a stopped machine and decode with the
+//! same code.
+//!
+//! Layout, in 64-bit little-endian words:
+//! - header, 8 words: magic, version | cpus << 32, events per CPU, counter
+//!   frequency, then zeros;
+//! - per CPU, 8 words of ring header (word 0: events ever written, the
+//!   "head"), then 2 words per event slot.
+//!
+//! Only the owning CPU writes its ring, so a slot is written with relaxed
+//! stores and the head is published with a release store; the reader (the
+//! host, after the machine stopped) needs no synchronisation at all.
+
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+pub const MAGIC: u64 = u64::from_le_bytes(*b"PTTRACE\0");
+pub const VERSION: u32 = 1;
+const HEADER_WORDS: usize = 8;
+const RING_HEADER_WORDS: usize = 8;
+const EVENT_WORDS: usize = 2;
+
+/// What happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u8)]
+pub enum Kind {
+    /// A vCPU was put on the pCPU.
+    VcpuIn = 1,
+    /// A vCPU left the pCPU; `arg` is an [`OutReason`].
+    VcpuOut = 2,
+    /// A physical interrupt reached Partita; `arg` is its INTID.
+    IrqTaken = 3,
+    /// A virtual interrupt was written into a list register; `arg` is its INTID.
+    IrqInjected = 4,
+    /// The guest completed a virtual interrupt; `arg` is its INTID.
+    IrqEoi = 5,
+    /// `arg` is the function ID (low 32 bits).
+    HypercallEntry = 6,
+    /// `arg` is the result (low 32 bits).
+    HypercallExit = 7,
+    /// A synchronous trap; `arg` is the exception class.
+    Trap = 8,
+    /// A health-monitor event; `arg` is its code.
+    Health = 9,
+    /// A scheduling slot began; `arg` is the slot index.
+    SlotStart = 10,
+}
+
+impl Kind {
+    pub fn from_u8(value: u8) -> Option<Kind> {
+        use Kind::*;
+        [VcpuIn, VcpuOut, IrqTaken, IrqInjected, IrqEoi, HypercallEntry, HypercallExit, Trap, Health, SlotStart]
+            .into_iter()
+            .find(|k| *k as u8 == value)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::VcpuIn => "vcpu in",
+            Kind::VcpuOut => "vcpu out",
+            Kind::IrqTaken => "irq taken",
+            Kind::IrqInjected => "irq injected",
+            Kind::IrqEoi => "irq eoi",
+            Kind::HypercallEntry => "hypercall entry",
+            Kind::HypercallExit => "hypercall exit",
+            Kind::Trap => "trap",
+            Kind::Health => "health event",
+            Kind::SlotStart => "slot start",
+        }
+    }
+}
+
+/// Why a vCPU left its pCPU (the `arg` of [`Kind::VcpuOut`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum OutReason {
+    /// Its quantum ended or a more critical vCPU took the pCPU.
+    Preempted = 0,
+    /// It waited (WFI) with nothing pending.
+    Waiting = 1,
+    /// It powered off (CPU_OFF, SYSTEM_OFF) or its partition restarted.
+    Off = 2,
+    /// Its partition was stopped by Partita.
+    Stopped = 3,
+}
+
+/// One event. `partition` and `vcpu` are 0xff when the event has none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// Generic counter (CNTPCT) value.
+    pub time: u64,
+    pub kind: Kind,
+    pub partition: u8,
+    pub vcpu: u8,
+    pub arg: u32,
+}
+
+/// No partition or vCPU.
+pub const NONE: u8 = 0xff;
+
+impl Event {
+    fn pack(&self) -> u64 {
+        u64::from(self.kind as u8) | u64::from(self.partition) << 8 | u64::from(self.vcpu) << 16 | u64::from(self.arg) << 32
+    }
+
+    fn unpack(time: u64, word: u64) -> Option<Event> {
+        Some(Event {
+            time,
+            kind: Kind::from_u8(word as u8)?,
+            partition: (word >> 8) as u8,
+            vcpu: (word >> 16) as u8,
+            arg: (word >> 32) as u32,
+        })
+    }
+}
+
+/// Words needed for `cpus` rings of `events` slots each.
+pub const fn words(cpus: usize, events: usize) -> usize {
+    HEADER_WORDS + cpus * (RING_HEADER_WORDS + events * EVENT_WORDS)
+}
+
+/// The writer's view of the trace memory.
+pub struct TraceBuffer<'a> {
+    words: &'a [AtomicU64],
+    cpus: usize,
+    events: usize,
+}
+
+impl<'a> TraceBuffer<'a> {
+    /// Formats `words` (exactly [`words`]`(cpus, events)` long, `events` > 0)
+    /// as an empty trace.
+    pub fn new(words: &'a [AtomicU64], cpus: usize, events: usize, counter_hz: u64) -> Option<Self> {
+        if events == 0 || words.len() != self::words(cpus, events) {
+            return None;
+        }
+        for word in words {
+            word.store(0, Ordering::Relaxed);
+        }
+        words[1].store(u64::from(VERSION) | (cpus as u64) << 32, Ordering::Relaxed);
+        words[2].store(events as u64, Ordering::Relaxed);
+        words[3].store(counter_hz, Ordering::Relaxed);
+        words[0].store(MAGIC, Ordering::Release);
+        Some(Self { words, cpus, events })
+    }
+
+    fn ring(&self, cpu: usize) -> usize {
+        HEADER_WORDS + cpu * (RING_HEADER_WORDS + self.events * EVENT_WORDS)
+    }
+
+    /// Appends an event to `cpu`'s ring, overwriting the oldest when full.
+    /// Must only be called by `cpu` itself.
+    pub fn record(&self, cpu: usize, event: &Event) {
+        if cpu >= self.cpus {
+            return;
+        }
+        let ring = self.ring(cpu);
+        let head = self.words[ring].load(Ordering::Relaxed);
+        let slot = ring + RING_HEADER_WORDS + (head as usize % self.events) * EVENT_WORDS;
+        self.words[slot].store(event.time, Ordering::Relaxed);
+        self.words[slot + 1].store(event.pack(), Ordering::Relaxed);
+        self.words[ring].store(head + 1, Ordering::Release);
+    }
+}
+
+/// A decoded trace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Trace {
+    pub counter_hz: u64,
+    /// Per CPU, oldest first.
+    pub cpus: Vec<Vec<Event>>,
+    /// Per CPU, events overwritten because the ring was full.
+    pub lost: Vec<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TraceError {
+    TooShort,
+    BadMagic,
+    BadVersion(u32),
+    BadGeometry,
+    BadEvent { cpu: usize, slot: usize },
+}
+
+fn word(bytes: &[u8], index: usize) -> Option<u64> {
+    let at = index.checked_mul(8)?;
+    Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
+}
+
+/// Decodes a copy of the trace memory (little-endian bytes).
+pub fn decode(bytes: &[u8]) -> Result<Trace, TraceError> {
+    let w = |i| word(bytes, i).ok_or(TraceError::TooShort);
+    if w(0)? != MAGIC {
+        return Err(TraceError::BadMagic);
+    }
+    let version = w(1)? as u32;
+    if version != VERSION {
+        return Err(TraceError::BadVersion(version));
+    }
+    let cpus = (w(1)? >> 32) as usize;
+    let events = w(2)? as usize;
+    let counter_hz = w(3)?;
+    if events == 0 || cpus == 0 || cpus > 256 || events > 1 << 24 {
+        return Err(TraceError::BadGeometry);
+    }
+    if bytes.len() < words(cpus, events) * 8 {
+        return Err(TraceError::TooShort);
+    }
+    let mut trace = Trace { counter_hz, cpus: Vec::new(), lost: Vec::new() };
+    for cpu in 0..cpus {
+        let ring = HEADER_WORDS + cpu * (RING_HEADER_WORDS + events * EVENT_WORDS);
+        let head = w(ring)?;
+        let count = head.min(events as u64);
+        let mut list = Vec::with_capacity(count as usize);
+        for n in head - count..head {
+            let slot = (n % events as u64) as usize;
+            let at = ring + RING_HEADER_WORDS + slot * EVENT_WORDS;
+            let event = Event::unpack(w(at)?, w(at + 1)?).ok_or(TraceError::BadEvent { cpu, slot })?;
+            list.push(event);
+        }
+        trace.cpus.push(list);
+        trace.lost.push(head - count);
+    }
+    Ok(trace)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bytes(words: &[AtomicU64]) -> Vec<u8> {
+        words.iter().flat_map(|w| w.load(Ordering::Relaxed).to_le_bytes()).collect()
+    }
+
+    fn event(time: u64, kind: Kind, arg: u32) -> Event {
+        Event { time, kind, partition: 1, vcpu: 0, arg }
+    }
+
+    #[test]
+    fn events_round_trip_per_cpu() {
+        let memory: Vec<AtomicU64> = (0..words(2, 4)).map(|_| AtomicU64::new(7)).collect();
+        let trace = TraceBuffer::new(&memory, 2, 4, 62_500_000).unwrap();
+        trace.record(0, &event(10, Kind::VcpuIn, 0));
+        trace.record(1, &event(11, Kind::IrqTaken, 27));
+        trace.record(0, &event(12, Kind::VcpuOut, OutReason::Waiting as u32));
+        let decoded = decode(&bytes(&memory)).unwrap();
+        assert_eq!(decoded.counter_hz, 62_500_000);
+        assert_eq!(decoded.cpus[0], [event(10, Kind::VcpuIn, 0), event(12, Kind::VcpuOut, 1)]);
+        assert_eq!(decoded.cpus[1], [event(11, Kind::IrqTaken, 27)]);
+        assert_eq!(decoded.lost, [0, 0]);
+    }
+
+    #[test]
+    fn a_full_ring_keeps_the_newest_events_in_order() {
+        let memory: Vec<AtomicU64> = (0..words(1, 3)).map(|_| AtomicU64::new(0)).collect();
+        let trace = TraceBuffer::new(&memory, 1, 3, 1).unwrap();
+        for t in 0..5 {
+            trace.record(0, &event(t, Kind::Trap, t as u32));
+        }
+        trace.record(9, &event(99, Kind::Trap, 0)); // no such CPU: ignored
+        let decoded = decode(&bytes(&memory)).unwrap();
+        let times: Vec<u64> = decoded.cpus[0].iter().map(|e| e.time).collect();
+        assert_eq!(times, [2, 3, 4]);
+        assert_eq!(decoded.lost, [2]);
+    }
+
+    #[test]
+    fn damaged_memory_is_rejected() {
+        let memory: Vec<AtomicU64> = (0..words(1, 2)).map(|_| AtomicU64::new(0)).collect();
+        let trace = TraceBuffer::new(&memory, 1, 2, 1).unwrap();
+        trace.record(0, &event(1, Kind::Trap, 0));
+        let mut raw = bytes(&memory);
+        assert_eq!(decode(&raw[..raw.len() - 8]).unwrap_err(), TraceError::TooShort);
+        raw[(HEADER_WORDS + RING_HEADER_WORDS + 1) * 8] = 0xee;
+        assert_eq!(decode(&raw).unwrap_err(), TraceError::BadEvent { cpu: 0, slot: 0 });
+        raw[0] = 0;
+        assert_eq!(decode(&raw).unwrap_err(), TraceError::BadMagic);
+        assert!(TraceBuffer::new(&memory[1..], 1, 2, 1).is_none());
+    }
+}
