@@ -66,6 +66,7 @@ pub fn primary() -> ! {
     gic::init(platform.gicd.base, platform.gicr.base, platform.cpus as usize);
     el2::init_cpu();
     stage2::init_cpu();
+    crate::trace::init(platform.cpus as usize, table.system.hypervisor.trace_events);
     let system = build_system(table, data);
     log!("{} partition(s) loaded; boot heap in use: {} KiB", system.partitions.len(), heap::used() / 1024);
     let cpus = system.cpus.len();

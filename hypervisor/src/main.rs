@@ -14,6 +14,7 @@ mod boot;
 mod console;
 mod partition;
 mod scheduler;
+mod trace;
 mod trap;
 
 use partita_arch::exception::Regs;

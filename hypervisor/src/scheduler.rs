@@ -5,7 +5,9 @@ use crate::boot::{system, PerCpu};
 use crate::partition::{RunState, Vcpu};
 use partita_arch::exception::{enter_guest, Regs};
 use partita_arch::{cpu, gic, stage2, timer};
+use crate::trace;
 use partita_core::sched::next_round_robin;
+use partita_core::trace::{Kind, OutReason};
 use partita_core::vcpu::Power;
 
 /// True when `vcpu` may be put on its pCPU.
@@ -36,6 +38,7 @@ fn switch_to(me: &PerCpu, slot: usize) -> ! {
     let vcpu = me.vcpus[slot];
     me.set_current(Some(slot));
     vcpu.set_on_cpu(true);
+    trace::record(Kind::VcpuIn, vcpu.partition, vcpu.index, 0);
     let regs = {
         let ctx = vcpu.context.lock();
         ctx.el1.restore();
@@ -52,7 +55,8 @@ fn switch_to(me: &PerCpu, slot: usize) -> ! {
 }
 
 /// Takes the running vCPU off its pCPU, saving everything it had loaded.
-pub fn deschedule(vcpu: &Vcpu, regs: &Regs) {
+pub fn deschedule(vcpu: &Vcpu, regs: &Regs, reason: OutReason) {
+    trace::record(Kind::VcpuOut, vcpu.partition, vcpu.index, reason as u32);
     let mut ctx = vcpu.context.lock();
     ctx.regs = *regs;
     ctx.el1.save();
@@ -67,6 +71,7 @@ pub fn deschedule(vcpu: &Vcpu, regs: &Regs) {
 pub fn drain_interrupts() -> bool {
     let mut tick = false;
     while let Some(intid) = gic::acknowledge() {
+        trace::record_cpu(Kind::IrqTaken, intid);
         if intid == gic::HYP_TIMER_INTID {
             timer::disarm();
             tick = true;

@@ -11,7 +11,9 @@ use partita_core::esr::{self, MmioAccess, SysRegAccess, Trap};
 use partita_core::psci::{self, ret, Call};
 use partita_core::sysreg::{self, Policy};
 use partita_core::vcpu::Power;
+use partita_core::trace::{Kind, OutReason};
 use partita_core::vuart;
+use crate::trace;
 
 /// Why a partition is stopped.
 pub struct Fault {
@@ -23,8 +25,10 @@ pub struct Fault {
 /// What the trap handler decided.
 enum Action {
     Resume,
-    /// Give the pCPU to another vCPU if one is runnable.
+    /// The quantum ended: give the pCPU to another vCPU if one is runnable.
     Yield,
+    /// The vCPU waits for an interrupt: likewise.
+    Wait,
     Stop(Fault),
     Restart,
 }
@@ -41,18 +45,28 @@ pub fn handle(regs: &mut Regs, kind: u64) {
     };
     match action {
         Action::Resume if runnable(vcpu) => {}
-        Action::Yield if runnable(vcpu) && !others_runnable(me, slot) => {}
-        Action::Resume | Action::Yield => switch_away(vcpu, regs),
+        Action::Yield | Action::Wait if runnable(vcpu) && !others_runnable(me, slot) => {}
+        Action::Resume | Action::Yield | Action::Wait if !runnable(vcpu) => switch_away(vcpu, regs, gone(part)),
+        Action::Resume | Action::Yield => switch_away(vcpu, regs, OutReason::Preempted),
+        Action::Wait => switch_away(vcpu, regs, OutReason::Waiting),
         Action::Stop(fault) => {
             stop(part, vcpu, regs, &fault);
-            switch_away(vcpu, regs)
+            switch_away(vcpu, regs, OutReason::Stopped)
         }
         Action::Restart => restart(part, vcpu, regs),
     }
 }
 
-fn switch_away(vcpu: &Vcpu, regs: &Regs) -> ! {
-    deschedule(vcpu, regs);
+/// Why a vCPU that may no longer run left its pCPU.
+fn gone(part: &Partition) -> OutReason {
+    match part.state() {
+        RunState::Stopped => OutReason::Stopped,
+        _ => OutReason::Off,
+    }
+}
+
+fn switch_away(vcpu: &Vcpu, regs: &Regs, reason: OutReason) -> ! {
+    deschedule(vcpu, regs, reason);
     scheduler::run(cpu::index())
 }
 
@@ -68,15 +82,16 @@ fn synchronous(regs: &mut Regs, part: &Partition, vcpu: &Vcpu) -> Action {
     let syndrome = cpu::syndrome();
     let class = esr::class(syndrome.esr);
     let ipa = esr::fault_ipa(syndrome.hpfar, syndrome.far);
+    trace::record(Kind::Trap, vcpu.partition, vcpu.index, u32::from(class));
     match esr::decode(syndrome.esr) {
         Trap::Wait { .. } => {
             regs.skip_instruction();
-            Action::Yield
+            Action::Wait
         }
-        Trap::Hvc { .. } => firmware_call(regs, part, vcpu, false),
+        Trap::Hvc { .. } => traced_call(regs, part, vcpu, false),
         Trap::Smc { .. } => {
             regs.skip_instruction();
-            firmware_call(regs, part, vcpu, true)
+            traced_call(regs, part, vcpu, true)
         }
         Trap::SysReg(access) => system_register(regs, part, access),
         Trap::DataAbort { access, .. } => data_abort(regs, part, access, ipa),
@@ -136,6 +151,13 @@ fn system_register(regs: &mut Regs, part: &Partition, access: SysRegAccess) -> A
     }
     regs.skip_instruction();
     Action::Resume
+}
+
+fn traced_call(regs: &mut Regs, part: &Partition, vcpu: &Vcpu, smc: bool) -> Action {
+    trace::record(Kind::HypercallEntry, vcpu.partition, vcpu.index, regs.x[0] as u32);
+    let action = firmware_call(regs, part, vcpu, smc);
+    trace::record(Kind::HypercallExit, vcpu.partition, vcpu.index, regs.x[0] as u32);
+    action
 }
 
 /// PSCI and SMCCC calls, over HVC or SMC. Anything else over SMC is a fault;
@@ -205,6 +227,7 @@ fn stop(part: &Partition, vcpu: &Vcpu, regs: &Regs, fault: &Fault) {
     if !part.leave_running(RunState::Stopped) {
         return;
     }
+    trace::record(Kind::Health, vcpu.partition, vcpu.index, u32::from(fault.class));
     match fault.address {
         Some(address) => log!(
             "partition {} vcpu {} stopped: {} (EC 0x{:02x}, ELR 0x{:x}, address 0x{:x})",
@@ -242,7 +265,7 @@ fn power_off_when_all_stopped() {
 fn restart(part: &Partition, vcpu: &Vcpu, regs: &Regs) -> ! {
     if part.leave_running(RunState::Restarting) {
         log!("partition {} restarting (PSCI SYSTEM_RESET)", part.name());
-        deschedule(vcpu, regs);
+        deschedule(vcpu, regs, OutReason::Off);
         kick_others(part);
         while part.vcpus.iter().any(|v| v.is_on_cpu()) {
             core::hint::spin_loop();
@@ -255,6 +278,6 @@ fn restart(part: &Partition, vcpu: &Vcpu, regs: &Regs) -> ! {
         kick_others(part);
         scheduler::run(cpu::index())
     }
-    switch_away(vcpu, regs)
+    switch_away(vcpu, regs, gone(part))
 }
 
