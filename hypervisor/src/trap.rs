@@ -199,8 +199,12 @@ fn cpu_on(part: &Partition, target: u64, entry: u64, context: u64) -> i64 {
     match target.power() {
         Power::On => ret::ALREADY_ON,
         Power::OnPending => ret::ON_PENDING,
-        Power::Off if target.is_on_cpu() => ret::ON_PENDING,
         Power::Off => {
+            // It may still be saving its registers after CPU_OFF on its own
+            // pCPU, which does so with interrupts masked: a short, bounded wait.
+            while target.is_on_cpu() {
+                core::hint::spin_loop();
+            }
             target.reset(entry, context);
             target.set_power(Power::On);
             if target.pcpu != cpu::index() {
@@ -213,10 +217,11 @@ fn cpu_on(part: &Partition, target: u64, entry: u64, context: u64) -> i64 {
 
 fn affinity_info(part: &Partition, target: u64, lowest_level: u64) -> i64 {
     match psci::target_vcpu(target, part.vcpus.len()) {
-        Some(index) if lowest_level == 0 => match part.vcpus[index].power() {
-            Power::On => 0,
-            Power::Off => 1,
-            Power::OnPending => 2,
+        // A vCPU is off only once it has left its pCPU.
+        Some(index) if lowest_level == 0 => match (part.vcpus[index].power(), part.vcpus[index].is_on_cpu()) {
+            (Power::Off, false) => 1,
+            (Power::OnPending, _) => 2,
+            _ => 0,
         },
         _ => ret::INVALID_PARAMETERS,
     }

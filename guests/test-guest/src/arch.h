@@ -31,14 +31,46 @@ static inline u64 counter_now(void)
 	return read_sysreg(cntvct_el0);
 }
 
+/*
+ * Plain single-register loads and stores with no writeback, written in asm so
+ * the compiler cannot pick a pair or post-index form: a hypervisor that traps
+ * the access (the emulated GIC and UART) can only decode it from the syndrome
+ * if ESR.ISV is set, which those forms do not give.
+ */
 static inline void mmio_write32(u64 addr, u32 val)
 {
-	*(volatile u32 *)addr = val;
+	__asm__ volatile("str %w0, [%1]" : : "rZ"(val), "r"(addr) : "memory");
 }
 
 static inline u32 mmio_read32(u64 addr)
 {
-	return *(volatile u32 *)addr;
+	u32 v;
+
+	__asm__ volatile("ldr %w0, [%1]" : "=r"(v) : "r"(addr) : "memory");
+	return v;
+}
+
+static inline void mmio_write64(u64 addr, u64 val)
+{
+	__asm__ volatile("str %x0, [%1]" : : "rZ"(val), "r"(addr) : "memory");
+}
+
+static inline u64 mmio_read64(u64 addr)
+{
+	u64 v;
+
+	__asm__ volatile("ldr %x0, [%1]" : "=r"(v) : "r"(addr) : "memory");
+	return v;
+}
+
+static inline void irq_mask(void) { __asm__ volatile("msr daifset, #2" ::: "memory"); }
+static inline void irq_unmask(void) { __asm__ volatile("msr daifclr, #2" ::: "memory"); }
+static inline void wfi(void) { __asm__ volatile("wfi" ::: "memory"); }
+
+/* This CPU's index among the /cpus/cpu@ nodes, kept in TPIDR_EL1 at boot. */
+static inline u32 this_cpu(void)
+{
+	return (u32)read_sysreg(tpidr_el1);
 }
 
 /* The affinity fields of MPIDR_EL1, laid out as a DT cpu node's reg. */

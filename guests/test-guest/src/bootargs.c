@@ -127,6 +127,38 @@ static bool parse_token(const char *tok, u32 n, struct bootargs *a)
 			return false;
 		a->peek = num;
 		a->has_peek = true;
+	} else if (KEY("timer_hz")) {
+		if (!parse_u64(v, vlen, &num) || num == 0 || num > 0xffffffffull)
+			return false;
+		a->timer_hz = num;
+	} else if (KEY("timer_ticks")) {
+		if (!parse_u64(v, vlen, &num))
+			return false;
+		a->timer_ticks = num;
+	} else if (KEY("sgi")) {
+		if (!parse_u64(v, vlen, &num))
+			return false;
+		a->sgi = num;
+	} else if (KEY("lr-overflow")) {
+		if (!parse_u64(v, vlen, &num) || num > 1)
+			return false;
+		a->lr_overflow = num == 1;
+	} else if (KEY("spi")) {
+		if (!parse_u64(v, vlen, &num) || num < 32 || num > SPI_MAX_INTID)
+			return false;
+		a->spi = (u32)num;
+	} else if (KEY("gicd-attack")) {
+		if (!parse_u64(v, vlen, &num) || num < 32 || num > SPI_MAX_INTID)
+			return false;
+		a->gicd_attack = (u32)num;
+	} else if (KEY("mask-spin")) {
+		if (!parse_u64(v, vlen, &num) || num > MAX_PERIOD_MS)
+			return false;
+		a->mask_spin_ms = num;
+	} else if (KEY("irq-bench")) {
+		if (!parse_u64(v, vlen, &num) || num > IRQ_BENCH_MAX)
+			return false;
+		a->irq_bench = num;
 	} else if (KEY("end")) {
 		if (str_eq_n(v, vlen, "off"))
 			a->end_reset = false;
@@ -167,6 +199,14 @@ void bootargs_parse(const char *cmdline, struct bootargs *a)
 	a->secondaries_off = false;
 	a->peek = 0;
 	a->has_peek = false;
+	a->timer_hz = 0;
+	a->timer_ticks = 0;
+	a->sgi = 0;
+	a->lr_overflow = false;
+	a->spi = 0;
+	a->gicd_attack = 0;
+	a->mask_spin_ms = 0;
+	a->irq_bench = 0;
 	if (!p)
 		return;
 

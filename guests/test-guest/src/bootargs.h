@@ -23,11 +23,24 @@ struct bootargs {
 	bool marker_write;
 	bool marker_scan;
 	u64 scan_at;
-	bool end_reset;
+	bool end_reset;	/* end=reset: SYSTEM_RESET after the last tick */
 	bool secondaries_off;	/* cpu-off=1: each secondary powers off once, then is started again */
 	u64 peek;		/* peek=ADDR: read a word there just before tick 1 */
-	bool has_peek;	/* end=reset: SYSTEM_RESET after the last tick */
+	bool has_peek;
+	/* Interrupt tests; 0 (or false) leaves each one off. */
+	u64 timer_hz, timer_ticks;	/* periodic virtual timer, both needed */
+	u64 sgi;			/* SGIs each way between vCPU 0 and 1 */
+	bool lr_overflow;
+	u32 spi;			/* an SPI INTID to own and pend */
+	u32 gicd_attack;		/* an SPI INTID not ours to tamper with */
+	u64 mask_spin_ms;
+	u64 irq_bench;			/* one-shot timer samples */
 };
+
+/* irq-bench keeps every sample for its histogram. */
+#define IRQ_BENCH_MAX 16384
+/* The largest INTID the GICv3 architecture allows for an SPI. */
+#define SPI_MAX_INTID 1019
 
 /* Parses cmdline (may be NULL) into *a, printing "bad bootargs: <token>" for bad values. */
 void bootargs_parse(const char *cmdline, struct bootargs *a);

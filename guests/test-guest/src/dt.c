@@ -16,6 +16,42 @@ struct scan {
 	const char *error;
 };
 
+/* The GIC binding: reg is the distributor, then #redistributor-regions regions. */
+static void read_gicr_regions(const struct fdt *f, const struct fdt_node *n, struct dt_info *info)
+{
+	u32 len, i, regions = 1;
+	const u8 *p = fdt_prop(f, n, "#redistributor-regions", &len);
+	u64 addr, size;
+
+	if (p && len == 4)
+		regions = fdt_be32(p);
+	for (i = 0; i < regions && info->ngicr < MAX_GICR_REGIONS; i++) {
+		if (!fdt_reg(f, n, 1 + i, &addr, &size))
+			break;
+		info->gicr[info->ngicr].base = addr;
+		info->gicr[info->ngicr].size = size;
+		info->ngicr++;
+	}
+}
+
+/*
+ * The timer binding lists the secure physical, non-secure physical, virtual
+ * and hypervisor timers, each as a three-cell GIC specifier (type, number,
+ * flags): the third one, a PPI, is the virtual timer.
+ */
+static void read_vtimer_intid(const struct fdt *f, const struct fdt_node *n, struct dt_info *info)
+{
+	u32 len, type, num;
+	const u8 *p = fdt_prop(f, n, "interrupts", &len);
+
+	if (!p || len < 3 * 12)
+		return;
+	type = fdt_be32(p + 24);
+	num = fdt_be32(p + 28);
+	if (type == 1 && num < 16)
+		info->vtimer_intid = 16 + num;
+}
+
 static int first_pass(const struct fdt *f, const struct fdt_node *n, void *ctx)
 {
 	struct scan *sc = ctx;
@@ -80,7 +116,10 @@ static int first_pass(const struct fdt *f, const struct fdt_node *n, void *ctx)
 	    fdt_reg(f, n, 0, &addr, &size)) {
 		info->gicd = addr;
 		info->has_gicd = true;
+		read_gicr_regions(f, n, info);
 	}
+	if (fdt_prop_has_string(f, n, "compatible", "arm,armv8-timer"))
+		read_vtimer_intid(f, n, info);
 	return FDT_OK;
 }
 
@@ -133,6 +172,7 @@ bool dt_read(u64 dtb, struct dt_info *info, const char **why)
 	memset(info, 0, sizeof(*info));
 	memset(&sc, 0, sizeof(sc));
 	info->partition = "native";
+	info->vtimer_intid = DEFAULT_VTIMER_INTID;
 	sc.info = info;
 
 	err = fdt_init(&f, dtb);

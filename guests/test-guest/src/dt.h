@@ -6,6 +6,9 @@
 #include "arch.h"
 
 #define MAX_MEM 16
+#define MAX_GICR_REGIONS 4
+/* The virtual timer's INTID when the tree has no usable /timer node. */
+#define DEFAULT_VTIMER_INTID 27
 
 enum psci_method { PSCI_NONE = 0, PSCI_HVC, PSCI_SMC };
 
@@ -25,6 +28,10 @@ struct dt_info {
 	u64 console;			/* PL011 base, 0 if none */
 	u64 gicd;			/* GICv3 distributor base, 0 if none */
 	bool has_gicd;
+	/* The arm,gic-v3 node's redistributor regions, after the distributor. */
+	struct mem_region gicr[MAX_GICR_REGIONS];
+	u32 ngicr;
+	u32 vtimer_intid;		/* the third interrupt of the armv8-timer node */
 };
 
 /*
