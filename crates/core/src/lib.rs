@@ -17,4 +17,5 @@ pub mod psci;
 pub mod sched;
 pub mod sysreg;
 pub mod trace;
+pub mod vgic;
 pub mod vuart;

@@ -28,6 +28,11 @@ pub const PAGE_SIZE: u64 = 0x1000;
 /// The emulated PL011 of each partition occupies one page.
 pub const CONSOLE_SIZE: u64 = PAGE_SIZE;
 pub const QUANTUM_US: RangeInclusive<u32> = 100..=1_000_000;
+/// Slots of one pCPU's trace ring when tracing is on (0 means off).
+pub const TRACE_EVENTS: RangeInclusive<u32> = 64..=1_048_576;
+/// The trace rings come out of Partita's own memory, which also holds its
+/// code, tables and heap, so they may take at most this share of it.
+pub const TRACE_MEMORY_DIVISOR: u64 = 4;
 /// Shared peripheral interrupts: the only INTIDs that can be routed to one
 /// partition (SGIs and PPIs are per-CPU and belong to the hypervisor).
 pub const SPI: RangeInclusive<u32> = 32..=1019;
@@ -184,6 +189,39 @@ impl Validator<'_> {
                 QUANTUM_US.end()
             );
             self.push("hypervisor".into(), "quantum_us", message);
+        }
+        self.trace();
+    }
+
+    /// Issues name the `[trace]` section, where the file sets this value.
+    fn trace(&mut self) {
+        let events = self.system.hypervisor.trace_events;
+        if events == 0 {
+            return;
+        }
+        if !TRACE_EVENTS.contains(&events) {
+            let message = format!(
+                "{events} events per CPU is out of range {}..={}",
+                TRACE_EVENTS.start(),
+                TRACE_EVENTS.end()
+            );
+            self.push("trace".into(), "events_per_cpu", message);
+            return;
+        }
+        // A CPU count out of range has its own issue, and could overflow the size.
+        let cpus = self.system.platform.cpus;
+        if !CPUS.contains(&cpus) {
+            return;
+        }
+        let bytes = crate::trace::words(cpus as usize, events as usize) as u64 * 8;
+        let allowed = self.system.hypervisor.memory.size / TRACE_MEMORY_DIVISOR;
+        if bytes > allowed {
+            let message = format!(
+                "the trace needs {} KiB ({cpus} CPUs x {events} events), more than a quarter of hypervisor memory ({} KiB)",
+                bytes.div_ceil(1024),
+                allowed / 1024
+            );
+            self.push("trace".into(), "events_per_cpu", message);
         }
     }
 
@@ -796,6 +834,25 @@ mod tests {
     }
 
     #[test]
+    fn trace_settings() {
+        let mut s = system();
+        s.hypervisor.trace_events = 16_384;
+        assert_eq!(validate(&s), vec![]);
+        s.hypervisor.trace_events = 63;
+        expect_one(&s, "trace", "events_per_cpu", "63 events per CPU is out of range 64..=1048576");
+        s.hypervisor.trace_events = 1_048_577;
+        expect_one(&s, "trace", "events_per_cpu", "out of range");
+        // 4 CPUs x 1 Mi events x 16 bytes is 64 MiB, beyond a quarter of 32 MiB.
+        s.hypervisor.trace_events = 1_048_576;
+        expect_one(&s, "trace", "events_per_cpu", "more than a quarter of hypervisor memory (8192 KiB)");
+        // 128 Ki events would take 8 MiB plus the headers: just too much.
+        s.hypervisor.trace_events = 131_072;
+        expect_one(&s, "trace", "events_per_cpu", "more than a quarter");
+        s.hypervisor.trace_events = 131_000;
+        assert_eq!(validate(&s), vec![]);
+    }
+
+    #[test]
     fn platform_settings() {
         let mut s = system();
         s.platform.board = "zcu102".into();
@@ -863,12 +920,13 @@ mod tests {
             hypervisor in arbitrary_range(),
             cpus in any::<u32>(),
             quantum_us in any::<u32>(),
+            trace_events in prop_oneof![Just(0u32), Just(64), Just(1_048_576), any::<u32>()],
             partitions in proptest::collection::vec(arbitrary_partition(), 0..18),
         ) {
             let mut s = system();
             s.platform.ram = ram;
             s.platform.cpus = cpus;
-            s.hypervisor = Hypervisor { memory: hypervisor, quantum_us, trace_events: 0 };
+            s.hypervisor = Hypervisor { memory: hypervisor, quantum_us, trace_events };
             s.partitions = partitions;
             let _ = validate(&s);
         }

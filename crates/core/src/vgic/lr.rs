@@ -1,0 +1,218 @@
+//! List registers (ICH_LR<n>_EL2) and how Partita fills them.
+
+use super::queue::{Queue, CAPACITY};
+use super::Virq;
+
+const STATE_SHIFT: u32 = 62;
+const HW: u64 = 1 << 61;
+const GROUP1: u64 = 1 << 60;
+const PRIORITY_SHIFT: u32 = 48;
+const PINTID_SHIFT: u32 = 32;
+
+/// A list register's state field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum State {
+    Invalid,
+    Pending,
+    Active,
+    PendingActive,
+}
+
+/// The value of one list register.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Lr(pub u64);
+
+impl Lr {
+    /// A group-1 interrupt in the pending state.
+    pub fn pending(virq: Virq) -> Lr {
+        let mut value = (1 << STATE_SHIFT) | GROUP1 | u64::from(virq.priority) << PRIORITY_SHIFT | u64::from(virq.intid);
+        if virq.hw {
+            value |= HW | u64::from(virq.intid) << PINTID_SHIFT;
+        }
+        Lr(value)
+    }
+
+    pub fn state(self) -> State {
+        match self.0 >> STATE_SHIFT {
+            0 => State::Invalid,
+            1 => State::Pending,
+            2 => State::Active,
+            _ => State::PendingActive,
+        }
+    }
+
+    pub fn intid(self) -> u32 {
+        self.0 as u32
+    }
+
+    pub fn priority(self) -> u8 {
+        (self.0 >> PRIORITY_SHIFT) as u8
+    }
+
+    pub fn hw(self) -> bool {
+        self.0 & HW != 0
+    }
+
+    pub fn is_free(self) -> bool {
+        self.state() == State::Invalid
+    }
+
+    fn virq(self) -> Virq {
+        Virq { intid: self.intid(), priority: self.priority(), hw: self.hw() }
+    }
+
+    /// Adds the pending state to an entry that is active (an edge interrupt
+    /// that fired again while the guest handles it).
+    fn also_pending(self) -> Lr {
+        Lr(self.0 | (1 << STATE_SHIFT))
+    }
+}
+
+/// Moves the most urgent queued interrupts into the list registers. When all
+/// are taken, a pending (not active) entry of lower priority than the next
+/// queued one goes back to the queue to make room, so the guest always
+/// sees the most urgent interrupts first. Returns true when interrupts stay
+/// queued: the caller then asks for a maintenance interrupt once no list
+/// register holds a pending one.
+///
+/// Bounded: each round takes one entry out of the queue for good or stops,
+/// except an eviction, which only happens for a strictly more urgent entry,
+/// so no entry cycles.
+pub fn flush(lrs: &mut [Lr], queue: &mut Queue) -> bool {
+    // Entries whose INTID is listed already and cannot merge wait aside,
+    // so they neither get a second list register nor block the others.
+    let mut held: heapless::Vec<Virq, CAPACITY> = heapless::Vec::new();
+    while let Some(next) = queue.peek() {
+        queue.remove(next.intid);
+        match merge_into_existing(lrs, next) {
+            Merge::Done => continue,
+            Merge::Wait => {
+                let _ = held.push(next);
+                continue;
+            }
+            Merge::NotListed => {}
+        }
+        let slot = match lrs.iter().position(|lr| lr.is_free()) {
+            Some(free) => free,
+            None => match least_urgent_pending(lrs, next.priority) {
+                Some(victim) => {
+                    // Cannot overflow: `next` left the queue in exchange.
+                    let _ = queue.push(lrs[victim].virq());
+                    victim
+                }
+                None => {
+                    let _ = held.push(next);
+                    break;
+                }
+            },
+        };
+        lrs[slot] = Lr::pending(next);
+    }
+    for virq in held {
+        // Cannot overflow: every held entry came out of the queue.
+        let _ = queue.push(virq);
+    }
+    !queue.is_empty()
+}
+
+enum Merge {
+    /// The INTID is listed and now (still) pending there.
+    Done,
+    /// The INTID is listed but cannot take another pending state yet.
+    Wait,
+    NotListed,
+}
+
+/// An INTID already in a list register is not listed twice: a pending one
+/// stays as it is, an active one becomes pending and active. A HW entry
+/// cannot carry both states, so a re-trigger of one waits in the queue.
+fn merge_into_existing(lrs: &mut [Lr], virq: Virq) -> Merge {
+    let Some(lr) = lrs.iter_mut().find(|lr| !lr.is_free() && lr.intid() == virq.intid) else { return Merge::NotListed };
+    match lr.state() {
+        State::Pending | State::PendingActive => Merge::Done,
+        State::Active if !lr.hw() => {
+            *lr = lr.also_pending();
+            Merge::Done
+        }
+        _ => Merge::Wait,
+    }
+}
+
+fn least_urgent_pending(lrs: &[Lr], than: u8) -> Option<usize> {
+    lrs.iter()
+        .enumerate()
+        .filter(|(_, lr)| lr.state() == State::Pending && lr.priority() > than)
+        .max_by_key(|(_, lr)| (lr.priority(), lr.intid()))
+        .map(|(i, _)| i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn virq(intid: u32, priority: u8) -> Virq {
+        Virq { intid, priority, hw: false }
+    }
+
+    #[test]
+    fn encoding_matches_the_architecture() {
+        let lr = Lr::pending(Virq { intid: 27, priority: 0xa0, hw: true });
+        assert_eq!(lr.0, (1 << 62) | (1 << 61) | (1 << 60) | (0xa0 << 48) | (27 << 32) | 27);
+        assert_eq!((lr.state(), lr.intid(), lr.priority(), lr.hw()), (State::Pending, 27, 0xa0, true));
+        assert_eq!(Lr(3 << 62).state(), State::PendingActive);
+    }
+
+    #[test]
+    fn overflow_keeps_the_most_urgent_in_list_registers() {
+        let mut q = Queue::new();
+        for (intid, priority) in [(8, 0x80), (9, 0x50), (10, 0x20), (11, 0x70), (12, 0x10), (13, 0x60)] {
+            q.push(virq(intid, priority)).unwrap();
+        }
+        let mut lrs = [Lr::default(); 4];
+        assert!(flush(&mut lrs, &mut q), "two stay queued");
+        let mut listed: Vec<u32> = lrs.iter().map(|lr| lr.intid()).collect();
+        listed.sort();
+        assert_eq!(listed, [9, 10, 12, 13]);
+        assert_eq!(q.len(), 2);
+    }
+
+    #[test]
+    fn a_more_urgent_arrival_evicts_the_least_urgent_pending_entry() {
+        let mut q = Queue::new();
+        let mut lrs = [Lr::pending(virq(1, 0x40)), Lr::pending(virq(2, 0x90)), Lr(0), Lr(0)];
+        lrs[2] = Lr(Lr::pending(virq(3, 0xf0)).0 ^ (3 << 62) | (2 << 62)); // active, low priority
+        lrs[3] = Lr::pending(virq(4, 0x80));
+        q.push(virq(5, 0x10)).unwrap();
+        assert!(flush(&mut lrs, &mut q));
+        assert_eq!(lrs[1].intid(), 5, "the pending 0x90 entry made room");
+        assert_eq!(lrs[2].intid(), 3, "an active entry is never evicted");
+        assert_eq!(q.peek(), Some(virq(2, 0x90)));
+        // Nothing less urgent than the queued entry is pending now: it waits.
+        assert!(flush(&mut lrs, &mut q));
+        assert_eq!(q.len(), 1);
+    }
+
+    #[test]
+    fn a_re_trigger_merges_with_its_list_register() {
+        let mut lrs = [Lr(Lr::pending(virq(1, 0x40)).0 ^ (3 << 62)), Lr::pending(virq(2, 0x40))];
+        lrs[0] = Lr(lrs[0].0 | (2 << 62)); // active
+        let mut q = Queue::new();
+        q.push(virq(1, 0x40)).unwrap();
+        q.push(virq(2, 0x40)).unwrap();
+        assert!(!flush(&mut lrs, &mut q));
+        assert_eq!(lrs[0].state(), State::PendingActive);
+        assert_eq!(lrs[1].state(), State::Pending);
+    }
+
+    #[test]
+    fn an_active_hw_interrupt_retriggered_stays_queued() {
+        let hw = Virq { intid: 27, priority: 0xa0, hw: true };
+        let mut lrs = [Lr(Lr::pending(hw).0 ^ (3 << 62) | (2 << 62)), Lr::default()];
+        let mut q = Queue::new();
+        q.push(hw).unwrap();
+        q.push(virq(30, 0xc0)).unwrap();
+        assert!(flush(&mut lrs, &mut q), "the re-trigger stays queued");
+        assert_eq!(lrs[1].intid(), 30, "and does not block a less urgent one");
+        assert_eq!(q.peek(), Some(hw));
+    }
+}

@@ -1,0 +1,1 @@
+//! Emulated distributor and redistributors.
