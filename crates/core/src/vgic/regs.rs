@@ -1,1 +1,476 @@
-//! Emulated distributor and redistributors.
+//! The distributor (GICD) and redistributors (GICR) a partition sees, as
+//! trapped MMIO. A partition reads and configures only the interrupts it
+//! owns: its vCPUs' SGIs and PPIs, and the SPIs of its devices. Everything
+//! else reads as zero and ignores writes, and a write that tries to change
+//! an interrupt it does not own is reported.
+//!
+//! Pending and active state lives in the vCPUs' queues and list registers,
+//! not here: reads of ISPENDR/ISACTIVER report what was latched while the
+//! interrupt was disabled, and writes become [`Effect`]s the hypervisor
+//! carries out.
+
+use super::{DEFAULT_PRIORITY, PRIVATE, SPI_BASE};
+use alloc::vec::Vec;
+
+/// Size of one vCPU's redistributor (RD_base and SGI_base frames).
+pub const GICR_FRAME: u64 = 0x2_0000;
+/// Size of the distributor's register page Partita emulates.
+pub const GICD_SIZE: u64 = 0x1_0000;
+const SGI_BASE: u64 = 0x1_0000;
+const PIDR2_GICV3: u32 = 0x3 << 4;
+const IIDR_ARM: u32 = 0x43b;
+/// GICD_CTLR: affinity routing (ARE) and single security state (DS) are
+/// fixed on; only the group enables are stored.
+const CTLR_ARE: u32 = 1 << 4;
+const CTLR_DS: u32 = 1 << 6;
+const CTLR_ENABLES: u32 = 0b11;
+
+/// How a guest configured one virtual interrupt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IrqConfig {
+    pub enabled: bool,
+    pub priority: u8,
+    pub group1: bool,
+    /// Edge-triggered (ICFGR 0b10) rather than level.
+    pub edge: bool,
+    /// Became pending while disabled: delivered once enabled.
+    pub latched: bool,
+}
+
+impl IrqConfig {
+    const fn reset(edge: bool) -> Self {
+        Self { enabled: false, priority: DEFAULT_PRIORITY, group1: true, edge, latched: false }
+    }
+}
+
+/// What a guest access asks the hypervisor to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// The guest wrote to an interrupt it does not own (ignored).
+    Denied { intid: u32 },
+    /// Make `intid` pending on `vcpu` (GICD_ISPENDR, GICR_ISPENDR0, or a
+    /// latched interrupt that was just enabled).
+    Pend { vcpu: usize, intid: u32 },
+    /// Withdraw a pending `intid` from `vcpu`.
+    Unpend { vcpu: usize, intid: u32 },
+    /// An SPI was enabled or disabled: its physical twin follows.
+    SpiEnable { intid: u32, enabled: bool },
+    /// An SPI now targets `vcpu`.
+    SpiRoute { intid: u32, vcpu: usize },
+}
+
+/// One SPI a partition owns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Spi {
+    intid: u32,
+    config: IrqConfig,
+    vcpu: usize,
+}
+
+/// A guest MMIO access: `value` is the data of a write, `None` for a read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Access {
+    pub offset: u64,
+    pub size: u8,
+    pub value: Option<u64>,
+}
+
+/// The virtual GIC state of one partition.
+#[derive(Clone, Debug)]
+pub struct PartitionGic {
+    ctlr: u32,
+    spis: Vec<Spi>,
+    /// Per vCPU: its 32 private interrupts and whether it asked to sleep.
+    private: Vec<([IrqConfig; PRIVATE as usize], bool)>,
+}
+
+/// Which register an offset names, and the first INTID it covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Field {
+    Group,
+    SetEnable,
+    ClearEnable,
+    SetPending,
+    ClearPending,
+    /// ISACTIVER/ICACTIVER: read as zero, writes ignored (active state is the
+    /// list registers').
+    Active,
+    Priority,
+    Config,
+}
+
+impl Field {
+    const fn bits(self) -> u32 {
+        match self {
+            Field::Priority => 8,
+            Field::Config => 2,
+            _ => 1,
+        }
+    }
+}
+
+/// The per-interrupt register banks, at the same offsets in GICD and in a
+/// redistributor's SGI frame.
+fn bank(offset: u64) -> Option<(Field, u32)> {
+    let (field, base, bits) = match offset {
+        0x080..0x100 => (Field::Group, 0x080, 1),
+        0x100..0x180 => (Field::SetEnable, 0x100, 1),
+        0x180..0x200 => (Field::ClearEnable, 0x180, 1),
+        0x200..0x280 => (Field::SetPending, 0x200, 1),
+        0x280..0x300 => (Field::ClearPending, 0x280, 1),
+        0x300..0x400 => (Field::Active, 0x300 + (offset & 0x80), 1),
+        0x400..0x800 => (Field::Priority, 0x400, 8),
+        0xc00..0xd00 => (Field::Config, 0xc00, 2),
+        _ => return None,
+    };
+    Some((field, ((offset - base) * 8 / bits) as u32))
+}
+
+impl PartitionGic {
+    /// `spis`: the SPIs the partition owns, each with the vCPU it targets first.
+    pub fn new(vcpus: usize, spis: &[(u32, usize)]) -> Self {
+        let mut private = [IrqConfig::reset(false); PRIVATE as usize];
+        for sgi in private.iter_mut().take(16) {
+            sgi.edge = true;
+        }
+        Self {
+            ctlr: 0,
+            spis: spis.iter().map(|&(intid, vcpu)| Spi { intid, config: IrqConfig::reset(false), vcpu }).collect(),
+            private: (0..vcpus).map(|_| (private, false)).collect(),
+        }
+    }
+
+    /// True when this partition owns SPI `intid`.
+    pub fn owns_spi(&self, intid: u32) -> bool {
+        self.spis.iter().any(|s| s.intid == intid)
+    }
+
+    /// The vCPU an owned SPI targets.
+    pub fn spi_target(&self, intid: u32) -> Option<usize> {
+        self.spis.iter().find(|s| s.intid == intid).map(|s| s.vcpu)
+    }
+
+    /// How `vcpu` sees `intid` (private ones per vCPU, SPIs shared).
+    pub fn config(&self, vcpu: usize, intid: u32) -> Option<&IrqConfig> {
+        if intid < PRIVATE {
+            self.private.get(vcpu).map(|(irqs, _)| &irqs[intid as usize])
+        } else {
+            self.spis.iter().find(|s| s.intid == intid).map(|s| &s.config)
+        }
+    }
+
+    fn config_mut(&mut self, vcpu: usize, intid: u32) -> Option<&mut IrqConfig> {
+        if intid < PRIVATE {
+            self.private.get_mut(vcpu).map(|(irqs, _)| &mut irqs[intid as usize])
+        } else {
+            self.spis.iter_mut().find(|s| s.intid == intid).map(|s| &mut s.config)
+        }
+    }
+
+    /// Decides whether an interrupt that fired is delivered now: an enabled
+    /// one returns its priority; a disabled one is latched until enabled.
+    pub fn fire(&mut self, vcpu: usize, intid: u32) -> Option<u8> {
+        let config = self.config_mut(vcpu, intid)?;
+        if config.enabled {
+            Some(config.priority)
+        } else {
+            config.latched = true;
+            None
+        }
+    }
+
+    /// A trapped access to the distributor page.
+    pub fn distributor(&mut self, access: Access, effects: &mut impl FnMut(Effect)) -> u64 {
+        let offset = access.offset;
+        match (offset, access.value) {
+            (0x0000, None) => u64::from(self.ctlr | CTLR_ARE | CTLR_DS),
+            (0x0000, Some(value)) => {
+                self.ctlr = value as u32 & CTLR_ENABLES;
+                0
+            }
+            (0x0004, None) => u64::from(self.typer()),
+            (0x0008, None) => u64::from(IIDR_ARM),
+            (0xffe8, None) => u64::from(PIDR2_GICV3),
+            (0x6000..0x8000, _) => self.irouter(access, effects),
+            _ => match bank(offset) {
+                // With affinity routing, the distributor's view of SGIs and
+                // PPIs is reserved: the redistributors own them.
+                Some((field, first)) if first >= SPI_BASE => self.bank_access(0, field, first, access, effects),
+                _ => 0,
+            },
+        }
+    }
+
+    /// A trapped access to the redistributor region; `offset` is from the
+    /// region's base, one [`GICR_FRAME`] per vCPU.
+    pub fn redistributor(&mut self, access: Access, effects: &mut impl FnMut(Effect)) -> u64 {
+        let vcpu = (access.offset / GICR_FRAME) as usize;
+        if vcpu >= self.private.len() {
+            return 0;
+        }
+        let offset = access.offset % GICR_FRAME;
+        let local = Access { offset: offset % SGI_BASE, ..access };
+        match (offset, access.value) {
+            (0x0004, None) => u64::from(IIDR_ARM),
+            (0x0008, None) => self.gicr_typer(vcpu),
+            (0x000c, None) => self.gicr_typer(vcpu) >> 32,
+            (0x0014, None) => u64::from(self.waker(vcpu)),
+            (0x0014, Some(value)) => {
+                self.private[vcpu].1 = value & 0b10 != 0;
+                0
+            }
+            (0xffe8, None) => u64::from(PIDR2_GICV3),
+            (SGI_BASE.., _) => match bank(local.offset) {
+                Some((field, first)) if first < PRIVATE => self.bank_access(vcpu, field, first, local, effects),
+                _ => 0,
+            },
+            _ => 0,
+        }
+    }
+
+    /// ITLinesNumber covers the highest owned SPI; IDbits says 10 bits.
+    fn typer(&self) -> u32 {
+        let highest = self.spis.iter().map(|s| s.intid).max().unwrap_or(SPI_BASE - 1);
+        (9 << 19) | (highest / 32)
+    }
+
+    /// Affinity (Aff0 = vCPU index), processor number, and Last on the last frame.
+    fn gicr_typer(&self, vcpu: usize) -> u64 {
+        let last = if vcpu + 1 == self.private.len() { 1 << 4 } else { 0 };
+        (vcpu as u64) << 32 | (vcpu as u64) << 8 | last
+    }
+
+    fn waker(&self, vcpu: usize) -> u32 {
+        if self.private[vcpu].1 {
+            0b110
+        } else {
+            0
+        }
+    }
+
+    /// Reads or writes every INTID an access to a per-interrupt bank covers.
+    fn bank_access(&mut self, vcpu: usize, field: Field, first: u32, access: Access, effects: &mut impl FnMut(Effect)) -> u64 {
+        let bits = field.bits();
+        let count = u32::from(access.size) * 8 / bits;
+        let mask = (1u64 << bits) - 1;
+        let mut result = 0;
+        for n in 0..count {
+            let intid = first + n;
+            let shift = n * bits;
+            match access.value {
+                None => result |= self.read_field(vcpu, field, intid) << shift,
+                Some(value) => self.write_field(vcpu, field, intid, (value >> shift) & mask, effects),
+            }
+        }
+        result
+    }
+
+    fn read_field(&self, vcpu: usize, field: Field, intid: u32) -> u64 {
+        let Some(c) = self.config(vcpu, intid) else { return 0 };
+        match field {
+            Field::Group => u64::from(c.group1),
+            Field::SetEnable | Field::ClearEnable => u64::from(c.enabled),
+            Field::SetPending | Field::ClearPending => u64::from(c.latched),
+            Field::Active => 0,
+            Field::Priority => u64::from(c.priority),
+            Field::Config => {
+                if c.edge {
+                    0b10
+                } else {
+                    0
+                }
+            }
+        }
+    }
+
+    fn write_field(&mut self, vcpu: usize, field: Field, intid: u32, value: u64, effects: &mut impl FnMut(Effect)) {
+        let target = self.target(vcpu, intid);
+        let Some(c) = self.config_mut(vcpu, intid) else {
+            // Writing zero to a set/clear register changes nothing, and
+            // guests write zeros over whole banks at boot.
+            let changes = value != 0 || matches!(field, Field::Priority | Field::Config | Field::Group);
+            if changes && intid >= SPI_BASE {
+                effects(Effect::Denied { intid });
+            }
+            return;
+        };
+        match field {
+            Field::Group => c.group1 = value != 0,
+            Field::SetEnable if value != 0 => {
+                c.enabled = true;
+                if core::mem::take(&mut c.latched) {
+                    effects(Effect::Pend { vcpu: target, intid });
+                }
+                if intid >= SPI_BASE {
+                    effects(Effect::SpiEnable { intid, enabled: true });
+                }
+            }
+            Field::ClearEnable if value != 0 => {
+                c.enabled = false;
+                if intid >= SPI_BASE {
+                    effects(Effect::SpiEnable { intid, enabled: false });
+                }
+            }
+            Field::SetPending if value != 0 => {
+                if c.enabled {
+                    effects(Effect::Pend { vcpu: target, intid });
+                } else {
+                    c.latched = true;
+                }
+            }
+            Field::ClearPending if value != 0 => {
+                c.latched = false;
+                effects(Effect::Unpend { vcpu: target, intid });
+            }
+            Field::Priority => c.priority = value as u8,
+            // SGIs are always edge-triggered.
+            Field::Config if intid >= 16 => c.edge = value & 0b10 != 0,
+            _ => {}
+        }
+    }
+
+    /// The vCPU an interrupt is delivered to: its own for private ones.
+    fn target(&self, vcpu: usize, intid: u32) -> usize {
+        if intid < PRIVATE {
+            vcpu
+        } else {
+            self.spi_target(intid).unwrap_or(0)
+        }
+    }
+
+    /// GICD_IROUTER<n>: 64-bit per SPI; Aff0 names the vCPU. "Any" routing
+    /// (bit 31) and unknown affinities go to vCPU 0.
+    fn irouter(&mut self, access: Access, effects: &mut impl FnMut(Effect)) -> u64 {
+        let intid = ((access.offset - 0x6000) / 8) as u32;
+        let high = access.offset % 8 >= 4;
+        let vcpus = self.private.len();
+        let Some(spi) = self.spis.iter_mut().find(|s| s.intid == intid) else {
+            if access.value.is_some_and(|v| v != 0) {
+                effects(Effect::Denied { intid });
+            }
+            return 0;
+        };
+        match access.value {
+            None if high => 0,
+            None => spi.vcpu as u64,
+            Some(_) if high => 0,
+            Some(value) => {
+                let aff0 = (value & 0xff) as usize;
+                let any = value & (1 << 31) != 0;
+                spi.vcpu = if any || value & 0xff_ffff_ff00 != 0 || aff0 >= vcpus { 0 } else { aff0 };
+                effects(Effect::SpiRoute { intid, vcpu: spi.vcpu });
+                0
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    fn read(offset: u64) -> Access {
+        Access { offset, size: 4, value: None }
+    }
+
+    fn write(offset: u64, value: u64) -> Access {
+        Access { offset, size: 4, value: Some(value) }
+    }
+
+    fn run(gic: &mut PartitionGic, access: Access, redist: bool) -> (u64, Vec<Effect>) {
+        let mut effects = vec![];
+        let value = if redist {
+            gic.redistributor(access, &mut |e| effects.push(e))
+        } else {
+            gic.distributor(access, &mut |e| effects.push(e))
+        };
+        (value, effects)
+    }
+
+    #[test]
+    fn identification_registers() {
+        let mut gic = PartitionGic::new(2, &[(40, 0), (71, 1)]);
+        assert_eq!(run(&mut gic, read(0xffe8), false).0, 0x30);
+        assert_eq!(run(&mut gic, read(0x0004), false).0 & 0x1f, 2, "ITLinesNumber covers INTID 71");
+        assert_eq!(run(&mut gic, read(0x0000), false).0, 0x50, "ARE and DS read as one");
+        assert_eq!(run(&mut gic, read(0x0008), true).0, 0, "vCPU 0: affinity 0, not last");
+        assert_eq!(run(&mut gic, read(GICR_FRAME + 8), true).0, (1 << 32) | (1 << 8) | (1 << 4));
+        assert_eq!(run(&mut gic, read(2 * GICR_FRAME + 8), true).0, 0, "no third frame");
+    }
+
+    #[test]
+    fn enabling_an_owned_spi_follows_to_the_physical_one() {
+        let mut gic = PartitionGic::new(1, &[(40, 0)]);
+        let (_, effects) = run(&mut gic, write(0x104, 1 << 8), false);
+        assert_eq!(effects, [Effect::SpiEnable { intid: 40, enabled: true }]);
+        assert_eq!(run(&mut gic, read(0x104), false).0, 1 << 8);
+        assert_eq!(run(&mut gic, read(0x184), false).0, 1 << 8);
+    }
+
+    #[test]
+    fn unowned_interrupts_read_as_zero_and_writes_are_reported() {
+        let mut gic = PartitionGic::new(1, &[(40, 0)]);
+        let (_, effects) = run(&mut gic, write(0x184, 1 << 9), false); // ICENABLER for INTID 41
+        assert_eq!(effects, [Effect::Denied { intid: 41 }]);
+        let (_, effects) = run(&mut gic, write(0x184, 0), false);
+        assert!(effects.is_empty(), "writing zeros changes nothing");
+        let byte = Access { offset: 0x400 + 41, size: 1, value: Some(0) };
+        assert_eq!(run(&mut gic, byte, false).1, [Effect::Denied { intid: 41 }]);
+        assert_eq!(run(&mut gic, Access { offset: 0x400 + 41, size: 1, value: None }, false).0, 0);
+        assert_eq!(run(&mut gic, write(0x6000 + 41 * 8, 1), false).1, [Effect::Denied { intid: 41 }]);
+        // The owner's configuration is untouched.
+        assert_eq!(gic.config(0, 40).unwrap().priority, DEFAULT_PRIORITY);
+    }
+
+    #[test]
+    fn priorities_by_byte_and_by_word() {
+        let mut gic = PartitionGic::new(1, &[(40, 0)]);
+        run(&mut gic, Access { offset: 0x400 + 40, size: 1, value: Some(0x30) }, false);
+        assert_eq!(run(&mut gic, read(0x400 + 40), false).0, 0x30);
+        run(&mut gic, write(SGI_BASE + 0x400 + 8, 0x10_20_30_40), true);
+        assert_eq!(gic.config(0, 8).unwrap().priority, 0x40);
+        assert_eq!(gic.config(0, 11).unwrap().priority, 0x10);
+    }
+
+    #[test]
+    fn pending_while_disabled_is_latched_until_enabled() {
+        let mut gic = PartitionGic::new(2, &[]);
+        assert_eq!(gic.fire(1, 27), None);
+        assert_eq!(run(&mut gic, read(GICR_FRAME + SGI_BASE + 0x200), true).0, 1 << 27);
+        let (_, effects) = run(&mut gic, write(GICR_FRAME + SGI_BASE + 0x100, 1 << 27), true);
+        assert_eq!(effects, [Effect::Pend { vcpu: 1, intid: 27 }]);
+        assert_eq!(gic.fire(1, 27), Some(DEFAULT_PRIORITY));
+        assert_eq!(gic.fire(0, 27), None, "vCPU 0's timer is its own");
+    }
+
+    #[test]
+    fn spi_pending_goes_to_its_routed_vcpu() {
+        let mut gic = PartitionGic::new(2, &[(40, 0)]);
+        let (_, effects) = run(&mut gic, write(0x6000 + 40 * 8, 1), false);
+        assert_eq!(effects, [Effect::SpiRoute { intid: 40, vcpu: 1 }]);
+        run(&mut gic, write(0x104, 1 << 8), false);
+        let (_, effects) = run(&mut gic, write(0x204, 1 << 8), false);
+        assert_eq!(effects, [Effect::Pend { vcpu: 1, intid: 40 }]);
+        assert_eq!(run(&mut gic, read(0x6000 + 40 * 8), false).0, 1);
+        let (_, effects) = run(&mut gic, write(0x6000 + 40 * 8, 1 << 31), false);
+        assert_eq!(effects, [Effect::SpiRoute { intid: 40, vcpu: 0 }]);
+    }
+
+    #[test]
+    fn waker_reflects_sleep_requests() {
+        let mut gic = PartitionGic::new(1, &[]);
+        run(&mut gic, write(0x14, 0b10), true);
+        assert_eq!(run(&mut gic, read(0x14), true).0, 0b110);
+        run(&mut gic, write(0x14, 0), true);
+        assert_eq!(run(&mut gic, read(0x14), true).0, 0);
+    }
+
+    #[test]
+    fn distributor_view_of_private_interrupts_is_reserved() {
+        let mut gic = PartitionGic::new(1, &[]);
+        let (_, effects) = run(&mut gic, write(0x100, u64::from(u32::MAX)), false);
+        assert!(effects.is_empty());
+        assert!(!gic.config(0, 5).unwrap().enabled);
+    }
+}
