@@ -12,6 +12,16 @@ use spin::{Mutex, Once};
 pub const KICK_SGI: u32 = 0;
 /// The EL2 physical timer's PPI (CNTHP), INTID 26.
 pub const HYP_TIMER_INTID: u32 = 26;
+/// The GIC maintenance interrupt (list registers need a refill), INTID 25.
+pub const MAINTENANCE_INTID: u32 = 25;
+/// The EL1 virtual timer's PPI, INTID 27: it belongs to the running vCPU.
+pub const VTIMER_INTID: u32 = 27;
+/// Priority of Partita's own interrupts; forwarded ones get theirs from
+/// their partition's criticality.
+const OWN_PRIORITY: u8 = 0x80;
+/// ICC_CTLR_EL1.EOImode: an EOI only drops the running priority;
+/// deactivation is separate, so a guest can deactivate what it was given.
+const EOI_MODE_SPLIT: u64 = 1 << 1;
 
 /// The driver holds raw MMIO pointers; one lock serialises all users.
 struct Shared(GicV3<'static>);
@@ -50,12 +60,15 @@ pub fn init_cpu(cpu: usize) {
     if cpu != 0 {
         gic.0.init_cpu(cpu);
     }
-    for intid in [IntId::sgi(KICK_SGI), IntId::ppi(HYP_TIMER_INTID - 16)] {
-        let _ = gic.0.set_interrupt_priority(intid, Some(cpu), 0x80);
+    let own = [KICK_SGI, HYP_TIMER_INTID, MAINTENANCE_INTID, VTIMER_INTID];
+    for intid in own.map(intid_of) {
+        let _ = gic.0.set_interrupt_priority(intid, Some(cpu), OWN_PRIORITY);
         let _ = gic.0.enable_interrupt(intid, Some(cpu), true);
     }
     drop(gic);
     GicCpuInterface::set_priority_mask(0xff);
+    let ctlr = crate::read_sysreg!("S3_0_C12_C12_4");
+    crate::cpu::write_sysreg!("S3_0_C12_C12_4", ctlr | EOI_MODE_SPLIT);
     GicCpuInterface::enable_group1(true);
 }
 
@@ -64,12 +77,52 @@ pub fn acknowledge() -> Option<u32> {
     GicCpuInterface::get_and_acknowledge_interrupt(InterruptGroup::Group1).map(|id| id.raw_value())
 }
 
-/// Ends (and deactivates) an interrupt taken with [`acknowledge`].
-pub fn end(intid: u32) {
+/// Drops the running priority of an interrupt taken with [`acknowledge`];
+/// it stays active until [`deactivate`] or, when forwarded to a guest with
+/// the HW bit, until the guest's EOI.
+pub fn drop_priority(intid: u32) {
     GicCpuInterface::end_interrupt(intid_of(intid), InterruptGroup::Group1);
 }
 
-fn intid_of(raw: u32) -> IntId {
+/// Deactivates an interrupt (ICC_DIR_EL1).
+pub fn deactivate(intid: u32) {
+    crate::cpu::write_sysreg!("S3_0_C12_C11_1", u64::from(intid));
+    crate::cpu::isb();
+}
+
+/// Ends one of Partita's own interrupts completely.
+pub fn end(intid: u32) {
+    drop_priority(intid);
+    deactivate(intid);
+}
+
+/// Sets up a passthrough SPI: group 1, `priority`, level, disabled, routed to
+/// physical CPU `cpu`.
+pub fn configure_spi(intid: u32, priority: u8, cpu: usize) {
+    let mut gic = GIC.get().expect("GIC not initialised").lock();
+    let id = intid_of(intid);
+    let _ = gic.0.set_group(id, None, arm_gic::gicv3::Group::Group1NS);
+    let _ = gic.0.set_interrupt_priority(id, None, priority);
+    let _ = gic.0.enable_interrupt(id, None, false);
+    drop(gic);
+    route_spi(intid, cpu);
+}
+
+/// Enables or disables a passthrough SPI, following its guest.
+pub fn enable_spi(intid: u32, enable: bool) {
+    let mut gic = GIC.get().expect("GIC not initialised").lock();
+    let _ = gic.0.enable_interrupt(intid_of(intid), None, enable);
+}
+
+/// Routes an SPI to physical CPU `cpu`.
+pub fn route_spi(intid: u32, cpu: usize) {
+    let mpidr = MPIDRS[cpu].load(Ordering::Relaxed);
+    let mpidr = if mpidr == u64::MAX { cpu as u64 } else { mpidr };
+    let mut gic = GIC.get().expect("GIC not initialised").lock();
+    let _ = gic.0.distributor().set_routing(intid_of(intid), Some(mpidr));
+}
+
+const fn intid_of(raw: u32) -> IntId {
     match raw {
         0..16 => IntId::sgi(raw),
         16..32 => IntId::ppi(raw - 16),

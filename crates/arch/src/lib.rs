@@ -18,6 +18,7 @@ pub mod mmu;
 pub mod stage2;
 pub mod timer;
 pub mod uart;
+pub mod vgic;
 
 /// The most physical CPUs Partita supports (stacks are reserved per CPU).
 pub const MAX_CPUS: usize = 8;

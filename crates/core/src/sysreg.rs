@@ -15,6 +15,8 @@ pub enum Policy {
     SetWay,
     /// Reads return zero, writes are ignored.
     ReadZeroWriteIgnore,
+    /// ICC_SGI1R_EL1 / ICC_ASGI1R_EL1: an SGI to vCPUs of the same partition.
+    GenerateSgi,
     /// The partition may not touch it: stop the partition.
     Forbidden,
 }
@@ -36,6 +38,11 @@ const fn is_pmu(r: &SysReg) -> bool {
     el0 || el1
 }
 
+/// ICC_SGI1R_EL1 (op2 5), ICC_ASGI1R_EL1 (op2 6), ICC_SGI0R_EL1 (op2 7).
+const fn is_sgi(r: &SysReg) -> bool {
+    r.op0 == 3 && r.op1 == 0 && r.crn == 12 && r.crm == 11 && r.op2 >= 5
+}
+
 const fn is_actlr(r: &SysReg) -> bool {
     r.op0 == 3 && r.op1 == 0 && r.crn == 1 && r.crm == 0 && r.op2 == 1
 }
@@ -45,7 +52,9 @@ const fn is_actlr(r: &SysReg) -> bool {
 pub fn policy(reg: &SysReg) -> Policy {
     if is_set_way(reg) {
         Policy::SetWay
-    } else if is_debug(reg) || is_pmu(reg) || is_actlr(reg) {
+    } else if is_sgi(reg) && reg.op2 != 7 {
+        Policy::GenerateSgi
+    } else if is_sgi(reg) || is_debug(reg) || is_pmu(reg) || is_actlr(reg) {
         Policy::ReadZeroWriteIgnore
     } else {
         Policy::Forbidden
@@ -89,6 +98,13 @@ mod tests {
         assert_eq!(policy(&SysReg::new(3, 3, 9, 14, 0)), Policy::ReadZeroWriteIgnore); // PMUSERENR_EL0
         assert_eq!(policy(&SysReg::new(3, 3, 9, 12, 0)), Policy::ReadZeroWriteIgnore); // PMCR_EL0
         assert_eq!(policy(&SysReg::new(3, 0, 1, 0, 1)), Policy::ReadZeroWriteIgnore); // ACTLR_EL1
+    }
+
+    #[test]
+    fn group_1_sgis_are_emulated_and_group_0_ignored() {
+        assert_eq!(policy(&SysReg::new(3, 0, 12, 11, 5)), Policy::GenerateSgi);
+        assert_eq!(policy(&SysReg::new(3, 0, 12, 11, 6)), Policy::GenerateSgi);
+        assert_eq!(policy(&SysReg::new(3, 0, 12, 11, 7)), Policy::ReadZeroWriteIgnore);
     }
 
     #[test]
