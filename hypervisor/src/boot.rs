@@ -6,7 +6,7 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicUsize, Ordering};
 use partita_arch::{boot as image, cpu, el2, firmware, gic, heap, mmu, stage2, uart};
 use partita_core::image::{decode, payload_len, BootTable};
-use partita_core::model::Range;
+use partita_core::model::{Platform, Range};
 use spin::Once;
 
 /// QEMU virt's PL011: used only to report a payload too broken to name its
@@ -20,6 +20,7 @@ const MAX_PAYLOAD: usize = 512 << 20;
 
 /// Everything the CPUs share once boot is done.
 pub struct System {
+    pub platform: Platform,
     pub partitions: Vec<Partition>,
     pub cpus: Vec<PerCpu>,
     /// Round-robin quantum in counter ticks.
@@ -71,6 +72,7 @@ pub fn primary() -> ! {
     log!("{} partition(s) loaded; boot heap in use: {} KiB", system.partitions.len(), heap::used() / 1024);
     let cpus = system.cpus.len();
     SYSTEM.call_once(|| system);
+    crate::irq::configure_spis();
     start_secondaries(cpus);
     crate::scheduler::run(0)
 }
@@ -136,7 +138,7 @@ fn build_system(table: BootTable, data: &'static [u8]) -> System {
         })
         .collect();
     let quantum = partita_arch::timer::frequency() * u64::from(system.hypervisor.quantum_us) / 1_000_000;
-    System { partitions, cpus, quantum: quantum.max(1), data }
+    System { platform: system.platform, partitions, cpus, quantum: quantum.max(1), data }
 }
 
 /// Powers on the other physical CPUs through the firmware. QEMU virt numbers

@@ -12,6 +12,7 @@ extern crate alloc;
 
 mod boot;
 mod console;
+mod irq;
 mod partition;
 mod scheduler;
 mod trace;

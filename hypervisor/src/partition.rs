@@ -16,6 +16,9 @@ use partita_arch::stage2::{self, Stage2Table};
 use partita_core::image::{Load, PartitionBoot};
 use partita_core::model;
 use partita_core::vcpu::Power;
+use partita_arch::vgic::VgicContext;
+use partita_core::vgic::queue::Queue;
+use partita_core::vgic::regs::PartitionGic;
 use partita_core::vuart::{LineBuffer, Pl011};
 use spin::Mutex;
 
@@ -59,6 +62,10 @@ pub struct Partition {
     state: AtomicU8,
     pub vcpus: Vec<&'static Vcpu>,
     pub console: Mutex<Console>,
+    /// The distributor and redistributors this partition sees.
+    pub gic: Mutex<PartitionGic>,
+    /// Scheduling rank: a more critical partition's vCPU runs first.
+    pub rank: u8,
 }
 
 /// Registers of a vCPU while it is not on a CPU.
@@ -66,6 +73,7 @@ pub struct Context {
     pub regs: Regs,
     pub el1: El1Context,
     pub fp: FpContext,
+    pub vgic: VgicContext,
 }
 
 pub struct Vcpu {
@@ -75,6 +83,12 @@ pub struct Vcpu {
     power: AtomicU8,
     /// True while a pCPU has this vCPU's state loaded in its registers.
     on_cpu: AtomicBool,
+    /// In WFI with nothing pending: not runnable until an interrupt comes.
+    waiting: AtomicBool,
+    /// Virtual interrupts waiting for a list register; `queued` says the
+    /// queue is non-empty without taking its lock on every guest entry.
+    pub queue: Mutex<Queue>,
+    queued: AtomicBool,
     pub context: Mutex<Context>,
 }
 
@@ -126,6 +140,22 @@ impl Vcpu {
         self.power.store(value, Ordering::Release);
     }
 
+    pub fn is_waiting(&self) -> bool {
+        self.waiting.load(Ordering::SeqCst)
+    }
+
+    pub fn set_waiting(&self, waiting: bool) {
+        self.waiting.store(waiting, Ordering::SeqCst);
+    }
+
+    pub fn has_queued(&self) -> bool {
+        self.queued.load(Ordering::SeqCst)
+    }
+
+    pub fn set_queued(&self, queued: bool) {
+        self.queued.store(queued, Ordering::SeqCst);
+    }
+
     pub fn is_on_cpu(&self) -> bool {
         self.on_cpu.load(Ordering::Acquire)
     }
@@ -140,6 +170,11 @@ impl Vcpu {
         ctx.regs = Regs::boot(entry, arg);
         ctx.el1 = El1Context::reset(partita_core::psci::vmpidr(self.index));
         ctx.fp = FpContext::default();
+        ctx.vgic = VgicContext::reset();
+        drop(ctx);
+        self.queue.lock().clear();
+        self.set_queued(false);
+        self.set_waiting(false);
     }
 }
 
@@ -156,7 +191,10 @@ pub fn build(index: usize, config: model::Partition, boot: PartitionBoot, data: 
         .enumerate()
         .map(|(i, &pcpu)| &*Box::leak(Box::new(new_vcpu(index, i, pcpu as usize))))
         .collect();
+    let spis: Vec<(u32, usize)> = config.devices.iter().flat_map(|d| d.interrupts.iter().map(|&i| (i, 0))).collect();
     let partition = Partition {
+        gic: Mutex::new(PartitionGic::new(config.vcpus.len(), &spis)),
+        rank: config.criticality as u8,
         config,
         boot,
         vttbr,
@@ -176,7 +214,15 @@ fn new_vcpu(partition: usize, index: usize, pcpu: usize) -> Vcpu {
         pcpu,
         power: AtomicU8::new(0),
         on_cpu: AtomicBool::new(false),
-        context: Mutex::new(Context { regs: Regs::default(), el1: El1Context::default(), fp: FpContext::default() }),
+        waiting: AtomicBool::new(false),
+        queue: Mutex::new(Queue::new()),
+        queued: AtomicBool::new(false),
+        context: Mutex::new(Context {
+            regs: Regs::default(),
+            el1: El1Context::default(),
+            fp: FpContext::default(),
+            vgic: VgicContext::reset(),
+        }),
     }
 }
 
@@ -198,6 +244,9 @@ impl Partition {
     /// writes everything back to memory for a guest that starts with its
     /// caches off.
     pub fn load(&self, data: &[u8]) {
+        let spis: Vec<(u32, usize)> =
+            self.config.devices.iter().flat_map(|d| d.interrupts.iter().map(|&i| (i, 0))).collect();
+        *self.gic.lock() = PartitionGic::new(self.vcpus.len(), &spis);
         for region in &self.config.memory {
             partita_arch::cache::zero(region.pa, region.size);
         }

@@ -1,37 +1,55 @@
-//! Each pCPU's loop: pick the next runnable vCPU pinned to it (round robin),
-//! load its state and enter it; with nothing to run, wait for an interrupt.
+//! Each pCPU's loop: run the most critical runnable vCPU pinned to it
+//! (round robin among equals), load its state and enter it; with nothing to
+//! run, wait for an interrupt.
+//!
+//! One EL2 timer serves two purposes: the quantum, armed only when a peer
+//! of the same criticality could run, and the wake-up of vCPUs that wait in
+//! WFI for their virtual timer while they are off the pCPU.
 
 use crate::boot::{system, PerCpu};
+use crate::irq;
 use crate::partition::{RunState, Vcpu};
+use crate::trace;
 use partita_arch::exception::{enter_guest, Regs};
 use partita_arch::{cpu, gic, stage2, timer};
-use crate::trace;
-use partita_core::sched::next_round_robin;
+use partita_core::sched::{contender, pick};
 use partita_core::trace::{Kind, OutReason};
 use partita_core::vcpu::Power;
+use partita_core::vgic::VTIMER_INTID;
 
 /// True when `vcpu` may be put on its pCPU.
 pub fn runnable(vcpu: &Vcpu) -> bool {
-    vcpu.power() == Power::On && system().partitions[vcpu.partition].state() == RunState::Running
+    vcpu.power() == Power::On
+        && !vcpu.is_waiting()
+        && system().partitions[vcpu.partition].state() == RunState::Running
+}
+
+/// A runnable vCPU's criticality rank.
+fn rank(vcpu: &Vcpu) -> Option<u8> {
+    runnable(vcpu).then(|| system().partitions[vcpu.partition].rank)
 }
 
 /// Runs vCPUs on `cpu` forever.
 pub fn run(cpu: usize) -> ! {
     let me = &system().cpus[cpu];
     loop {
-        if let Some(slot) = next_round_robin(me.current(), me.vcpus.len(), |i| runnable(me.vcpus[i])) {
+        wake_due_timers(me);
+        if let Some(slot) = pick(me.current(), me.vcpus.len(), |i| rank(me.vcpus[i])) {
             switch_to(me, slot);
         }
         me.set_current(None);
-        timer::disarm();
+        arm_timer(me, None);
         cpu::wait_for_interrupt();
-        drain_interrupts();
+        drain_interrupts(None);
     }
 }
 
-/// True when another vCPU on this pCPU could run instead of `slot`.
-pub fn others_runnable(me: &PerCpu, slot: usize) -> bool {
-    me.vcpus.iter().enumerate().any(|(i, v)| i != slot && runnable(v))
+/// True when the vCPU in `slot` must give way now: a more critical one is
+/// runnable, or its quantum is over and a peer of equal criticality waits.
+pub fn must_yield(me: &PerCpu, slot: usize, quantum_over: bool) -> bool {
+    let mine = system().partitions[me.vcpus[slot].partition].rank;
+    let rank = |i: usize| rank(me.vcpus[i]);
+    contender(slot, me.vcpus.len(), mine + 1, rank) || (quantum_over && contender(slot, me.vcpus.len(), mine, rank))
 }
 
 fn switch_to(me: &PerCpu, slot: usize) -> ! {
@@ -43,14 +61,12 @@ fn switch_to(me: &PerCpu, slot: usize) -> ! {
         let ctx = vcpu.context.lock();
         ctx.el1.restore();
         ctx.fp.restore();
+        ctx.vgic.restore();
         ctx.regs
     };
     stage2::activate(system().partitions[vcpu.partition].vttbr);
-    if others_runnable(me, slot) {
-        timer::arm_after(system().quantum);
-    } else {
-        timer::disarm();
-    }
+    irq::flush(vcpu);
+    arm_timer(me, Some(slot));
     enter_guest(regs)
 }
 
@@ -61,22 +77,70 @@ pub fn deschedule(vcpu: &Vcpu, regs: &Regs, reason: OutReason) {
     ctx.regs = *regs;
     ctx.el1.save();
     ctx.fp.save();
+    ctx.vgic.save();
+    irq::release_private_hw(&mut ctx.vgic.lrs);
     drop(ctx);
     vcpu.set_on_cpu(false);
 }
 
-/// Acknowledges and ends every pending interrupt; returns true if the
-/// scheduling tick was among them. Kicks need no action: the caller looks
-/// at the vCPU states again afterwards.
-pub fn drain_interrupts() -> bool {
-    let mut tick = false;
+/// The virtual-timer deadline of a vCPU that is off its pCPU: enabled and
+/// not masked, its compare value.
+fn timer_deadline(vcpu: &Vcpu) -> Option<u64> {
+    let ctx = vcpu.context.lock();
+    let enabled_unmasked = ctx.el1.cntv_ctl & 0b11 == 0b01;
+    enabled_unmasked.then_some(ctx.el1.cntv_cval)
+}
+
+/// Waiting vCPUs whose virtual timer has expired become runnable; the timer
+/// interrupt itself arrives once they are back on the pCPU.
+fn wake_due_timers(me: &PerCpu) {
+    let now = timer::counter();
+    for vcpu in me.vcpus.iter().filter(|v| v.is_waiting()) {
+        if timer_deadline(vcpu).is_some_and(|deadline| deadline <= now) {
+            vcpu.set_waiting(false);
+        }
+    }
+}
+
+/// Arms the EL2 timer for the earliest of: a waiting vCPU's timer, and the
+/// end of the running vCPU's quantum when a peer of equal criticality could
+/// use the pCPU. Disarms it when neither applies.
+pub fn arm_timer(me: &PerCpu, running: Option<usize>) {
+    let waiting = me.vcpus.iter().filter(|v| v.is_waiting()).filter_map(|v| timer_deadline(v)).min();
+    let quantum = running.filter(|&slot| must_share(me, slot)).map(|_| timer::counter() + system().quantum);
+    match waiting.into_iter().chain(quantum).min() {
+        Some(deadline) => timer::arm_at(deadline),
+        None => timer::disarm(),
+    }
+}
+
+fn must_share(me: &PerCpu, slot: usize) -> bool {
+    let mine = system().partitions[me.vcpus[slot].partition].rank;
+    contender(slot, me.vcpus.len(), mine, |i| rank(me.vcpus[i]))
+}
+
+/// Acknowledges every pending physical interrupt: Partita's own are ended
+/// here, the others are forwarded to their vCPU. Returns true if the EL2
+/// timer fired. Kicks need no action: the caller looks at the vCPUs again.
+pub fn drain_interrupts(running: Option<&Vcpu>) -> bool {
+    let mut timer_fired = false;
     while let Some(intid) = gic::acknowledge() {
         trace::record_cpu(Kind::IrqTaken, intid);
-        if intid == gic::HYP_TIMER_INTID {
-            timer::disarm();
-            tick = true;
+        match intid {
+            gic::HYP_TIMER_INTID => {
+                timer::disarm();
+                timer_fired = true;
+                gic::end(intid);
+            }
+            VTIMER_INTID | 32.. => irq::forward(intid, running),
+            _ => gic::end(intid),
         }
-        gic::end(intid);
     }
-    tick
+    timer_fired
+}
+
+/// After the EL2 timer fired while `slot` ran: wake due vCPUs and re-arm.
+pub fn timer_expired(me: &PerCpu, slot: usize) {
+    wake_due_timers(me);
+    arm_timer(me, Some(slot));
 }

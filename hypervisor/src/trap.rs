@@ -4,7 +4,8 @@
 use crate::boot::system;
 use crate::console::log;
 use crate::partition::{Partition, RunState, Vcpu};
-use crate::scheduler::{self, deschedule, others_runnable, runnable};
+use crate::irq;
+use crate::scheduler::{self, deschedule, must_yield, runnable};
 use partita_arch::exception::{kind, Regs};
 use partita_arch::{cpu, firmware, gic, stage2};
 use partita_core::esr::{self, MmioAccess, SysRegAccess, Trap};
@@ -25,9 +26,9 @@ pub struct Fault {
 /// What the trap handler decided.
 enum Action {
     Resume,
-    /// The quantum ended: give the pCPU to another vCPU if one is runnable.
-    Yield,
-    /// The vCPU waits for an interrupt: likewise.
+    /// The EL2 timer fired: a quantum ended or a waiting vCPU's timer is due.
+    Tick,
+    /// The vCPU waits for an interrupt and has none: it leaves the pCPU.
     Wait,
     Stop(Fault),
     Restart,
@@ -40,20 +41,23 @@ pub fn handle(regs: &mut Regs, kind: u64) {
     let part = &system().partitions[vcpu.partition];
     let action = match kind {
         kind::SYNC => synchronous(regs, part, vcpu),
-        kind::IRQ => interrupts(),
+        kind::IRQ => interrupts(vcpu),
         _ => Action::Stop(Fault { what: "SError or FIQ from the guest", class: 0x2f, address: None }),
     };
+    let quantum_over = matches!(action, Action::Tick);
+    if quantum_over {
+        scheduler::timer_expired(me, slot);
+    }
     match action {
-        Action::Resume if runnable(vcpu) => {}
-        Action::Yield | Action::Wait if runnable(vcpu) && !others_runnable(me, slot) => {}
-        Action::Resume | Action::Yield | Action::Wait if !runnable(vcpu) => switch_away(vcpu, regs, gone(part)),
-        Action::Resume | Action::Yield => switch_away(vcpu, regs, OutReason::Preempted),
-        Action::Wait => switch_away(vcpu, regs, OutReason::Waiting),
         Action::Stop(fault) => {
             stop(part, vcpu, regs, &fault);
             switch_away(vcpu, regs, OutReason::Stopped)
         }
         Action::Restart => restart(part, vcpu, regs),
+        Action::Wait if vcpu.is_waiting() => switch_away(vcpu, regs, OutReason::Waiting),
+        _ if !runnable(vcpu) => switch_away(vcpu, regs, gone(part)),
+        _ if must_yield(me, slot, quantum_over) => switch_away(vcpu, regs, OutReason::Preempted),
+        _ => irq::flush(vcpu),
     }
 }
 
@@ -70,12 +74,24 @@ fn switch_away(vcpu: &Vcpu, regs: &Regs, reason: OutReason) -> ! {
     scheduler::run(cpu::index())
 }
 
-fn interrupts() -> Action {
-    if scheduler::drain_interrupts() {
-        Action::Yield
+fn interrupts(vcpu: &Vcpu) -> Action {
+    if scheduler::drain_interrupts(Some(vcpu)) {
+        Action::Tick
     } else {
         Action::Resume
     }
+}
+
+/// WFI: with an interrupt to take it completes at once; otherwise the vCPU
+/// waits off the pCPU. Waiting is announced before looking, so an interrupt
+/// injected from another pCPU in between is never missed.
+fn wait_for_interrupt(vcpu: &Vcpu) -> Action {
+    vcpu.set_waiting(true);
+    if irq::has_pending(vcpu) {
+        vcpu.set_waiting(false);
+        return Action::Resume;
+    }
+    Action::Wait
 }
 
 fn synchronous(regs: &mut Regs, part: &Partition, vcpu: &Vcpu) -> Action {
@@ -86,14 +102,14 @@ fn synchronous(regs: &mut Regs, part: &Partition, vcpu: &Vcpu) -> Action {
     match esr::decode(syndrome.esr) {
         Trap::Wait { .. } => {
             regs.skip_instruction();
-            Action::Wait
+            wait_for_interrupt(vcpu)
         }
         Trap::Hvc { .. } => traced_call(regs, part, vcpu, false),
         Trap::Smc { .. } => {
             regs.skip_instruction();
             traced_call(regs, part, vcpu, true)
         }
-        Trap::SysReg(access) => system_register(regs, part, access),
+        Trap::SysReg(access) => system_register(regs, part, vcpu, access),
         Trap::DataAbort { access, .. } => data_abort(regs, part, access, ipa),
         Trap::InstructionAbort { .. } => {
             Action::Stop(Fault { what: "stage-2 instruction abort", class, address: Some(ipa) })
@@ -103,14 +119,26 @@ fn synchronous(regs: &mut Regs, part: &Partition, vcpu: &Vcpu) -> Action {
 }
 
 fn data_abort(regs: &mut Regs, part: &Partition, access: Option<MmioAccess>, ipa: u64) -> Action {
+    let outside = Fault { what: "stage-2 data abort outside its memory", class: esr::ec::DABT_LOWER, address: Some(ipa) };
+    let Some(access) = access else { return Action::Stop(outside) };
     let offset = ipa.wrapping_sub(part.config.console);
-    match access {
-        Some(access) if offset < vuart::PAGE_SIZE => {
-            console_access(regs, part, access, offset);
-            regs.skip_instruction();
-            Action::Resume
-        }
-        _ => Action::Stop(Fault { what: "stage-2 data abort outside its memory", class: esr::ec::DABT_LOWER, address: Some(ipa) }),
+    if offset < vuart::PAGE_SIZE {
+        console_access(regs, part, access, offset);
+    } else if let Some(frame) = irq::frame(part, ipa) {
+        gic_access(regs, part, access, frame);
+    } else {
+        return Action::Stop(outside);
+    }
+    regs.skip_instruction();
+    Action::Resume
+}
+
+fn gic_access(regs: &mut Regs, part: &Partition, access: MmioAccess, frame: irq::Frame) {
+    let rt = usize::from(access.rt);
+    let value = access.write.then(|| regs.get(rt) & size_mask(access.size));
+    let result = irq::mmio(part, frame, access.size, value);
+    if !access.write {
+        regs.set(rt, result & size_mask(access.size));
     }
 }
 
@@ -132,15 +160,16 @@ fn size_mask(size: u8) -> u64 {
     if size >= 8 { u64::MAX } else { (1u64 << (size * 8)) - 1 }
 }
 
-fn system_register(regs: &mut Regs, part: &Partition, access: SysRegAccess) -> Action {
+fn system_register(regs: &mut Regs, part: &Partition, vcpu: &Vcpu, access: SysRegAccess) -> Action {
     let rt = usize::from(access.rt);
     match sysreg::policy(&access.reg) {
+        Policy::GenerateSgi if !access.read => irq::generate_sgi(part, vcpu.index, regs.get(rt)),
         Policy::SetWay => {
             if sysreg::starts_sweep(regs.get(rt)) {
                 part.clean_memory();
             }
         }
-        Policy::ReadZeroWriteIgnore => {
+        Policy::GenerateSgi | Policy::ReadZeroWriteIgnore => {
             if access.read {
                 regs.set(rt, 0);
             }

@@ -26,6 +26,12 @@ pub fn arm_after(ticks: u64) {
     write_sysreg!("cnthp_ctl_el2", 1);
 }
 
+/// Fires the hypervisor timer when the counter reaches `deadline`.
+pub fn arm_at(deadline: u64) {
+    write_sysreg!("cnthp_cval_el2", deadline);
+    write_sysreg!("cnthp_ctl_el2", 1);
+}
+
 pub fn disarm() {
     write_sysreg!("cnthp_ctl_el2", 0);
 }

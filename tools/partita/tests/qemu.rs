@@ -171,9 +171,28 @@ fn reading_another_partitions_memory_stops_only_the_offender() {
     misbehave("read-other", "addr=0x48000000", "stage-2 data abort outside its memory (EC 0x24, ELR 0x4000");
 }
 
+/// The distributor a partition sees is its own emulated one: disabling it
+/// (GICD_CTLR = 0) is allowed and reaches no other partition.
 #[test]
-fn writing_the_gic_distributor_stops_only_the_offender() {
-    misbehave("gicd", "", "stage-2 data abort outside its memory (EC 0x24, ELR 0x4000");
+fn writing_the_gic_distributor_touches_only_its_own_virtual_gic() {
+    let steady = "ticks=8 period_ms=100";
+    let boot = boot(
+        "qemu-gicd-write",
+        &[
+            Part { name: "writer", cpus: "[1]", bootargs: "ticks=6 period_ms=100 misbehave=gicd at=2", phys: None },
+            Part { name: "calm", cpus: "[2]", bootargs: steady, phys: None },
+            Part { name: "busy", cpus: "[2, 3]", bootargs: steady, phys: None },
+        ],
+        HANG_LIMIT,
+    );
+    assert_powered_off(&boot);
+    let log = boot.log("writer");
+    assert!(log.contains("misbehaving: gicd at 0x8000000") && log.contains("survived misbehaviour"), "{log}");
+    assert!(log.lines().any(|l| l == "tick 6"), "{log}");
+    assert!(!boot.hypervisor.contains("stopped"), "{}", boot.hypervisor);
+    for bystander in ["calm", "busy"] {
+        assert!(boot.log(bystander).lines().any(|l| l == "tick 8"), "{bystander}: {}", boot.log(bystander));
+    }
 }
 
 #[test]

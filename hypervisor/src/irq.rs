@@ -1,0 +1,215 @@
+//! Virtual interrupts, from their source to a vCPU's list registers.
+//!
+//! Sources: an SGI from another vCPU of the partition (trapped
+//! ICC_SGI1R_EL1), the running vCPU's virtual timer (physical PPI 27), a
+//! passthrough SPI, or the guest's own ISPENDR writes. Each goes through the
+//! partition's virtual distributor (enabled? which priority?), then into the
+//! target vCPU's queue; the queue is flushed into the list registers every
+//! time that vCPU enters the guest.
+
+use crate::boot::system;
+use crate::console::log;
+use crate::partition::{Partition, Vcpu};
+use crate::trace;
+use partita_arch::vgic::{self, HCR_EN, HCR_NPIE};
+use partita_arch::{cpu, gic};
+use partita_core::trace::Kind;
+use partita_core::vgic::lr::{self, Lr, State};
+use partita_core::vgic::regs::{Access, Effect};
+use partita_core::vgic::{sgi_targets, Virq, PRIVATE, VTIMER_INTID};
+use core::sync::atomic::{AtomicU32, Ordering};
+
+/// Reports of writes to interrupts a partition does not own are capped, so
+/// a guest probing every INTID cannot flood the console.
+const DENIED_REPORTS: u32 = 8;
+static DENIED_SO_FAR: AtomicU32 = AtomicU32::new(0);
+
+/// Makes `intid` pending on vCPU `index` of `part`, if its configuration
+/// lets it through; wakes the vCPU. Returns false if it was not delivered
+/// (disabled: latched for later; or no such vCPU).
+pub fn inject(part: &Partition, index: usize, intid: u32, hw: bool) -> bool {
+    let Some(vcpu) = part.vcpus.get(index) else { return false };
+    let Some(priority) = part.gic.lock().fire(index, intid) else { return false };
+    queue(vcpu, Virq { intid, priority, hw });
+    true
+}
+
+fn queue(vcpu: &Vcpu, virq: Virq) {
+    if vcpu.queue.lock().push(virq).is_err() {
+        log!("vCPU {} of partition {}: virtual interrupt {} dropped, queue full", vcpu.index, vcpu.partition, virq.intid);
+        return;
+    }
+    vcpu.set_queued(true);
+    wake(vcpu);
+}
+
+/// A vCPU with an interrupt to take stops waiting; its pCPU looks again.
+pub fn wake(vcpu: &Vcpu) {
+    vcpu.set_waiting(false);
+    if vcpu.pcpu != cpu::index() {
+        gic::kick(vcpu.pcpu);
+    }
+}
+
+/// Fills the running vCPU's list registers from its queue, just before it
+/// enters the guest. Costs one atomic load when nothing is queued.
+pub fn flush(vcpu: &Vcpu) {
+    if !vcpu.has_queued() {
+        return;
+    }
+    let mut queue = vcpu.queue.lock();
+    let count = vgic::list_registers();
+    let mut lrs = [Lr::default(); vgic::MAX_LRS];
+    for (n, lr) in lrs.iter_mut().enumerate().take(count) {
+        *lr = Lr(vgic::read_lr(n));
+    }
+    let before = lrs;
+    let more = lr::flush(&mut lrs[..count], &mut queue);
+    for n in 0..count {
+        if lrs[n] != before[n] {
+            vgic::write_lr(n, lrs[n].0);
+            trace::record(Kind::IrqInjected, vcpu.partition, vcpu.index, lrs[n].intid());
+        }
+    }
+    vgic::set_control(HCR_EN | if more { HCR_NPIE } else { 0 });
+    vcpu.set_queued(more || !queue.is_empty());
+}
+
+/// True when the vCPU has an interrupt to take: queued, or pending in a
+/// list register (a WFI must then complete at once).
+pub fn has_pending(vcpu: &Vcpu) -> bool {
+    let listed = (0..vgic::list_registers()).any(|n| {
+        let state = Lr(vgic::read_lr(n)).state();
+        state == State::Pending || state == State::PendingActive
+    });
+    listed || vcpu.has_queued()
+}
+
+/// A physical interrupt Partita does not keep for itself: the running
+/// vCPU's timer, or a partition's passthrough SPI. The physical interrupt
+/// stays active until the guest's EOI deactivates it (HW bit).
+pub fn forward(intid: u32, running: Option<&Vcpu>) {
+    gic::drop_priority(intid);
+    let target = if intid == VTIMER_INTID {
+        running.map(|v| (v.partition, v.index))
+    } else {
+        spi_owner(intid)
+    };
+    let delivered = target.is_some_and(|(p, i)| inject(&system().partitions[p], i, intid, true));
+    if !delivered {
+        gic::deactivate(intid);
+    }
+}
+
+fn spi_owner(intid: u32) -> Option<(usize, usize)> {
+    system().partitions.iter().enumerate().find_map(|(p, part)| {
+        let target = part.gic.lock().spi_target(intid)?;
+        Some((p, target))
+    })
+}
+
+/// Before a vCPU's list registers are saved: a HW-linked private interrupt
+/// (its virtual timer) is active on this pCPU, which the next vCPU shares.
+/// Deactivate it; a still-pending entry is dropped (the timer fires again
+/// when the vCPU is back), an active one stays as a purely virtual entry.
+pub fn release_private_hw(lrs: &mut [u64]) {
+    for value in lrs.iter_mut() {
+        let entry = Lr(*value);
+        if entry.is_free() || !entry.hw() || entry.intid() >= PRIVATE {
+            continue;
+        }
+        gic::deactivate(entry.intid());
+        *value = match entry.state() {
+            State::Pending => 0,
+            _ => entry.0 & !(1 << 61) & !(0x3ff << 32),
+        };
+    }
+}
+
+/// ICC_SGI1R_EL1 from `sender`: SGIs to vCPUs of the same partition.
+pub fn generate_sgi(part: &Partition, sender: usize, value: u64) {
+    let (intid, targets) = sgi_targets(value, part.vcpus.len(), sender);
+    for index in (0..part.vcpus.len()).filter(|i| targets & (1 << i) != 0) {
+        inject(part, index, intid, false);
+    }
+}
+
+/// Which emulated GIC frame an address falls in.
+pub enum Frame {
+    Distributor(u64),
+    Redistributor(u64),
+}
+
+/// The GIC frame a guest-physical address names, for this partition.
+pub fn frame(part: &Partition, ipa: u64) -> Option<Frame> {
+    use partita_core::vgic::regs::{GICD_SIZE, GICR_FRAME};
+    let platform = &system().platform;
+    let gicd = ipa.wrapping_sub(platform.gicd.base);
+    let gicr = ipa.wrapping_sub(platform.gicr.base);
+    if gicd < GICD_SIZE {
+        Some(Frame::Distributor(gicd))
+    } else if gicr < GICR_FRAME * part.vcpus.len() as u64 {
+        Some(Frame::Redistributor(gicr))
+    } else {
+        None
+    }
+}
+
+/// A trapped access to the emulated distributor or a redistributor.
+pub fn mmio(part: &Partition, frame: Frame, size: u8, value: Option<u64>) -> u64 {
+    let mut effects: heapless::Vec<Effect, 64> = heapless::Vec::new();
+    let result = {
+        let mut gic = part.gic.lock();
+        let mut sink = |effect| {
+            let _ = effects.push(effect);
+        };
+        match frame {
+            Frame::Distributor(offset) => gic.distributor(Access { offset, size, value }, &mut sink),
+            Frame::Redistributor(offset) => gic.redistributor(Access { offset, size, value }, &mut sink),
+        }
+    };
+    for effect in effects {
+        apply(part, effect);
+    }
+    result
+}
+
+fn apply(part: &Partition, effect: Effect) {
+    match effect {
+        Effect::Denied { intid } => {
+            if DENIED_SO_FAR.fetch_add(1, Ordering::Relaxed) < DENIED_REPORTS {
+                log!("partition {} wrote to interrupt {intid}, which it does not own: ignored", part.name());
+            }
+            trace::record(Kind::Health, 0xff, 0xff, intid);
+        }
+        Effect::Pend { vcpu, intid } => {
+            if let Some(target) = part.vcpus.get(vcpu) {
+                let priority = part.gic.lock().config(vcpu, intid).map_or(0xa0, |c| c.priority);
+                queue(target, Virq { intid, priority, hw: false });
+            }
+        }
+        Effect::Unpend { vcpu, intid } => {
+            if let Some(target) = part.vcpus.get(vcpu) {
+                target.queue.lock().remove(intid);
+            }
+        }
+        Effect::SpiEnable { intid, enabled } => gic::enable_spi(intid, enabled),
+        Effect::SpiRoute { intid, vcpu } => {
+            if let Some(target) = part.vcpus.get(vcpu) {
+                gic::route_spi(intid, target.pcpu);
+            }
+        }
+    }
+}
+
+/// Physical set-up of every partition's passthrough SPIs: group 1, a
+/// priority from the owner's criticality, routed to its vCPU 0's pCPU,
+/// disabled until the guest enables it.
+pub fn configure_spis() {
+    for part in &system().partitions {
+        let priority = 0xa0 - 0x20 * part.rank;
+        for intid in part.config.devices.iter().flat_map(|d| d.interrupts.iter().copied()) {
+            gic::configure_spi(intid, priority, part.vcpus[0].pcpu);
+        }
+    }
+}
