@@ -9,4 +9,25 @@
 void dcache_clean_invalidate_all(void);
 void misbehave(const struct dt_info *dt, const struct bootargs *a);
 
+/* The generic counter (main.c). */
+u64 counter_freq(void);
+u64 ms_to_counts(u64 ms);
+
+/* Interrupt tests (irqtest.c): each prints its own result lines. */
+bool irq_setup_boot_cpu(const struct dt_info *dt, const struct bootargs *a);
+bool irq_setup_secondary(const struct bootargs *a);
+__attribute__((noreturn)) void irq_secondary_idle(const struct dt_info *dt, const struct bootargs *a);
+void mask_spin(u64 ms);
+void gicd_attack(u32 intid);
+void sgi_test(const struct dt_info *dt, u64 n, u32 peer, bool peer_ready);
+bool sgi_peer_ready(u32 cpu);
+void lr_overflow_test(void);
+void spi_test(u32 intid);
+
+/* Virtual-timer tests (timer.c). */
+void timer_setup(u32 intid);
+void timer_irq(u64 now);
+void timer_periodic_test(u64 hz, u64 n);
+void irq_bench(u64 n);
+
 #endif

@@ -8,11 +8,13 @@
 
 #define MAX_CPUS		8
 #define BOOT_STACK_SIZE		16384
-#define STACK_SHIFT		13	/* 8 KiB per secondary: it only prints one line */
+#define STACK_SHIFT		13	/* 8 KiB per secondary: a few lines and shallow interrupts */
 
 /* SCTLR_EL1 RES1 bits with the MMU, caches and alignment checks off. */
 #define SCTLR_EL1_SAFE		0x30d00800
 #define HCR_EL2_RW		(1 << 31)
+#define ICC_SRE_EL2_SRE		(1 << 0)
+#define ICC_SRE_EL2_ENABLE	(1 << 3)	/* EL1 may use ICC_SRE_EL1 */
 /* EL1h with D, A, I and F masked. */
 #define SPSR_EL1H_MASKED	0x3c5
 
@@ -32,6 +34,19 @@
 	orr	x9, x9, #3
 	msr	cnthctl_el2, x9
 	msr	cntvoff_el2, xzr
+	/*
+	 * The GICv3 system registers at EL1 (ICC_SRE_EL1 included) only work
+	 * once EL2 allows it; skipped if the core has no GICv3 CPU interface.
+	 */
+	mrs	x9, id_aa64pfr0_el1
+	ubfx	x9, x9, #24, #4
+	cbz	x9, 91f
+	mrs	x9, icc_sre_el2
+	orr	x9, x9, #ICC_SRE_EL2_SRE
+	orr	x9, x9, #ICC_SRE_EL2_ENABLE
+	msr	icc_sre_el2, x9
+	isb
+91:
 	/* EL1 reads of MIDR/MPIDR return these: make them the real ones. */
 	mrs	x9, midr_el1
 	msr	vpidr_el2, x9
@@ -117,15 +132,54 @@ halt:
 	b	halt
 
 /*
- * Every exception is fatal for this guest: report it once and stop. The 16
- * entries differ only by where they sit, so they share one body.
+ * An IRQ from EL1 (on SP_EL1, as this guest always runs) goes to the
+ * interrupt path; every other exception is fatal for this guest: report it
+ * once and stop.
  */
+#define VECTOR_IRQ_EL1_SPX	5
+
 	.balign	2048
 vectors:
-	.rept	16
+	.irp	slot, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15
 	.balign	128
+	.if	\slot == VECTOR_IRQ_EL1_SPX
+	b	irq_entry
+	.else
 	b	exception_entry
+	.endif
 	.endr
+
+/*
+ * Only the registers a C call may clobber need saving: the handler runs with
+ * interrupts masked and takes no exception, so ELR/SPSR stay intact, and it
+ * is built with general registers only. The counter is read first, before
+ * the rest of the saving, so the latency probes see as little of us as
+ * possible (exception entry is context-synchronising: no isb needed).
+ */
+irq_entry:
+	stp	x0, x1, [sp, #-160]!
+	mrs	x0, cntvct_el0
+	stp	x2, x3, [sp, #16]
+	stp	x4, x5, [sp, #32]
+	stp	x6, x7, [sp, #48]
+	stp	x8, x9, [sp, #64]
+	stp	x10, x11, [sp, #80]
+	stp	x12, x13, [sp, #96]
+	stp	x14, x15, [sp, #112]
+	stp	x16, x17, [sp, #128]
+	stp	x18, x30, [sp, #144]
+	bl	irq_handler
+	ldp	x2, x3, [sp, #16]
+	ldp	x4, x5, [sp, #32]
+	ldp	x6, x7, [sp, #48]
+	ldp	x8, x9, [sp, #64]
+	ldp	x10, x11, [sp, #80]
+	ldp	x12, x13, [sp, #96]
+	ldp	x14, x15, [sp, #112]
+	ldp	x16, x17, [sp, #128]
+	ldp	x18, x30, [sp, #144]
+	ldp	x0, x1, [sp], #160
+	eret
 
 exception_entry:
 	mrs	x0, esr_el1

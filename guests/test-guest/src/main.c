@@ -8,6 +8,7 @@
 #include "console.h"
 #include "lib.h"
 #include "psci.h"
+#include "gic.h"
 
 /* How long the boot CPU waits for a secondary's line before going on. */
 #define SECONDARY_TIMEOUT_MS 2000
@@ -26,7 +27,7 @@ void guest_main(u64 dtb);
 void secondary_main(u64 index);
 void exception_report(u64 esr, u64 elr, u64 far);
 
-static u64 counter_freq(void)
+u64 counter_freq(void)
 {
 	u64 f = read_sysreg(cntfrq_el0) & 0xffffffff;
 
@@ -34,7 +35,7 @@ static u64 counter_freq(void)
 }
 
 /* Split so that neither product can overflow for any 32-bit frequency/period. */
-static u64 ms_to_counts(u64 ms)
+u64 ms_to_counts(u64 ms)
 {
 	u64 f = counter_freq();
 
@@ -125,6 +126,7 @@ static void start_secondaries(void)
 
 void secondary_main(u64 index)
 {
+	write_sysreg(tpidr_el1, index);
 	printf("vcpu %lu up\n", index);
 	cpu_boots[index]++;
 	if (args.secondaries_off && cpu_boots[index] == 1) {
@@ -134,8 +136,13 @@ void secondary_main(u64 index)
 		printf("vcpu %lu: cpu_off returned\n", index);
 		halt();
 	}
+	/* Only the SGI test needs a secondary's interrupts. */
+	if (args.sgi)
+		irq_setup_secondary(&args);
 	dsb_sy();
 	cpu_up[index] = 1;
+	if (args.sgi)
+		irq_secondary_idle(&dt, &args);
 	for (;;)
 		__asm__ volatile("wfi");
 }
@@ -191,18 +198,70 @@ static void tick_loop(void)
 	}
 }
 
+static u32 boot_cpu_index(void)
+{
+	u64 self = current_mpidr_affinity();
+	u32 i;
+
+	for (i = 0; i < dt.ncpus && i < MAX_CPUS; i++)
+		if (dt.cpu_mpidr[i] == self)
+			return i;
+	return 0;
+}
+
+static bool wants_gic(void)
+{
+	return (args.timer_hz && args.timer_ticks) || args.sgi || args.lr_overflow ||
+	       args.spi || args.irq_bench;
+}
+
+/* The SGI partner: the first other vCPU that came up. */
+static u32 sgi_peer(void)
+{
+	u32 i, me = this_cpu();
+
+	for (i = 0; i < dt.ncpus && i < MAX_CPUS; i++)
+		if (i != me && cpu_up[i])
+			return i;
+	return MAX_CPUS;
+}
+
+/* In a fixed order, after the secondaries are up and before the tick loop. */
+static void interrupt_tests(bool gic_ok)
+{
+	if (args.mask_spin_ms)
+		mask_spin(args.mask_spin_ms);
+	if (args.gicd_attack)
+		gicd_attack(args.gicd_attack);
+	if (!gic_ok)
+		return;
+	if (args.sgi)
+		sgi_test(&dt, args.sgi, sgi_peer(), sgi_peer_ready(sgi_peer()));
+	if (args.lr_overflow)
+		lr_overflow_test();
+	if (args.spi)
+		spi_test(args.spi);
+	if (args.timer_hz && args.timer_ticks)
+		timer_periodic_test(args.timer_hz, args.timer_ticks);
+	if (args.irq_bench)
+		irq_bench(args.irq_bench);
+}
+
 void guest_main(u64 dtb)
 {
 	const char *why = "";
 	bool ok = dt_read(dtb, &dt, &why);
+	bool gic_ok = false;
 
 	console_init(dt.console);
 	if (!ok) {
 		printf("bad device tree at 0x%lx: %s\n", dtb, why);
 		power_off(dt.psci);
 	}
+	write_sysreg(tpidr_el1, boot_cpu_index());
 	print_greeting();
 	bootargs_parse(dt.bootargs, &args);
+	gic_probe(&dt);
 
 	if (args.marker_write) {
 		marker_store(&marker_buf[0]);
@@ -212,6 +271,10 @@ void guest_main(u64 dtb)
 	dcache_clean_invalidate_all();
 	printf("set/way clean done\n");
 
+	/* Before the secondaries: their redistributors need affinity routing on. */
+	if (wants_gic())
+		gic_ok = irq_setup_boot_cpu(&dt, &args);
+
 	if (dt.psci != PSCI_NONE) {
 		print_psci_version();
 		start_secondaries();
@@ -219,6 +282,7 @@ void guest_main(u64 dtb)
 		printf("no psci method in the device tree: secondaries stay off\n");
 	}
 
+	interrupt_tests(gic_ok);
 	tick_loop();
 	if (args.end_reset) {
 		printf("resetting\n");

@@ -6,5 +6,7 @@ pub mod check;
 pub mod config;
 pub mod devicetree;
 pub mod guests;
+pub mod qmp;
 pub mod run;
 pub mod testcmd;
+pub mod trace;

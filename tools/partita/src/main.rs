@@ -5,7 +5,7 @@ use clap::{Parser, Subcommand};
 use partita::build::{self, BuildOutput};
 use partita::config::Config;
 use partita::run::{self, Ending, RunOptions};
-use partita::{check, guests, testcmd};
+use partita::{check, guests, testcmd, trace};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -36,6 +36,9 @@ enum Cmd {
         #[arg(long)]
         gdb: bool,
     },
+    /// Draw the event trace a run left in OUT_DIR/trace.bin: Perfetto JSON,
+    /// a Gantt chart and an interrupt-latency histogram.
+    Trace { out_dir: PathBuf },
     /// Boot configs/demo.toml and show every partition's console live.
     Demo {
         #[arg(long, default_value_t = DEMO_SECONDS)]
@@ -61,6 +64,10 @@ fn execute(command: Cmd) -> Result<ExitCode> {
         Cmd::Check { config } => checked(&config).map(|_| ExitCode::SUCCESS),
         Cmd::Build { config } => prepare(&config).map(|_| ExitCode::SUCCESS),
         Cmd::Run { config, seconds, gdb } => boot(&config, RunOptions { seconds, live: true, gdb }),
+        Cmd::Trace { out_dir } => {
+            println!("{}", trace::draw(&out_dir)?);
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::Demo { seconds } => {
             let demo = build::repo_root().join("configs").join("demo.toml");
             boot(&demo, RunOptions { seconds: Some(seconds), live: true, gdb: false })

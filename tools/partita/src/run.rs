@@ -5,12 +5,20 @@
 //! own lines as `[partita] text`. The host turns that back into one log per
 //! partition, a hypervisor log, the untouched stream, and a live view with a
 //! colored name column.
+//!
+//! QEMU also gets a QMP socket. Through it the supervisor learns that the
+//! machine powered off (QEMU is told to pause instead of exiting then),
+//! and, when the hypervisor announced an event trace, copies the trace
+//! memory out of the stopped machine into `trace.bin` before QEMU quits.
 
 use crate::build::BuildOutput;
-use anyhow::{Context, Result};
+use crate::qmp::Qmp;
+use crate::trace::{self as host_trace, TraceMeta};
+use anyhow::{ensure, Context, Result};
 use partita_core::model::System;
 use std::fs::File;
 use std::io::{IsTerminal, LineWriter, Read, Write};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -25,6 +33,14 @@ const MIB: u64 = 1024 * 1024;
 /// How often the supervisor looks at the clock and at Ctrl-C while QEMU is quiet.
 const TICK: Duration = Duration::from_millis(50);
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
+/// QEMU creates its QMP socket within milliseconds of starting.
+const QMP_CONNECT_LIMIT: Duration = Duration::from_secs(5);
+/// How long QEMU may take to exit after `quit` before it is killed.
+const QUIT_GRACE: Duration = Duration::from_secs(5);
+pub const QMP_SOCKET: &str = "qmp.sock";
+const RAW_TRACE_FILE: &str = "trace.bin.raw";
+/// `sun_path` holds 108 bytes, the terminating NUL included.
+const SOCKET_PATH_MAX: usize = 107;
 
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
@@ -58,6 +74,60 @@ pub struct RunReport {
     pub boot_ms: Option<u64>,
     /// Partitions that printed nothing at all.
     pub silent: Vec<String>,
+    /// `trace.bin`, when the hypervisor traced and its memory was copied.
+    pub trace: Option<PathBuf>,
+}
+
+/// QEMU's monitor socket, and what `trace.bin` says about the machine.
+#[derive(Clone, Debug)]
+pub struct Monitor {
+    pub socket: PathBuf,
+    pub trace: TraceMeta,
+}
+
+impl Monitor {
+    pub fn for_run(out_dir: &Path, system: &System) -> Self {
+        let trace = TraceMeta {
+            config: system.name.clone(),
+            cpus: system.platform.cpus,
+            partitions: system.partitions.iter().map(|p| p.name.clone()).collect(),
+        };
+        Self { socket: qmp_socket(out_dir), trace }
+    }
+}
+
+/// `<out_dir>/qmp.sock`, unless that path is too long for a Unix socket.
+pub fn qmp_socket(out_dir: &Path) -> PathBuf {
+    let socket = std::path::absolute(out_dir.join(QMP_SOCKET)).unwrap_or_else(|_| out_dir.join(QMP_SOCKET));
+    if socket.as_os_str().len() <= SOCKET_PATH_MAX {
+        return socket;
+    }
+    let name = out_dir.file_name().map_or_else(|| "run".into(), |n| n.to_string_lossy().into_owned());
+    std::env::temp_dir().join(format!("partita-{}-{name}.qmp", std::process::id()))
+}
+
+/// Where the hypervisor put its trace memory, from its one `trace:` line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceRegion {
+    pub cpus: u32,
+    pub events: u32,
+    pub address: u64,
+    pub bytes: u64,
+}
+
+/// Reads `trace: <cpus> ring(s) of <events> events at 0x<address>, <bytes> bytes`.
+pub fn parse_trace_line(text: &str) -> Option<TraceRegion> {
+    let words: Vec<&str> = text.strip_prefix("trace: ")?.split_whitespace().collect();
+    let [cpus, "ring(s)", "of", events, "events", "at", address, bytes, "bytes"] = words[..] else {
+        return None;
+    };
+    let address = address.strip_suffix(',')?.strip_prefix("0x")?;
+    Some(TraceRegion {
+        cpus: cpus.parse().ok()?,
+        events: events.parse().ok()?,
+        address: u64::from_str_radix(address, 16).ok()?,
+        bytes: bytes.parse().ok()?,
+    })
 }
 
 /// Boots `build` in QEMU and supervises it until it ends.
@@ -68,12 +138,14 @@ pub fn run(build: &BuildOutput, system: &System, opts: &RunOptions) -> Result<Ru
     }
     let names: Vec<String> = system.partitions.iter().map(|p| p.name.clone()).collect();
     watch_for_interrupt();
-    let report = supervise(qemu, &names, &build.out_dir, opts)?;
+    let monitor = Monitor::for_run(&build.out_dir, system);
+    let report = supervise_with(qemu, &names, &build.out_dir, opts, Some(&monitor))?;
     print_summary(&report, &build.out_dir, names.len());
     Ok(report)
 }
 
-/// The QEMU invocation for `virt` with EL2, GICv3 and the image as a Linux Image.
+/// The QEMU invocation for `virt` with EL2, GICv3 and the image as a Linux
+/// Image, with its QMP socket at [`qmp_socket`].
 pub fn qemu_command(build: &BuildOutput, system: &System, gdb: bool) -> Command {
     let platform = &system.platform;
     let mut qemu = Command::new("qemu-system-aarch64");
@@ -82,7 +154,9 @@ pub fn qemu_command(build: &BuildOutput, system: &System, gdb: bool) -> Command 
         .args(["-m", &format!("{}M", platform.ram.size.div_ceil(MIB))])
         .args(["-display", "none", "-monitor", "none", "-serial", "stdio"])
         .arg("-kernel")
-        .arg(&build.image);
+        .arg(&build.image)
+        .arg("-qmp")
+        .arg(qmp_option(&qmp_socket(&build.out_dir)));
     if gdb {
         qemu.args(["-s", "-S"]);
     }
@@ -106,32 +180,69 @@ pub fn gdb_command_line(build: &BuildOutput) -> String {
     line
 }
 
+/// QEMU splits options at commas; a doubled comma is a literal one.
+fn qmp_option(socket: &Path) -> std::ffi::OsString {
+    let path = socket.to_string_lossy().replace(',', ",,");
+    format!("unix:{path},server=on,wait=off").into()
+}
+
 fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
 /// Runs `command` as QEMU: its stdout is the serial stream. Logs go to
 /// `out_dir`. QEMU never outlives this call.
-pub fn supervise(mut command: Command, names: &[String], out_dir: &Path, opts: &RunOptions) -> Result<RunReport> {
+pub fn supervise(command: Command, names: &[String], out_dir: &Path, opts: &RunOptions) -> Result<RunReport> {
+    supervise_with(command, names, out_dir, opts, None)
+}
+
+/// [`supervise`], talking to QEMU through `monitor` when one is given: a
+/// power-off ends the run, and the trace is copied out before QEMU quits.
+/// A monitor that fails costs a warning and the trace, never the run.
+pub fn supervise_with(
+    mut command: Command,
+    names: &[String],
+    out_dir: &Path,
+    opts: &RunOptions,
+    monitor: Option<&Monitor>,
+) -> Result<RunReport> {
     std::fs::create_dir_all(out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
     let console_log = out_dir.join("console.log");
     let raw = File::create(&console_log).with_context(|| format!("cannot create {}", console_log.display()))?;
     let painter = opts.live.then(|| Painter::new(names, use_color()));
     let mut console = Console::create(names, out_dir, painter)?;
     INTERRUPTED.store(false, Ordering::SeqCst);
+    let _socket = monitor.map(|m| forget_previous_run(m, out_dir));
     command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    if monitor.is_some() {
+        // Ctrl-C must reach only us: QEMU has to live until the trace is copied.
+        command.process_group(0);
+    }
     let program = command.get_program().to_string_lossy().into_owned();
     let mut child = Reaper(command.spawn().with_context(|| format!("cannot start `{program}` (is it installed?)"))?);
     let deadline = opts.seconds.map(|s| console.restart_clock() + Duration::from_secs(s));
     let (lines, reader) = read_lines(&mut child.0, raw);
     let errors = collect_stderr(&mut child.0);
-    let stopped = follow(&lines, &mut console, deadline)?;
+    let mut qmp = monitor.and_then(|m| open_monitor(m, &mut child));
+    let stopped = follow(&lines, &mut console, deadline, qmp.as_mut())?;
+    let mut trace = None;
     if stopped.is_some() {
+        if let (Some(qmp), Some(monitor)) = (qmp.as_mut(), monitor) {
+            take_queued_lines(&lines, &mut console)?;
+            trace = console.trace_region().and_then(|region| save_trace(qmp, monitor, region, out_dir));
+            quit(qmp, &mut child);
+        }
         child.stop();
     }
+    drop(qmp);
     let closed = drain(&lines, &mut console)?;
     let status = child.0.wait().context("cannot wait for QEMU")?;
-    let ending = stopped.unwrap_or_else(|| ended_by_itself(status));
+    let ending = match stopped {
+        Some(Stop::PoweredOff) => Ending::Exited(if status.success() { status } else { ExitStatus::default() }),
+        Some(Stop::TimedOut) => Ending::TimedOut,
+        Some(Stop::Interrupted) => Ending::Interrupted,
+        None => ended_by_itself(status),
+    };
     if closed {
         reader
             .join()
@@ -141,7 +252,103 @@ pub fn supervise(mut command: Command, names: &[String], out_dir: &Path, opts: &
             show_errors(errors);
         }
     }
-    Ok(console.report(ending, console_log))
+    let mut report = console.report(ending, console_log);
+    report.trace = trace;
+    Ok(report)
+}
+
+/// Why the supervisor ended a run that QEMU had not ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stop {
+    /// QMP reported SHUTDOWN: the machine powered off and QEMU paused.
+    PoweredOff,
+    TimedOut,
+    Interrupted,
+}
+
+/// Removes the socket when the run ends, on every path.
+struct SocketFile(PathBuf);
+
+impl Drop for SocketFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// A trace left by an earlier run must not pass for this run's.
+fn forget_previous_run(monitor: &Monitor, out_dir: &Path) -> SocketFile {
+    for stale in [host_trace::TRACE_FILE, RAW_TRACE_FILE] {
+        let _ = std::fs::remove_file(out_dir.join(stale));
+    }
+    let _ = std::fs::remove_file(&monitor.socket);
+    SocketFile(monitor.socket.clone())
+}
+
+fn warn(text: &str) {
+    eprintln!("warning: {text}");
+}
+
+/// Connects to QEMU's monitor and makes a power-off pause the machine.
+fn open_monitor(monitor: &Monitor, child: &mut Reaper) -> Option<Qmp> {
+    let deadline = Instant::now() + QMP_CONNECT_LIMIT;
+    let mut qmp = match Qmp::connect_when_ready(&monitor.socket, deadline, || child.has_exited()) {
+        Ok(qmp) => qmp,
+        Err(error) => {
+            // A QEMU that died at once is reported as such; its socket is beside the point.
+            if !child.has_exited() {
+                warn(&format!("QEMU's monitor is unavailable, so no trace can be collected: {error:#}"));
+            }
+            return None;
+        }
+    };
+    if let Err(error) = qmp.pause_on_shutdown() {
+        warn(&format!("QEMU will exit at power-off, taking the trace with it: {error:#}"));
+    }
+    Some(qmp)
+}
+
+/// Lines already read must be seen before deciding whether there is a trace.
+fn take_queued_lines(lines: &Receiver<String>, console: &mut Console) -> Result<()> {
+    while let Ok(line) = lines.try_recv() {
+        console.line(&line)?;
+    }
+    Ok(())
+}
+
+/// Stops the machine and writes `trace.bin`; on failure, warns and returns `None`.
+fn save_trace(qmp: &mut Qmp, monitor: &Monitor, region: TraceRegion, out_dir: &Path) -> Option<PathBuf> {
+    match copy_trace(qmp, monitor, region, out_dir) {
+        Ok(path) => Some(path),
+        Err(error) => {
+            warn(&format!("the trace was not collected: {error:#}"));
+            None
+        }
+    }
+}
+
+fn copy_trace(qmp: &mut Qmp, monitor: &Monitor, region: TraceRegion, out_dir: &Path) -> Result<PathBuf> {
+    qmp.stop()?;
+    let raw_path = std::path::absolute(out_dir.join(RAW_TRACE_FILE)).context("no absolute path for the trace")?;
+    qmp.pmemsave(region.address, region.bytes, &raw_path)?;
+    let ring = std::fs::read(&raw_path).with_context(|| format!("cannot read {}", raw_path.display()))?;
+    ensure!(ring.len() as u64 == region.bytes, "QEMU saved {} of {} bytes", ring.len(), region.bytes);
+    if let Err(error) = partita_core::trace::decode(&ring) {
+        anyhow::bail!("the memory at {:#x} is not a trace ({error:?}); it is left in {}", region.address, raw_path.display());
+    }
+    let path = out_dir.join(host_trace::TRACE_FILE);
+    std::fs::write(&path, host_trace::encode_file(&monitor.trace, &ring))
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    let _ = std::fs::remove_file(&raw_path);
+    Ok(path)
+}
+
+/// Asks QEMU to exit, and gives it a moment; the caller kills it if it stays.
+fn quit(qmp: &mut Qmp, child: &mut Reaper) {
+    if let Err(error) = qmp.quit() {
+        warn(&format!("QEMU did not take `quit`, so it is killed: {error:#}"));
+        return;
+    }
+    child.wait_for_exit(QUIT_GRACE);
 }
 
 /// A Ctrl-C at the terminal reaches QEMU too, which then quits on its own;
@@ -154,9 +361,15 @@ fn ended_by_itself(status: ExitStatus) -> Ending {
     }
 }
 
-/// Feeds lines to the console until QEMU closes its output, the time runs
-/// out, or the user interrupts; returns why it stopped early, if it did.
-fn follow(lines: &Receiver<String>, console: &mut Console, deadline: Option<Instant>) -> Result<Option<Ending>> {
+/// Feeds lines to the console until QEMU closes its output, the machine
+/// powers off, the time runs out, or the user interrupts; returns why it
+/// stopped early, if it did.
+fn follow(
+    lines: &Receiver<String>,
+    console: &mut Console,
+    deadline: Option<Instant>,
+    mut qmp: Option<&mut Qmp>,
+) -> Result<Option<Stop>> {
     loop {
         match lines.recv_timeout(TICK) {
             Ok(line) => console.line(&line)?,
@@ -164,10 +377,13 @@ fn follow(lines: &Receiver<String>, console: &mut Console, deadline: Option<Inst
             Err(RecvTimeoutError::Disconnected) => return Ok(None),
         }
         if INTERRUPTED.load(Ordering::SeqCst) {
-            return Ok(Some(Ending::Interrupted));
+            return Ok(Some(Stop::Interrupted));
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
-            return Ok(Some(Ending::TimedOut));
+            return Ok(Some(Stop::TimedOut));
+        }
+        if qmp.as_deref_mut().is_some_and(|qmp| qmp.take_event("SHUTDOWN")) {
+            return Ok(Some(Stop::PoweredOff));
         }
     }
 }
@@ -192,6 +408,17 @@ impl Reaper {
     fn stop(&mut self) {
         if matches!(self.0.try_wait(), Ok(None)) {
             let _ = self.0.kill();
+        }
+    }
+
+    fn has_exited(&mut self) -> bool {
+        !matches!(self.0.try_wait(), Ok(None))
+    }
+
+    fn wait_for_exit(&mut self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        while !self.has_exited() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
         }
     }
 }
@@ -347,6 +574,7 @@ pub struct Console {
     seen: Vec<bool>,
     started: Instant,
     boot_ms: Option<u64>,
+    trace: Option<TraceRegion>,
 }
 
 impl Console {
@@ -367,6 +595,7 @@ impl Console {
             seen: vec![false; names.len()],
             started: Instant::now(),
             boot_ms: None,
+            trace: None,
         })
     }
 
@@ -378,7 +607,10 @@ impl Console {
                 self.mark_seen(i);
                 &mut self.partition_logs[i]
             }
-            Source::Hypervisor => &mut self.hypervisor_log,
+            Source::Hypervisor => {
+                self.trace = parse_trace_line(text).or(self.trace);
+                &mut self.hypervisor_log
+            }
         };
         writeln!(log, "{text}").with_context(|| format!("cannot write {}", path.display()))?;
         if let Some(painter) = &self.painter {
@@ -386,6 +618,11 @@ impl Console {
             let _ = writeln!(std::io::stdout().lock(), "{}", painter.format(source, text));
         }
         Ok(())
+    }
+
+    /// Where the hypervisor said its trace memory is, if it traces.
+    pub fn trace_region(&self) -> Option<TraceRegion> {
+        self.trace
     }
 
     /// Boot time counts from QEMU's start, not from when the logs were opened.
@@ -410,6 +647,7 @@ impl Console {
             partition_logs: self.partition_logs.into_iter().map(|(path, _)| path).collect(),
             boot_ms: self.boot_ms,
             silent,
+            trace: None,
         }
     }
 }
@@ -428,4 +666,14 @@ pub fn print_summary(report: &RunReport, out_dir: &Path, partitions: usize) {
         None => {}
     }
     println!("logs: {}/ (console.log, hypervisor.log, <partition>.log)", out_dir.display());
+    if report.trace.is_some() {
+        println!("trace: {}/trace.bin; draw it with `partita trace {}`", out_dir.display(), shown(out_dir).display());
+    }
+}
+
+/// A path as the user would type it from here: relative when it lies below
+/// the current directory.
+fn shown(path: &Path) -> PathBuf {
+    let here = std::env::current_dir().unwrap_or_default();
+    path.strip_prefix(&here).map_or_else(|_| path.to_path_buf(), Path::to_path_buf)
 }

@@ -18,6 +18,8 @@ pub struct RawConfig {
     pub hypervisor: RawHypervisor,
     #[serde(default)]
     pub partition: Vec<RawPartition>,
+    #[serde(default)]
+    pub trace: RawTrace,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -54,6 +56,13 @@ pub struct RawHypervisor {
     #[serde(default)]
     pub memory: RawRange,
     pub quantum_us: Option<u32>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTrace {
+    pub enabled: Option<bool>,
+    pub events_per_cpu: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -2,6 +2,7 @@
 
 use super::raw::{
     RawConfig, RawCriticality, RawDevice, RawFormat, RawImage, RawMemory, RawPartition, RawPlatform, RawRange,
+    RawTrace,
 };
 use super::{Image, ImageFormat};
 use partita_core::model::{Criticality, Device, Hypervisor, MemoryRegion, Partition, Perms, Platform, Range, System};
@@ -24,6 +25,7 @@ pub const GICD_SIZE: u64 = 64 * KIB;
 pub const GICR_SIZE_PER_CPU: u64 = 128 * KIB;
 pub const DEFAULT_HYPERVISOR_SIZE: u64 = 32 * MIB;
 pub const DEFAULT_QUANTUM_US: u32 = 1000;
+pub const DEFAULT_TRACE_EVENTS: u32 = 16_384;
 pub const DEFAULT_PARTITION_CONSOLE: u64 = 0x0900_0000;
 /// Allocated regions start on 2 MiB so the stage-2 tables can use block mappings.
 pub const ALLOCATION_ALIGN: u64 = 2 * MIB;
@@ -45,8 +47,7 @@ pub fn resolve(raw: RawConfig, name: String, config_dir: &Path) -> Resolved {
     let hypervisor = Hypervisor {
         memory: range_or(&raw.hypervisor.memory, Range::new(platform.ram.base, DEFAULT_HYPERVISOR_SIZE)),
         quantum_us: raw.hypervisor.quantum_us.unwrap_or(DEFAULT_QUANTUM_US),
-        // Tracing: the `[trace]` section (added with the trace tooling).
-        trace_events: 0,
+        trace_events: trace_events(&raw.trace),
     };
     let mut issues = Vec::new();
     let mut images = Vec::new();
@@ -64,6 +65,15 @@ pub fn resolve(raw: RawConfig, name: String, config_dir: &Path) -> Resolved {
 
 fn range_or(raw: &RawRange, default: Range) -> Range {
     Range::new(raw.base.unwrap_or(default.base), raw.size.map_or(default.size, |s| s.0))
+}
+
+/// The model has no separate switch: a ring size of 0 is "off".
+fn trace_events(raw: &RawTrace) -> u32 {
+    if raw.enabled.unwrap_or(false) {
+        raw.events_per_cpu.unwrap_or(DEFAULT_TRACE_EVENTS)
+    } else {
+        0
+    }
 }
 
 fn platform(raw: &RawPlatform) -> Platform {
