@@ -33,6 +33,8 @@ pub struct System {
 pub struct PerCpu {
     pub vcpus: Vec<&'static Vcpu>,
     current: AtomicUsize,
+    /// One vCPU only: no tick, and its WFI does not leave the guest.
+    pub exclusive: bool,
 }
 
 const NONE: usize = usize::MAX;
@@ -132,9 +134,9 @@ fn build_system(table: BootTable, data: &'static [u8]) -> System {
         .map(|(i, (config, boot))| partition::build(i, config, boot, data))
         .collect();
     let cpus = (0..system.platform.cpus as usize)
-        .map(|cpu| PerCpu {
-            vcpus: partitions.iter().flat_map(|p| p.vcpus.iter().copied()).filter(|v| v.pcpu == cpu).collect(),
-            current: AtomicUsize::new(NONE),
+        .map(|cpu| {
+            let vcpus: Vec<_> = partitions.iter().flat_map(|p| p.vcpus.iter().copied()).filter(|v| v.pcpu == cpu).collect();
+            PerCpu { exclusive: vcpus.len() == 1, vcpus, current: AtomicUsize::new(NONE) }
         })
         .collect();
     let quantum = partita_arch::timer::frequency() * u64::from(system.hypervisor.quantum_us) / 1_000_000;

@@ -11,7 +11,7 @@ use crate::irq;
 use crate::partition::{RunState, Vcpu};
 use crate::trace;
 use partita_arch::exception::{enter_guest, Regs};
-use partita_arch::{cpu, gic, stage2, timer};
+use partita_arch::{cpu, el2, gic, stage2, timer};
 use partita_core::sched::{contender, pick};
 use partita_core::trace::{Kind, OutReason};
 use partita_core::vcpu::Power;
@@ -65,6 +65,7 @@ fn switch_to(me: &PerCpu, slot: usize) -> ! {
         ctx.regs
     };
     stage2::activate(system().partitions[vcpu.partition].vttbr);
+    el2::trap_wfi(!me.exclusive);
     irq::flush(vcpu);
     arm_timer(me, Some(slot));
     enter_guest(regs)

@@ -42,6 +42,14 @@ pub const HCR_GUEST: u64 = hcr::VM
     | hcr::APK
     | hcr::API;
 
+/// Traps WFI (a shared pCPU: the waiting vCPU gives the core away) or lets
+/// the guest execute it (an exclusive pCPU: the core sleeps in the guest and
+/// wakes straight into it, with no exit for the wait).
+pub fn trap_wfi(trap: bool) {
+    let hcr = if trap { HCR_GUEST } else { HCR_GUEST & !hcr::TWI };
+    write_sysreg!("hcr_el2", hcr);
+}
+
 /// Sets the trap controls on this pCPU.
 pub fn init_cpu() {
     write_sysreg!("hcr_el2", HCR_GUEST);
