@@ -200,11 +200,8 @@ impl Validator<'_> {
             return;
         }
         if !TRACE_EVENTS.contains(&events) {
-            let message = format!(
-                "{events} events per CPU is out of range {}..={}",
-                TRACE_EVENTS.start(),
-                TRACE_EVENTS.end()
-            );
+            let message =
+                format!("{events} events per CPU is out of range {}..={}", TRACE_EVENTS.start(), TRACE_EVENTS.end());
             self.push("trace".into(), "events_per_cpu", message);
             return;
         }

@@ -333,7 +333,11 @@ fn copy_trace(qmp: &mut Qmp, monitor: &Monitor, region: TraceRegion, out_dir: &P
     let ring = std::fs::read(&raw_path).with_context(|| format!("cannot read {}", raw_path.display()))?;
     ensure!(ring.len() as u64 == region.bytes, "QEMU saved {} of {} bytes", ring.len(), region.bytes);
     if let Err(error) = partita_core::trace::decode(&ring) {
-        anyhow::bail!("the memory at {:#x} is not a trace ({error:?}); it is left in {}", region.address, raw_path.display());
+        anyhow::bail!(
+            "the memory at {:#x} is not a trace ({error:?}); it is left in {}",
+            region.address,
+            raw_path.display()
+        );
     }
     let path = out_dir.join(host_trace::TRACE_FILE);
     std::fs::write(&path, host_trace::encode_file(&monitor.trace, &ring))
@@ -676,4 +680,46 @@ pub fn print_summary(report: &RunReport, out_dir: &Path, partitions: usize) {
 fn shown(path: &Path) -> PathBuf {
     let here = std::env::current_dir().unwrap_or_default();
     path.strip_prefix(&here).map_or_else(|_| path.to_path_buf(), Path::to_path_buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_trace_line_gives_the_region() {
+        let line = "trace: 4 ring(s) of 16384 events at 0x40a00000, 1048896 bytes";
+        let region = TraceRegion { cpus: 4, events: 16384, address: 0x40a0_0000, bytes: 1_048_896 };
+        assert_eq!(parse_trace_line(line), Some(region));
+        for other in [
+            "trace: 4 ring(s) of 16384 events at 40a00000, 1048896 bytes",
+            "trace: 4 ring(s) of many events at 0x40a00000, 1048896 bytes",
+            "trace: 4 ring(s) of 16384 events at 0x40a00000, 1048896",
+            "tracing: 4 ring(s) of 16384 events at 0x40a00000, 1048896 bytes",
+            "[rtos] trace: 4 ring(s) of 16384 events at 0x40a00000, 1048896 bytes",
+        ] {
+            assert_eq!(parse_trace_line(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn only_partitas_own_trace_line_counts() {
+        let dir = std::env::temp_dir().join(format!("partita-run-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut console = Console::create(&["rtos".to_string()], &dir, None).unwrap();
+        console.line("[rtos] trace: 1 ring(s) of 64 events at 0x1000, 1152 bytes").unwrap();
+        assert_eq!(console.trace_region(), None, "a guest cannot make the host read memory");
+        console.line("[partita] trace: 1 ring(s) of 64 events at 0x2000, 1152 bytes").unwrap();
+        assert_eq!(console.trace_region().map(|r| r.address), Some(0x2000));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_socket_path_fits_a_unix_socket() {
+        assert_eq!(qmp_socket(Path::new("/repo/out/demo")), Path::new("/repo/out/demo/qmp.sock"));
+        let deep = PathBuf::from("/").join("d".repeat(120)).join("demo");
+        let socket = qmp_socket(&deep);
+        assert!(socket.starts_with(std::env::temp_dir()) && socket.as_os_str().len() <= SOCKET_PATH_MAX);
+        assert_eq!(qmp_option(Path::new("/a,b/qmp.sock")), "unix:/a,,b/qmp.sock,server=on,wait=off");
+    }
 }

@@ -62,6 +62,7 @@ fn good_fixture_resolves_defaults_and_allocates() {
     assert_eq!(system.platform.gicr, Range::new(0x080a_0000, 4 * 0x2_0000));
     assert_eq!(system.hypervisor.memory, Range::new(0x4000_0000, 32 << 20));
     assert_eq!(system.hypervisor.quantum_us, 500);
+    assert_eq!(system.hypervisor.trace_events, 4096);
 
     let [rtos, gpos] = &system.partitions[..] else { panic!("two partitions expected") };
     assert_eq!((rtos.criticality, gpos.criticality), (Criticality::High, Criticality::Low));
@@ -99,6 +100,7 @@ fn demo_configuration_is_valid() {
     let config = load_beside_stand_in_guest("demo", include_str!("../../../configs/demo.toml"));
     let names: Vec<&str> = config.system.partitions.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["rtos", "control", "gpos"]);
+    assert_eq!(config.system.hypervisor.trace_events, 0, "tracing is off unless asked for");
     let shared = config.system.partitions.iter().filter(|p| p.vcpus.contains(&2)).count();
     assert_eq!(shared, 2, "pCPU 2 is shared by two partitions");
     let summary = partita::check::summary(&config);
@@ -457,6 +459,34 @@ fn hypervisor_memory_outside_ram() {
 #[test]
 fn quantum_out_of_range() {
     expect_error("quantum_out_of_range", "hypervisor.quantum_us", "quantum 50 us is out of range 100..=1000000 us");
+}
+
+#[test]
+fn trace_ring_too_small() {
+    expect_error("trace_events_out_of_range", "trace.events_per_cpu", "32 events per CPU is out of range 64..=1048576");
+}
+
+#[test]
+fn trace_larger_than_a_quarter_of_hypervisor_memory() {
+    expect_error(
+        "trace_too_big",
+        "trace.events_per_cpu",
+        "the trace needs 16385 KiB (4 CPUs x 262144 events), more than a quarter of hypervisor memory (8192 KiB)",
+    );
+}
+
+#[test]
+fn default_trace_too_big_points_at_the_section() {
+    expect_error("trace_default_too_big", "trace.events_per_cpu", "more than a quarter of hypervisor memory (512 KiB)");
+}
+
+#[test]
+fn trace_off_ignores_the_ring_size() {
+    let text = "[trace]\nenabled = false\nevents_per_cpu = 32\n\n[[partition]]\nname = \"a\"\ncpus = [1]\n\
+                [[partition.memory]]\nbase = 0x40000000\nsize = \"16M\"\n\
+                [[partition.image]]\npath = \"../target/guests/test-guest.elf\"\n";
+    let config = load_beside_stand_in_guest("trace_off", text);
+    assert_eq!(config.system.hypervisor.trace_events, 0);
 }
 
 #[test]

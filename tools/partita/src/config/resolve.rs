@@ -1,8 +1,7 @@
 //! From the schema to the model: defaults applied, addresses allocated.
 
 use super::raw::{
-    RawConfig, RawCriticality, RawDevice, RawFormat, RawImage, RawMemory, RawPartition, RawPlatform, RawRange,
-    RawTrace,
+    RawConfig, RawCriticality, RawDevice, RawFormat, RawImage, RawMemory, RawPartition, RawPlatform, RawRange, RawTrace,
 };
 use super::{Image, ImageFormat};
 use partita_core::model::{Criticality, Device, Hypervisor, MemoryRegion, Partition, Perms, Platform, Range, System};

@@ -1,0 +1,802 @@
+//! `partita trace OUT_DIR`: turns the event trace that `partita run` left in
+//! `OUT_DIR/trace.bin` into a Perfetto timeline, a Gantt chart of vCPUs per
+//! pCPU and a histogram of interrupt-injection latency.
+//!
+//! `trace.bin` is a host header followed by the machine's trace memory as
+//! it was (decoded by `partita_core::trace`, the same code that wrote it):
+//!
+//! ```text
+//! 0   8 bytes   magic "PTTRHOST"
+//! 8   u32 LE    header version (1)
+//! 12  u32 LE    length N of the JSON description
+//! 16  N bytes   JSON: {"config": name, "cpus": pCPU count,
+//!                      "partitions": [names in configuration order]}
+//!     0-7 zero bytes, so that the trace memory starts 8-byte aligned
+//!     the trace memory, byte for byte
+//! ```
+
+use anyhow::{bail, ensure, Context, Result};
+use partita_core::trace::{decode, Event, Kind, OutReason, Trace, NONE};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+pub const FILE_MAGIC: [u8; 8] = *b"PTTRHOST";
+pub const FILE_VERSION: u32 = 1;
+const FIXED_HEADER: usize = 16;
+pub const TRACE_FILE: &str = "trace.bin";
+pub const JSON_FILE: &str = "trace.json";
+pub const GANTT_FILE: &str = "gantt.svg";
+pub const LATENCY_FILE: &str = "irq-latency.svg";
+
+/// What the host knows about the machine that wrote the trace.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceMeta {
+    /// The configuration's name (`out/<config>`).
+    pub config: String,
+    /// Physical CPUs of the machine.
+    pub cpus: u32,
+    /// Partition names in configuration order: an event's partition number indexes it.
+    pub partitions: Vec<String>,
+}
+
+/// `trace.bin`'s bytes for `ring` (the copied trace memory).
+pub fn encode_file(meta: &TraceMeta, ring: &[u8]) -> Vec<u8> {
+    let description = serde_json::to_vec(meta).expect("the description is plain data");
+    let mut bytes = Vec::with_capacity(FIXED_HEADER + description.len() + 8 + ring.len());
+    bytes.extend_from_slice(&FILE_MAGIC);
+    bytes.extend_from_slice(&FILE_VERSION.to_le_bytes());
+    bytes.extend_from_slice(&(description.len() as u32).to_le_bytes());
+    bytes.extend_from_slice(&description);
+    bytes.resize(bytes.len().next_multiple_of(8), 0);
+    bytes.extend_from_slice(ring);
+    bytes
+}
+
+/// Splits `trace.bin`'s bytes into the description and the trace memory.
+pub fn split_file(bytes: &[u8]) -> Result<(TraceMeta, &[u8])> {
+    ensure!(bytes.len() >= FIXED_HEADER && bytes[..8] == FILE_MAGIC, "not a Partita trace file (bad magic)");
+    let field = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes"));
+    let version = field(8);
+    ensure!(version == FILE_VERSION, "trace file version {version}; this tool reads version {FILE_VERSION}");
+    let end = FIXED_HEADER + field(12) as usize;
+    ensure!(end <= bytes.len(), "the trace file is cut short inside its header");
+    let meta: TraceMeta = serde_json::from_slice(&bytes[FIXED_HEADER..end]).context("bad trace file description")?;
+    let ring = bytes.get(end.next_multiple_of(8)..).unwrap_or_default();
+    Ok((meta, ring))
+}
+
+/// Reads and decodes a `trace.bin`.
+pub fn read_file(path: &Path) -> Result<(TraceMeta, Trace)> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let (meta, ring) = split_file(&bytes).with_context(|| path.display().to_string())?;
+    let trace = decode(ring).map_err(|error| anyhow::anyhow!("{}: damaged trace memory: {error:?}", path.display()))?;
+    ensure!(trace.counter_hz > 0, "{}: the trace gives no counter frequency", path.display());
+    Ok((meta, trace))
+}
+
+/// Counter ticks to microseconds since the trace's earliest event.
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    origin: u64,
+    hz: u64,
+}
+
+impl Clock {
+    pub fn of(trace: &Trace) -> Self {
+        let origin = trace.cpus.iter().filter_map(|events| events.first()).map(|e| e.time).min().unwrap_or(0);
+        Self { origin, hz: trace.counter_hz.max(1) }
+    }
+
+    pub fn micros(&self, time: u64) -> f64 {
+        time.saturating_sub(self.origin) as f64 * 1e6 / self.hz as f64
+    }
+
+    pub fn span_micros(&self, ticks: u64) -> f64 {
+        ticks as f64 * 1e6 / self.hz as f64
+    }
+}
+
+/// The time of the trace's latest event.
+fn last_time(trace: &Trace) -> u64 {
+    trace.cpus.iter().filter_map(|events| events.last()).map(|e| e.time).max().unwrap_or(0)
+}
+
+/// A vCPU on a pCPU, in counter ticks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Interval {
+    pub cpu: usize,
+    pub partition: u8,
+    pub vcpu: u8,
+    pub start: u64,
+    pub end: u64,
+    /// `None` when the trace ended (or the next vCPU came in) before it left.
+    pub out: Option<u32>,
+}
+
+/// Every VcpuIn..VcpuOut pair, per pCPU in time order. A vCPU still on its
+/// pCPU when the trace ends ran until the last event of the whole trace. A
+/// first VcpuOut whose VcpuIn was overwritten in a full ring ran since the
+/// oldest event the ring kept: nothing else ran on that pCPU in between.
+pub fn vcpu_intervals(trace: &Trace) -> Vec<Interval> {
+    let end = last_time(trace);
+    let mut intervals = Vec::new();
+    for (cpu, events) in trace.cpus.iter().enumerate() {
+        let mut open: Option<Interval> = running_before_the_window(cpu, events);
+        for event in events {
+            match event.kind {
+                Kind::VcpuIn => {
+                    // A VcpuOut lost from the ring: the next VcpuIn still ends it.
+                    intervals.extend(open.take().map(|i| Interval { end: event.time, ..i }));
+                    let (partition, vcpu) = (event.partition, event.vcpu);
+                    open = Some(Interval { cpu, partition, vcpu, start: event.time, end: event.time, out: None });
+                }
+                Kind::VcpuOut => {
+                    intervals.extend(open.take().map(|i| Interval { end: event.time, out: Some(event.arg), ..i }));
+                }
+                _ => {}
+            }
+        }
+        intervals.extend(open.map(|i| Interval { end: end.max(i.start), ..i }));
+    }
+    intervals
+}
+
+/// The vCPU that was on `cpu` when its retained events begin, known from
+/// a VcpuOut that comes before any VcpuIn.
+fn running_before_the_window(cpu: usize, events: &[Event]) -> Option<Interval> {
+    let start = events.first()?.time;
+    let first = events.iter().find(|e| matches!(e.kind, Kind::VcpuIn | Kind::VcpuOut))?;
+    (first.kind == Kind::VcpuOut).then_some(Interval {
+        cpu,
+        partition: first.partition,
+        vcpu: first.vcpu,
+        start,
+        end: start,
+        out: None,
+    })
+}
+
+/// One physical interrupt and its injection into a vCPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Injection {
+    pub cpu: usize,
+    pub intid: u32,
+    pub taken: u64,
+    pub injected: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Injections {
+    pub matched: Vec<Injection>,
+    /// IrqTaken events never followed by an injection of their INTID on their pCPU.
+    pub unmatched: usize,
+}
+
+/// Pairs each IrqTaken with the next IrqInjected of the same INTID on the
+/// same pCPU. A forwarded interrupt keeps its INTID in the guest, so the
+/// pair measures Partita's path; several takes before one injection (a
+/// level interrupt taken again) all end at that injection.
+pub fn injections(trace: &Trace) -> Injections {
+    let mut result = Injections::default();
+    for (cpu, events) in trace.cpus.iter().enumerate() {
+        let mut waiting: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+        for event in events {
+            match event.kind {
+                Kind::IrqTaken => waiting.entry(event.arg).or_default().push(event.time),
+                Kind::IrqInjected => {
+                    let taken = waiting.remove(&event.arg).unwrap_or_default();
+                    let pairs =
+                        taken.into_iter().map(|taken| Injection { cpu, intid: event.arg, taken, injected: event.time });
+                    result.matched.extend(pairs);
+                }
+                _ => {}
+            }
+        }
+        result.unmatched += waiting.values().map(Vec::len).sum::<usize>();
+    }
+    result
+}
+
+impl Injections {
+    pub fn latencies_us(&self, clock: &Clock) -> Vec<f64> {
+        self.matched.iter().map(|i| clock.span_micros(i.injected - i.taken)).collect()
+    }
+}
+
+/// How the tools name an event's partition.
+fn partition_name(meta: &TraceMeta, partition: u8) -> String {
+    match meta.partitions.get(usize::from(partition)) {
+        Some(name) => name.clone(),
+        None if partition == NONE => "-".into(),
+        None => format!("partition{partition}"),
+    }
+}
+
+fn interval_name(meta: &TraceMeta, interval: &Interval) -> String {
+    format!("{}/vcpu{}", partition_name(meta, interval.partition), interval.vcpu)
+}
+
+fn out_reason(arg: u32) -> String {
+    let known = [
+        (OutReason::Preempted, "preempted"),
+        (OutReason::Waiting, "waiting"),
+        (OutReason::Off, "off"),
+        (OutReason::Stopped, "stopped"),
+    ];
+    let name = known.iter().find(|(reason, _)| *reason as u32 == arg).map(|(_, name)| *name);
+    name.map_or_else(|| format!("reason {arg}"), str::to_string)
+}
+
+/// Perfetto treats pid and tid 0 as the kernel's idle task and expects
+/// tids to be unique across processes, so pCPU n is process n + 1 with one
+/// thread for vCPU slices and one for point events (so that instants never
+/// split a slice).
+fn process_id(cpu: usize) -> usize {
+    cpu + 1
+}
+
+fn vcpu_thread(cpu: usize) -> usize {
+    2 * cpu + 1
+}
+
+fn event_thread(cpu: usize) -> usize {
+    2 * cpu + 2
+}
+
+/// Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing): one process
+/// per pCPU, vCPU intervals as complete events, the rest as instants.
+/// Timestamps are microseconds from the earliest event.
+pub fn chrome_json(meta: &TraceMeta, trace: &Trace) -> Value {
+    let clock = Clock::of(trace);
+    let mut events = Vec::new();
+    for cpu in 0..trace.cpus.len() {
+        events.extend(track_names(cpu));
+    }
+    let mut timed: Vec<(usize, f64, Value)> = Vec::new();
+    for interval in vcpu_intervals(trace) {
+        let ts = clock.micros(interval.start);
+        timed.push((interval.cpu, ts, slice(meta, &clock, &interval)));
+    }
+    for (cpu, list) in trace.cpus.iter().enumerate() {
+        for event in list.iter().filter(|e| !matches!(e.kind, Kind::VcpuIn | Kind::VcpuOut)) {
+            let ts = clock.micros(event.time);
+            timed.push((cpu, ts, instant(meta, cpu, ts, event)));
+        }
+    }
+    timed.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    events.extend(timed.into_iter().map(|(_, _, event)| event));
+    json!({
+        "traceEvents": events,
+        "displayTimeUnit": "ns",
+        "otherData": {
+            "config": meta.config,
+            "counter_hz": trace.counter_hz,
+            "lost_events": trace.lost,
+        },
+    })
+}
+
+fn track_names(cpu: usize) -> [Value; 4] {
+    let pid = process_id(cpu);
+    let meta =
+        |name: &str, tid: usize, args: Value| json!({ "name": name, "ph": "M", "pid": pid, "tid": tid, "args": args });
+    [
+        meta("process_name", vcpu_thread(cpu), json!({ "name": format!("pCPU {cpu}") })),
+        meta("process_sort_index", vcpu_thread(cpu), json!({ "sort_index": cpu })),
+        meta("thread_name", vcpu_thread(cpu), json!({ "name": "vCPUs" })),
+        meta("thread_name", event_thread(cpu), json!({ "name": "events" })),
+    ]
+}
+
+fn slice(meta: &TraceMeta, clock: &Clock, interval: &Interval) -> Value {
+    let mut args = json!({ "partition": partition_name(meta, interval.partition), "vcpu": interval.vcpu });
+    args["out"] = interval.out.map_or_else(|| json!("trace ended"), |arg| json!(out_reason(arg)));
+    json!({
+        "name": interval_name(meta, interval),
+        "cat": "vcpu",
+        "ph": "X",
+        "ts": clock.micros(interval.start),
+        "dur": clock.span_micros(interval.end - interval.start),
+        "pid": process_id(interval.cpu),
+        "tid": vcpu_thread(interval.cpu),
+        "args": args,
+    })
+}
+
+fn instant(meta: &TraceMeta, cpu: usize, ts: f64, event: &Event) -> Value {
+    json!({
+        "name": event.kind.name(),
+        "cat": category(event.kind),
+        "ph": "i",
+        "s": "t",
+        "ts": ts,
+        "pid": process_id(cpu),
+        "tid": event_thread(cpu),
+        "args": instant_args(meta, event),
+    })
+}
+
+fn category(kind: Kind) -> &'static str {
+    match kind {
+        Kind::IrqTaken | Kind::IrqInjected | Kind::IrqEoi => "irq",
+        Kind::HypercallEntry | Kind::HypercallExit => "hypercall",
+        Kind::Trap => "trap",
+        Kind::Health => "health",
+        Kind::SlotStart => "schedule",
+        Kind::VcpuIn | Kind::VcpuOut => "vcpu",
+    }
+}
+
+fn instant_args(meta: &TraceMeta, event: &Event) -> Value {
+    let mut args = Map::new();
+    if event.partition != NONE {
+        args.insert("partition".into(), json!(partition_name(meta, event.partition)));
+    }
+    if event.vcpu != NONE {
+        args.insert("vcpu".into(), json!(event.vcpu));
+    }
+    let (key, value) = match event.kind {
+        Kind::IrqTaken | Kind::IrqInjected | Kind::IrqEoi => ("intid", json!(event.arg)),
+        Kind::Trap => ("class", json!(format!("{:#04x}", event.arg))),
+        Kind::HypercallEntry => ("function", json!(format!("{:#x}", event.arg))),
+        Kind::HypercallExit => ("result", json!(format!("{:#x}", event.arg))),
+        Kind::Health => ("code", json!(event.arg)),
+        Kind::SlotStart => ("slot", json!(event.arg)),
+        Kind::VcpuIn | Kind::VcpuOut => ("arg", json!(event.arg)),
+    };
+    args.insert(key.into(), value);
+    Value::Object(args)
+}
+
+/// One color per partition, in configuration order.
+const PARTITION_COLORS: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+];
+
+fn partition_color(partition: u8) -> RGBColor {
+    PARTITION_COLORS[usize::from(partition) % PARTITION_COLORS.len()]
+}
+
+const WIDTH: u32 = 1200;
+const LEGEND_HEIGHT: u32 = 40;
+
+fn plot_error(error: impl std::fmt::Display) -> anyhow::Error {
+    anyhow::anyhow!("drawing failed: {error}")
+}
+
+/// An SVG Gantt chart: a row per pCPU, a bar per vCPU interval colored by
+/// partition, time in milliseconds.
+pub fn gantt_svg(meta: &TraceMeta, trace: &Trace) -> Result<String> {
+    let clock = Clock::of(trace);
+    let rows = trace.cpus.len().max(1);
+    let end_ms = (clock.micros(last_time(trace)) / 1000.0).max(1e-3);
+    let height = 140 + 50 * rows as u32 + LEGEND_HEIGHT;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_error)?;
+        let (chart_area, legend_area) = root.split_vertically(height - LEGEND_HEIGHT);
+        let title = format!("{}: vCPUs per pCPU", meta.config);
+        let mut chart = ChartBuilder::on(&chart_area)
+            .caption(title, ("sans-serif", 22))
+            .margin(15)
+            .x_label_area_size(45)
+            .y_label_area_size(80)
+            .build_cartesian_2d(0.0..end_ms, -0.5..rows as f64 - 0.5)
+            .map_err(plot_error)?;
+        // Row r (from the bottom) shows pCPU rows-1-r, so pCPU 0 is on top.
+        let cpu_label = |y: &f64| {
+            let row = y.round();
+            let on_row = (y - row).abs() < 1e-6 && row >= 0.0 && row < rows as f64;
+            if on_row {
+                format!("pCPU {}", rows - 1 - row as usize)
+            } else {
+                String::new()
+            }
+        };
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(rows + 1)
+            .y_label_formatter(&cpu_label)
+            .x_desc("time (ms)")
+            .draw()
+            .map_err(plot_error)?;
+        let bars = vcpu_intervals(trace).into_iter().map(|interval| {
+            let row = (rows - 1 - interval.cpu) as f64;
+            let x0 = clock.micros(interval.start) / 1000.0;
+            let x1 = clock.micros(interval.end) / 1000.0;
+            Rectangle::new([(x0, row - 0.35), (x1, row + 0.35)], partition_color(interval.partition).filled())
+        });
+        chart.draw_series(bars).map_err(plot_error)?;
+        draw_legend(&legend_area, &meta.partitions)?;
+        root.present().map_err(plot_error)?;
+    }
+    Ok(svg)
+}
+
+/// Colored squares with partition names in a strip under the chart.
+fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, names: &[String]) -> Result<()> {
+    let mut x = 95;
+    for (index, name) in names.iter().enumerate() {
+        let color = partition_color(index as u8);
+        area.draw(&Rectangle::new([(x, 12), (x + 14, 26)], color.filled())).map_err(plot_error)?;
+        area.draw(&Text::new(name.clone(), (x + 20, 12), ("sans-serif", 16))).map_err(plot_error)?;
+        x += 40 + 9 * name.len() as i32;
+    }
+    Ok(())
+}
+
+/// An SVG histogram of injection latencies in microseconds; with none, an
+/// empty chart that says so.
+pub fn latency_svg(meta: &TraceMeta, latencies_us: &[f64]) -> Result<String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, 600)).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_error)?;
+        let bins = histogram(latencies_us);
+        let low = bins.first().map_or(0.0, |b| b.0);
+        let high = bins.last().map_or(1.0, |b| b.1);
+        let top = bins.iter().map(|b| b.2).max().unwrap_or(1).max(1) as f64 * 1.1;
+        let title = format!("{}: interrupt injection latency ({} samples)", meta.config, latencies_us.len());
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 22))
+            .margin(15)
+            .x_label_area_size(45)
+            .y_label_area_size(60)
+            .build_cartesian_2d(low..high, 0.0..top)
+            .map_err(plot_error)?;
+        chart
+            .configure_mesh()
+            .x_desc("latency (µs)")
+            .y_desc("interrupts")
+            .y_label_formatter(&|count| format!("{count:.0}"))
+            .draw()
+            .map_err(plot_error)?;
+        // A sliver of each bin stays blank, so neighbouring bars stay apart.
+        let bars = bins.iter().map(|&(x0, x1, count)| {
+            let gap = (x1 - x0) * 0.04;
+            Rectangle::new([(x0 + gap, 0.0), (x1 - gap, count as f64)], PARTITION_COLORS[0].filled())
+        });
+        chart.draw_series(bars).map_err(plot_error)?;
+        if latencies_us.is_empty() {
+            let note = "no interrupt was both taken and injected on one pCPU in this trace";
+            root.draw(&Text::new(note, (WIDTH as i32 / 2 - 260, 290), ("sans-serif", 18))).map_err(plot_error)?;
+        }
+        root.present().map_err(plot_error)?;
+    }
+    Ok(svg)
+}
+
+/// Equal-width bins `(from, to, count)` over the samples' range.
+fn histogram(samples: &[f64]) -> Vec<(f64, f64, usize)> {
+    let Some(low) = samples.iter().copied().reduce(f64::min) else {
+        return Vec::new();
+    };
+    let high = samples.iter().copied().fold(low, f64::max);
+    let count = ((samples.len() as f64).sqrt().ceil() as usize).clamp(1, 50);
+    let width = ((high - low) / count as f64).max(1e-3);
+    let mut bins: Vec<(f64, f64, usize)> =
+        (0..count).map(|i| (low + i as f64 * width, low + (i + 1) as f64 * width, 0)).collect();
+    for &sample in samples {
+        let index = (((sample - low) / width) as usize).min(count - 1);
+        bins[index].2 += 1;
+    }
+    bins
+}
+
+/// min / mean / max of non-empty samples.
+pub fn min_mean_max(samples: &[f64]) -> Option<(f64, f64, f64)> {
+    let min = samples.iter().copied().reduce(f64::min)?;
+    let max = samples.iter().copied().fold(min, f64::max);
+    Some((min, samples.iter().sum::<f64>() / samples.len() as f64, max))
+}
+
+/// VcpuIn events per partition, in configuration order.
+pub fn switches_per_partition(meta: &TraceMeta, trace: &Trace) -> Vec<(String, usize)> {
+    let ins = || trace.cpus.iter().flatten().filter(|e| e.kind == Kind::VcpuIn);
+    let mut counts: Vec<(String, usize)> = meta
+        .partitions
+        .iter()
+        .enumerate()
+        .map(|(p, name)| (name.clone(), ins().filter(|e| usize::from(e.partition) == p).count()))
+        .collect();
+    let strays = ins().filter(|e| usize::from(e.partition) >= meta.partitions.len()).count();
+    if strays > 0 {
+        counts.push(("(unknown partition)".into(), strays));
+    }
+    counts
+}
+
+/// The lines `partita trace` prints.
+pub fn summary(meta: &TraceMeta, trace: &Trace) -> String {
+    let clock = Clock::of(trace);
+    let span_ms = clock.micros(last_time(trace)) / 1000.0;
+    let mut text = format!(
+        "trace of {}: {} pCPU(s), counter {} Hz, {span_ms:.3} ms\n",
+        meta.config,
+        trace.cpus.len(),
+        trace.counter_hz
+    );
+    for (cpu, (events, lost)) in trace.cpus.iter().zip(&trace.lost).enumerate() {
+        text += &format!("  pCPU {cpu}: {} events, {lost} lost\n", events.len());
+    }
+    let switches: Vec<String> =
+        switches_per_partition(meta, trace).iter().map(|(name, n)| format!("{name} {n}")).collect();
+    text += &format!("vCPU switches in: {}\n", switches.join(", "));
+    let injections = injections(trace);
+    let latencies = injections.latencies_us(&clock);
+    text += &match min_mean_max(&latencies) {
+        Some((min, mean, max)) => format!(
+            "injection latency: {} samples, min {min:.3} µs, mean {mean:.3} µs, max {max:.3} µs",
+            latencies.len()
+        ),
+        None => "injection latency: no samples".to_string(),
+    };
+    text += &format!(" ({} taken interrupt(s) never injected)\n", injections.unmatched);
+    text
+}
+
+/// Reads `out_dir/trace.bin`, writes the JSON and both charts beside it and
+/// returns the summary.
+pub fn draw(out_dir: &Path) -> Result<String> {
+    let source = out_dir.join(TRACE_FILE);
+    if !source.exists() {
+        bail!(
+            "{} does not exist: set `[trace] enabled = true` in the configuration and run it with `partita run`",
+            source.display()
+        );
+    }
+    let (meta, trace) = read_file(&source)?;
+    let write = |name: &str, text: String| {
+        let path = out_dir.join(name);
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))
+    };
+    let timeline = serde_json::to_string(&chrome_json(&meta, &trace)).context("cannot format the JSON")?;
+    write(JSON_FILE, timeline)?;
+    write(GANTT_FILE, gantt_svg(&meta, &trace)?)?;
+    let latencies = injections(&trace).latencies_us(&Clock::of(&trace));
+    write(LATENCY_FILE, latency_svg(&meta, &latencies)?)?;
+    let mut text = summary(&meta, &trace);
+    text += &format!(
+        "wrote {0}/{JSON_FILE} (open it in ui.perfetto.dev), {0}/{GANTT_FILE}, {0}/{LATENCY_FILE}",
+        out_dir.display()
+    );
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use partita_core::trace::{words, TraceBuffer};
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    const HZ: u64 = 1_000_000;
+
+    fn meta() -> TraceMeta {
+        TraceMeta { config: "unit".into(), cpus: 2, partitions: vec!["rtos".into(), "gpos".into()] }
+    }
+
+    fn event(time: u64, kind: Kind, partition: u8, vcpu: u8, arg: u32) -> Event {
+        Event { time, kind, partition, vcpu, arg }
+    }
+
+    /// Records `per_cpu` into trace memory and wraps it as `trace.bin` would.
+    fn trace_file(per_cpu: &[Vec<Event>], slots: usize) -> Vec<u8> {
+        let memory: Vec<AtomicU64> = (0..words(per_cpu.len(), slots)).map(|_| AtomicU64::new(0)).collect();
+        let buffer = TraceBuffer::new(&memory, per_cpu.len(), slots, HZ).unwrap();
+        for (cpu, events) in per_cpu.iter().enumerate() {
+            events.iter().for_each(|e| buffer.record(cpu, e));
+        }
+        let ring: Vec<u8> = memory.iter().flat_map(|w| w.load(Ordering::Relaxed).to_le_bytes()).collect();
+        encode_file(&meta(), &ring)
+    }
+
+    fn decoded(per_cpu: &[Vec<Event>]) -> Trace {
+        let bytes = trace_file(per_cpu, 64);
+        let (found, ring) = split_file(&bytes).unwrap();
+        assert_eq!(found, meta());
+        decode(ring).unwrap()
+    }
+
+    /// pCPU 0: rtos vcpu0 100..300 (waits), gpos vcpu1 from 300 (still on at the end);
+    /// pCPU 1: gpos vcpu0 leaving (its VcpuIn lost), gpos vcpu0 150..250, interrupts.
+    fn sample() -> Trace {
+        decoded(&[
+            vec![
+                event(100, Kind::VcpuIn, 0, 0, 0),
+                event(120, Kind::IrqTaken, NONE, NONE, 27),
+                event(125, Kind::IrqInjected, 0, 0, 27),
+                event(300, Kind::VcpuOut, 0, 0, OutReason::Waiting as u32),
+                event(300, Kind::VcpuIn, 1, 1, 0),
+                event(350, Kind::Trap, 1, 1, 0x17),
+            ],
+            vec![
+                event(130, Kind::Trap, 1, 0, 0x16),
+                event(140, Kind::VcpuOut, 1, 0, 0),
+                event(150, Kind::VcpuIn, 1, 0, 0),
+                event(200, Kind::IrqTaken, NONE, NONE, 40),
+                event(210, Kind::IrqTaken, NONE, NONE, 27),
+                event(212, Kind::IrqTaken, NONE, NONE, 40),
+                event(230, Kind::IrqInjected, 1, 0, 40),
+                event(250, Kind::VcpuOut, 1, 0, OutReason::Preempted as u32),
+                event(400, Kind::IrqInjected, 1, 0, 99),
+            ],
+        ])
+    }
+
+    #[test]
+    fn header_round_trips_and_rejects_damage() {
+        let bytes = trace_file(&[vec![event(1, Kind::Trap, 0, 0, 1)]], 64);
+        let (found, ring) = split_file(&bytes).unwrap();
+        assert_eq!(found, meta());
+        assert_eq!((bytes.len() - ring.len()) % 8, 0, "the trace memory starts 8-byte aligned");
+        assert_eq!(decode(ring).unwrap().cpus[0].len(), 1);
+        assert!(split_file(&bytes[..20]).is_err());
+        let mut bad = bytes.clone();
+        bad[0] = b'X';
+        assert!(format!("{:#}", split_file(&bad).unwrap_err()).contains("magic"));
+    }
+
+    #[test]
+    fn intervals_pair_in_and_out_per_pcpu() {
+        let intervals = vcpu_intervals(&sample());
+        let waiting = OutReason::Waiting as u32;
+        assert_eq!(
+            intervals,
+            [
+                Interval { cpu: 0, partition: 0, vcpu: 0, start: 100, end: 300, out: Some(waiting) },
+                Interval { cpu: 0, partition: 1, vcpu: 1, start: 300, end: 400, out: None },
+                Interval { cpu: 1, partition: 1, vcpu: 0, start: 130, end: 140, out: Some(0) },
+                Interval { cpu: 1, partition: 1, vcpu: 0, start: 150, end: 250, out: Some(0) },
+            ],
+            "the open interval closes at the trace's last event (400, on the other pCPU); \
+             the first VcpuOut on pCPU 1 began with its ring's oldest event"
+        );
+    }
+
+    #[test]
+    fn a_missing_out_is_closed_by_the_next_in() {
+        let trace = decoded(&[vec![event(10, Kind::VcpuIn, 0, 0, 0), event(20, Kind::VcpuIn, 1, 0, 0)]]);
+        let spans: Vec<(u64, u64)> = vcpu_intervals(&trace).iter().map(|i| (i.start, i.end)).collect();
+        assert_eq!(spans, [(10, 20), (20, 20)]);
+    }
+
+    #[test]
+    fn latency_pairs_take_and_injection_by_pcpu_and_intid() {
+        let found = injections(&sample());
+        let pairs: Vec<(usize, u32, u64, u64)> =
+            found.matched.iter().map(|i| (i.cpu, i.intid, i.taken, i.injected)).collect();
+        assert_eq!(pairs, [(0, 27, 120, 125), (1, 40, 200, 230), (1, 40, 212, 230)]);
+        assert_eq!(found.unmatched, 1, "pCPU 1's INTID 27 is never injected there");
+        let latencies = found.latencies_us(&Clock::of(&sample()));
+        assert_eq!(latencies, [5.0, 30.0, 18.0]);
+        assert_eq!(min_mean_max(&latencies), Some((5.0, 53.0 / 3.0, 30.0)));
+        assert_eq!(min_mean_max(&[]), None);
+    }
+
+    fn of_phase<'a>(events: &'a [Value], phase: &str) -> Vec<&'a Value> {
+        events.iter().filter(|e| e["ph"] == phase).collect()
+    }
+
+    #[test]
+    fn chrome_json_has_processes_slices_and_instants() {
+        let value = chrome_json(&meta(), &sample());
+        let events = value["traceEvents"].as_array().unwrap();
+        let names: Vec<&Value> = of_phase(events, "M")
+            .into_iter()
+            .filter(|e| e["name"] == "process_name")
+            .map(|e| &e["args"]["name"])
+            .collect();
+        assert_eq!(names, ["pCPU 0", "pCPU 1"]);
+        assert!(events.iter().all(|e| e["pid"] != 0 && e["tid"] != 0), "0 is the idle task's id in Perfetto");
+        let slices = of_phase(events, "X");
+        let summary: Vec<(u64, &str, f64, f64)> = slices
+            .iter()
+            .map(|e| {
+                (
+                    e["pid"].as_u64().unwrap(),
+                    e["name"].as_str().unwrap(),
+                    e["ts"].as_f64().unwrap(),
+                    e["dur"].as_f64().unwrap(),
+                )
+            })
+            .collect();
+        // The earliest event (pCPU 0 at 100 ticks, 1 MHz) is time 0.
+        let expected = [
+            (0, "rtos/vcpu0", 0.0, 200.0),
+            (0, "gpos/vcpu1", 200.0, 100.0),
+            (1, "gpos/vcpu0", 30.0, 10.0),
+            (1, "gpos/vcpu0", 50.0, 100.0),
+        ];
+        assert_eq!(summary, expected.map(|(cpu, name, ts, dur)| (cpu + 1, name, ts, dur)), "pCPU n is process n + 1");
+        assert_eq!(slices[0]["args"]["out"], "waiting");
+        assert_eq!(slices[1]["args"]["out"], "trace ended");
+        let instants = of_phase(events, "i");
+        assert_eq!(instants.len(), 9, "every event but VcpuIn and VcpuOut");
+        let trap = instants.iter().find(|e| e["name"] == "trap" && e["pid"] == 1).unwrap();
+        assert_eq!(
+            (trap["ts"].as_f64(), &trap["args"]["class"], &trap["args"]["partition"]),
+            (Some(250.0), &json!("0x17"), &json!("gpos"))
+        );
+        let taken = instants.iter().find(|e| e["name"] == "irq taken").unwrap();
+        assert_eq!(taken["args"], json!({ "intid": 27 }), "no partition for a physical interrupt");
+        assert_eq!(value["otherData"]["lost_events"], json!([0, 0]));
+    }
+
+    #[test]
+    fn chrome_json_events_are_in_time_order_per_pcpu() {
+        let value = chrome_json(&meta(), &sample());
+        let events = value["traceEvents"].as_array().unwrap();
+        for pid in 1..=2 {
+            let times: Vec<f64> = events
+                .iter()
+                .filter(|e| e["ph"] != "M" && e["pid"] == pid)
+                .map(|e| e["ts"].as_f64().unwrap())
+                .collect();
+            assert!(times.windows(2).all(|w| w[0] <= w[1]), "pCPU {pid}: {times:?}");
+        }
+    }
+
+    #[test]
+    fn unknown_partitions_get_a_placeholder_name() {
+        let trace = decoded(&[vec![event(1, Kind::VcpuIn, 7, 0, 0), event(2, Kind::VcpuOut, 7, 0, 0)]]);
+        let value = chrome_json(&meta(), &trace);
+        let slice = of_phase(value["traceEvents"].as_array().unwrap(), "X")[0].clone();
+        assert_eq!(slice["name"], "partition7/vcpu0");
+        let counts = switches_per_partition(&meta(), &trace);
+        assert_eq!(counts, [("rtos".into(), 0), ("gpos".into(), 0), ("(unknown partition)".into(), 1)]);
+    }
+
+    #[test]
+    fn histogram_bins_cover_every_sample() {
+        let bins = histogram(&[1.0, 2.0, 2.0, 10.0]);
+        assert_eq!(bins.iter().map(|b| b.2).sum::<usize>(), 4);
+        assert_eq!((bins[0].0, bins.last().unwrap().1), (1.0, 10.0));
+        assert_eq!(histogram(&[3.0]).len(), 1);
+        assert!(histogram(&[]).is_empty());
+    }
+
+    fn is_svg(text: &str) -> bool {
+        (text.starts_with("<svg") || text.starts_with("<?xml")) && text.trim_end().ends_with("</svg>")
+    }
+
+    #[test]
+    fn gantt_chart_is_svg_with_every_partition_in_its_legend() {
+        let svg = gantt_svg(&meta(), &sample()).unwrap();
+        assert!(is_svg(&svg), "{}", &svg[..svg.len().min(200)]);
+        for text in ["rtos", "gpos", "pCPU 0", "pCPU 1", "time (ms)"] {
+            assert!(svg.contains(text), "the chart lacks {text:?}");
+        }
+        assert!(svg.matches("<rect").count() >= 4 + 2, "a bar per interval and a legend square per partition");
+    }
+
+    #[test]
+    fn latency_histogram_is_svg_and_says_when_it_is_empty() {
+        let latencies = injections(&sample()).latencies_us(&Clock::of(&sample()));
+        let svg = latency_svg(&meta(), &latencies).unwrap();
+        assert!(is_svg(&svg) && svg.contains("3 samples") && svg.contains("latency (µs)"));
+        let empty = latency_svg(&meta(), &[]).unwrap();
+        assert!(is_svg(&empty) && empty.contains("no interrupt was both taken and injected"));
+    }
+
+    #[test]
+    fn summary_counts_events_switches_and_latency() {
+        let text = summary(&meta(), &sample());
+        assert!(text.contains("pCPU 0: 6 events, 0 lost"), "{text}");
+        assert!(text.contains("vCPU switches in: rtos 1, gpos 2"), "{text}");
+        assert!(text.contains("3 samples, min 5.000 µs"), "{text}");
+        assert!(text.contains("(1 taken interrupt(s) never injected)"), "{text}");
+    }
+}
