@@ -12,7 +12,9 @@ use spin::Once;
 /// QEMU virt's PL011: used only to report a payload too broken to name its
 /// own console.
 const FALLBACK_CONSOLE: u64 = 0x0900_0000;
-/// The boot heap follows the payload: page tables, partitions, vCPUs.
+/// The boot heap follows the payload: first this much, enough to decode the
+/// payload; then the rest of hypervisor memory (page tables, partitions,
+/// vCPUs, trace rings).
 const HEAP_SIZE: u64 = 8 << 20;
 /// Upper bound on a payload, so a corrupt header cannot make Partita read
 /// beyond any plausible hypervisor memory.
@@ -99,9 +101,13 @@ fn read_payload() -> (BootTable, &'static [u8]) {
     match decode(image::payload(len)) {
         Ok((table, data)) => {
             let end = Range::new(heap_start, HEAP_SIZE).end();
-            if end > table.system.hypervisor.memory.end() || image::image_start() < table.system.hypervisor.memory.base {
+            let memory = table.system.hypervisor.memory;
+            if end > memory.end() || image::image_start() < memory.base {
                 uart::init(table.system.platform.console.base);
-                panic!("image, payload and heap (up to 0x{end:x}) exceed hypervisor memory {:x?}", table.system.hypervisor.memory);
+                panic!("image, payload and heap (up to 0x{end:x}) exceed hypervisor memory {memory:x?}");
+            }
+            if memory.end() > end {
+                heap::extend(end, memory.end() - end);
             }
             (table, data)
         }

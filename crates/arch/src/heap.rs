@@ -14,6 +14,13 @@ pub fn init(start: u64, size: u64) {
     unsafe { HEAP.lock().init(start as usize, size as usize) };
 }
 
+/// Adds `[start, start + size)` to the heap (see [`init`] for the contract).
+pub fn extend(start: u64, size: u64) {
+    // SAFETY: as for `init`: unused, identity-mapped hypervisor RAM, handed
+    // over once.
+    unsafe { HEAP.lock().add_to_heap(start as usize, (start + size) as usize) };
+}
+
 /// Bytes currently allocated, for the boot report.
 pub fn used() -> usize {
     HEAP.lock().stats_alloc_actual()

@@ -328,3 +328,34 @@ fn a_corrupt_payload_is_refused_with_a_panic_report() {
     assert!(log.contains("(last exception: EC 0x") && log.contains(", ELR 0x") && log.contains(", FAR 0x"), "{log}");
     assert!(std::fs::read_to_string(&report.partition_logs[0]).unwrap().is_empty(), "the victim ran");
 }
+
+/// A traced run: the trace parses, and its vCPU switches agree with the
+/// configuration and with what the guests printed.
+#[test]
+fn the_trace_of_a_short_run_agrees_with_the_guests() {
+    let args = "ticks=3 period_ms=50";
+    let parts = [
+        Part { name: "left", cpus: "[1]", bootargs: args, phys: None },
+        Part { name: "right", cpus: "[1]", bootargs: args, phys: None },
+        Part { name: "alone", cpus: "[2]", bootargs: args, phys: None },
+    ];
+    let text: String = parts.iter().map(|p| p.toml(&guest("elf"))).collect();
+    let boot = boot_toml("qemu-trace", &format!("[trace]\nenabled = true\nevents_per_cpu = 65536\n\n{text}"), HANG_LIMIT);
+    assert_powered_off(&boot);
+    let path = repo_root().join("out").join("qemu-trace").join("trace.bin");
+    let (meta, trace) = partita::trace::read_file(&path).expect("the trace parses");
+    assert_eq!(meta.partitions, ["left", "right", "alone"]);
+    assert!(trace.lost.iter().all(|&n| n == 0), "a 64k ring is enough: {:?}", trace.lost);
+    let intervals = partita::trace::vcpu_intervals(&trace);
+    for (index, name) in ["left", "right", "alone"].iter().enumerate() {
+        let mine: Vec<_> = intervals.iter().filter(|i| usize::from(i.partition) == index).collect();
+        let expected_cpu = if *name == "alone" { 2 } else { 1 };
+        assert!(!mine.is_empty(), "{name} printed {} lines but never ran", boot.log(name).lines().count());
+        assert!(mine.iter().all(|i| i.cpu == expected_cpu), "{name} ran off its pCPU: {mine:?}");
+        assert!(boot.log(name).lines().any(|l| l == "tick 3"), "{name}: {}", boot.log(name));
+    }
+    // Two partitions share pCPU 1, so it switched between them; pCPU 2 ran `alone` once.
+    let on_cpu1: Vec<u8> = intervals.iter().filter(|i| i.cpu == 1).map(|i| i.partition).collect();
+    assert!(on_cpu1.windows(2).any(|w| w[0] != w[1]), "pCPU 1 never switched: {on_cpu1:?}");
+    assert_eq!(intervals.iter().filter(|i| i.cpu == 2).count(), 1, "the exclusive pCPU never switches");
+}
