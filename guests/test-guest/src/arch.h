@@ -50,6 +50,19 @@ static inline u32 mmio_read32(u64 addr)
 	return v;
 }
 
+static inline void mmio_write8(u64 addr, u8 val)
+{
+	__asm__ volatile("strb %w0, [%1]" : : "rZ"(val), "r"(addr) : "memory");
+}
+
+static inline u8 mmio_read8(u64 addr)
+{
+	u32 v;
+
+	__asm__ volatile("ldrb %w0, [%1]" : "=r"(v) : "r"(addr) : "memory");
+	return (u8)v;
+}
+
 static inline void mmio_write64(u64 addr, u64 val)
 {
 	__asm__ volatile("str %x0, [%1]" : : "rZ"(val), "r"(addr) : "memory");

@@ -1,0 +1,307 @@
+/*
+ * The interrupt side of the guest: the C half of the IRQ vector, and the
+ * tests that exercise SGIs, SPIs, priorities and the distributor's access
+ * rules. Handlers only count and record; all printing happens in thread
+ * context, one CPU at a time.
+ */
+#include "guest.h"
+#include "console.h"
+#include "gic.h"
+
+/* SGI 1 goes from vCPU 0 to 1, SGI 2 back, SGI 3 hands vCPU 1 its turn. */
+#define SGI_PING		1
+#define SGI_PONG		2
+#define SGI_TURN		3
+#define LR_FIRST_SGI		8
+#define LR_SGIS			8
+/* Room for duplicates, so that a repeat shows up as one. */
+#define LR_RECORD		(2 * LR_SGIS)
+#define SPI_PRIORITY		0xa0
+#define SPI_ROUNDS		5
+/* Per interrupt: generous for a hypervisor that shares the core. */
+#define WAIT_MS			100
+
+static u32 vtimer_intid;
+static volatile u32 sgi_rx[MAX_CPUS][SGI_PONG + 1];
+static volatile u32 sgi_turn[MAX_CPUS];
+static volatile u32 gic_ready[MAX_CPUS];
+/* Set by vCPU 0 before it hands over the turn. */
+static volatile u32 sgi_home;
+static volatile u32 sgi_back_done;
+static volatile u32 lr_taken[LR_RECORD];
+static volatile u32 lr_count;
+static volatile u32 spi_owned;
+static volatile u32 spi_count;
+/* Not printed: something to look at from a debugger. */
+static volatile u32 unexpected;
+
+void irq_handler(u64 now);
+
+static void lr_record(u32 intid)
+{
+	u32 i = lr_count;
+
+	if (i < LR_RECORD) {
+		lr_taken[i] = intid;
+		lr_count = i + 1;
+	}
+}
+
+/* now: the counter as the vector read it, before anything else ran. */
+void irq_handler(u64 now)
+{
+	for (;;) {
+		u32 intid = gic_ack();
+		u32 cpu = this_cpu();
+
+		if (intid >= GIC_SPECIAL_INTID)
+			break;
+		if (intid == vtimer_intid)
+			timer_irq(now);
+		else if ((intid == SGI_PING || intid == SGI_PONG) && cpu < MAX_CPUS)
+			sgi_rx[cpu][intid]++;
+		else if (intid == SGI_TURN && cpu < MAX_CPUS)
+			sgi_turn[cpu] = 1;
+		else if (intid >= LR_FIRST_SGI && intid < LR_FIRST_SGI + LR_SGIS)
+			lr_record(intid);
+		else if (spi_owned && intid == spi_owned)
+			spi_count++;
+		else
+			unexpected++;
+		gic_eoi(intid);
+		/* A second interrupt in the same entry was not waiting since the first. */
+		now = counter_now();
+	}
+}
+
+/* Polls (interrupts unmasked) until *v differs from old; false on timeout. */
+static bool wait_change(volatile u32 *v, u32 old, u64 ms)
+{
+	u64 deadline = counter_now() + ms_to_counts(ms);
+
+	while (*v == old)
+		if ((s64)(counter_now() - deadline) >= 0)
+			return false;
+	return true;
+}
+
+static bool gic_setup_failed(const char *why)
+{
+	printf("vcpu %u: gic: %s\n", this_cpu(), why);
+	return false;
+}
+
+bool irq_setup_boot_cpu(const struct dt_info *dt, const struct bootargs *a)
+{
+	const char *why = "";
+
+	vtimer_intid = dt->vtimer_intid;
+	timer_setup(vtimer_intid);
+	if (!gic_init_dist(&why) || !gic_init_cpu(&why))
+		return gic_setup_failed(why);
+	if (a->sgi)
+		gic_local_enable(SGI_PONG, true);
+	gic_ready[this_cpu()] = 1;
+	irq_unmask();
+	return true;
+}
+
+bool irq_setup_secondary(const struct bootargs *a)
+{
+	const char *why = "";
+
+	if (!gic_init_cpu(&why))
+		return gic_setup_failed(why);
+	if (a->sgi) {
+		gic_local_enable(SGI_PING, true);
+		gic_local_enable(SGI_TURN, true);
+	}
+	gic_ready[this_cpu()] = 1;
+	return true;
+}
+
+bool sgi_peer_ready(u32 cpu)
+{
+	return cpu < MAX_CPUS && gic_ready[cpu];
+}
+
+/*
+ * The mask / check / wfi / unmask order closes the window where the awaited
+ * interrupt arrives between the check and the wfi: a pending interrupt wakes
+ * wfi even while masked, and is taken at the unmask.
+ */
+static void idle_until(volatile u32 *flag)
+{
+	for (;;) {
+		irq_mask();
+		if (*flag) {
+			irq_unmask();
+			return;
+		}
+		wfi();
+		irq_unmask();
+	}
+}
+
+/* The SGI partner's half: wait for the turn, report, send its SGIs back. */
+void irq_secondary_idle(const struct dt_info *dt, const struct bootargs *a)
+{
+	u32 me = this_cpu();
+	u64 i;
+
+	irq_unmask();
+	if (a->sgi && me < MAX_CPUS) {
+		idle_until(&sgi_turn[me]);
+		printf("sgi: vcpu %u received %u\n", me, sgi_rx[me][SGI_PING]);
+		for (i = 0; i < a->sgi; i++) {
+			u32 before = sgi_rx[sgi_home][SGI_PONG];
+
+			gic_send_sgi(dt->cpu_mpidr[sgi_home], SGI_PONG);
+			wait_change(&sgi_rx[sgi_home][SGI_PONG], before, WAIT_MS);
+		}
+		dsb_sy();
+		sgi_back_done = 1;
+	}
+	for (;;)
+		wfi();
+}
+
+void sgi_test(const struct dt_info *dt, u64 n, u32 peer, bool peer_ready)
+{
+	u32 me = this_cpu();
+	u64 i;
+
+	if (!peer_ready) {
+		printf("sgi: needs 2 vcpus with a working gic: skipped\n");
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		u32 before = sgi_rx[peer][SGI_PING];
+
+		gic_send_sgi(dt->cpu_mpidr[peer], SGI_PING);
+		wait_change(&sgi_rx[peer][SGI_PING], before, WAIT_MS);
+	}
+	/* Tell the partner whom to answer, then wake it. */
+	sgi_home = me;
+	sgi_back_done = 0;
+	gic_send_sgi(dt->cpu_mpidr[peer], SGI_TURN);
+	/* It prints and then sends n SGIs, each waited for: allow all of that. */
+	wait_change(&sgi_back_done, 0, (n + 10) * WAIT_MS);
+	printf("sgi: sent %lu received %u\n", n, sgi_rx[me][SGI_PONG]);
+}
+
+static u8 lr_priority(u32 k)
+{
+	return (u8)(0x80 - ((k * 3) % LR_SGIS) * 0x10);
+}
+
+/*
+ * Eight interrupts pending at once is more than a virtual CPU interface's
+ * list registers hold (QEMU has 4), so a hypervisor must keep the rest and
+ * still deliver all of them by priority, not by INTID.
+ */
+void lr_overflow_test(void)
+{
+	u64 self = current_mpidr_affinity();
+	u32 k, i, missing = 0, want = 0xffu << LR_FIRST_SGI;
+	bool in_order = true;
+	u64 deadline;
+
+	irq_mask();
+	lr_count = 0;
+	for (k = 0; k < LR_SGIS; k++) {
+		gic_local_priority(LR_FIRST_SGI + k, lr_priority(k));
+		gic_local_enable(LR_FIRST_SGI + k, true);
+	}
+	for (k = 0; k < LR_SGIS; k++)
+		gic_send_sgi(self, LR_FIRST_SGI + k);
+	/* SGI delivery is asynchronous: let all eight arrive before the unmask. */
+	deadline = counter_now() + ms_to_counts(WAIT_MS);
+	while ((gic_local_pending() & want) != want && (s64)(counter_now() - deadline) < 0)
+		;
+	irq_unmask();
+	deadline = counter_now() + ms_to_counts(WAIT_MS);
+	while (lr_count < LR_SGIS && (s64)(counter_now() - deadline) < 0)
+		;
+	for (k = 0; k < LR_SGIS; k++)
+		gic_local_enable(LR_FIRST_SGI + k, false);
+
+	printf("lr overflow: taken");
+	for (i = 0; i < lr_count; i++)
+		printf(" %u", lr_taken[i]);
+	printf("\n");
+	for (k = 0; k < LR_SGIS; k++) {
+		u32 seen = 0;
+
+		for (i = 0; i < lr_count; i++)
+			seen += lr_taken[i] == LR_FIRST_SGI + k;
+		missing += seen == 0;
+		in_order &= seen <= 1;
+	}
+	for (i = 1; i < lr_count; i++)
+		in_order &= lr_priority(lr_taken[i - 1] - LR_FIRST_SGI) <
+			    lr_priority(lr_taken[i] - LR_FIRST_SGI);
+	if (missing)
+		printf("lr overflow: MISSING %u\n", missing);
+	else if (!in_order || lr_count != LR_SGIS)
+		printf("lr overflow: WRONG ORDER\n");
+	else
+		printf("lr overflow: ok\n");
+}
+
+void spi_test(u32 intid)
+{
+	u32 limit = gic_intid_limit(), k, taken = 0;
+
+	if (intid >= limit) {
+		printf("spi %u: beyond the distributor's %u interrupts: skipped\n", intid, limit);
+		return;
+	}
+	spi_count = 0;
+	spi_owned = intid;
+	gic_spi_own(intid, SPI_PRIORITY, current_mpidr_affinity());
+	for (k = 0; k < SPI_ROUNDS; k++) {
+		u32 before = spi_count;
+
+		gic_dist_set_bit(GICD_ISPENDR, intid);
+		taken += wait_change(&spi_count, before, WAIT_MS);
+	}
+	printf("spi %u: taken %u of %u\n", intid, taken, SPI_ROUNDS);
+	printf("spi %u: enabled %u priority 0x%x\n", intid,
+	       gic_dist_test_bit(GICD_ISENABLER, intid), gic_dist_priority(intid));
+}
+
+/*
+ * Everything a partition could do to someone else's interrupt through the
+ * distributor. Natively it just happens; a hypervisor must ignore it.
+ */
+void gicd_attack(u32 intid)
+{
+	if (!gic_present()) {
+		printf("gicd attack: no arm,gic-v3 node: skipped\n");
+		return;
+	}
+	gic_dist_set_bit(GICD_ICENABLER, intid);
+	gic_dist_set_priority(intid, 0x00);
+	gic_dist_set_bit(GICD_ICPENDR, intid);
+	gic_dist_set_bit(GICD_ISPENDR, intid);
+	printf("gicd attack on %u done\n", intid);
+}
+
+/*
+ * A guest that masks interrupts and never idles: the hypervisor must still
+ * take the core back for a more critical partition. The previous mask is
+ * restored, since the GIC (and so the unmask) is only set up on request.
+ */
+void mask_spin(u64 ms)
+{
+	u64 daif = read_sysreg(daif);
+	u64 deadline;
+
+	irq_mask();
+	deadline = counter_now() + ms_to_counts(ms);
+	while ((s64)(counter_now() - deadline) < 0)
+		;
+	write_sysreg(daif, daif);
+	printf("mask spin done\n");
+}

@@ -1,0 +1,230 @@
+/*
+ * The EL1 virtual timer as an interrupt source: a periodic phase that counts
+ * lost ticks, and a one-shot latency probe. Only CNTV_* and CNTVCT are used;
+ * the physical timer belongs to whoever runs below us.
+ */
+#include "guest.h"
+#include "console.h"
+#include "gic.h"
+
+#define CNTV_CTL_ENABLE		1
+#define TIMER_PRIORITY		0x80
+#define BENCH_MIN_DELAY		200
+#define BENCH_DELAY_SPAN	1001	/* delays 200..1200 counter ticks */
+#define BENCH_TIMEOUT_MS	100
+#define HIST_BUCKETS		16
+
+enum timer_mode { TIMER_IDLE = 0, TIMER_PERIODIC, TIMER_BENCH };
+
+struct latency {
+	u64 min, max, sum, count;
+};
+
+static u32 intid;
+static volatile enum timer_mode mode;
+
+/* Periodic phase: deadline k is start + k * cntfrq / hz, kept exact in integers. */
+static u64 period, period_frac, hz;
+static u64 frac_acc;
+static u64 ticks_wanted;
+static volatile u64 ticks_taken, ticks_late;
+static volatile u32 periodic_done;
+static struct latency periodic_lat;
+
+/* One-shot probe. */
+static volatile u32 bench_fired;
+static volatile u64 bench_latency;
+static u32 bench_samples[IRQ_BENCH_MAX];
+
+static void latency_reset(struct latency *l)
+{
+	l->min = ~0ull;
+	l->max = 0;
+	l->sum = 0;
+	l->count = 0;
+}
+
+static void latency_add(struct latency *l, u64 v)
+{
+	if (v < l->min)
+		l->min = v;
+	if (v > l->max)
+		l->max = v;
+	l->sum += v;
+	l->count++;
+}
+
+static void timer_off(void)
+{
+	write_sysreg(cntv_ctl_el0, 0);
+	isb();
+}
+
+/* CVAL first: enabling with a stale compare value would fire at once. */
+static void timer_arm(u64 cval)
+{
+	write_sysreg(cntv_cval_el0, cval);
+	isb();
+	write_sysreg(cntv_ctl_el0, CNTV_CTL_ENABLE);
+	isb();
+}
+
+void timer_setup(u32 vtimer_intid)
+{
+	intid = vtimer_intid;
+}
+
+static void periodic_tick(u64 now, u64 cval)
+{
+	u64 next = cval + period;
+
+	latency_add(&periodic_lat, (s64)(now - cval) > 0 ? now - cval : 0);
+	frac_acc += period_frac;
+	if (frac_acc >= hz) {
+		frac_acc -= hz;
+		next++;
+	}
+	/* Already past the next deadline: that one can no longer be on time. */
+	if ((s64)(now - next) >= 0)
+		ticks_late++;
+	ticks_taken++;
+	if (ticks_taken >= ticks_wanted) {
+		timer_off();
+		periodic_done = 1;
+		return;
+	}
+	/* Absolute: however late this handler ran, the rhythm does not drift. */
+	write_sysreg(cntv_cval_el0, next);
+	isb();
+}
+
+/* The timer is level-sensitive: every path must move CVAL or switch it off before the EOI. */
+void timer_irq(u64 now)
+{
+	u64 cval = read_sysreg(cntv_cval_el0);
+
+	if (mode == TIMER_PERIODIC) {
+		periodic_tick(now, cval);
+	} else if (mode == TIMER_BENCH) {
+		timer_off();
+		bench_latency = (s64)(now - cval) > 0 ? now - cval : 0;
+		bench_fired = 1;
+	} else {
+		timer_off();
+	}
+}
+
+static void timer_irq_enable(bool on)
+{
+	if (on) {
+		gic_local_priority(intid, TIMER_PRIORITY);
+		gic_local_level(intid);
+	}
+	gic_local_enable(intid, on);
+}
+
+void timer_periodic_test(u64 f, u64 n)
+{
+	u64 freq = counter_freq();
+
+	if (f > freq) {
+		printf("timer: timer_hz %lu is above cntfrq %lu: skipped\n", f, freq);
+		return;
+	}
+	hz = f;
+	period = freq / f;
+	period_frac = freq % f;
+	frac_acc = 0;
+	ticks_wanted = n;
+	ticks_taken = 0;
+	ticks_late = 0;
+	periodic_done = 0;
+	latency_reset(&periodic_lat);
+	mode = TIMER_PERIODIC;
+	timer_irq_enable(true);
+	timer_arm(counter_now() + period);
+
+	/*
+	 * wfi, not a spin: on a core shared under a hypervisor, this is what
+	 * lets the other vCPU run. The mask around the check keeps the last
+	 * tick from slipping in between the check and the wfi.
+	 */
+	for (;;) {
+		irq_mask();
+		if (periodic_done)
+			break;
+		wfi();
+		irq_unmask();
+	}
+	irq_unmask();
+	mode = TIMER_IDLE;
+	timer_irq_enable(false);
+
+	printf("timer: %lu ticks at %lu Hz, %lu late\n", ticks_taken, f, ticks_late);
+	printf("timer latency: min %lu mean %lu max %lu counts (cntfrq %lu)\n",
+	       periodic_lat.min, periodic_lat.sum / periodic_lat.count, periodic_lat.max, freq);
+}
+
+/* A fixed-seed LCG (Knuth's MMIX constants): the same delays every run. */
+static u64 lcg_next(u64 *state)
+{
+	*state = *state * 6364136223846793005ull + 1442695040888963407ull;
+	return *state >> 33;
+}
+
+/*
+ * Spins rather than idles while waiting, so a sample measures the delivery
+ * of the interrupt, not the wake-up of a halted core.
+ */
+void irq_bench(u64 n)
+{
+	struct latency lat;
+	u64 seed = 0x5eed, i, missed = 0, width;
+	u32 hist[HIST_BUCKETS], b;
+
+	latency_reset(&lat);
+	mode = TIMER_BENCH;
+	timer_irq_enable(true);
+	for (i = 0; i < n; i++) {
+		u64 cval = counter_now() + BENCH_MIN_DELAY + lcg_next(&seed) % BENCH_DELAY_SPAN;
+		u64 deadline = cval + ms_to_counts(BENCH_TIMEOUT_MS);
+
+		bench_fired = 0;
+		timer_arm(cval);
+		while (!bench_fired && (s64)(counter_now() - deadline) < 0)
+			;
+		if (!bench_fired) {
+			timer_off();
+			missed++;
+			continue;
+		}
+		bench_samples[lat.count] = (u32)(bench_latency > 0xffffffffull ? 0xffffffffull
+							: bench_latency);
+		latency_add(&lat, bench_latency);
+	}
+	mode = TIMER_IDLE;
+	timer_irq_enable(false);
+
+	if (lat.count == 0) {
+		printf("irq-bench: n 0, %lu missed\n", missed);
+		return;
+	}
+	width = (lat.max - lat.min + HIST_BUCKETS - 1) / HIST_BUCKETS;
+	if (width == 0)
+		width = 1;
+	for (b = 0; b < HIST_BUCKETS; b++)
+		hist[b] = 0;
+	for (i = 0; i < lat.count; i++) {
+		u64 k = (bench_samples[i] - lat.min) / width;
+
+		hist[k < HIST_BUCKETS ? k : HIST_BUCKETS - 1]++;
+	}
+	printf("irq-bench: n %lu min %lu mean %lu max %lu counts\n",
+	       lat.count, lat.min, lat.sum / lat.count, lat.max);
+	printf("irq-bench hist:");
+	for (b = 0; b < HIST_BUCKETS; b++)
+		printf(" %u", hist[b]);
+	printf("\n");
+	if (missed)
+		printf("irq-bench: %lu missed\n", missed);
+}
