@@ -11,10 +11,10 @@ use crate::boot::system;
 use crate::console::log;
 use crate::partition::{Partition, Vcpu};
 use crate::trace;
-use partita_arch::vgic::{self, HCR_EN, HCR_NPIE};
+use partita_arch::vgic::{self, HCR_EN, HCR_NPIE, HCR_UIE};
 use partita_arch::{cpu, gic};
 use partita_core::trace::Kind;
-use partita_core::vgic::lr::{self, Lr, State};
+use partita_core::vgic::lr::{self, Lr, Refill, State};
 use partita_core::vgic::regs::{Access, Effect};
 use partita_core::vgic::{sgi_targets, Virq, PRIVATE, VTIMER_INTID};
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -54,9 +54,15 @@ pub fn wake(vcpu: &Vcpu) {
 /// Fills the running vCPU's list registers from its queue, just before it
 /// enters the guest. Costs one atomic load when nothing is queued.
 pub fn flush(vcpu: &Vcpu) {
-    if !vcpu.has_queued() {
-        return;
+    if vcpu.has_queued() {
+        refill(vcpu);
     }
+}
+
+/// Fills the list registers and sets when to be asked again. The
+/// maintenance interrupt calls this directly: the interrupt stays asserted
+/// until the list registers or the request change.
+pub fn refill(vcpu: &Vcpu) {
     let mut queue = vcpu.queue.lock();
     let count = vgic::list_registers();
     let mut lrs = [Lr::default(); vgic::MAX_LRS];
@@ -64,15 +70,20 @@ pub fn flush(vcpu: &Vcpu) {
         *lr = Lr(vgic::read_lr(n));
     }
     let before = lrs;
-    let more = lr::flush(&mut lrs[..count], &mut queue);
+    let refill = lr::flush(&mut lrs[..count], &mut queue);
     for n in 0..count {
         if lrs[n] != before[n] {
             vgic::write_lr(n, lrs[n].0);
             trace::record(Kind::IrqInjected, vcpu.partition, vcpu.index, lrs[n].intid());
         }
     }
-    vgic::set_control(HCR_EN | if more { HCR_NPIE } else { 0 });
-    vcpu.set_queued(more || !queue.is_empty());
+    let request = match refill {
+        Refill::NotNeeded => 0,
+        Refill::WhenNonePending => HCR_NPIE,
+        Refill::WhenFewListed => HCR_UIE,
+    };
+    vgic::set_control(HCR_EN | request);
+    vcpu.set_queued(!queue.is_empty());
 }
 
 /// True when the vCPU has an interrupt to take: queued, or pending in a
@@ -203,13 +214,14 @@ fn apply(part: &Partition, effect: Effect) {
 }
 
 /// Physical set-up of every partition's passthrough SPIs: group 1, a
-/// priority from the owner's criticality, routed to its vCPU 0's pCPU,
-/// disabled until the guest enables it.
+/// priority from the owner's criticality, routed to the pCPU of the vCPU the
+/// configuration names, disabled until the guest enables it.
 pub fn configure_spis() {
     for part in &system().partitions {
         let priority = 0xa0 - 0x20 * part.rank;
-        for intid in part.config.devices.iter().flat_map(|d| d.interrupts.iter().copied()) {
-            gic::configure_spi(intid, priority, part.vcpus[0].pcpu);
+        for i in part.config.devices.iter().flat_map(|d| d.interrupts.iter()) {
+            // The boot-time validation proved the vCPU exists.
+            gic::configure_spi(i.intid, priority, part.vcpus[i.vcpu as usize].pcpu);
         }
     }
 }

@@ -191,7 +191,8 @@ pub fn build(index: usize, config: model::Partition, boot: PartitionBoot, data: 
         .enumerate()
         .map(|(i, &pcpu)| &*Box::leak(Box::new(new_vcpu(index, i, pcpu as usize))))
         .collect();
-    let spis: Vec<(u32, usize)> = config.devices.iter().flat_map(|d| d.interrupts.iter().map(|&i| (i, 0))).collect();
+    let spis: Vec<(u32, usize)> =
+        config.devices.iter().flat_map(|d| d.interrupts.iter().map(|i| (i.intid, i.vcpu as usize))).collect();
     let partition = Partition {
         gic: Mutex::new(PartitionGic::new(config.vcpus.len(), &spis)),
         rank: config.criticality as u8,
@@ -245,7 +246,7 @@ impl Partition {
     /// caches off.
     pub fn load(&self, data: &[u8]) {
         let spis: Vec<(u32, usize)> =
-            self.config.devices.iter().flat_map(|d| d.interrupts.iter().map(|&i| (i, 0))).collect();
+            self.config.devices.iter().flat_map(|d| d.interrupts.iter().map(|i| (i.intid, i.vcpu as usize))).collect();
         *self.gic.lock() = PartitionGic::new(self.vcpus.len(), &spis);
         for region in &self.config.memory {
             partita_arch::cache::zero(region.pa, region.size);

@@ -134,6 +134,12 @@ pub fn drain_interrupts(running: Option<&Vcpu>) -> bool {
                 gic::end(intid);
             }
             VTIMER_INTID | 32.. => irq::forward(intid, running),
+            gic::MAINTENANCE_INTID => {
+                if let Some(vcpu) = running {
+                    irq::refill(vcpu);
+                }
+                gic::end(intid);
+            }
             _ => gic::end(intid),
         }
     }

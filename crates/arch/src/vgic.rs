@@ -6,6 +6,8 @@ use crate::read_sysreg;
 
 /// ICH_HCR_EL2.En: the virtual CPU interface is on.
 pub const HCR_EN: u64 = 1 << 0;
+/// ICH_HCR_EL2.UIE: maintenance interrupt when at most one list register is valid.
+pub const HCR_UIE: u64 = 1 << 1;
 /// ICH_HCR_EL2.NPIE: maintenance interrupt when no list register is pending.
 pub const HCR_NPIE: u64 = 1 << 3;
 

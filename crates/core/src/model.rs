@@ -92,6 +92,9 @@ pub struct Partition {
     pub criticality: Criticality,
     /// vCPU `i` runs on physical CPU `vcpus[i]`.
     pub vcpus: Vec<u32>,
+    /// Each vCPU has its pCPU to itself, so Partita need not keep a
+    /// scheduler tick there and can let the guest's WFI sleep in the guest.
+    pub exclusive: bool,
     pub memory: Vec<MemoryRegion>,
     pub devices: Vec<Device>,
     /// Guest-physical address of the emulated PL011 console.
@@ -152,8 +155,18 @@ pub struct Device {
     /// Host-physical base address.
     pub pa: u64,
     pub size: u64,
-    /// Physical interrupt IDs (INTIDs, SPIs are 32 and up) routed to the partition.
-    pub interrupts: Vec<u32>,
+    /// Physical interrupts routed to the partition, each to one of its vCPUs.
+    pub interrupts: Vec<Interrupt>,
+}
+
+/// One entry of the interrupt routing table: a physical SPI and the vCPU of
+/// the device's partition that receives it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Interrupt {
+    /// Physical interrupt ID (INTID; SPIs are 32 and up).
+    pub intid: u32,
+    /// Index into the partition's `vcpus`.
+    pub vcpu: u32,
 }
 
 impl Device {

@@ -6,6 +6,7 @@
 //! timer (Partita's own), and implementation-defined registers.
 
 use crate::esr::SysReg;
+use crate::model::Range;
 
 /// What to do with a trapped access.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,14 +62,37 @@ pub fn policy(reg: &SysReg) -> Policy {
     }
 }
 
-/// Sweeps by set/way visit every (set, way) pair once per cache level; the
-/// sweep is emulated once, on the operand with set and way both zero, so a
-/// full sweep costs one pass over the partition's memory.
-pub fn starts_sweep(operand: u64) -> bool {
-    // Level is in bits [3:1]; set and way fill the rest with
-    // geometry-dependent positions, so "everything above the level is zero"
-    // identifies set 0 / way 0 for any geometry.
-    operand >> 4 == 0
+/// Set/way maintenance is carried out by address, in slices, so that no
+/// trapped operation takes long with interrupts masked: each one cleans the
+/// next slice of the partition's RAM, and a sweep of at least
+/// [`SWEEP_OPS`] operations (any real cache has more sets times ways)
+/// covers all of it.
+pub const SWEEP_OPS: u64 = 512;
+const MIN_SLICE: u64 = 32 * 1024;
+
+/// Bytes one trapped set/way operation cleans, for `memory` bytes of RAM.
+pub fn setway_slice(memory: u64) -> u64 {
+    (memory / SWEEP_OPS).next_multiple_of(4096).max(MIN_SLICE)
+}
+
+/// The host-physical slice `[pa, pa + len)` that starts `cursor` bytes into
+/// the concatenation of `regions`, at most `slice` long and never crossing a
+/// region; and the cursor after it (wrapping to 0 at the end).
+pub fn setway_step(regions: &[Range], cursor: u64, slice: u64) -> Option<(u64, u64, u64)> {
+    let total: u64 = regions.iter().map(|r| r.size).sum();
+    if total == 0 {
+        return None;
+    }
+    let mut offset = cursor % total;
+    for region in regions {
+        if offset < region.size {
+            let len = slice.min(region.size - offset);
+            let next = (cursor % total + len) % total;
+            return Some((region.base + offset, len, next));
+        }
+        offset -= region.size;
+    }
+    None
 }
 
 #[cfg(test)]
@@ -108,10 +132,19 @@ mod tests {
     }
 
     #[test]
-    fn sweep_starts_once_per_level() {
-        assert!(starts_sweep(0));
-        assert!(starts_sweep(2)); // level 1 (L2 cache), set 0, way 0
-        assert!(!starts_sweep(0x40)); // set 1
-        assert!(!starts_sweep(0x8000_0000)); // way 2 on a 4-way cache
+    fn slices_cover_the_memory_within_a_sweep() {
+        assert_eq!(setway_slice(16 << 20), 32 * 1024);
+        assert_eq!(setway_slice(1 << 30), (1 << 30) / SWEEP_OPS);
+        let regions = [Range::new(0x4000_0000, 0x1_0000), Range::new(0x5000_0000, 0x8000)];
+        let mut cursor = 0;
+        let mut covered = Vec::new();
+        for _ in 0..4 {
+            let (pa, len, next) = setway_step(&regions, cursor, 0x6000).unwrap();
+            covered.push((pa, len));
+            cursor = next;
+        }
+        assert_eq!(covered, [(0x4000_0000, 0x6000), (0x4000_6000, 0x6000), (0x4000_c000, 0x4000), (0x5000_0000, 0x6000)]);
+        assert_eq!(setway_step(&regions, cursor, 0x6000), Some((0x5000_6000, 0x2000, 0)));
+        assert_eq!(setway_step(&[], 0, 0x1000), None);
     }
 }

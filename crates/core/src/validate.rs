@@ -8,7 +8,7 @@
 //! Every [`Issue`] names its place with the TOML spelling (`partition[1].memory[0]`
 //! plus a field such as `phys`), so the host can point at the line in the file.
 
-use crate::model::{Device, MemoryRegion, Partition, Range, System};
+use crate::model::{Device, Interrupt, MemoryRegion, Partition, Range, System};
 use alloc::collections::BTreeMap;
 use alloc::format;
 use alloc::string::String;
@@ -68,6 +68,7 @@ pub fn validate(system: &System) -> Vec<Issue> {
         v.host_memory_overlaps();
         v.device_overlaps();
         v.interrupt_claims();
+        v.exclusive_pcpus();
     }
     v.issues
 }
@@ -348,20 +349,34 @@ impl Validator<'_> {
             self.push(path.clone(), "phys", format!("{:#x} is not 4 KiB aligned", device.pa));
         }
         self.compatible(&path, device);
-        for &intid in &device.interrupts {
+        self.interrupts(p, &path, device);
+        self.device_host_fixed(&path, device);
+    }
+
+    fn interrupts(&mut self, p: usize, path: &str, device: &Device) {
+        let vcpus = self.system.partitions.get(p).map_or(0, |partition| partition.vcpus.len());
+        for &Interrupt { intid, vcpu } in &device.interrupts {
             if intid == CONSOLE_INTID {
                 let message = format!("interrupt {intid} is reserved for the partition's emulated console");
-                self.push(path.clone(), "interrupts", message);
+                self.push(path.into(), "interrupts", message);
             } else if !SPI.contains(&intid) {
                 let message = format!(
                     "interrupt {intid} is not an SPI; only {}..={} can be passed through",
                     SPI.start(),
                     SPI.end()
                 );
-                self.push(path.clone(), "interrupts", message);
+                self.push(path.into(), "interrupts", message);
+            }
+            // The hypervisor indexes the partition's vCPUs with this number.
+            if vcpu as usize >= vcpus {
+                let message = format!(
+                    "interrupt {intid} is routed to vCPU {vcpu}, but partition \"{}\" has {vcpus} vCPU(s): \
+                     nobody would own it",
+                    self.partition_name(p)
+                );
+                self.push(path.into(), "interrupts", message);
             }
         }
-        self.device_host_fixed(&path, device);
     }
 
     fn compatible(&mut self, path: &str, device: &Device) {
@@ -480,7 +495,7 @@ impl Validator<'_> {
     fn interrupt_claims(&mut self) {
         let mut owners: BTreeMap<u32, (usize, usize)> = BTreeMap::new();
         for (p, d, device) in all_devices(self.system) {
-            for &intid in &device.interrupts {
+            for &Interrupt { intid, .. } in &device.interrupts {
                 if let Some(&(q, e)) = owners.get(&intid) {
                     let message = format!(
                         "interrupt {intid} is already claimed by partition \"{}\" device \"{}\"",
@@ -490,6 +505,28 @@ impl Validator<'_> {
                     self.push(device_path(p, d), "interrupts", message);
                 } else {
                     owners.insert(intid, (p, d));
+                }
+            }
+        }
+    }
+
+    /// Partita keeps no scheduler tick on an exclusive partition's pCPUs and
+    /// lets its guest's WFI sleep there, so another vCPU on one of them
+    /// would never be scheduled.
+    fn exclusive_pcpus(&mut self) {
+        let partitions = &self.system.partitions;
+        for (p, partition) in partitions.iter().enumerate().filter(|(_, partition)| partition.exclusive) {
+            for (v, &pcpu) in partition.vcpus.iter().enumerate() {
+                let others = partitions.iter().enumerate().filter(|&(q, _)| q != p).map(|(_, other)| other);
+                for other in others {
+                    if let Some(w) = other.vcpus.iter().position(|&other_pcpu| other_pcpu == pcpu) {
+                        let message = format!(
+                            "partition \"{}\" is exclusive, but its vCPU {v} shares pCPU {pcpu} \
+                             with partition \"{}\" vCPU {w}",
+                            partition.name, other.name
+                        );
+                        self.push(partition_path(p), "exclusive", message);
+                    }
                 }
             }
         }
@@ -572,11 +609,16 @@ mod tests {
             name: name.into(),
             criticality: Criticality::Low,
             vcpus,
+            exclusive: false,
             memory: vec![region(0x4000_0000, pa)],
             devices: Vec::new(),
             console: 0x0900_0000,
             bootargs: String::new(),
         }
+    }
+
+    fn spi(intid: u32) -> Interrupt {
+        Interrupt { intid, vcpu: 0 }
     }
 
     fn gpio() -> Device {
@@ -586,7 +628,7 @@ mod tests {
             ipa: 0x0903_0000,
             pa: 0x0903_0000,
             size: 0x1000,
-            interrupts: vec![39],
+            interrupts: vec![spi(39)],
         }
     }
 
@@ -704,7 +746,7 @@ mod tests {
         let mut other = gpio();
         other.pa = 0x0904_0000;
         other.ipa = 0x0904_0000;
-        other.interrupts = vec![40];
+        other.interrupts = vec![spi(40)];
         s.partitions[0].devices = vec![gpio(), other];
         expect_one(&s, "partition[0].device[1]", "name", "duplicate device name \"gpio\"");
     }
@@ -740,7 +782,7 @@ mod tests {
     fn interrupt_outside_spi_range() {
         let mut s = system();
         let mut device = gpio();
-        device.interrupts = vec![27];
+        device.interrupts = vec![spi(27)];
         s.partitions[0].devices.push(device);
         expect_one(&s, "partition[0].device[0]", "interrupts", "interrupt 27 is not an SPI");
     }
@@ -749,9 +791,44 @@ mod tests {
     fn console_interrupt_is_reserved() {
         let mut s = system();
         let mut device = gpio();
-        device.interrupts = vec![CONSOLE_INTID];
+        device.interrupts = vec![spi(CONSOLE_INTID)];
         s.partitions[0].devices.push(device);
         expect_one(&s, "partition[0].device[0]", "interrupts", "interrupt 33 is reserved");
+    }
+
+    #[test]
+    fn interrupt_routed_to_a_missing_vcpu() {
+        let mut s = system();
+        let mut device = gpio();
+        device.interrupts = vec![spi(39), Interrupt { intid: 40, vcpu: 1 }];
+        s.partitions[1].devices.push(device);
+        assert_eq!(validate(&s), vec![]);
+        s.partitions[1].devices[0].interrupts[1].vcpu = 2;
+        expect_one(
+            &s,
+            "partition[1].device[0]",
+            "interrupts",
+            "interrupt 40 is routed to vCPU 2, but partition \"gpos\" has 2 vCPU(s): nobody would own it",
+        );
+    }
+
+    #[test]
+    fn exclusive_partition_sharing_a_pcpu() {
+        let mut s = system();
+        s.partitions[0].exclusive = true;
+        assert_eq!(validate(&s), vec![]);
+        s.partitions[1].vcpus = vec![2, 1];
+        expect_one(
+            &s,
+            "partition[0]",
+            "exclusive",
+            "partition \"rtos\" is exclusive, but its vCPU 0 shares pCPU 1 with partition \"gpos\" vCPU 1",
+        );
+        // Only the exclusive side is constrained: gpos may share its pCPUs.
+        s.partitions[0].exclusive = false;
+        assert_eq!(validate(&s), vec![]);
+        s.partitions[1].exclusive = true;
+        expect_one(&s, "partition[1]", "exclusive", "its vCPU 1 shares pCPU 1 with partition \"rtos\" vCPU 0");
     }
 
     #[test]
@@ -876,7 +953,9 @@ mod tests {
     fn arbitrary_device() -> impl Strategy<Value = Device> {
         let strings =
             proptest::collection::vec(proptest::sample::select(&["", "x", "a\0b"][..]).prop_map(String::from), 0..3);
-        (arbitrary_range(), any::<u64>(), strings, proptest::collection::vec(any::<u32>(), 0..4)).prop_map(
+        let vcpu = prop_oneof![0u32..10, Just(u32::MAX)];
+        let interrupt = (any::<u32>(), vcpu).prop_map(|(intid, vcpu)| Interrupt { intid, vcpu });
+        (arbitrary_range(), any::<u64>(), strings, proptest::collection::vec(interrupt, 0..4)).prop_map(
             |(r, pa, compatible, interrupts)| Device {
                 name: "d".into(),
                 compatible,
@@ -894,11 +973,12 @@ mod tests {
         let vcpus = proptest::collection::vec(0u32..10, 0..10);
         let memory = proptest::collection::vec(arbitrary_region(), 0..10);
         let devices = proptest::collection::vec(arbitrary_device(), 0..10);
-        (proptest::sample::select(NAMES), vcpus, memory, devices, any::<u64>()).prop_map(
-            |(name, vcpus, memory, devices, console)| Partition {
+        (proptest::sample::select(NAMES), vcpus, any::<bool>(), memory, devices, any::<u64>()).prop_map(
+            |(name, vcpus, exclusive, memory, devices, console)| Partition {
                 name: name.into(),
                 criticality: Criticality::High,
                 vcpus,
+                exclusive,
                 memory,
                 devices,
                 console,

@@ -2,7 +2,7 @@
 //! or a table of what the hypervisor will build.
 
 use crate::config::{self, Config};
-use partita_core::model::{Criticality, Device, MemoryRegion, Partition, Perms};
+use partita_core::model::{Criticality, Device, Interrupt, MemoryRegion, Partition, Perms};
 use std::path::Path;
 
 /// Loads and validates `path`. Diagnostics go to stderr, one per line; a
@@ -99,9 +99,17 @@ fn memory_cell(region: &MemoryRegion) -> String {
 }
 
 fn device_cell(device: &Device) -> String {
-    let interrupts: Vec<String> = device.interrupts.iter().map(u32::to_string).collect();
+    let interrupts: Vec<String> = device.interrupts.iter().map(interrupt).collect();
     let irqs = if interrupts.is_empty() { String::new() } else { format!(" irq {}", interrupts.join(",")) };
     format!("{} {:#010x} -> {:#010x} {}{irqs}", device.name, device.ipa, device.pa, size(device.size))
+}
+
+/// vCPU 0 is the default and goes unsaid, as in the file.
+fn interrupt(interrupt: &Interrupt) -> String {
+    match interrupt.vcpu {
+        0 => interrupt.intid.to_string(),
+        vcpu => format!("{}->vcpu{vcpu}", interrupt.intid),
+    }
 }
 
 fn perms(perms: Perms) -> String {

@@ -183,7 +183,7 @@ fn devices(fdt: &mut FdtWriter, partition: &Partition) -> FdtResult<()> {
         fdt.property_string_list("compatible", device.compatible.clone())?;
         fdt.property_array_u64("reg", &[device.ipa, device.size])?;
         if !device.interrupts.is_empty() {
-            let cells: Vec<u32> = device.interrupts.iter().flat_map(|&intid| interrupt_cells(intid)).collect();
+            let cells: Vec<u32> = device.interrupts.iter().flat_map(|i| interrupt_cells(i.intid)).collect();
             fdt.property_array_u32("interrupts", &cells)?;
         }
         fdt.end_node(node)?;

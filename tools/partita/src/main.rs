@@ -35,6 +35,10 @@ enum Cmd {
         /// Start halted with QEMU's gdb stub on :1234 and print the gdb command.
         #[arg(long)]
         gdb: bool,
+        /// Guest time counts instructions (QEMU -icount shift=N): timing no
+        /// longer depends on the host's load.
+        #[arg(long, value_name = "SHIFT")]
+        icount: Option<u32>,
     },
     /// Draw the event trace a run left in OUT_DIR/trace.bin: Perfetto JSON,
     /// a Gantt chart and an interrupt-latency histogram.
@@ -63,14 +67,14 @@ fn execute(command: Cmd) -> Result<ExitCode> {
     match command {
         Cmd::Check { config } => checked(&config).map(|_| ExitCode::SUCCESS),
         Cmd::Build { config } => prepare(&config).map(|_| ExitCode::SUCCESS),
-        Cmd::Run { config, seconds, gdb } => boot(&config, RunOptions { seconds, live: true, gdb }),
+        Cmd::Run { config, seconds, gdb, icount } => boot(&config, RunOptions { seconds, live: true, gdb, icount }),
         Cmd::Trace { out_dir } => {
             println!("{}", trace::draw(&out_dir)?);
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Demo { seconds } => {
             let demo = build::repo_root().join("configs").join("demo.toml");
-            boot(&demo, RunOptions { seconds: Some(seconds), live: true, gdb: false })
+            boot(&demo, RunOptions { seconds: Some(seconds), live: true, gdb: false, icount: None })
         }
         Cmd::Test => Ok(if testcmd::test()? { ExitCode::SUCCESS } else { ExitCode::FAILURE }),
     }

@@ -50,6 +50,9 @@ pub struct RunOptions {
     pub live: bool,
     /// Start QEMU halted with its gdb stub open.
     pub gdb: bool,
+    /// Run QEMU with `-icount shift=N,sleep=off`: guest time counts
+    /// instructions, so timing results do not depend on the host's load.
+    pub icount: Option<u32>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,7 +135,7 @@ pub fn parse_trace_line(text: &str) -> Option<TraceRegion> {
 
 /// Boots `build` in QEMU and supervises it until it ends.
 pub fn run(build: &BuildOutput, system: &System, opts: &RunOptions) -> Result<RunReport> {
-    let qemu = qemu_command(build, system, opts.gdb);
+    let qemu = qemu_command(build, system, opts);
     if opts.gdb {
         println!("QEMU waits for gdb on :{GDB_PORT}. In another terminal:\n  {}", gdb_command_line(build));
     }
@@ -146,7 +149,7 @@ pub fn run(build: &BuildOutput, system: &System, opts: &RunOptions) -> Result<Ru
 
 /// The QEMU invocation for `virt` with EL2, GICv3 and the image as a Linux
 /// Image, with its QMP socket at [`qmp_socket`].
-pub fn qemu_command(build: &BuildOutput, system: &System, gdb: bool) -> Command {
+pub fn qemu_command(build: &BuildOutput, system: &System, opts: &RunOptions) -> Command {
     let platform = &system.platform;
     let mut qemu = Command::new("qemu-system-aarch64");
     qemu.args(["-machine", "virt,virtualization=on,gic-version=3", "-cpu", "cortex-a72"])
@@ -157,8 +160,11 @@ pub fn qemu_command(build: &BuildOutput, system: &System, gdb: bool) -> Command 
         .arg(&build.image)
         .arg("-qmp")
         .arg(qmp_option(&qmp_socket(&build.out_dir)));
-    if gdb {
+    if opts.gdb {
         qemu.args(["-s", "-S"]);
+    }
+    if let Some(shift) = opts.icount {
+        qemu.arg("-icount").arg(format!("shift={shift},sleep=off"));
     }
     qemu
 }

@@ -9,7 +9,7 @@ mod config_support;
 
 use config_support::{aarch64_elf, scratch_dir};
 use partita::config::{self, Config, Diagnostic, Image, ImageFormat};
-use partita_core::model::{Criticality, Perms, Range};
+use partita_core::model::{Criticality, Interrupt, Perms, Range};
 use std::path::{Path, PathBuf};
 
 const MARKER: &str = "# <- error";
@@ -75,12 +75,18 @@ fn good_fixture_resolves_defaults_and_allocates() {
     assert_eq!(rtos.memory[0].perms, Perms::RWX);
     assert!(gpos.memory[0].identity && gpos.memory[0].pa == 0x4800_0000);
     assert_eq!(gpos.memory[1].pa, 0x4300_0000);
-    assert_eq!((rtos.devices[0].pa, rtos.devices[0].interrupts.as_slice()), (0x0903_0000, &[39][..]));
+    assert_eq!((rtos.exclusive, gpos.exclusive), (true, false), "exclusive defaults to false");
+    assert_eq!((rtos.devices[0].pa, rtos.devices[0].interrupts.as_slice()), (0x0903_0000, &[spi(39, 0)][..]));
+    assert_eq!(gpos.devices[0].interrupts, [spi(34, 0), spi(40, 1)], "a bare INTID goes to vCPU 0");
 
     let dir = config.path.parent().unwrap();
     assert_eq!(config.images[0], vec![Image { path: dir.join("guest.elf"), format: ImageFormat::Elf }]);
     assert_eq!(config.images[1][0].format, ImageFormat::Raw { load: 0x4800_0000 });
     assert_eq!(config.entries, vec![None, Some(0x4800_0000)]);
+}
+
+fn spi(intid: u32, vcpu: u32) -> Interrupt {
+    Interrupt { intid, vcpu }
 }
 
 /// Loads `text` as `configs/<name>.toml` of a scratch tree whose
@@ -156,6 +162,15 @@ fn bad_size_suffix() {
 #[test]
 fn missing_field() {
     expect_error("missing_field", "partition[0].memory[0].size", "missing field `size`");
+}
+
+#[test]
+fn unknown_key_in_an_interrupt_table() {
+    expect_error(
+        "interrupt_unknown_key",
+        "partition[0].device[0].interrupts[1].cpu",
+        "unknown field `cpu`, expected `intid` or `vcpu`",
+    );
 }
 
 #[test]
@@ -270,6 +285,15 @@ fn pcpu_out_of_range() {
 #[test]
 fn two_vcpus_on_one_pcpu() {
     expect_error("pcpu_twice", "partition[0].cpus", "vCPU 1 and vCPU 0 are both on pCPU 1");
+}
+
+#[test]
+fn exclusive_partition_sharing_its_pcpu() {
+    expect_error(
+        "exclusive_shared",
+        "partition[0].exclusive",
+        "partition \"rtos\" is exclusive, but its vCPU 0 shares pCPU 1 with partition \"gpos\" vCPU 1",
+    );
 }
 
 #[test]
@@ -404,6 +428,15 @@ fn interrupt_claimed_twice() {
 #[test]
 fn interrupt_outside_spi_range() {
     expect_error("interrupt_not_spi", "partition[0].device[0].interrupts", "interrupt 27 is not an SPI");
+}
+
+#[test]
+fn interrupt_routed_to_a_missing_vcpu() {
+    expect_error(
+        "interrupt_no_vcpu",
+        "partition[0].device[0].interrupts",
+        "interrupt 40 is routed to vCPU 3, but partition \"rtos\" has 2 vCPU(s): nobody would own it",
+    );
 }
 
 #[test]

@@ -38,6 +38,8 @@ const TOKENS: &[&str] = &[
     "load = 0x40000000\n",
     "entry = -1\n",
     "interrupts = [32, 1019, 1020, 4294967295]\n",
+    "interrupts = [{ intid = 40, vcpu = 7 }, { intid = 41 }, { vcpu = 1 }]\n",
+    "exclusive = true\n",
     "compatible = [\"\\u0000\"]\n",
     "path = \"big.elf\"\n",
     "path = \"not-elf.elf\"\n",
@@ -186,18 +188,24 @@ fn random_config() -> impl Strategy<Value = String> {
         proptest::option::of(address.clone()),
         any::<bool>(),
     );
-    let device = (address.clone(), proptest::option::of(address), size, proptest::collection::vec(0u32..1100, 0..3));
+    // No vCPU: the bare form; otherwise the table form.
+    let interrupt = (0u32..1100, proptest::option::of(0u32..4)).prop_map(|(intid, vcpu)| match vcpu {
+        None => intid.to_string(),
+        Some(vcpu) => format!("{{ intid = {intid}, vcpu = {vcpu} }}"),
+    });
+    let device = (address.clone(), proptest::option::of(address), size, proptest::collection::vec(interrupt, 0..3));
     let partition = (
         select(&["a", "b", "partita", "B", ""][..]),
         proptest::collection::vec(0u32..6, 0..3),
+        any::<bool>(),
         proptest::collection::vec(region, 0..3),
         proptest::collection::vec(image, 0..3),
         proptest::collection::vec(device, 0..3),
     );
     (1u32..10, proptest::collection::vec(partition, 0..4)).prop_map(|(cpus, partitions)| {
         let mut text = format!("[platform]\ncpus = {cpus}\n");
-        for (name, vcpus, regions, images, devices) in partitions {
-            text += &format!("[[partition]]\nname = \"{name}\"\ncpus = {vcpus:?}\n");
+        for (name, vcpus, exclusive, regions, images, devices) in partitions {
+            text += &format!("[[partition]]\nname = \"{name}\"\ncpus = {vcpus:?}\nexclusive = {exclusive}\n");
             for (base, size, phys, identity, perms) in regions {
                 let phys = phys.map_or(String::new(), |p| format!("phys = {p}\n"));
                 text += &format!("[[partition.memory]]\nbase = {base}\nsize = {size}\n{phys}identity = {identity}\nperms = \"{perms}\"\n");
@@ -209,8 +217,9 @@ fn random_config() -> impl Strategy<Value = String> {
             }
             for (d, (base, phys, size, interrupts)) in devices.into_iter().enumerate() {
                 let phys = phys.map_or(String::new(), |p| format!("phys = {p}\n"));
+                let interrupts = format!("[{}]", interrupts.join(", "));
                 text += &format!(
-                    "[[partition.device]]\nname = \"d{d}\"\nbase = {base}\n{phys}size = {size}\ninterrupts = {interrupts:?}\ncompatible = [\"x\"]\n"
+                    "[[partition.device]]\nname = \"d{d}\"\nbase = {base}\n{phys}size = {size}\ninterrupts = {interrupts}\ncompatible = [\"x\"]\n"
                 );
             }
         }

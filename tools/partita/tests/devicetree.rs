@@ -6,7 +6,7 @@ use fdt::node::FdtNode;
 use fdt::Fdt;
 use host_fixtures::*;
 use partita::devicetree::{dtb_address, generate, DTB_WINDOW};
-use partita_core::model::{Device, Partition, System};
+use partita_core::model::{Device, Interrupt, Partition, System};
 
 fn sample() -> (System, Partition) {
     let mut part = partition("rtos", vec![1, 3], vec![region(0x4800_0000, 0x20_0000), region(0x5000_0000, 0x10_0000)]);
@@ -18,7 +18,7 @@ fn sample() -> (System, Partition) {
         ipa: 0x0903_0000,
         pa: 0x0903_0000,
         size: 0x1000,
-        interrupts: vec![39, 40],
+        interrupts: vec![Interrupt { intid: 39, vcpu: 0 }, Interrupt { intid: 40, vcpu: 1 }],
     });
     let system = system("dt", vec![part.clone()]);
     (system, part)

@@ -81,6 +81,10 @@ fn boot(name: &str, parts: &[Part], seconds: u64) -> Boot {
 }
 
 fn boot_toml(name: &str, text: &str, seconds: u64) -> Boot {
+    boot_with(name, text, RunOptions { seconds: Some(seconds), ..RunOptions::default() })
+}
+
+fn boot_with(name: &str, text: &str, opts: RunOptions) -> Boot {
     let elf = hypervisor_elf();
     let dir = repo_root().join("target").join("qemu-tests");
     std::fs::create_dir_all(&dir).unwrap();
@@ -88,7 +92,6 @@ fn boot_toml(name: &str, text: &str, seconds: u64) -> Boot {
     std::fs::write(&path, text).unwrap();
     let config = config::load(&path).unwrap_or_else(|errors| panic!("{name}: {errors:#?}"));
     let out = build::assemble(&config, elf, &build::out_dir(&config.system)).expect("assembling the image");
-    let opts = RunOptions { seconds: Some(seconds), live: false, gdb: false };
     let report = run::run(&out, &config.system, &opts).expect("running QEMU");
     let read = |p: &PathBuf| std::fs::read_to_string(p).unwrap();
     Boot {
@@ -322,7 +325,7 @@ fn a_corrupt_payload_is_refused_with_a_panic_report() {
     let last = image.len() - 1;
     image[last] ^= 0xff;
     std::fs::write(&out.image, image).unwrap();
-    let report = run::run(&out, &config.system, &RunOptions { seconds: Some(5), live: false, gdb: false }).unwrap();
+    let report = run::run(&out, &config.system, &RunOptions { seconds: Some(5), live: false, gdb: false, icount: None }).unwrap();
     let log = std::fs::read_to_string(&report.hypervisor_log).unwrap();
     assert!(log.contains("PANIC on cpu 0: boot payload rejected: BadChecksum"), "{log}");
     assert!(log.contains("(last exception: EC 0x") && log.contains(", ELR 0x") && log.contains(", FAR 0x"), "{log}");
@@ -358,4 +361,94 @@ fn the_trace_of_a_short_run_agrees_with_the_guests() {
     let on_cpu1: Vec<u8> = intervals.iter().filter(|i| i.cpu == 1).map(|i| i.partition).collect();
     assert!(on_cpu1.windows(2).any(|w| w[0] != w[1]), "pCPU 1 never switched: {on_cpu1:?}");
     assert_eq!(intervals.iter().filter(|i| i.cpu == 2).count(), 1, "the exclusive pCPU never switches");
+}
+
+/// Boots the test guest natively (QEMU alone, EL1, real GICv3) with `bootargs`.
+fn native(bootargs: &str, cpus: u32) -> String {
+    hypervisor_elf();
+    let output = std::process::Command::new("timeout")
+        .args(["60", "qemu-system-aarch64", "-machine", "virt,gic-version=3", "-cpu", "cortex-a72"])
+        .args(["-smp", &cpus.to_string(), "-m", "256M", "-display", "none", "-monitor", "none", "-serial", "stdio"])
+        .args(["-kernel", &guest("bin"), "-append", bootargs])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("running QEMU");
+    String::from_utf8_lossy(&output.stdout).replace('\r', "")
+}
+
+/// `timer: <n> ticks at <hz> Hz, <late> late` -> (n, late).
+fn timer_counts(log: &str) -> (u64, u64) {
+    let line = log.lines().find(|l| l.starts_with("timer: ")).unwrap_or_else(|| panic!("no timer line in\n{log}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    (words[1].parse().unwrap(), words[6].parse().unwrap())
+}
+
+/// One unmodified guest binary: 1,000 virtual-timer ticks at 1 kHz and SGIs
+/// both ways between its two vCPUs, natively and as a partition.
+#[test]
+fn the_same_guest_takes_its_timer_and_sgis_natively_and_virtualized() {
+    let args = "timer_hz=1000 timer_ticks=1000 sgi=100 ticks=1 period_ms=10";
+    let native = native(args, 2);
+    let boot = boot("qemu-irq-same-binary", &[Part { name: "rt", cpus: "[1, 2]", bootargs: args, phys: None }], HANG_LIMIT);
+    assert_powered_off(&boot);
+    for (how, log) in [("native", native.as_str()), ("virtualized", boot.log("rt"))] {
+        assert_eq!(timer_counts(log).0, 1000, "{how}: a tick was lost\n{log}");
+        assert!(log.lines().any(|l| l == "sgi: vcpu 1 received 100"), "{how}:\n{log}");
+        assert!(log.lines().any(|l| l == "sgi: sent 100 received 100"), "{how}:\n{log}");
+        println!("{how}: {}", log.lines().filter(|l| l.starts_with("timer")).collect::<Vec<_>>().join("; "));
+    }
+}
+
+#[test]
+fn more_pending_interrupts_than_list_registers_arrive_in_priority_order() {
+    let boot = boot("qemu-lr-overflow", &[Part { name: "many", cpus: "[1]", bootargs: "lr-overflow=1 ticks=1", phys: None }], HANG_LIMIT);
+    assert_powered_off(&boot);
+    let log = boot.log("many");
+    assert!(log.lines().any(|l| l == "lr overflow: ok"), "{log}");
+}
+
+/// The attacker writes the distributor registers of the victim's SPI; the
+/// victim's interrupt keeps its configuration and is delivered every time.
+#[test]
+fn distributor_writes_to_another_partitions_interrupt_change_nothing() {
+    let text = format!(
+        "[[partition]]\nname = \"victim\"\ncpus = [1]\nbootargs = \"spi=39 ticks=2 period_ms=50\"\n\
+         [[partition.memory]]\nbase = 0x40000000\nsize = \"16M\"\n\
+         [[partition.image]]\npath = \"{guest}\"\n\
+         [[partition.device]]\nname = \"gpio\"\nbase = 0x09030000\nsize = 0x1000\ninterrupts = [39]\n\
+         compatible = [\"arm,pl061\", \"arm,primecell\"]\n\n\
+         [[partition]]\nname = \"attacker\"\ncpus = [2]\nbootargs = \"gicd-attack=39 ticks=2 period_ms=50\"\n\
+         [[partition.memory]]\nbase = 0x40000000\nsize = \"16M\"\n\
+         [[partition.image]]\npath = \"{guest}\"\n",
+        guest = guest("elf")
+    );
+    let boot = boot_toml("qemu-gicd-isolation", &text, HANG_LIMIT);
+    assert_powered_off(&boot);
+    assert!(boot.log("attacker").contains("gicd attack on 39 done"), "{}", boot.log("attacker"));
+    assert!(boot.hypervisor.contains("partition attacker wrote to interrupt 39, which it does not own: ignored"), "{}", boot.hypervisor);
+    let victim = boot.log("victim");
+    assert!(victim.lines().any(|l| l == "spi 39: taken 5 of 5"), "{victim}");
+    assert!(victim.lines().any(|l| l == "spi 39: enabled 1 priority 0xa0"), "{victim}");
+}
+
+/// A low-criticality guest spins with interrupts masked on the pCPU it
+/// shares with a high-criticality guest, with a long quantum: the high one
+/// still gets every tick, on time.
+#[test]
+fn a_critical_guest_preempts_a_masked_spinning_one() {
+    let text = format!(
+        "[hypervisor]\nquantum_us = 200000\n\n{}{}",
+        Part { name: "rt", cpus: "[1]", bootargs: "timer_hz=1000 timer_ticks=500 ticks=1", phys: None }
+            .toml(&guest("elf"))
+            .replace("cpus = [1]", "criticality = \"high\"\ncpus = [1]"),
+        Part { name: "hog", cpus: "[1]", bootargs: "mask-spin=2000 ticks=1", phys: None }.toml(&guest("elf"))
+    );
+    // Guest time counts instructions, so host load cannot make ticks late.
+    let boot = boot_with("qemu-priority-separation", &text, RunOptions { seconds: Some(HANG_LIMIT), icount: Some(4), ..RunOptions::default() });
+    assert_powered_off(&boot);
+    let (ticks, late) = timer_counts(boot.log("rt"));
+    assert_eq!(ticks, 500, "{}", boot.log("rt"));
+    println!("rt: {ticks} ticks, {late} late");
+    assert!(late < 50, "the masked spinner delayed the critical guest: {late} late ticks");
+    assert!(boot.log("hog").contains("mask spin done"), "{}", boot.log("hog"));
 }

@@ -269,7 +269,7 @@ fn serve_when_started(dir: &Path, script: Script) -> JoinHandle<Vec<String>> {
 }
 
 fn quick(seconds: u64) -> RunOptions {
-    RunOptions { seconds: Some(seconds), live: false, gdb: false }
+    RunOptions { seconds: Some(seconds), live: false, gdb: false, icount: None }
 }
 
 #[test]

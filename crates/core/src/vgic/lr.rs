@@ -68,20 +68,32 @@ impl Lr {
     }
 }
 
+/// When Partita must look at the list registers again because interrupts
+/// stayed queued for lack of room.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refill {
+    /// Everything queued was listed (or waits for its own entry to finish).
+    NotNeeded,
+    /// Once the guest has taken every pending entry (maintenance: NPIE).
+    WhenNonePending,
+    /// Every entry is active: once the guest has completed all but one
+    /// (maintenance: UIE). Asking for NPIE here would fire at once, forever.
+    WhenFewListed,
+}
+
 /// Moves the most urgent queued interrupts into the list registers. When all
 /// are taken, a pending (not active) entry of lower priority than the next
 /// queued one goes back to the queue to make room, so the guest always
-/// sees the most urgent interrupts first. Returns true when interrupts stay
-/// queued: the caller then asks for a maintenance interrupt once no list
-/// register holds a pending one.
+/// sees the most urgent interrupts first. Says when to refill.
 ///
 /// Bounded: each round takes one entry out of the queue for good or stops,
 /// except an eviction, which only happens for a strictly more urgent entry,
 /// so no entry cycles.
-pub fn flush(lrs: &mut [Lr], queue: &mut Queue) -> bool {
+pub fn flush(lrs: &mut [Lr], queue: &mut Queue) -> Refill {
     // Entries whose INTID is listed already and cannot merge wait aside,
     // so they neither get a second list register nor block the others.
     let mut held: heapless::Vec<Virq, CAPACITY> = heapless::Vec::new();
+    let mut no_room = false;
     while let Some(next) = queue.peek() {
         queue.remove(next.intid);
         match merge_into_existing(lrs, next) {
@@ -102,6 +114,7 @@ pub fn flush(lrs: &mut [Lr], queue: &mut Queue) -> bool {
                 }
                 None => {
                     let _ = held.push(next);
+                    no_room = true;
                     break;
                 }
             },
@@ -112,7 +125,13 @@ pub fn flush(lrs: &mut [Lr], queue: &mut Queue) -> bool {
         // Cannot overflow: every held entry came out of the queue.
         let _ = queue.push(virq);
     }
-    !queue.is_empty()
+    if !no_room {
+        Refill::NotNeeded
+    } else if lrs.iter().any(|lr| lr.state() == State::Pending) {
+        Refill::WhenNonePending
+    } else {
+        Refill::WhenFewListed
+    }
 }
 
 enum Merge {
@@ -169,7 +188,7 @@ mod tests {
             q.push(virq(intid, priority)).unwrap();
         }
         let mut lrs = [Lr::default(); 4];
-        assert!(flush(&mut lrs, &mut q), "two stay queued");
+        assert_eq!(flush(&mut lrs, &mut q), Refill::WhenNonePending, "two stay queued");
         let mut listed: Vec<u32> = lrs.iter().map(|lr| lr.intid()).collect();
         listed.sort();
         assert_eq!(listed, [9, 10, 12, 13]);
@@ -183,12 +202,12 @@ mod tests {
         lrs[2] = Lr(Lr::pending(virq(3, 0xf0)).0 ^ (3 << 62) | (2 << 62)); // active, low priority
         lrs[3] = Lr::pending(virq(4, 0x80));
         q.push(virq(5, 0x10)).unwrap();
-        assert!(flush(&mut lrs, &mut q));
+        assert_eq!(flush(&mut lrs, &mut q), Refill::WhenNonePending);
         assert_eq!(lrs[1].intid(), 5, "the pending 0x90 entry made room");
         assert_eq!(lrs[2].intid(), 3, "an active entry is never evicted");
         assert_eq!(q.peek(), Some(virq(2, 0x90)));
         // Nothing less urgent than the queued entry is pending now: it waits.
-        assert!(flush(&mut lrs, &mut q));
+        assert_eq!(flush(&mut lrs, &mut q), Refill::WhenNonePending);
         assert_eq!(q.len(), 1);
     }
 
@@ -199,7 +218,7 @@ mod tests {
         let mut q = Queue::new();
         q.push(virq(1, 0x40)).unwrap();
         q.push(virq(2, 0x40)).unwrap();
-        assert!(!flush(&mut lrs, &mut q));
+        assert_eq!(flush(&mut lrs, &mut q), Refill::NotNeeded);
         assert_eq!(lrs[0].state(), State::PendingActive);
         assert_eq!(lrs[1].state(), State::Pending);
     }
@@ -211,8 +230,18 @@ mod tests {
         let mut q = Queue::new();
         q.push(hw).unwrap();
         q.push(virq(30, 0xc0)).unwrap();
-        assert!(flush(&mut lrs, &mut q), "the re-trigger stays queued");
+        assert_eq!(flush(&mut lrs, &mut q), Refill::NotNeeded, "the re-trigger waits for its own entry");
         assert_eq!(lrs[1].intid(), 30, "and does not block a less urgent one");
         assert_eq!(q.peek(), Some(hw));
+    }
+
+    #[test]
+    fn with_every_entry_active_the_refill_waits_for_completions() {
+        let active = |intid| Lr(Lr::pending(virq(intid, 0x40)).0 ^ (3 << 62) | (2 << 62));
+        let mut lrs = [active(1), active(2)];
+        let mut q = Queue::new();
+        q.push(virq(3, 0x80)).unwrap();
+        assert_eq!(flush(&mut lrs, &mut q), Refill::WhenFewListed);
+        assert_eq!(q.len(), 1);
     }
 }

@@ -71,6 +71,7 @@ pub struct RawPartition {
     pub name: String,
     pub criticality: Option<RawCriticality>,
     pub cpus: Vec<u32>,
+    pub exclusive: Option<bool>,
     pub console: Option<u64>,
     pub bootargs: Option<String>,
     pub entry: Option<u64>,
@@ -123,8 +124,55 @@ pub struct RawDevice {
     pub phys: Option<u64>,
     pub size: Size,
     #[serde(default)]
-    pub interrupts: Vec<u32>,
+    pub interrupts: Vec<RawInterrupt>,
     pub compatible: Vec<String>,
+}
+
+/// `39` (to vCPU 0) or `{ intid = 40, vcpu = 1 }`.
+#[derive(Clone, Copy, Debug)]
+pub enum RawInterrupt {
+    Bare(u32),
+    Routed(RawRoutedInterrupt),
+}
+
+/// By hand rather than `#[serde(untagged)]`: an untagged enum buffers the
+/// value and, when no variant fits, says only that, at the whole array; this
+/// way a misspelt key in the table form is named, at the table.
+impl<'de> Deserialize<'de> for RawInterrupt {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(InterruptVisitor)
+    }
+}
+
+struct InterruptVisitor;
+
+impl<'de> Visitor<'de> for InterruptVisitor {
+    type Value = RawInterrupt;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an interrupt: an INTID such as 39, or a table such as { intid = 40, vcpu = 1 }")
+    }
+
+    fn visit_u64<E: de::Error>(self, value: u64) -> Result<RawInterrupt, E> {
+        u32::try_from(value)
+            .map(RawInterrupt::Bare)
+            .map_err(|_| E::invalid_value(de::Unexpected::Unsigned(value), &self))
+    }
+
+    fn visit_i64<E: de::Error>(self, value: i64) -> Result<RawInterrupt, E> {
+        u32::try_from(value).map(RawInterrupt::Bare).map_err(|_| E::invalid_value(de::Unexpected::Signed(value), &self))
+    }
+
+    fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<RawInterrupt, A::Error> {
+        RawRoutedInterrupt::deserialize(de::value::MapAccessDeserializer::new(map)).map(RawInterrupt::Routed)
+    }
+}
+
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRoutedInterrupt {
+    pub intid: u32,
+    pub vcpu: Option<u32>,
 }
 
 /// A byte count: an integer, or a string such as `"64K"`, `"16M"`, `"1G"`, `"0x1000"`.

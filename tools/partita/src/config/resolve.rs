@@ -1,10 +1,13 @@
 //! From the schema to the model: defaults applied, addresses allocated.
 
 use super::raw::{
-    RawConfig, RawCriticality, RawDevice, RawFormat, RawImage, RawMemory, RawPartition, RawPlatform, RawRange, RawTrace,
+    RawConfig, RawCriticality, RawDevice, RawFormat, RawImage, RawInterrupt, RawMemory, RawPartition, RawPlatform,
+    RawRange, RawTrace,
 };
 use super::{Image, ImageFormat};
-use partita_core::model::{Criticality, Device, Hypervisor, MemoryRegion, Partition, Perms, Platform, Range, System};
+use partita_core::model::{
+    Criticality, Device, Hypervisor, Interrupt, MemoryRegion, Partition, Perms, Platform, Range, System,
+};
 use partita_core::validate::{hex_range, Issue};
 use std::path::Path;
 
@@ -98,6 +101,7 @@ fn partition(raw: &RawPartition) -> Partition {
         name: raw.name.clone(),
         criticality,
         vcpus: raw.cpus.clone(),
+        exclusive: raw.exclusive.unwrap_or(false),
         memory: raw.memory.iter().map(memory_region).collect(),
         devices: raw.device.iter().map(device).collect(),
         console: raw.console.unwrap_or(DEFAULT_PARTITION_CONSOLE),
@@ -124,7 +128,14 @@ fn device(raw: &RawDevice) -> Device {
         ipa: raw.base,
         pa: raw.phys.unwrap_or(raw.base),
         size: raw.size.0,
-        interrupts: raw.interrupts.clone(),
+        interrupts: raw.interrupts.iter().map(interrupt).collect(),
+    }
+}
+
+fn interrupt(raw: &RawInterrupt) -> Interrupt {
+    match *raw {
+        RawInterrupt::Bare(intid) => Interrupt { intid, vcpu: 0 },
+        RawInterrupt::Routed(routed) => Interrupt { intid: routed.intid, vcpu: routed.vcpu.unwrap_or(0) },
     }
 }
 

@@ -28,6 +28,7 @@ pub fn partition(name: &str, vcpus: Vec<u32>, memory: Vec<MemoryRegion>) -> Part
         name: name.to_string(),
         criticality: Criticality::High,
         vcpus,
+        exclusive: false,
         memory,
         devices: vec![],
         console: 0x0900_0000,
