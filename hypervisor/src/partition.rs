@@ -9,12 +9,13 @@
 use crate::console::{self, log};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use partita_arch::context::{El1Context, FpContext};
 use partita_arch::exception::Regs;
 use partita_arch::stage2::{self, Stage2Table};
 use partita_core::image::{Load, PartitionBoot};
-use partita_core::model;
+use partita_core::model::{self, Range};
+use partita_core::sysreg;
 use partita_core::vcpu::Power;
 use partita_arch::vgic::VgicContext;
 use partita_core::vgic::queue::Queue;
@@ -66,6 +67,8 @@ pub struct Partition {
     pub gic: Mutex<PartitionGic>,
     /// Scheduling rank: a more critical partition's vCPU runs first.
     pub rank: u8,
+    /// Where the next trapped set/way operation cleans (see `clean_slice`).
+    setway_cursor: AtomicU64,
 }
 
 /// Registers of a vCPU while it is not on a CPU.
@@ -196,6 +199,7 @@ pub fn build(index: usize, config: model::Partition, boot: PartitionBoot, data: 
     let partition = Partition {
         gic: Mutex::new(PartitionGic::new(config.vcpus.len(), &spis)),
         rank: config.criticality as u8,
+        setway_cursor: AtomicU64::new(0),
         config,
         boot,
         vttbr,
@@ -262,6 +266,19 @@ impl Partition {
         let pa = self.config.translate_ram(load.ipa).expect("checked load address");
         let bytes = &data[load.offset as usize..(load.offset + load.len) as usize];
         partita_arch::cache::copy_to(pa, bytes);
+    }
+
+    /// One trapped set/way operation: cleans and invalidates the next slice
+    /// of the partition's RAM by address, so a whole sweep covers all of it
+    /// while no single trap keeps interrupts masked for long.
+    pub fn clean_slice(&self) {
+        let regions: heapless::Vec<Range, 8> = self.config.memory.iter().map(|r| r.host()).collect();
+        let total = regions.iter().map(|r| r.size).sum();
+        let cursor = self.setway_cursor.load(Ordering::Relaxed);
+        if let Some((pa, len, next)) = sysreg::setway_step(&regions, cursor, sysreg::setway_slice(total)) {
+            partita_arch::cache::clean_invalidate(pa, len);
+            self.setway_cursor.store(next, Ordering::Relaxed);
+        }
     }
 
     /// Cleans and invalidates all of the partition's RAM by address.

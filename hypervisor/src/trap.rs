@@ -164,11 +164,7 @@ fn system_register(regs: &mut Regs, part: &Partition, vcpu: &Vcpu, access: SysRe
     let rt = usize::from(access.rt);
     match sysreg::policy(&access.reg) {
         Policy::GenerateSgi if !access.read => irq::generate_sgi(part, vcpu.index, regs.get(rt)),
-        Policy::SetWay => {
-            if sysreg::starts_sweep(regs.get(rt)) {
-                part.clean_memory();
-            }
-        }
+        Policy::SetWay => part.clean_slice(),
         Policy::GenerateSgi | Policy::ReadZeroWriteIgnore => {
             if access.read {
                 regs.set(rt, 0);
