@@ -71,6 +71,12 @@ pub fn refill(vcpu: &Vcpu) {
     }
     let before = lrs;
     let refill = lr::flush(&mut lrs[..count], &mut queue);
+    if trace::enabled() {
+        let mut seen = vcpu.seen_lrs.lock();
+        for (seen, lr) in seen.iter_mut().zip(&lrs[..count]) {
+            *seen = lr.0;
+        }
+    }
     for n in 0..count {
         if lrs[n] != before[n] {
             vgic::write_lr(n, lrs[n].0);
@@ -84,6 +90,23 @@ pub fn refill(vcpu: &Vcpu) {
     };
     vgic::set_control(HCR_EN | request);
     vcpu.set_queued(!queue.is_empty());
+}
+
+/// With tracing on: records an EOI event for every interrupt that left the
+/// list registers since Partita last looked, and remembers what is there now.
+pub fn note_completions(vcpu: &Vcpu) {
+    if !trace::enabled() {
+        return;
+    }
+    let mut seen = vcpu.seen_lrs.lock();
+    for (n, previous) in seen.iter_mut().enumerate().take(vgic::list_registers()) {
+        let now = Lr(vgic::read_lr(n));
+        let before = Lr(*previous);
+        if !before.is_free() && (now.is_free() || now.intid() != before.intid()) {
+            trace::record(Kind::IrqEoi, vcpu.partition, vcpu.index, before.intid());
+        }
+        *previous = now.0;
+    }
 }
 
 /// True when the vCPU has an interrupt to take: queued, or pending in a

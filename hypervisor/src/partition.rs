@@ -17,7 +17,7 @@ use partita_core::image::{Load, PartitionBoot};
 use partita_core::model::{self, Range};
 use partita_core::sysreg;
 use partita_core::vcpu::Power;
-use partita_arch::vgic::VgicContext;
+use partita_arch::vgic::{VgicContext, MAX_LRS};
 use partita_core::vgic::queue::Queue;
 use partita_core::vgic::regs::PartitionGic;
 use partita_core::vuart::{LineBuffer, Pl011};
@@ -92,6 +92,9 @@ pub struct Vcpu {
     /// queue is non-empty without taking its lock on every guest entry.
     pub queue: Mutex<Queue>,
     queued: AtomicBool,
+    /// With tracing on: the list registers as Partita last saw them, so a
+    /// trap can tell which interrupts the guest completed meanwhile.
+    pub seen_lrs: Mutex<[u64; MAX_LRS]>,
     pub context: Mutex<Context>,
 }
 
@@ -222,6 +225,7 @@ fn new_vcpu(partition: usize, index: usize, pcpu: usize) -> Vcpu {
         waiting: AtomicBool::new(false),
         queue: Mutex::new(Queue::new()),
         queued: AtomicBool::new(false),
+        seen_lrs: Mutex::new([0; MAX_LRS]),
         context: Mutex::new(Context {
             regs: Regs::default(),
             el1: El1Context::default(),

@@ -62,6 +62,9 @@ fn switch_to(me: &PerCpu, slot: usize) -> ! {
         ctx.el1.restore();
         ctx.fp.restore();
         ctx.vgic.restore();
+        if trace::enabled() {
+            *vcpu.seen_lrs.lock() = ctx.vgic.lrs;
+        }
         ctx.regs
     };
     stage2::activate(system().partitions[vcpu.partition].vttbr);
@@ -74,6 +77,7 @@ fn switch_to(me: &PerCpu, slot: usize) -> ! {
 /// Takes the running vCPU off its pCPU, saving everything it had loaded.
 pub fn deschedule(vcpu: &Vcpu, regs: &Regs, reason: OutReason) {
     trace::record(Kind::VcpuOut, vcpu.partition, vcpu.index, reason as u32);
+    irq::note_completions(vcpu);
     let mut ctx = vcpu.context.lock();
     ctx.regs = *regs;
     ctx.el1.save();

@@ -38,6 +38,12 @@ pub fn record(kind: Kind, partition: usize, vcpu: usize, arg: u32) {
     }
 }
 
+/// True when the configuration turned tracing on.
+#[inline]
+pub fn enabled() -> bool {
+    TRACE.get().is_some()
+}
+
 /// An event with no partition (a physical interrupt, say).
 #[inline]
 pub fn record_cpu(kind: Kind, arg: u32) {

@@ -39,6 +39,7 @@ pub fn handle(regs: &mut Regs, kind: u64) {
     let slot = me.current().expect("guest trap with no vCPU on this CPU");
     let vcpu = me.vcpus[slot];
     let part = &system().partitions[vcpu.partition];
+    irq::note_completions(vcpu);
     let action = match kind {
         kind::SYNC => synchronous(regs, part, vcpu),
         kind::IRQ => interrupts(vcpu),

@@ -340,7 +340,7 @@ fn the_trace_of_a_short_run_agrees_with_the_guests() {
     let parts = [
         Part { name: "left", cpus: "[1]", bootargs: args, phys: None },
         Part { name: "right", cpus: "[1]", bootargs: args, phys: None },
-        Part { name: "alone", cpus: "[2]", bootargs: args, phys: None },
+        Part { name: "alone", cpus: "[2]", bootargs: "timer_hz=1000 timer_ticks=50 ticks=3 period_ms=50", phys: None },
     ];
     let text: String = parts.iter().map(|p| p.toml(&guest("elf"))).collect();
     let boot = boot_toml("qemu-trace", &format!("[trace]\nenabled = true\nevents_per_cpu = 65536\n\n{text}"), HANG_LIMIT);
@@ -361,6 +361,12 @@ fn the_trace_of_a_short_run_agrees_with_the_guests() {
     let on_cpu1: Vec<u8> = intervals.iter().filter(|i| i.cpu == 1).map(|i| i.partition).collect();
     assert!(on_cpu1.windows(2).any(|w| w[0] != w[1]), "pCPU 1 never switched: {on_cpu1:?}");
     assert_eq!(intervals.iter().filter(|i| i.cpu == 2).count(), 1, "the exclusive pCPU never switches");
+    // Every virtual timer tick of `alone` was taken, injected and completed.
+    let count = |kind| trace.cpus[2].iter().filter(|e| e.kind == kind && e.arg == 27).count();
+    use partita_core::trace::Kind;
+    assert_eq!(timer_counts(boot.log("alone")).0, 50);
+    assert!(count(Kind::IrqTaken) >= 50 && count(Kind::IrqInjected) >= 50, "{:?}", (count(Kind::IrqTaken), count(Kind::IrqInjected)));
+    assert!(count(Kind::IrqEoi) >= 50, "only {} EOIs of 50 ticks", count(Kind::IrqEoi));
 }
 
 /// Boots the test guest natively (QEMU alone, EL1, real GICv3) with `bootargs`.
