@@ -303,6 +303,13 @@ fn restart(part: &Partition, vcpu: &Vcpu, regs: &Regs) -> ! {
         }
         stage2::activate(part.vttbr);
         partita_arch::cache::invalidate_guest_tlb();
+        // Its devices' interrupts stay quiet until the restarted guest
+        // enables them again in its fresh virtual distributor.
+        for device in &part.config.devices {
+            for interrupt in &device.interrupts {
+                gic::enable_spi(interrupt.intid, false);
+            }
+        }
         part.load(system().data);
         part.power_on();
         part.set_state(RunState::Running);
