@@ -17,12 +17,11 @@ use partita_core::trace::Kind;
 use partita_core::vgic::lr::{self, Lr, Refill, State};
 use partita_core::vgic::regs::{Access, Effect};
 use partita_core::vgic::{sgi_targets, Virq, PRIVATE, VTIMER_INTID};
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::Ordering;
 
-/// Reports of writes to interrupts a partition does not own are capped, so
-/// a guest probing every INTID cannot flood the console.
+/// Reports of writes to interrupts a partition does not own are capped per
+/// partition, so a guest probing every INTID cannot flood the console.
 const DENIED_REPORTS: u32 = 8;
-static DENIED_SO_FAR: AtomicU32 = AtomicU32::new(0);
 
 /// Makes `intid` pending on vCPU `index` of `part`, if its configuration
 /// lets it through; wakes the vCPU. Returns false if it was not delivered
@@ -211,7 +210,7 @@ pub fn mmio(part: &Partition, frame: Frame, size: u8, value: Option<u64>) -> u64
 fn apply(part: &Partition, effect: Effect) {
     match effect {
         Effect::Denied { intid } => {
-            if DENIED_SO_FAR.fetch_add(1, Ordering::Relaxed) < DENIED_REPORTS {
+            if part.denied_reports.fetch_add(1, Ordering::Relaxed) < DENIED_REPORTS {
                 log!("partition {} wrote to interrupt {intid}, which it does not own: ignored", part.name());
             }
             trace::record(Kind::Health, 0xff, 0xff, intid);

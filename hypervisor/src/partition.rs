@@ -9,7 +9,7 @@
 use crate::console::{self, log};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use partita_arch::context::{El1Context, FpContext};
 use partita_arch::exception::Regs;
 use partita_arch::stage2::{self, Stage2Table};
@@ -69,6 +69,8 @@ pub struct Partition {
     pub rank: u8,
     /// Where the next trapped set/way operation cleans (see `clean_slice`).
     setway_cursor: AtomicU64,
+    /// Writes to interrupts it does not own, reported so far.
+    pub denied_reports: AtomicU32,
 }
 
 /// Registers of a vCPU while it is not on a CPU.
@@ -203,6 +205,7 @@ pub fn build(index: usize, config: model::Partition, boot: PartitionBoot, data: 
         gic: Mutex::new(PartitionGic::new(config.vcpus.len(), &spis)),
         rank: config.criticality as u8,
         setway_cursor: AtomicU64::new(0),
+        denied_reports: AtomicU32::new(0),
         config,
         boot,
         vttbr,
