@@ -1,6 +1,7 @@
 //! The `partita` host tool as a library, so integration tests drive the same
 //! code paths as the command line.
 
+pub mod bench;
 pub mod build;
 pub mod check;
 pub mod config;

@@ -2,6 +2,7 @@
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
+use partita::bench;
 use partita::build::{self, BuildOutput};
 use partita::config::Config;
 use partita::run::{self, Ending, RunOptions};
@@ -50,6 +51,31 @@ enum Cmd {
     },
     /// Run every test and print a total.
     Test,
+    /// Measure and report; nothing is asserted.
+    Bench {
+        #[command(subcommand)]
+        what: Bench,
+    },
+}
+
+#[derive(Subcommand)]
+enum Bench {
+    /// Virtual-timer interrupt latency: natively, on an exclusive core under
+    /// Partita, and on a core shared with a busy partition. Writes
+    /// out/bench-irq-latency/report.md and report.json.
+    IrqLatency {
+        /// After the wall-clock pass, run every setup again with QEMU
+        /// -icount shift=SHIFT (with 4, one counter tick is one instruction).
+        #[arg(long, value_name = "SHIFT")]
+        icount: Option<u32>,
+        /// QEMU boots per setup and mode; the table shows medians over them.
+        #[arg(long, default_value_t = bench::DEFAULT_RUNS, value_parser = clap::value_parser!(u32).range(1..))]
+        runs: u32,
+        /// Timer interrupts the guest times in each boot.
+        #[arg(long, default_value_t = bench::DEFAULT_SAMPLES,
+              value_parser = clap::value_parser!(u32).range(1..=i64::from(bench::MAX_SAMPLES)))]
+        samples: u32,
+    },
 }
 
 fn main() -> ExitCode {
@@ -77,6 +103,12 @@ fn execute(command: Cmd) -> Result<ExitCode> {
             boot(&demo, RunOptions { seconds: Some(seconds), live: true, gdb: false, icount: None })
         }
         Cmd::Test => Ok(if testcmd::test()? { ExitCode::SUCCESS } else { ExitCode::FAILURE }),
+        Cmd::Bench { what: Bench::IrqLatency { icount, runs, samples } } => {
+            let opts = bench::Options { runs, samples, icount, ..bench::Options::default() };
+            print!("{}", bench::irq_latency(&opts)?.table());
+            println!("report: {}/report.md, report.json", bench::report_dir(&opts.name).display());
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
