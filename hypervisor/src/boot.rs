@@ -3,7 +3,7 @@
 use crate::console::log;
 use crate::partition::{self, Partition, Vcpu};
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use partita_arch::{boot as image, cpu, el2, firmware, gic, heap, mmu, stage2, uart};
 use partita_core::image::{decode, payload_len, BootTable};
 use partita_core::model::{Platform, Range};
@@ -37,6 +37,8 @@ pub struct PerCpu {
     current: AtomicUsize,
     /// One vCPU only: no tick, and its WFI does not leave the guest.
     pub exclusive: bool,
+    /// The physical virtual-timer PPI is masked here (see `irq::mask_timer`).
+    pub timer_masked: AtomicBool,
 }
 
 const NONE: usize = usize::MAX;
@@ -45,6 +47,11 @@ impl PerCpu {
     pub fn current(&self) -> Option<usize> {
         let slot = self.current.load(Ordering::Relaxed);
         (slot != NONE).then_some(slot)
+    }
+
+    /// The vCPU on this pCPU now, if any.
+    pub fn current_vcpu(&self) -> Option<&'static Vcpu> {
+        self.current().map(|slot| self.vcpus[slot])
     }
 
     pub fn set_current(&self, slot: Option<usize>) {
@@ -142,7 +149,7 @@ fn build_system(table: BootTable, data: &'static [u8]) -> System {
     let cpus = (0..system.platform.cpus as usize)
         .map(|cpu| {
             let vcpus: Vec<_> = partitions.iter().flat_map(|p| p.vcpus.iter().copied()).filter(|v| v.pcpu == cpu).collect();
-            PerCpu { exclusive: vcpus.len() == 1, vcpus, current: AtomicUsize::new(NONE) }
+            PerCpu { exclusive: vcpus.len() == 1, vcpus, current: AtomicUsize::new(NONE), timer_masked: AtomicBool::new(false) }
         })
         .collect();
     let quantum = partita_arch::timer::frequency() * u64::from(system.hypervisor.quantum_us) / 1_000_000;

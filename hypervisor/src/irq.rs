@@ -123,15 +123,69 @@ pub fn has_pending(vcpu: &Vcpu) -> bool {
 /// stays active until the guest's EOI deactivates it (HW bit).
 pub fn forward(intid: u32, running: Option<&Vcpu>) {
     gic::drop_priority(intid);
+    if let Some(vcpu) = running.filter(|_| intid == VTIMER_INTID) {
+        if list_directly(vcpu, intid) {
+            return;
+        }
+    }
     let target = if intid == VTIMER_INTID {
         running.map(|v| (v.partition, v.index))
     } else {
         spi_owner(intid)
     };
     let delivered = target.is_some_and(|(p, i)| inject(&system().partitions[p], i, intid, true));
-    if !delivered {
+    if !delivered && intid == VTIMER_INTID {
+        mask_timer();
+    } else if !delivered {
         gic::deactivate(intid);
     }
+}
+
+/// The running guest's timer fired while its virtual interrupt is disabled
+/// (it polls CNTV_CTL, say): the fired state is latched for it, and the
+/// level-triggered physical PPI is masked on this pCPU so it does not fire
+/// again and again. It is unmasked when the guest enables the virtual one
+/// or another vCPU comes onto the pCPU.
+fn mask_timer() {
+    let me = &system().cpus[cpu::index()];
+    gic::enable_private(VTIMER_INTID, cpu::index(), false);
+    gic::deactivate(VTIMER_INTID);
+    me.timer_masked.store(true, Ordering::Relaxed);
+}
+
+/// Unmasks the physical timer PPI of this pCPU if [`mask_timer`] masked it.
+pub fn unmask_timer() {
+    let me = &system().cpus[cpu::index()];
+    if me.timer_masked.swap(false, Ordering::Relaxed) {
+        gic::enable_private(VTIMER_INTID, cpu::index(), true);
+    }
+}
+
+/// The fast path for the running vCPU's own HW interrupt (its timer): with
+/// nothing queued ahead of it and a free list register, it goes straight
+/// there. No duplicate is possible: the physical interrupt stays active,
+/// so it cannot fire again, until the guest completes this one.
+fn list_directly(vcpu: &Vcpu, intid: u32) -> bool {
+    if vcpu.has_queued() {
+        return false;
+    }
+    let free = vgic::free_list_registers() & ((1 << vgic::list_registers()) - 1);
+    if free == 0 {
+        return false;
+    }
+    let part = &system().partitions[vcpu.partition];
+    let Some(priority) = part.gic.lock().fire(vcpu.index, intid) else {
+        mask_timer();
+        return true;
+    };
+    let n = free.trailing_zeros() as usize;
+    let lr = Lr::pending(Virq { intid, priority, hw: true }).0;
+    vgic::write_lr(n, lr);
+    if trace::enabled() {
+        vcpu.seen_lrs.lock()[n] = lr;
+        trace::record(Kind::IrqInjected, vcpu.partition, vcpu.index, intid);
+    }
+    true
 }
 
 fn spi_owner(intid: u32) -> Option<(usize, usize)> {
@@ -227,6 +281,12 @@ fn apply(part: &Partition, effect: Effect) {
             }
         }
         Effect::SpiEnable { intid, enabled } => gic::enable_spi(intid, enabled),
+        Effect::TimerEnabled { vcpu } => {
+            let running = system().cpus[cpu::index()].current_vcpu();
+            if running.is_some_and(|v| core::ptr::eq(&system().partitions[v.partition], part) && v.index == vcpu) {
+                unmask_timer();
+            }
+        }
         Effect::SpiRoute { intid, vcpu } => {
             if let Some(target) = part.vcpus.get(vcpu) {
                 gic::route_spi(intid, target.pcpu);

@@ -69,6 +69,7 @@ fn switch_to(me: &PerCpu, slot: usize) -> ! {
     };
     stage2::activate(system().partitions[vcpu.partition].vttbr);
     el2::trap_wfi(!me.exclusive);
+    irq::unmask_timer();
     irq::flush(vcpu);
     arm_timer(me, Some(slot));
     enter_guest(regs)

@@ -108,6 +108,12 @@ pub fn configure_spi(intid: u32, priority: u8, cpu: usize) {
     route_spi(intid, cpu);
 }
 
+/// Enables or disables a private interrupt (SGI or PPI) of physical CPU `cpu`.
+pub fn enable_private(intid: u32, cpu: usize, enable: bool) {
+    let mut gic = GIC.get().expect("GIC not initialised").lock();
+    let _ = gic.0.enable_interrupt(intid_of(intid), Some(cpu), enable);
+}
+
 /// Enables or disables a passthrough SPI, following its guest.
 pub fn enable_spi(intid: u32, enable: bool) {
     let mut gic = GIC.get().expect("GIC not initialised").lock();

@@ -4,6 +4,11 @@
 use crate::cpu::write_sysreg;
 use crate::read_sysreg;
 
+/// ICH_ELRSR_EL2: bit n set when list register n is free.
+pub fn free_list_registers() -> u64 {
+    read_sysreg!("S3_4_C12_C11_5")
+}
+
 /// ICH_HCR_EL2.En: the virtual CPU interface is on.
 pub const HCR_EN: u64 = 1 << 0;
 /// ICH_HCR_EL2.UIE: maintenance interrupt when at most one list register is valid.

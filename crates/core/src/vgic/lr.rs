@@ -1,6 +1,6 @@
 //! List registers (ICH_LR<n>_EL2) and how Partita fills them.
 
-use super::queue::{Queue, CAPACITY};
+use super::queue::Queue;
 use super::Virq;
 
 const STATE_SHIFT: u32 = 62;
@@ -86,44 +86,35 @@ pub enum Refill {
 /// queued one goes back to the queue to make room, so the guest always
 /// sees the most urgent interrupts first. Says when to refill.
 ///
-/// Bounded: each round takes one entry out of the queue for good or stops,
-/// except an eviction, which only happens for a strictly more urgent entry,
+/// Bounded: each round takes one entry out of the queue for good or stops;
+/// an eviction puts back a strictly less urgent entry than the one listed,
 /// so no entry cycles.
 pub fn flush(lrs: &mut [Lr], queue: &mut Queue) -> Refill {
-    // Entries whose INTID is listed already and cannot merge wait aside,
-    // so they neither get a second list register nor block the others.
-    let mut held: heapless::Vec<Virq, CAPACITY> = heapless::Vec::new();
     let mut no_room = false;
-    while let Some(next) = queue.peek() {
-        queue.remove(next.intid);
-        match merge_into_existing(lrs, next) {
-            Merge::Done => continue,
-            Merge::Wait => {
-                let _ = held.push(next);
-                continue;
-            }
-            Merge::NotListed => {}
+    // An INTID listed already that cannot take another pending state yet
+    // (an active HW entry) is passed over: it neither gets a second list
+    // register nor blocks the others.
+    while let Some(next) = queue.most_urgent(|v| !blocked(lrs, v.intid)) {
+        if merge_into_existing(lrs, next) {
+            queue.remove(next.intid);
+            continue;
         }
         let slot = match lrs.iter().position(|lr| lr.is_free()) {
             Some(free) => free,
             None => match least_urgent_pending(lrs, next.priority) {
-                Some(victim) => {
-                    // Cannot overflow: `next` left the queue in exchange.
-                    let _ = queue.push(lrs[victim].virq());
-                    victim
-                }
+                Some(victim) => victim,
                 None => {
-                    let _ = held.push(next);
                     no_room = true;
                     break;
                 }
             },
         };
+        queue.remove(next.intid);
+        if !lrs[slot].is_free() {
+            // Cannot overflow: `next` just left the queue.
+            let _ = queue.push(lrs[slot].virq());
+        }
         lrs[slot] = Lr::pending(next);
-    }
-    for virq in held {
-        // Cannot overflow: every held entry came out of the queue.
-        let _ = queue.push(virq);
     }
     if !no_room {
         Refill::NotNeeded
@@ -134,27 +125,25 @@ pub fn flush(lrs: &mut [Lr], queue: &mut Queue) -> Refill {
     }
 }
 
-enum Merge {
-    /// The INTID is listed and now (still) pending there.
-    Done,
-    /// The INTID is listed but cannot take another pending state yet.
-    Wait,
-    NotListed,
+/// The list register holding `intid`, if any.
+fn listed(lrs: &[Lr], intid: u32) -> Option<&Lr> {
+    lrs.iter().find(|lr| !lr.is_free() && lr.intid() == intid)
+}
+
+/// A HW entry cannot be pending and active at once: a re-trigger of an
+/// active one waits in the queue until the guest completes it.
+fn blocked(lrs: &[Lr], intid: u32) -> bool {
+    listed(lrs, intid).is_some_and(|lr| lr.hw() && lr.state() == State::Active)
 }
 
 /// An INTID already in a list register is not listed twice: a pending one
-/// stays as it is, an active one becomes pending and active. A HW entry
-/// cannot carry both states, so a re-trigger of one waits in the queue.
-fn merge_into_existing(lrs: &mut [Lr], virq: Virq) -> Merge {
-    let Some(lr) = lrs.iter_mut().find(|lr| !lr.is_free() && lr.intid() == virq.intid) else { return Merge::NotListed };
-    match lr.state() {
-        State::Pending | State::PendingActive => Merge::Done,
-        State::Active if !lr.hw() => {
-            *lr = lr.also_pending();
-            Merge::Done
-        }
-        _ => Merge::Wait,
+/// stays as it is, an active one becomes pending and active.
+fn merge_into_existing(lrs: &mut [Lr], virq: Virq) -> bool {
+    let Some(lr) = lrs.iter_mut().find(|lr| !lr.is_free() && lr.intid() == virq.intid) else { return false };
+    if lr.state() == State::Active {
+        *lr = lr.also_pending();
     }
+    true
 }
 
 fn least_urgent_pending(lrs: &[Lr], than: u8) -> Option<usize> {

@@ -36,6 +36,11 @@ impl Queue {
         self.entries.iter().copied().min_by_key(|v| (v.priority, v.intid))
     }
 
+    /// The most urgent entry among those `eligible` accepts.
+    pub fn most_urgent(&self, eligible: impl Fn(&Virq) -> bool) -> Option<Virq> {
+        self.entries.iter().filter(|v| eligible(v)).copied().min_by_key(|v| (v.priority, v.intid))
+    }
+
     pub fn remove(&mut self, intid: u32) -> Option<Virq> {
         let index = self.entries.iter().position(|e| e.intid == intid)?;
         Some(self.entries.swap_remove(index))

@@ -57,6 +57,9 @@ pub enum Effect {
     SpiEnable { intid: u32, enabled: bool },
     /// An SPI now targets `vcpu`.
     SpiRoute { intid: u32, vcpu: usize },
+    /// `vcpu` enabled its virtual timer interrupt: if its physical twin was
+    /// masked while the virtual one was off, unmask it.
+    TimerEnabled { vcpu: usize },
 }
 
 /// One SPI a partition owns.
@@ -303,6 +306,8 @@ impl PartitionGic {
                 }
                 if intid >= SPI_BASE {
                     effects(Effect::SpiEnable { intid, enabled: true });
+                } else if intid == super::VTIMER_INTID {
+                    effects(Effect::TimerEnabled { vcpu });
                 }
             }
             Field::ClearEnable if value != 0 => {
@@ -439,7 +444,7 @@ mod tests {
         assert_eq!(gic.fire(1, 27), None);
         assert_eq!(run(&mut gic, read(GICR_FRAME + SGI_BASE + 0x200), true).0, 1 << 27);
         let (_, effects) = run(&mut gic, write(GICR_FRAME + SGI_BASE + 0x100, 1 << 27), true);
-        assert_eq!(effects, [Effect::Pend { vcpu: 1, intid: 27 }]);
+        assert_eq!(effects, [Effect::Pend { vcpu: 1, intid: 27 }, Effect::TimerEnabled { vcpu: 1 }]);
         assert_eq!(gic.fire(1, 27), Some(DEFAULT_PRIORITY));
         assert_eq!(gic.fire(0, 27), None, "vCPU 0's timer is its own");
     }
