@@ -100,7 +100,13 @@ fn execute(command: Cmd) -> Result<ExitCode> {
         }
         Cmd::Demo { seconds } => {
             let demo = build::repo_root().join("configs").join("demo.toml");
-            boot(&demo, RunOptions { seconds: Some(seconds), live: true, gdb: false, icount: None })
+            let code = boot(&demo, RunOptions { seconds: Some(seconds), live: true, gdb: false, icount: None })?;
+            // The demo leaves its trace drawn, not just recorded.
+            let out = build::repo_root().join("out").join("demo");
+            if out.join("trace.bin").exists() {
+                println!("{}", trace::draw(&out)?);
+            }
+            Ok(code)
         }
         Cmd::Test => Ok(if testcmd::test()? { ExitCode::SUCCESS } else { ExitCode::FAILURE }),
         Cmd::Bench { what: Bench::IrqLatency { icount, runs, samples } } => {

@@ -106,7 +106,8 @@ fn demo_configuration_is_valid() {
     let config = load_beside_stand_in_guest("demo", include_str!("../../../configs/demo.toml"));
     let names: Vec<&str> = config.system.partitions.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["rtos", "control", "gpos"]);
-    assert_eq!(config.system.hypervisor.trace_events, 0, "tracing is off unless asked for");
+    assert_eq!(config.system.hypervisor.trace_events, 16384, "the demo records a trace, with the default ring");
+    assert!(config.system.partitions[0].exclusive, "rtos owns pCPU 1");
     let shared = config.system.partitions.iter().filter(|p| p.vcpus.contains(&2)).count();
     assert_eq!(shared, 2, "pCPU 2 is shared by two partitions");
     let summary = partita::check::summary(&config);
