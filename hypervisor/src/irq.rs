@@ -108,6 +108,25 @@ pub fn note_completions(vcpu: &Vcpu) {
     }
 }
 
+/// The virtual timer is level-triggered: when the guest has silenced it
+/// (disabled, masked, or moved the compare value) before taking a listed,
+/// still-pending HW entry, that entry is withdrawn and the physical PPI
+/// deactivated, as the line it stands for has dropped. Without this, a guest
+/// that waits with interrupts masked would find a stale pending timer at
+/// every WFI.
+pub fn resample_timer() {
+    if partita_arch::timer::virtual_timer_asserted() {
+        return;
+    }
+    for n in 0..vgic::list_registers() {
+        let entry = Lr(vgic::read_lr(n));
+        if entry.hw() && entry.intid() == VTIMER_INTID && entry.state() == State::Pending {
+            vgic::write_lr(n, 0);
+            gic::deactivate(VTIMER_INTID);
+        }
+    }
+}
+
 /// True when the vCPU has an interrupt to take: queued, or pending in a
 /// list register (a WFI must then complete at once).
 pub fn has_pending(vcpu: &Vcpu) -> bool {

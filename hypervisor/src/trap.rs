@@ -87,6 +87,7 @@ fn interrupts(vcpu: &Vcpu) -> Action {
 /// waits off the pCPU. Waiting is announced before looking, so an interrupt
 /// injected from another pCPU in between is never missed.
 fn wait_for_interrupt(vcpu: &Vcpu) -> Action {
+    irq::resample_timer();
     vcpu.set_waiting(true);
     if irq::has_pending(vcpu) {
         vcpu.set_waiting(false);

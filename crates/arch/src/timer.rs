@@ -20,6 +20,12 @@ pub fn counter() -> u64 {
     read_sysreg!("cntpct_el0")
 }
 
+/// True while the loaded guest's virtual timer asserts its interrupt:
+/// enabled, not masked, condition met (CNTV_CTL_EL0 ENABLE, IMASK, ISTATUS).
+pub fn virtual_timer_asserted() -> bool {
+    read_sysreg!("cntv_ctl_el0") & 0b111 == 0b101
+}
+
 /// Fires the hypervisor timer interrupt after `ticks` counter ticks.
 pub fn arm_after(ticks: u64) {
     write_sysreg!("cnthp_tval_el2", ticks.min(i32::MAX as u64));
