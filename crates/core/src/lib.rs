@@ -14,6 +14,7 @@ pub mod validate;
 pub mod esr;
 pub mod vcpu;
 pub mod psci;
+pub mod readyq;
 pub mod sched;
 pub mod sysreg;
 pub mod trace;

@@ -2,6 +2,7 @@
 //! code paths as the command line.
 
 pub mod bench;
+pub mod bench_readyq;
 pub mod build;
 pub mod check;
 pub mod config;

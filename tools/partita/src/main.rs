@@ -6,7 +6,7 @@ use partita::bench;
 use partita::build::{self, BuildOutput};
 use partita::config::Config;
 use partita::run::{self, Ending, RunOptions};
-use partita::{check, guests, testcmd, trace};
+use partita::{bench_readyq, check, guests, testcmd, trace};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -76,6 +76,17 @@ enum Bench {
               value_parser = clap::value_parser!(u32).range(1..=i64::from(bench::MAX_SAMPLES)))]
         samples: u32,
     },
+    /// Ready-queue lookup cost versus the priority found: the two-level
+    /// bitmap against a linear scan from 255. Writes
+    /// out/bench-ready-queue/report.md and curve.svg.
+    ReadyQueue {
+        /// Timed batches per queue and priority; the table shows medians.
+        #[arg(long, default_value_t = bench_readyq::DEFAULT_BATCHES, value_parser = clap::value_parser!(u32).range(1..))]
+        batches: u32,
+        /// Find-dequeue-enqueue operations per batch.
+        #[arg(long, default_value_t = bench_readyq::DEFAULT_OPS, value_parser = clap::value_parser!(u32).range(1..))]
+        ops: u32,
+    },
 }
 
 fn main() -> ExitCode {
@@ -113,6 +124,12 @@ fn execute(command: Cmd) -> Result<ExitCode> {
             let opts = bench::Options { runs, samples, icount, ..bench::Options::default() };
             print!("{}", bench::irq_latency(&opts)?.table());
             println!("report: {}/report.md, report.json", bench::report_dir(&opts.name).display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Bench { what: Bench::ReadyQueue { batches, ops } } => {
+            let opts = bench_readyq::Options { batches, ops, ..bench_readyq::Options::default() };
+            print!("{}", bench_readyq::ready_queue(&opts)?.table());
+            println!("report: {}/report.md, curve.svg", bench::report_dir(&opts.name).display());
             Ok(ExitCode::SUCCESS)
         }
     }
