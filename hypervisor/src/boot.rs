@@ -135,6 +135,7 @@ fn check_model(table: &BootTable) {
         log!("configuration error: {}.{}: {}", issue.path, issue.field, issue.message);
     }
     assert!(issues.is_empty(), "invalid configuration in the boot payload");
+    assert!(table.system.plans.is_empty(), "cyclic plans are not supported by this hypervisor yet");
 }
 
 fn build_system(table: BootTable, data: &'static [u8]) -> System {

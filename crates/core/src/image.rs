@@ -185,6 +185,14 @@ mod tests {
                 },
                 hypervisor: Hypervisor { memory: Range::new(0x4000_0000, 0x200_0000), quantum_us: 1000, trace_events: 0 },
                 partitions: vec![part],
+                plans: vec![Plan {
+                    name: "normal".to_string(),
+                    cores: vec![CyclicCore {
+                        cpu: 1,
+                        major_frame_us: 10_000,
+                        slots: vec![Slot { partition: 0, vcpu: 0, start_us: 1_000, duration_us: 5_000 }],
+                    }],
+                }],
             },
             boot: vec![PartitionBoot { entry: 0x4000_0000, dtb: 0x400f_f000, loads: vec![Load { ipa: 0x4000_0000, offset: 0, len: 4 }] }],
         }

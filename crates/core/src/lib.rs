@@ -10,6 +10,7 @@ extern crate alloc;
 
 pub mod image;
 pub mod model;
+pub mod plan;
 pub mod validate;
 pub mod esr;
 pub mod vcpu;

@@ -15,6 +15,9 @@ pub struct System {
     pub platform: Platform,
     pub hypervisor: Hypervisor,
     pub partitions: Vec<Partition>,
+    /// Cyclic schedules; the first is the one the system boots with. Empty:
+    /// no pCPU is cyclic, every one runs fixed priority.
+    pub plans: Vec<Plan>,
 }
 
 /// The board Partita runs on.
@@ -183,5 +186,51 @@ impl Partition {
     /// Host-physical address of a guest-physical RAM address of this partition.
     pub fn translate_ram(&self, ipa: u64) -> Option<u64> {
         self.memory.iter().find_map(|r| r.translate(ipa))
+    }
+}
+
+/// An ARINC 653 style schedule: the pCPUs it runs cyclically and their slots.
+/// Several plans may be declared so that a system can switch between modes
+/// (XtratuM's plans); a switch takes effect at a major frame boundary.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    pub name: String,
+    pub cores: Vec<CyclicCore>,
+}
+
+/// One pCPU that runs this plan's slots in a loop.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CyclicCore {
+    pub cpu: u32,
+    /// Shared by every cyclic core of the plan, so that they all start their
+    /// frames at the same instants.
+    pub major_frame_us: u64,
+    pub slots: Vec<Slot>,
+}
+
+/// A window of the major frame given to one vCPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Slot {
+    /// Index into [`System::partitions`].
+    pub partition: usize,
+    /// Index into the partition's `vcpus`.
+    pub vcpu: u32,
+    /// Offset from the start of the major frame.
+    pub start_us: u64,
+    pub duration_us: u64,
+}
+
+impl Slot {
+    /// Saturates so that a corrupt slot never wraps around into the frame.
+    pub const fn end_us(&self) -> u64 {
+        self.start_us.saturating_add(self.duration_us)
+    }
+
+    /// True when the two half-open intervals share a microsecond.
+    pub const fn overlaps(&self, other: &Slot) -> bool {
+        self.duration_us != 0
+            && other.duration_us != 0
+            && self.start_us < other.end_us()
+            && other.start_us < self.end_us()
     }
 }

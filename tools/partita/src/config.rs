@@ -98,9 +98,11 @@ pub fn load_str(path: &Path, text: &str) -> Result<Config, Vec<Diagnostic>> {
     let config_dir = path.parent().unwrap_or(Path::new("."));
     let resolved = resolve::resolve(raw, name, config_dir);
     let mut issues = resolved.issues;
-    // An unplaced region has no host address to judge; its own issue says why.
+    // An unplaced region has no host address to judge, and a slot naming no
+    // partition no index; their own issues say why.
     let placed = |issue: &Issue| !(issue.field == "phys" && resolved.unallocated.contains(&issue.path));
-    issues.extend(validate(&resolved.system).into_iter().filter(placed));
+    let named = |issue: &Issue| !(issue.field == "partition" && resolved.unresolved.contains(&issue.path));
+    issues.extend(validate(&resolved.system).into_iter().filter(|issue| placed(issue) && named(issue)));
     issues.extend(images::check(&resolved.system, &resolved.images, &resolved.entries));
     if !issues.is_empty() {
         return Err(diagnostics(path, &spans, issues));

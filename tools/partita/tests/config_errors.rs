@@ -9,7 +9,7 @@ mod config_support;
 
 use config_support::{aarch64_elf, scratch_dir};
 use partita::config::{self, Config, Diagnostic, Image, ImageFormat};
-use partita_core::model::{Criticality, Interrupt, Perms, Range};
+use partita_core::model::{Criticality, CyclicCore, Interrupt, Perms, Range, Slot};
 use std::path::{Path, PathBuf};
 
 const MARKER: &str = "# <- error";
@@ -85,6 +85,28 @@ fn good_fixture_resolves_defaults_and_allocates() {
     assert_eq!(config.entries, vec![None, Some(0x4800_0000)]);
 }
 
+#[test]
+fn good_plans_resolve_names_defaults_and_times() {
+    let config = load_good("good_plans");
+    let [normal, degraded] = &config.system.plans[..] else { panic!("two plans expected") };
+    assert_eq!((normal.name.as_str(), degraded.name.as_str()), ("normal", "degraded"));
+    let slot = |partition, vcpu, start_us, duration_us| Slot { partition, vcpu, start_us, duration_us };
+    assert_eq!(
+        normal.cores,
+        [
+            CyclicCore { cpu: 2, major_frame_us: 10_000, slots: vec![slot(1, 0, 0, 4_000), slot(2, 0, 4_000, 4_000)] },
+            CyclicCore { cpu: 3, major_frame_us: 10_000, slots: vec![slot(2, 1, 0, 10_000)] },
+        ]
+    );
+    assert_eq!(degraded.cores[0], CyclicCore { cpu: 3, major_frame_us: 20_000, slots: vec![] });
+    assert_eq!(degraded.cores[1].slots, [slot(1, 0, 5_000, 15_000)]);
+}
+
+#[test]
+fn no_plans_by_default() {
+    assert!(load_good("good").system.plans.is_empty());
+}
+
 fn spi(intid: u32, vcpu: u32) -> Interrupt {
     Interrupt { intid, vcpu }
 }
@@ -122,6 +144,20 @@ fn documented_example_is_valid() {
     let example = &page[start..start + page[start..].find("```").unwrap()];
     let config = load_beside_stand_in_guest("documented_example", example);
     assert_eq!(config.system.partitions.len(), 2);
+}
+
+/// The `[[plan]]` section's example, appended to the full example as it says.
+#[test]
+fn documented_plan_example_is_valid() {
+    let page = include_str!("../../../docs/configuration.md");
+    let block = |from: usize| {
+        let start = from + page[from..].find("```toml\n").expect("a toml example") + "```toml\n".len();
+        &page[start..start + page[start..].find("```").unwrap()]
+    };
+    let text = format!("{}\n{}", block(0), block(page.find("## `[[plan]]`").expect("a plan section")));
+    let config = load_beside_stand_in_guest("documented_plan_example", &text);
+    let names: Vec<&str> = config.system.plans.iter().map(|plan| plan.name.as_str()).collect();
+    assert_eq!(names, ["normal", "degraded"]);
 }
 
 #[test]
@@ -391,6 +427,138 @@ fn elf_for_another_machine() {
     let diagnostics = config::load_str(&dir.join("x86.toml"), &text).unwrap_err();
     assert_eq!(diagnostics.len(), 1, "{}", listing(&diagnostics));
     assert!(diagnostics[0].message.contains("ELF for machine 62, not AArch64"), "{}", diagnostics[0]);
+}
+
+// --- Cyclic plans ----------------------------------------------------------
+
+#[test]
+fn overlapping_slots() {
+    expect_error(
+        "plan_overlap",
+        "plan[0].core[0].slot[1].start_us",
+        "plan \"normal\" core 2 slot 1 (control/vcpu0, 4000..6000 us) overlaps slot 0 (2000..5000 us)",
+    );
+}
+
+#[test]
+fn slot_beyond_the_major_frame() {
+    expect_error(
+        "plan_beyond_frame",
+        "plan[0].core[0].slot[1].duration_us",
+        "plan \"normal\" core 2 slot 1 (gpos/vcpu0, 8000..11000 us) ends beyond the major frame (10000 us)",
+    );
+}
+
+#[test]
+fn slot_of_an_unknown_partition() {
+    expect_error(
+        "plan_unknown_partition",
+        "plan[0].core[0].slot[0].partition",
+        "plan \"normal\" core 2 slot 0 (ctrl/vcpu0, 0..4000 us): no partition is named \"ctrl\"",
+    );
+}
+
+#[test]
+fn slot_of_an_unknown_vcpu() {
+    expect_error(
+        "plan_unknown_vcpu",
+        "plan[0].core[0].slot[0].vcpu",
+        "plan \"normal\" core 3 slot 0 (gpos/vcpu2, 0..4000 us): partition \"gpos\" has 2 vCPU(s), so vCPU 2 does not exist",
+    );
+}
+
+#[test]
+fn slot_of_a_vcpu_pinned_to_another_core() {
+    expect_error(
+        "plan_vcpu_elsewhere",
+        "plan[0].core[0].slot[0].vcpu",
+        "plan \"normal\" core 3 slot 0 (control/vcpu0, 0..4000 us): vCPU 0 of partition \"control\" is pinned to pCPU 2, \
+         not to core 3",
+    );
+}
+
+#[test]
+fn cyclic_cores_with_different_major_frames() {
+    expect_error(
+        "plan_frames_differ",
+        "plan[0].core[1].major_frame_us",
+        "plan \"normal\" core 3 has a major frame of 20000 us, but core 2 has 10000 us; all cyclic cores of a plan share one",
+    );
+}
+
+#[test]
+fn zero_major_frame() {
+    expect_error("plan_zero_frame", "plan[0].core[0].major_frame_us", "the major frame must be longer than 0 us");
+}
+
+#[test]
+fn zero_slot_duration() {
+    expect_error(
+        "plan_zero_duration",
+        "plan[0].core[0].slot[0].duration_us",
+        "plan \"normal\" core 2 slot 0 (control/vcpu0, 1000..1000 us) has a duration of 0 us",
+    );
+}
+
+#[test]
+fn time_with_an_unknown_unit() {
+    expect_error("plan_bad_time", "plan[0].core[0].major_frame_us", "invalid time \"10min\"");
+}
+
+#[test]
+fn duplicate_plan_names() {
+    expect_error("plan_duplicate_name", "plan[1].name", "duplicate plan name \"normal\" (also plan[0])");
+}
+
+#[test]
+fn core_listed_twice_in_a_plan() {
+    expect_error("plan_core_twice", "plan[0].core[1].cpu", "plan \"normal\" lists core 2 twice (also core[0])");
+}
+
+#[test]
+fn cyclic_core_out_of_range() {
+    expect_error(
+        "plan_cpu_out_of_range",
+        "plan[0].core[0].cpu",
+        "plan \"normal\" core 4: pCPU 4 does not exist: platform.cpus is 4",
+    );
+}
+
+#[test]
+fn core_cyclic_in_a_later_plan_only() {
+    expect_error(
+        "plan_core_not_in_first",
+        "plan[1].core[1].cpu",
+        "core 3 is cyclic in plan \"degraded\" but not in plan \"normal\"; every plan must schedule the same cores",
+    );
+}
+
+#[test]
+fn core_left_out_of_a_later_plan() {
+    expect_error("plan_core_missing", "plan[1].core", "core 2 is cyclic in plan \"normal\" but not in plan \"idle\"");
+}
+
+#[test]
+fn exclusive_partition_on_a_cyclic_core() {
+    expect_error(
+        "plan_exclusive_cyclic",
+        "partition[0].exclusive",
+        "partition \"control\" is exclusive, but its vCPU 0 is on pCPU 2, which plan \"normal\" schedules cyclically",
+    );
+}
+
+#[test]
+fn too_many_plans() {
+    expect_error("too_many_plans", "plan", "9 plans; at most 8 are allowed");
+}
+
+#[test]
+fn too_many_slots_on_a_core() {
+    expect_error(
+        "too_many_slots",
+        "plan[0].core[0].slot",
+        "plan \"normal\" core 2 has 65 slots; a core has at most 64",
+    );
 }
 
 // --- Names -----------------------------------------------------------------

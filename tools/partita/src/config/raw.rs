@@ -3,7 +3,7 @@
 //! Every struct denies unknown fields so that a typo is an error naming the
 //! field instead of a silently ignored setting. A later section (`[schedule]`,
 //! `[[channel]]`, `[health]`, `[[accelerator]]`) becomes one more field of
-//! [`RawConfig`].
+//! [`RawConfig`], as `[[plan]]` did.
 
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
@@ -20,6 +20,8 @@ pub struct RawConfig {
     pub partition: Vec<RawPartition>,
     #[serde(default)]
     pub trace: RawTrace,
+    #[serde(default)]
+    pub plan: Vec<RawPlan>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -175,6 +177,86 @@ pub struct RawRoutedInterrupt {
     pub vcpu: Option<u32>,
 }
 
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPlan {
+    pub name: String,
+    #[serde(default)]
+    pub core: Vec<RawCore>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCore {
+    pub cpu: u32,
+    pub major_frame_us: Micros,
+    #[serde(default)]
+    pub slot: Vec<RawSlot>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSlot {
+    pub partition: String,
+    pub vcpu: Option<u32>,
+    pub start_us: Micros,
+    pub duration_us: Micros,
+}
+
+/// A time in microseconds: an integer, or a string such as `"500us"`, `"10ms"`, `"1s"`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Micros(pub u64);
+
+/// Parses the string form of [`Micros`]; the unit is required, so that
+/// `"10"` cannot be read as milliseconds by one reader and microseconds by another.
+pub fn parse_micros(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let digits_end = text.find(|c: char| !c.is_ascii_digit() && c != '_')?;
+    let (digits, unit) = (&text[..digits_end], text[digits_end..].trim_start());
+    let scale: u64 = match unit {
+        "us" => 1,
+        "ms" => 1_000,
+        "s" => 1_000_000,
+        _ => return None,
+    };
+    if !digits.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    digits.replace('_', "").parse::<u64>().ok()?.checked_mul(scale)
+}
+
+impl<'de> Deserialize<'de> for Micros {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(MicrosVisitor)
+    }
+}
+
+struct MicrosVisitor;
+
+impl Visitor<'_> for MicrosVisitor {
+    type Value = Micros;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a time: microseconds as a non-negative integer, or a string like \"500us\", \"10ms\", \"1s\"")
+    }
+
+    fn visit_u64<E: de::Error>(self, value: u64) -> Result<Micros, E> {
+        Ok(Micros(value))
+    }
+
+    fn visit_i64<E: de::Error>(self, value: i64) -> Result<Micros, E> {
+        u64::try_from(value).map(Micros).map_err(|_| E::custom(format!("time {value} is negative")))
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<Micros, E> {
+        parse_micros(text).map(Micros).ok_or_else(|| {
+            E::custom(format!(
+                "invalid time \"{text}\": expected microseconds or a string like \"500us\", \"10ms\", \"1s\""
+            ))
+        })
+    }
+}
+
 /// A byte count: an integer, or a string such as `"64K"`, `"16M"`, `"1G"`, `"0x1000"`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Size(pub u64);
@@ -269,6 +351,20 @@ mod tests {
         assert_eq!(parse_size("4096"), Some(4096));
         for bad in ["", "K", "16Q", "-1M", "1.5M", "99999999999999999999G", "0xZZ"] {
             assert_eq!(parse_size(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn times() {
+        assert_eq!(parse_micros("500us"), Some(500));
+        assert_eq!(parse_micros("10ms"), Some(10_000));
+        assert_eq!(parse_micros("1s"), Some(1_000_000));
+        assert_eq!(parse_micros(" 2 ms "), Some(2_000));
+        assert_eq!(parse_micros("1_000us"), Some(1_000));
+        for bad in
+            ["", "10", "ms", "_1ms", "1.5ms", "10m", "-1ms", "10 mss", "99999999999999999999s", "20000000000000s"]
+        {
+            assert_eq!(parse_micros(bad), None, "{bad}");
         }
     }
 

@@ -1,14 +1,15 @@
 //! From the schema to the model: defaults applied, addresses allocated.
 
 use super::raw::{
-    RawConfig, RawCriticality, RawDevice, RawFormat, RawImage, RawInterrupt, RawMemory, RawPartition, RawPlatform,
-    RawRange, RawTrace,
+    RawConfig, RawCore, RawCriticality, RawDevice, RawFormat, RawImage, RawInterrupt, RawMemory, RawPartition, RawPlan,
+    RawPlatform, RawRange, RawSlot, RawTrace,
 };
 use super::{Image, ImageFormat};
 use partita_core::model::{
-    Criticality, Device, Hypervisor, Interrupt, MemoryRegion, Partition, Perms, Platform, Range, System,
+    Criticality, CyclicCore, Device, Hypervisor, Interrupt, MemoryRegion, Partition, Perms, Plan, Platform, Range,
+    Slot, System,
 };
-use partita_core::validate::{hex_range, Issue};
+use partita_core::validate::{hex_range, slot_label, Issue};
 use std::path::Path;
 
 const KIB: u64 = 1 << 10;
@@ -42,6 +43,8 @@ pub struct Resolved {
     pub issues: Vec<Issue>,
     /// Regions for which no space was found; their `pa` is meaningless.
     pub unallocated: Vec<String>,
+    /// Slots whose partition name matched none; their `partition` is meaningless.
+    pub unresolved: Vec<String>,
 }
 
 pub fn resolve(raw: RawConfig, name: String, config_dir: &Path) -> Resolved {
@@ -60,9 +63,11 @@ pub fn resolve(raw: RawConfig, name: String, config_dir: &Path) -> Resolved {
         entries.push(raw_partition.entry);
         partitions.push(partition(raw_partition));
     }
-    let mut system = System { name, platform, hypervisor, partitions };
+    let plans: Vec<Plan> = raw.plan.iter().map(|plan| resolve_plan(plan, &partitions)).collect();
+    let unresolved = unknown_partitions(&raw.plan, &plans, &mut issues);
+    let mut system = System { name, platform, hypervisor, partitions, plans };
     let unallocated = allocate(&mut system, &raw.partition, &mut issues);
-    Resolved { system, images, entries, issues, unallocated }
+    Resolved { system, images, entries, issues, unallocated, unresolved }
 }
 
 fn range_or(raw: &RawRange, default: Range) -> Range {
@@ -137,6 +142,52 @@ fn interrupt(raw: &RawInterrupt) -> Interrupt {
         RawInterrupt::Bare(intid) => Interrupt { intid, vcpu: 0 },
         RawInterrupt::Routed(routed) => Interrupt { intid: routed.intid, vcpu: routed.vcpu.unwrap_or(0) },
     }
+}
+
+/// The index a slot gets when no partition has its name: beyond any table,
+/// so the validator could never take it for a real partition.
+const UNKNOWN_PARTITION: usize = usize::MAX;
+
+fn resolve_plan(raw: &RawPlan, partitions: &[Partition]) -> Plan {
+    Plan { name: raw.name.clone(), cores: raw.core.iter().map(|core| cyclic_core(core, partitions)).collect() }
+}
+
+fn cyclic_core(raw: &RawCore, partitions: &[Partition]) -> CyclicCore {
+    CyclicCore {
+        cpu: raw.cpu,
+        major_frame_us: raw.major_frame_us.0,
+        slots: raw.slot.iter().map(|slot| slot_of(slot, partitions)).collect(),
+    }
+}
+
+fn slot_of(raw: &RawSlot, partitions: &[Partition]) -> Slot {
+    Slot {
+        partition: partitions.iter().position(|p| p.name == raw.partition).unwrap_or(UNKNOWN_PARTITION),
+        vcpu: raw.vcpu.unwrap_or(0),
+        start_us: raw.start_us.0,
+        duration_us: raw.duration_us.0,
+    }
+}
+
+/// Reports each slot naming no partition, with the name only the file
+/// knows, and returns their paths: the validator's report of the same slot
+/// could only cite the meaningless index.
+fn unknown_partitions(raw: &[RawPlan], plans: &[Plan], issues: &mut Vec<Issue>) -> Vec<String> {
+    let mut unresolved = Vec::new();
+    for (i, (plan, raw_plan)) in plans.iter().zip(raw).enumerate() {
+        for (c, (core, raw_core)) in plan.cores.iter().zip(&raw_plan.core).enumerate() {
+            let slots = core.slots.iter().zip(&raw_core.slot).enumerate();
+            for (s, (slot, raw_slot)) in slots.filter(|(_, (slot, _))| slot.partition == UNKNOWN_PARTITION) {
+                let path = format!("plan[{i}].core[{c}].slot[{s}]");
+                let name = &raw_slot.partition;
+                let message =
+                    format!("{}: no partition is named \"{name}\"", slot_label(&plan.name, core.cpu, s, name, slot));
+                issues.push(Issue { path: path.clone(), field: "partition", message });
+                unresolved.push(path);
+            }
+        }
+    }
+    unresolved
 }
 
 fn partition_images(p: usize, raw: &[RawImage], config_dir: &Path, issues: &mut Vec<Issue>) -> Vec<Option<Image>> {

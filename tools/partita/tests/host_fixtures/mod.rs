@@ -49,6 +49,7 @@ pub fn system(name: &str, partitions: Vec<Partition>) -> System {
         },
         hypervisor: Hypervisor { memory: Range::new(RAM_BASE, 0x400_0000), quantum_us: 1000, trace_events: 0 },
         partitions,
+        plans: vec![],
     }
 }
 
