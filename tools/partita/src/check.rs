@@ -42,6 +42,27 @@ pub fn summary(config: &Config) -> String {
         rows.extend(partition_rows(partition));
     }
     out.push_str(&table(&rows));
+    out.push_str(&plans(system));
+    out
+}
+
+/// Each plan's cyclic cores: major frame, slots, and how much of the frame
+/// the slots claim (the rest is idle).
+fn plans(system: &partita_core::model::System) -> String {
+    let mut out = String::new();
+    for plan in &system.plans {
+        out += &format!("\nplan \"{}\"\n", plan.name);
+        for core in &plan.cores {
+            let busy: u64 = core.slots.iter().map(|s| s.duration_us).sum();
+            let percent = busy as f64 * 100.0 / core.major_frame_us.max(1) as f64;
+            out += &format!("  pCPU {}: major frame {} us, {percent:.1} % in slots:", core.cpu, core.major_frame_us);
+            for slot in &core.slots {
+                let name = system.partitions.get(slot.partition).map_or("?", |p| p.name.as_str());
+                out += &format!(" {name}/vcpu{} {}+{}", slot.vcpu, slot.start_us, slot.duration_us);
+            }
+            out.push('\n');
+        }
+    }
     out
 }
 

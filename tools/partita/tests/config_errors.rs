@@ -100,6 +100,8 @@ fn good_plans_resolve_names_defaults_and_times() {
     );
     assert_eq!(degraded.cores[0], CyclicCore { cpu: 3, major_frame_us: 20_000, slots: vec![] });
     assert_eq!(degraded.cores[1].slots, [slot(1, 0, 5_000, 15_000)]);
+    let summary = partita::check::summary(&config);
+    assert!(summary.contains("pCPU 2: major frame 10000 us, 80.0 % in slots: control/vcpu0 0+4000 gpos/vcpu0 4000+4000"), "{summary}");
 }
 
 #[test]
