@@ -12,7 +12,9 @@ use alloc::vec::Vec;
 use serde::{Deserialize, Serialize};
 
 pub const MAGIC: [u8; 8] = *b"PARTITA\0";
-pub const VERSION: u32 = 1;
+/// Raised whenever the boot table's shape changes, so a hypervisor and a
+/// payload from different versions refuse each other clearly.
+pub const VERSION: u32 = 2;
 const HEADER_LEN: usize = 32;
 
 /// What the hypervisor needs to build and start every partition.
