@@ -319,7 +319,7 @@ fn apply(part: &Partition, effect: Effect) {
 /// configuration names, disabled until the guest enables it.
 pub fn configure_spis() {
     for part in &system().partitions {
-        let priority = 0xa0 - 0x20 * part.rank;
+        let priority = 0xa0 - 0x20 * part.config.criticality as u8;
         for i in part.config.devices.iter().flat_map(|d| d.interrupts.iter()) {
             // The boot-time validation proved the vCPU exists.
             gic::configure_spi(i.intid, priority, part.vcpus[i.vcpu as usize].pcpu);

@@ -65,7 +65,7 @@ pub struct Partition {
     pub console: Mutex<Console>,
     /// The distributor and redistributors this partition sees.
     pub gic: Mutex<PartitionGic>,
-    /// Scheduling rank: a more critical partition's vCPU runs first.
+    /// Scheduling rank (its priority): a higher one's vCPU runs first.
     pub rank: u8,
     /// Where the next trapped set/way operation cleans (see `clean_slice`).
     setway_cursor: AtomicU64,
@@ -203,7 +203,7 @@ pub fn build(index: usize, config: model::Partition, boot: PartitionBoot, data: 
         config.devices.iter().flat_map(|d| d.interrupts.iter().map(|i| (i.intid, i.vcpu as usize))).collect();
     let partition = Partition {
         gic: Mutex::new(PartitionGic::new(config.vcpus.len(), &spis)),
-        rank: config.criticality as u8,
+        rank: config.priority,
         setway_cursor: AtomicU64::new(0),
         denied_reports: AtomicU32::new(0),
         config,

@@ -167,6 +167,7 @@ mod tests {
         let part = Partition {
             name: "rtos".to_string(),
             criticality: Criticality::High,
+            priority: 192,
             vcpus: vec![1],
             exclusive: false,
             memory: vec![MemoryRegion { ipa: 0x4000_0000, pa: 0x4200_0000, size: 0x10_0000, perms: Perms::RWX, identity: false }],

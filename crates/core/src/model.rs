@@ -88,11 +88,26 @@ pub enum Criticality {
     High,
 }
 
+impl Criticality {
+    /// The priority a partition of this criticality gets unless it names one.
+    pub const fn default_priority(self) -> u8 {
+        match self {
+            Criticality::Low => 64,
+            Criticality::Medium => 128,
+            Criticality::High => 192,
+        }
+    }
+}
+
 /// One partition: an isolated virtual machine.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Partition {
     pub name: String,
     pub criticality: Criticality,
+    /// Scheduling priority on its pCPUs, 0 (lowest) to 255: the most
+    /// urgent runnable vCPU runs, round robin among equals. Defaults follow
+    /// the criticality (see [`Criticality::default_priority`]).
+    pub priority: u8,
     /// vCPU `i` runs on physical CPU `vcpus[i]`.
     pub vcpus: Vec<u32>,
     /// Each vCPU has its pCPU to itself, so Partita need not keep a

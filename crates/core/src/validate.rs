@@ -831,6 +831,7 @@ mod tests {
         Partition {
             name: name.into(),
             criticality: Criticality::Low,
+            priority: 64,
             vcpus,
             exclusive: false,
             memory: vec![region(0x4000_0000, pa)],
@@ -1396,6 +1397,7 @@ mod tests {
             |(name, vcpus, exclusive, memory, devices, console)| Partition {
                 name: name.into(),
                 criticality: Criticality::High,
+                priority: 192,
                 vcpus,
                 exclusive,
                 memory,

@@ -707,3 +707,22 @@ fn every_fixture_has_a_test() {
         assert!(source.contains(&format!("\"{name}\"")), "tests/configs/{name}.toml has no test");
     }
 }
+
+#[test]
+fn priority_defaults_from_criticality_and_can_be_given() {
+    let text = include_str!("../../../configs/demo.toml").replacen("criticality = \"medium\"\n", "criticality = \"medium\"\npriority = 200\n", 1);
+    let config = load_beside_stand_in_guest("priorities", &text);
+    let priorities: Vec<u8> = config.system.partitions.iter().map(|p| p.priority).collect();
+    assert_eq!(priorities, [192, 200, 128], "rtos high (default), control given, gpos medium (default)");
+}
+
+#[test]
+fn a_priority_beyond_255_is_refused() {
+    let root = scratch_dir("priority-range");
+    std::fs::create_dir_all(&root).unwrap();
+    let path = root.join("priority.toml");
+    std::fs::write(&path, "[[partition]]\nname = \"a\"\ncpus = [1]\npriority = 256\n").unwrap();
+    let diagnostics = config::load(&path).expect_err("256 is not a priority");
+    assert_eq!(diagnostics.len(), 1, "{}", listing(&diagnostics));
+    assert_eq!((diagnostics[0].line, diagnostics[0].field.as_str()), (4, "partition[0].priority"), "{}", listing(&diagnostics));
+}

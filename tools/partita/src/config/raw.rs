@@ -72,6 +72,7 @@ pub struct RawTrace {
 pub struct RawPartition {
     pub name: String,
     pub criticality: Option<RawCriticality>,
+    pub priority: Option<u8>,
     pub cpus: Vec<u32>,
     pub exclusive: Option<bool>,
     pub console: Option<u64>,

@@ -105,6 +105,7 @@ fn partition(raw: &RawPartition) -> Partition {
     Partition {
         name: raw.name.clone(),
         criticality,
+        priority: raw.priority.unwrap_or(criticality.default_priority()),
         vcpus: raw.cpus.clone(),
         exclusive: raw.exclusive.unwrap_or(false),
         memory: raw.memory.iter().map(memory_region).collect(),

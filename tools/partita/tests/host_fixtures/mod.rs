@@ -27,6 +27,7 @@ pub fn partition(name: &str, vcpus: Vec<u32>, memory: Vec<MemoryRegion>) -> Part
     Partition {
         name: name.to_string(),
         criticality: Criticality::High,
+        priority: 192,
         vcpus,
         exclusive: false,
         memory,
