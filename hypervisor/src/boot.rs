@@ -1,9 +1,10 @@
 //! From the boot payload to running partitions.
 
 use crate::console::log;
+use crate::cyclic::Plans;
 use crate::partition::{self, Partition, Vcpu};
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use partita_arch::{boot as image, cpu, el2, firmware, gic, heap, mmu, stage2, uart};
 use partita_core::image::{decode, payload_len, BootTable};
 use partita_core::model::{Platform, Range};
@@ -27,6 +28,8 @@ pub struct System {
     pub cpus: Vec<PerCpu>,
     /// Round-robin quantum in counter ticks.
     pub quantum: u64,
+    /// Cyclic plans and the one in force.
+    pub plans: Plans,
     /// The payload's data section, kept for partition restarts.
     pub data: &'static [u8],
 }
@@ -35,8 +38,15 @@ pub struct System {
 pub struct PerCpu {
     pub vcpus: Vec<&'static Vcpu>,
     current: AtomicUsize,
-    /// One vCPU only: no tick, and its WFI does not leave the guest.
+    /// One vCPU only on a fixed-priority pCPU: no tick, and its WFI does not
+    /// leave the guest.
     pub exclusive: bool,
+    /// Runs the slots of the plan in force instead of priorities.
+    pub cyclic: bool,
+    /// Cyclic: the end of the current slot or idle gap (counter value).
+    pub until: AtomicU64,
+    /// Cyclic: the planned start of the last slot traced, so each is traced once.
+    pub last_slot_start: AtomicU64,
     /// The physical virtual-timer PPI is masked here (see `irq::mask_timer`).
     pub timer_masked: AtomicBool,
 }
@@ -71,7 +81,12 @@ pub fn primary() -> ! {
     let (table, data) = read_payload();
     let platform = &table.system.platform;
     uart::init(platform.console.base);
-    log!("Partita {} starting on {} CPUs, configuration \"{}\"", env!("CARGO_PKG_VERSION"), platform.cpus, table.system.name);
+    log!(
+        "Partita {} starting on {} CPUs, configuration \"{}\"",
+        env!("CARGO_PKG_VERSION"),
+        platform.cpus,
+        table.system.name
+    );
     check_model(&table);
     let hypervisor = table.system.hypervisor.memory;
     mmu::init(platform.ram, hypervisor, &[platform.console, platform.gicd, platform.gicr]);
@@ -84,6 +99,7 @@ pub fn primary() -> ! {
     let cpus = system.cpus.len();
     SYSTEM.call_once(|| system);
     crate::irq::configure_spis();
+    start_plans();
     start_secondaries(cpus);
     crate::scheduler::run(0)
 }
@@ -135,7 +151,6 @@ fn check_model(table: &BootTable) {
         log!("configuration error: {}.{}: {}", issue.path, issue.field, issue.message);
     }
     assert!(issues.is_empty(), "invalid configuration in the boot payload");
-    assert!(table.system.plans.is_empty(), "cyclic plans are not supported by this hypervisor yet");
 }
 
 fn build_system(table: BootTable, data: &'static [u8]) -> System {
@@ -147,14 +162,38 @@ fn build_system(table: BootTable, data: &'static [u8]) -> System {
         .enumerate()
         .map(|(i, (config, boot))| partition::build(i, config, boot, data))
         .collect();
+    let hz = partita_arch::timer::frequency();
+    let plans = Plans::new(system.plans, hz);
     let cpus = (0..system.platform.cpus as usize)
         .map(|cpu| {
-            let vcpus: Vec<_> = partitions.iter().flat_map(|p| p.vcpus.iter().copied()).filter(|v| v.pcpu == cpu).collect();
-            PerCpu { exclusive: vcpus.len() == 1, vcpus, current: AtomicUsize::new(NONE), timer_masked: AtomicBool::new(false) }
+            let vcpus: Vec<_> =
+                partitions.iter().flat_map(|p| p.vcpus.iter().copied()).filter(|v| v.pcpu == cpu).collect();
+            let cyclic = plans.is_cyclic(cpu);
+            PerCpu {
+                exclusive: !cyclic && vcpus.len() == 1,
+                cyclic,
+                vcpus,
+                current: AtomicUsize::new(NONE),
+                timer_masked: AtomicBool::new(false),
+                until: AtomicU64::new(0),
+                last_slot_start: AtomicU64::new(u64::MAX),
+            }
         })
         .collect();
-    let quantum = partita_arch::timer::frequency() * u64::from(system.hypervisor.quantum_us) / 1_000_000;
-    System { platform: system.platform, partitions, cpus, quantum: quantum.max(1), data }
+    let quantum = hz * u64::from(system.hypervisor.quantum_us) / 1_000_000;
+    System { platform: system.platform, partitions, cpus, quantum: quantum.max(1), plans, data }
+}
+
+/// Cyclic pCPUs idle until the first major frame, which starts a little
+/// after the other CPUs are called, so that all of them see its first slot.
+fn start_plans() {
+    const START_DELAY_US: u64 = 2_000;
+    let plans = &system().plans;
+    if plans.count() > 0 {
+        let origin = partita_arch::timer::counter() + partita_arch::timer::frequency() * START_DELAY_US / 1_000_000;
+        plans.start(origin);
+        log!("{} plan(s); plan 0's first major frame starts at counter 0x{origin:x}", plans.count());
+    }
 }
 
 /// Powers on the other physical CPUs through the firmware. QEMU virt numbers

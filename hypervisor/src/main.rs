@@ -12,6 +12,7 @@ extern crate alloc;
 
 mod boot;
 mod console;
+mod cyclic;
 mod irq;
 mod partition;
 mod scheduler;
@@ -70,4 +71,3 @@ fn panic(info: &core::panic::PanicInfo) -> ! {
     ));
     partita_arch::cpu::park()
 }
-

@@ -1,15 +1,18 @@
-//! Each pCPU's loop: run the most critical runnable vCPU pinned to it
-//! (round robin among equals), load its state and enter it; with nothing to
-//! run, wait for an interrupt.
+//! Each pCPU's loop: choose a vCPU pinned to it, load its state and enter
+//! it; with nothing to run, wait for an interrupt. A fixed-priority pCPU
+//! chooses its most urgent runnable vCPU (round robin among equals); a
+//! cyclic one, the owner of the current slot of the plan in force.
 //!
-//! One EL2 timer serves two purposes: the quantum, armed only when a peer
-//! of the same criticality could run, and the wake-up of vCPUs that wait in
-//! WFI for their virtual timer while they are off the pCPU.
+//! One EL2 timer serves every deadline: the quantum (armed only when a peer
+//! of the same priority could run), the end of a cyclic slot, and the
+//! wake-up of vCPUs that wait in WFI for their virtual timer while they are
+//! off the pCPU.
 
 use crate::boot::{system, PerCpu};
 use crate::irq;
 use crate::partition::{RunState, Vcpu};
 use crate::trace;
+use core::sync::atomic::Ordering;
 use partita_arch::exception::{enter_guest, Regs};
 use partita_arch::{cpu, el2, gic, stage2, timer};
 use partita_core::sched::{contender, pick};
@@ -19,9 +22,7 @@ use partita_core::vgic::VTIMER_INTID;
 
 /// True when `vcpu` may be put on its pCPU.
 pub fn runnable(vcpu: &Vcpu) -> bool {
-    vcpu.power() == Power::On
-        && !vcpu.is_waiting()
-        && system().partitions[vcpu.partition].state() == RunState::Running
+    vcpu.power() == Power::On && !vcpu.is_waiting() && system().partitions[vcpu.partition].state() == RunState::Running
 }
 
 /// A runnable vCPU's criticality rank.
@@ -34,7 +35,7 @@ pub fn run(cpu: usize) -> ! {
     let me = &system().cpus[cpu];
     loop {
         wake_due_timers(me);
-        if let Some(slot) = pick(me.current(), me.vcpus.len(), |i| rank(me.vcpus[i])) {
+        if let Some(slot) = choose(cpu, me) {
             switch_to(me, slot);
         }
         me.set_current(None);
@@ -44,9 +45,24 @@ pub fn run(cpu: usize) -> ! {
     }
 }
 
-/// True when the vCPU in `slot` must give way now: a more critical one is
-/// runnable, or its quantum is over and a peer of equal criticality waits.
+/// The vCPU `me` should run now, if any.
+fn choose(cpu: usize, me: &PerCpu) -> Option<usize> {
+    if me.cyclic {
+        let now = system().plans.now(cpu, me, timer::counter());
+        me.until.store(now.until, Ordering::Relaxed);
+        now.owner.filter(|&slot| runnable(me.vcpus[slot]))
+    } else {
+        pick(me.current(), me.vcpus.len(), |i| rank(me.vcpus[i]))
+    }
+}
+
+/// True when the vCPU in `slot` must give way now. Fixed priority: a more
+/// urgent one is runnable, or its quantum is over and a peer of equal
+/// priority waits. Cyclic: its slot is over.
 pub fn must_yield(me: &PerCpu, slot: usize, quantum_over: bool) -> bool {
+    if me.cyclic {
+        return timer::counter() >= me.until.load(Ordering::Relaxed);
+    }
     let mine = system().partitions[me.vcpus[slot].partition].rank;
     let rank = |i: usize| rank(me.vcpus[i]);
     contender(slot, me.vcpus.len(), mine + 1, rank) || (quantum_over && contender(slot, me.vcpus.len(), mine, rank))
@@ -108,13 +124,18 @@ fn wake_due_timers(me: &PerCpu) {
     }
 }
 
-/// Arms the EL2 timer for the earliest of: a waiting vCPU's timer, and the
-/// end of the running vCPU's quantum when a peer of equal criticality could
-/// use the pCPU. Disarms it when neither applies.
+/// Arms the EL2 timer for the earliest of: a waiting vCPU's timer; on a
+/// cyclic pCPU the end of the slot or idle gap; on a fixed-priority one the
+/// end of the running vCPU's quantum when a peer of equal priority could
+/// use the pCPU. Disarms it when none applies.
 pub fn arm_timer(me: &PerCpu, running: Option<usize>) {
     let waiting = me.vcpus.iter().filter(|v| v.is_waiting()).filter_map(|v| timer_deadline(v)).min();
-    let quantum = running.filter(|&slot| must_share(me, slot)).map(|_| timer::counter() + system().quantum);
-    match waiting.into_iter().chain(quantum).min() {
+    let policy = if me.cyclic {
+        Some(me.until.load(Ordering::Relaxed))
+    } else {
+        running.filter(|&slot| must_share(me, slot)).map(|_| timer::counter() + system().quantum)
+    };
+    match waiting.into_iter().chain(policy).min() {
         Some(deadline) => timer::arm_at(deadline),
         None => timer::disarm(),
     }

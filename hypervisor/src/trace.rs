@@ -32,8 +32,17 @@ pub fn init(cpus: usize, events: u32) {
 /// Records an event on the running pCPU's ring.
 #[inline]
 pub fn record(kind: Kind, partition: usize, vcpu: usize, arg: u32) {
+    if enabled() {
+        record_at(partita_arch::timer::counter(), kind, partition, vcpu, arg);
+    }
+}
+
+/// Records an event stamped `time`: for an `arg` computed from that very
+/// counter value.
+#[inline]
+pub fn record_at(time: u64, kind: Kind, partition: usize, vcpu: usize, arg: u32) {
     if let Some(buffer) = TRACE.get() {
-        let event = Event { time: partita_arch::timer::counter(), kind, partition: id(partition), vcpu: id(vcpu), arg };
+        let event = Event { time, kind, partition: id(partition), vcpu: id(vcpu), arg };
         buffer.record(partita_arch::cpu::index(), &event);
     }
 }

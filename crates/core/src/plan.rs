@@ -69,12 +69,80 @@ impl<'c> Frame<'c> {
     }
 }
 
-/// The slot that owns the counter value `now`, as its index in `core.slots`
-/// and the counter value at which it ends; `None` in time no slot claims
-/// (idle) and before the origin.
-pub fn slot_at(core: &CyclicCore, origin: u64, hz: u64, now: u64) -> Option<(usize, u64)> {
+/// One slot of one major frame, placed on the counter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// Index in `core.slots`.
+    pub index: usize,
+    /// First counter tick the slot owns.
+    pub start: u64,
+    /// First counter tick after it.
+    pub end: u64,
+}
+
+/// The slot that owns the counter value `now`; `None` in time no slot
+/// claims (idle) and before the origin.
+pub fn window_at(core: &CyclicCore, origin: u64, hz: u64, now: u64) -> Option<Window> {
     let frame = Frame::containing(core, origin, hz, now)?;
-    frame.slots().find(|&(_, start, end)| start <= now && now < end).map(|(i, _, end)| (i, end))
+    frame.slots().find(|&(_, start, end)| start <= now && now < end).map(|(index, start, end)| Window {
+        index,
+        start,
+        end,
+    })
+}
+
+/// [`window_at`] as its index in `core.slots` and the counter value at
+/// which it ends.
+pub fn slot_at(core: &CyclicCore, origin: u64, hz: u64, now: u64) -> Option<(usize, u64)> {
+    window_at(core, origin, hz, now).map(|w| (w.index, w.end))
+}
+
+/// The counter value at which the major frame after the one containing
+/// `now` starts (the origin itself before it).
+pub fn next_frame_start(origin: u64, hz: u64, frame_us: u64, now: u64) -> u64 {
+    match frame_index(origin, hz, frame_us, now) {
+        Some(n) => counter_at(origin, hz, (n + 1) * u128::from(frame_us)),
+        None if now < origin => origin,
+        None => u64::MAX,
+    }
+}
+
+/// Which plan the cyclic cores run, from which origin, and a requested
+/// switch waiting for the next major frame (ARINC 653 mode change). Every
+/// cyclic core derives its slots from this one value, so all switch at the
+/// same instant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Schedule {
+    pub plan: usize,
+    pub origin: u64,
+    /// The plan to run next and the counter value from which it runs.
+    pub switch: Option<(usize, u64)>,
+}
+
+impl Schedule {
+    pub const fn new(plan: usize, origin: u64) -> Self {
+        Self { plan, origin, switch: None }
+    }
+
+    /// The plan in force at `now` and its origin; a due switch becomes the
+    /// current plan, its instant the new origin.
+    pub fn at(&mut self, now: u64) -> (usize, u64) {
+        if let Some((plan, instant)) = self.switch.filter(|&(_, instant)| now >= instant) {
+            *self = Self::new(plan, instant);
+        }
+        (self.plan, self.origin)
+    }
+
+    /// Asks for `plan` from the next major frame of the current one (whose
+    /// frame is `frame_us` long) and returns that instant. A later request
+    /// before the instant replaces this one; asking for the plan in force
+    /// cancels a pending switch.
+    pub fn request(&mut self, plan: usize, frame_us: u64, hz: u64, now: u64) -> u64 {
+        self.at(now);
+        let instant = next_frame_start(self.origin, hz, frame_us, now);
+        self.switch = (plan != self.plan).then_some((plan, instant));
+        instant
+    }
 }
 
 /// The first counter value after `now` at which a slot starts or ends, or
@@ -144,6 +212,28 @@ mod tests {
         assert_eq!(slot_at(&c, 0, MHZ, 1_500), None);
         assert_eq!(next_boundary(&c, 0, MHZ, 1_500), 2_000);
         assert_eq!(next_boundary(&c, 0, MHZ, 2_000), 4_000);
+    }
+
+    #[test]
+    fn a_switch_waits_for_the_next_major_frame() {
+        let mut schedule = Schedule::new(0, 1_000);
+        assert_eq!(schedule.request(1, 10_000, MHZ, 14_000), 21_000);
+        assert_eq!(schedule.at(20_999), (0, 1_000), "the old plan runs to the end of its frame");
+        assert_eq!(schedule.at(21_000), (1, 21_000), "the new plan's frames start at the switch");
+        assert_eq!(schedule.switch, None);
+        assert_eq!(schedule.request(0, 4_000, MHZ, 21_000), 25_000, "a frame that just began runs to its end");
+        assert_eq!(schedule.request(1, 4_000, MHZ, 22_000), 25_000);
+        assert_eq!(schedule.switch, None, "asking for the plan in force cancels");
+        assert_eq!(Schedule::new(0, 500).request(1, 100, MHZ, 10), 500, "before the origin: at the origin");
+    }
+
+    #[test]
+    fn windows_carry_their_planned_start() {
+        let c = core(10_000, vec![slot(5_000, 3_000), slot(1_000, 4_000)]);
+        assert_eq!(window_at(&c, 100, MHZ, 10_100 + 6_000), Some(Window { index: 0, start: 15_100, end: 18_100 }));
+        assert_eq!(next_frame_start(100, MHZ, 10_000, 10_099), 10_100);
+        assert_eq!(next_frame_start(100, MHZ, 10_000, 10_100), 20_100);
+        assert_eq!(next_frame_start(100, MHZ, 0, 10_100), u64::MAX);
     }
 
     #[test]

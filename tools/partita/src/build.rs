@@ -131,13 +131,6 @@ pub fn assemble(config: &Config, hypervisor_elf: &Path, out_dir: &Path) -> Resul
         config.images.len() == system.partitions.len() && config.entries.len() == system.partitions.len(),
         "internal error: the configuration lists images or entries for a different number of partitions"
     );
-    // `check` validates cyclic plans already; running them is the
-    // scheduler's next step. Refuse rather than boot them as fixed priority.
-    ensure!(
-        system.plans.is_empty(),
-        "{}: cyclic plans ([[plan]]) are checked, but this version of the hypervisor cannot run them yet",
-        config.path.display()
-    );
     std::fs::create_dir_all(out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
     let (payload, dtbs) = payload(config)?;
     for (partition, dtb) in system.partitions.iter().zip(&dtbs) {

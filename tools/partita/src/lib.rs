@@ -10,5 +10,6 @@ pub mod devicetree;
 pub mod guests;
 pub mod qmp;
 pub mod run;
+pub mod slots;
 pub mod testcmd;
 pub mod trace;

@@ -94,6 +94,7 @@ impl Monitor {
             config: system.name.clone(),
             cpus: system.platform.cpus,
             partitions: system.partitions.iter().map(|p| p.name.clone()).collect(),
+            plans: system.plans.clone(),
         };
         Self { socket: qmp_socket(out_dir), trace }
     }

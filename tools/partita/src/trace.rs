@@ -41,6 +41,9 @@ pub struct TraceMeta {
     pub cpus: u32,
     /// Partition names in configuration order: an event's partition number indexes it.
     pub partitions: Vec<String>,
+    /// The configuration's cyclic plans, to place each traced slot start.
+    #[serde(default)]
+    pub plans: Vec<partita_core::model::Plan>,
 }
 
 /// `trace.bin`'s bytes for `ring` (the copied trace memory).
@@ -545,6 +548,7 @@ pub fn summary(meta: &TraceMeta, trace: &Trace) -> String {
         None => "injection latency: no samples".to_string(),
     };
     text += &format!(" ({} taken interrupt(s) never injected)\n", injections.unmatched);
+    text += &crate::slots::summary(meta, trace).unwrap_or_default();
     text
 }
 
@@ -585,7 +589,7 @@ mod tests {
     const HZ: u64 = 1_000_000;
 
     fn meta() -> TraceMeta {
-        TraceMeta { config: "unit".into(), cpus: 2, partitions: vec!["rtos".into(), "gpos".into()] }
+        TraceMeta { config: "unit".into(), cpus: 2, partitions: vec!["rtos".into(), "gpos".into()], plans: vec![] }
     }
 
     fn event(time: u64, kind: Kind, partition: u8, vcpu: u8, arg: u32) -> Event {

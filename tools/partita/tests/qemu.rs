@@ -4,108 +4,12 @@
 //! `partita run target/qemu-tests/<name>.toml`) and leaves its logs in
 //! `out/<name>/`.
 
+mod common;
+
+use common::*;
 use partita::build::{self, repo_root};
 use partita::config;
-use partita::guests;
 use partita::run::{self, Ending, RunOptions};
-use std::path::PathBuf;
-use std::sync::OnceLock;
-
-/// Seconds after which a run that should have powered off counts as hung.
-const HANG_LIMIT: u64 = 90;
-
-/// The guests and the hypervisor are built once for all tests.
-fn hypervisor_elf() -> &'static PathBuf {
-    static ELF: OnceLock<PathBuf> = OnceLock::new();
-    ELF.get_or_init(|| {
-        guests::build_all().expect("building the guests");
-        build::build_hypervisor(&repo_root()).expect("building the hypervisor")
-    })
-}
-
-/// One `[[partition]]` running the test guest with 16 MiB at guest 0x40000000.
-struct Part<'a> {
-    name: &'a str,
-    cpus: &'a str,
-    bootargs: &'a str,
-    phys: Option<u64>,
-}
-
-impl Part<'_> {
-    fn toml(&self, guest: &str) -> String {
-        let phys = self.phys.map(|p| format!("phys = 0x{p:x}\n")).unwrap_or_default();
-        format!(
-            "[[partition]]\nname = \"{}\"\ncpus = {}\nbootargs = \"{}\"\n\
-             [[partition.memory]]\nbase = 0x40000000\nsize = \"16M\"\n{phys}\
-             [[partition.image]]\npath = \"{guest}\"\n\n",
-            self.name, self.cpus, self.bootargs
-        )
-    }
-}
-
-/// What one boot left behind.
-struct Boot {
-    ending: Ending,
-    console: Vec<String>,
-    hypervisor: String,
-    logs: Vec<(String, String)>,
-}
-
-impl Boot {
-    fn log(&self, partition: &str) -> &str {
-        &self.logs.iter().find(|(name, _)| name == partition).expect("no such partition").1
-    }
-
-    /// Index of the first raw console line containing `needle`.
-    fn position(&self, needle: &str) -> usize {
-        self.console
-            .iter()
-            .position(|line| line.contains(needle))
-            .unwrap_or_else(|| panic!("no console line contains {needle:?}:\n{}", self.console.join("\n")))
-    }
-
-    /// Console lines after index `from` that start with `prefix`.
-    fn lines_after(&self, from: usize, prefix: &str) -> usize {
-        self.console[from + 1..].iter().filter(|line| line.starts_with(prefix)).count()
-    }
-}
-
-/// The test guest, as ELF (`.elf`) or raw (`.bin`).
-fn guest(extension: &str) -> String {
-    guests::output_dir(&repo_root()).join(format!("test-guest.{extension}")).display().to_string()
-}
-
-fn boot(name: &str, parts: &[Part], seconds: u64) -> Boot {
-    let text: String = parts.iter().map(|p| p.toml(&guest("elf"))).collect();
-    boot_toml(name, &text, seconds)
-}
-
-fn boot_toml(name: &str, text: &str, seconds: u64) -> Boot {
-    boot_with(name, text, RunOptions { seconds: Some(seconds), ..RunOptions::default() })
-}
-
-fn boot_with(name: &str, text: &str, opts: RunOptions) -> Boot {
-    let elf = hypervisor_elf();
-    let dir = repo_root().join("target").join("qemu-tests");
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{name}.toml"));
-    std::fs::write(&path, text).unwrap();
-    let config = config::load(&path).unwrap_or_else(|errors| panic!("{name}: {errors:#?}"));
-    let out = build::assemble(&config, elf, &build::out_dir(&config.system)).expect("assembling the image");
-    let report = run::run(&out, &config.system, &opts).expect("running QEMU");
-    let read = |p: &PathBuf| std::fs::read_to_string(p).unwrap();
-    Boot {
-        ending: report.ending,
-        console: read(&report.console_log).lines().map(str::to_owned).collect(),
-        hypervisor: read(&report.hypervisor_log),
-        logs: config.system.partitions.iter().zip(&report.partition_logs).map(|(p, l)| (p.name.clone(), read(l))).collect(),
-    }
-}
-
-fn assert_powered_off(boot: &Boot) {
-    assert!(matches!(boot.ending, Ending::Exited(_)), "QEMU did not power off by itself: {:?}", boot.ending);
-    assert!(boot.hypervisor.contains("all partitions stopped; powering off"), "{}", boot.hypervisor);
-}
 
 #[test]
 fn three_partitions_on_four_cores_with_a_shared_core() {
@@ -214,7 +118,12 @@ fn fault_addresses_are_logged() {
     let boot = boot(
         "qemu-fault-address",
         &[
-            Part { name: "offender", cpus: "[1]", bootargs: "ticks=3 period_ms=50 misbehave=read-other addr=0x48000000 at=1", phys: None },
+            Part {
+                name: "offender",
+                cpus: "[1]",
+                bootargs: "ticks=3 period_ms=50 misbehave=read-other addr=0x48000000 at=1",
+                phys: None,
+            },
             Part { name: "calm", cpus: "[2]", bootargs: "ticks=3 period_ms=50", phys: Some(0x4800_0000) },
         ],
         HANG_LIMIT,
@@ -228,9 +137,19 @@ fn a_marker_in_one_partition_is_invisible_to_the_others() {
     let boot = boot(
         "qemu-isolation-marker",
         &[
-            Part { name: "writer", cpus: "[1]", bootargs: "ticks=4 period_ms=100 marker=write+scan scan_at=3", phys: None },
+            Part {
+                name: "writer",
+                cpus: "[1]",
+                bootargs: "ticks=4 period_ms=100 marker=write+scan scan_at=3",
+                phys: None,
+            },
             Part { name: "reader", cpus: "[2]", bootargs: "ticks=4 period_ms=100 marker=scan scan_at=3", phys: None },
-            Part { name: "sharer", cpus: "[2, 3]", bootargs: "ticks=4 period_ms=100 marker=scan scan_at=3", phys: None },
+            Part {
+                name: "sharer",
+                cpus: "[2, 3]",
+                bootargs: "ticks=4 period_ms=100 marker=scan scan_at=3",
+                phys: None,
+            },
         ],
         HANG_LIMIT,
     );
@@ -277,7 +196,14 @@ fn psci_cpu_off_affinity_info_and_features() {
     );
     assert_powered_off(&boot);
     let log = boot.log("smp");
-    let expected = ["psci version 1.1", "psci features: cpu_on 0, migrate -1", "vcpu 1 up", "vcpu 1 off (affinity info 1)", "vcpu 1 up", "tick 2"];
+    let expected = [
+        "psci version 1.1",
+        "psci features: cpu_on 0, migrate -1",
+        "vcpu 1 up",
+        "vcpu 1 off (affinity info 1)",
+        "vcpu 1 up",
+        "tick 2",
+    ];
     let mut lines = log.lines();
     for line in expected {
         assert!(lines.any(|l| l == line), "missing or out of order: {line:?} in\n{log}");
@@ -325,7 +251,9 @@ fn a_corrupt_payload_is_refused_with_a_panic_report() {
     let last = image.len() - 1;
     image[last] ^= 0xff;
     std::fs::write(&out.image, image).unwrap();
-    let report = run::run(&out, &config.system, &RunOptions { seconds: Some(5), live: false, gdb: false, icount: None }).unwrap();
+    let report =
+        run::run(&out, &config.system, &RunOptions { seconds: Some(5), live: false, gdb: false, icount: None })
+            .unwrap();
     let log = std::fs::read_to_string(&report.hypervisor_log).unwrap();
     assert!(log.contains("PANIC on cpu 0: boot payload rejected: BadChecksum"), "{log}");
     assert!(log.contains("(last exception: EC 0x") && log.contains(", ELR 0x") && log.contains(", FAR 0x"), "{log}");
@@ -343,7 +271,8 @@ fn the_trace_of_a_short_run_agrees_with_the_guests() {
         Part { name: "alone", cpus: "[2]", bootargs: "timer_hz=1000 timer_ticks=50 ticks=3 period_ms=50", phys: None },
     ];
     let text: String = parts.iter().map(|p| p.toml(&guest("elf"))).collect();
-    let boot = boot_toml("qemu-trace", &format!("[trace]\nenabled = true\nevents_per_cpu = 65536\n\n{text}"), HANG_LIMIT);
+    let boot =
+        boot_toml("qemu-trace", &format!("[trace]\nenabled = true\nevents_per_cpu = 65536\n\n{text}"), HANG_LIMIT);
     assert_powered_off(&boot);
     let path = repo_root().join("out").join("qemu-trace").join("trace.bin");
     let (meta, trace) = partita::trace::read_file(&path).expect("the trace parses");
@@ -365,7 +294,11 @@ fn the_trace_of_a_short_run_agrees_with_the_guests() {
     let count = |kind| trace.cpus[2].iter().filter(|e| e.kind == kind && e.arg == 27).count();
     use partita_core::trace::Kind;
     assert_eq!(timer_counts(boot.log("alone")).0, 50);
-    assert!(count(Kind::IrqTaken) >= 50 && count(Kind::IrqInjected) >= 50, "{:?}", (count(Kind::IrqTaken), count(Kind::IrqInjected)));
+    assert!(
+        count(Kind::IrqTaken) >= 50 && count(Kind::IrqInjected) >= 50,
+        "{:?}",
+        (count(Kind::IrqTaken), count(Kind::IrqInjected))
+    );
     assert!(count(Kind::IrqEoi) >= 50, "only {} EOIs of 50 ticks", count(Kind::IrqEoi));
 }
 
@@ -382,20 +315,14 @@ fn native(bootargs: &str, cpus: u32) -> String {
     String::from_utf8_lossy(&output.stdout).replace('\r', "")
 }
 
-/// `timer: <n> ticks at <hz> Hz, <late> late` -> (n, late).
-fn timer_counts(log: &str) -> (u64, u64) {
-    let line = log.lines().find(|l| l.starts_with("timer: ")).unwrap_or_else(|| panic!("no timer line in\n{log}"));
-    let words: Vec<&str> = line.split_whitespace().collect();
-    (words[1].parse().unwrap(), words[6].parse().unwrap())
-}
-
 /// One unmodified guest binary: 1,000 virtual-timer ticks at 1 kHz and SGIs
 /// both ways between its two vCPUs, natively and as a partition.
 #[test]
 fn the_same_guest_takes_its_timer_and_sgis_natively_and_virtualized() {
     let args = "timer_hz=1000 timer_ticks=1000 sgi=100 ticks=1 period_ms=10";
     let native = native(args, 2);
-    let boot = boot("qemu-irq-same-binary", &[Part { name: "rt", cpus: "[1, 2]", bootargs: args, phys: None }], HANG_LIMIT);
+    let boot =
+        boot("qemu-irq-same-binary", &[Part { name: "rt", cpus: "[1, 2]", bootargs: args, phys: None }], HANG_LIMIT);
     assert_powered_off(&boot);
     for (how, log) in [("native", native.as_str()), ("virtualized", boot.log("rt"))] {
         assert_eq!(timer_counts(log).0, 1000, "{how}: a tick was lost\n{log}");
@@ -407,7 +334,11 @@ fn the_same_guest_takes_its_timer_and_sgis_natively_and_virtualized() {
 
 #[test]
 fn more_pending_interrupts_than_list_registers_arrive_in_priority_order() {
-    let boot = boot("qemu-lr-overflow", &[Part { name: "many", cpus: "[1]", bootargs: "lr-overflow=1 ticks=1", phys: None }], HANG_LIMIT);
+    let boot = boot(
+        "qemu-lr-overflow",
+        &[Part { name: "many", cpus: "[1]", bootargs: "lr-overflow=1 ticks=1", phys: None }],
+        HANG_LIMIT,
+    );
     assert_powered_off(&boot);
     let log = boot.log("many");
     assert!(log.lines().any(|l| l == "lr overflow: ok"), "{log}");
@@ -431,7 +362,11 @@ fn distributor_writes_to_another_partitions_interrupt_change_nothing() {
     let boot = boot_toml("qemu-gicd-isolation", &text, HANG_LIMIT);
     assert_powered_off(&boot);
     assert!(boot.log("attacker").contains("gicd attack on 39 done"), "{}", boot.log("attacker"));
-    assert!(boot.hypervisor.contains("partition attacker wrote to interrupt 39, which it does not own: ignored"), "{}", boot.hypervisor);
+    assert!(
+        boot.hypervisor.contains("partition attacker wrote to interrupt 39, which it does not own: ignored"),
+        "{}",
+        boot.hypervisor
+    );
     let victim = boot.log("victim");
     assert!(victim.lines().any(|l| l == "spi 39: taken 5 of 5"), "{victim}");
     assert!(victim.lines().any(|l| l == "spi 39: enabled 1 priority 0xa0"), "{victim}");
@@ -450,7 +385,11 @@ fn a_critical_guest_preempts_a_masked_spinning_one() {
         Part { name: "hog", cpus: "[1]", bootargs: "mask-spin=2000 ticks=1", phys: None }.toml(&guest("elf"))
     );
     // Guest time counts instructions, so host load cannot make ticks late.
-    let boot = boot_with("qemu-priority-separation", &text, RunOptions { seconds: Some(HANG_LIMIT), icount: Some(4), ..RunOptions::default() });
+    let boot = boot_with(
+        "qemu-priority-separation",
+        &text,
+        RunOptions { seconds: Some(HANG_LIMIT), icount: Some(4), ..RunOptions::default() },
+    );
     assert_powered_off(&boot);
     let (ticks, late) = timer_counts(boot.log("rt"));
     assert_eq!(ticks, 500, "{}", boot.log("rt"));

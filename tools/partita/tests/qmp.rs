@@ -233,7 +233,7 @@ fn trace_memory() -> Vec<u8> {
 }
 
 fn monitor(dir: &Path) -> Monitor {
-    let trace = TraceMeta { config: "fake".into(), cpus: CPUS as u32, partitions: names() };
+    let trace = TraceMeta { config: "fake".into(), cpus: CPUS as u32, partitions: names(), plans: vec![] };
     Monitor { socket: dir.join("qmp.sock"), trace }
 }
 

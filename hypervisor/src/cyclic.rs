@@ -1,0 +1,106 @@
+//! Cyclic (ARINC 653 style) pCPUs: which vCPU owns the pCPU now, and
+//! until when, computed from the plan in force and the frame origin every
+//! cyclic pCPU shares.
+//!
+//! A slot's vCPU gets the pCPU from the slot's start to its end and nobody
+//! else does: while it waits (WFI) the slot idles, and an interrupt for it
+//! brings it back before the slot ends. Time no slot claims is idle.
+
+use crate::boot::PerCpu;
+use crate::trace;
+use alloc::vec::Vec;
+use core::sync::atomic::Ordering;
+use partita_core::model::{CyclicCore, Plan};
+use partita_core::plan::{self, Schedule, Window};
+use partita_core::trace::Kind;
+use spin::Mutex;
+
+/// Lateness beyond this many counter ticks is traced as this value.
+const MAX_TRACED_LATENESS: u64 = 0xffff;
+
+/// The declared plans and the one in force.
+pub struct Plans {
+    plans: Vec<Plan>,
+    schedule: Mutex<Schedule>,
+    hz: u64,
+}
+
+/// What a cyclic pCPU does now.
+pub struct Now {
+    /// Index into the pCPU's vCPUs of the slot's owner; `None` when idle.
+    pub owner: Option<usize>,
+    /// When to look again: the end of the slot or of the idle gap.
+    pub until: u64,
+}
+
+impl Plans {
+    /// Nothing runs cyclically until [`Plans::start`].
+    pub fn new(plans: Vec<Plan>, hz: u64) -> Self {
+        Self { plans, schedule: Mutex::new(Schedule::new(0, u64::MAX)), hz }
+    }
+
+    /// The first plan's first major frame starts at counter value `origin`.
+    pub fn start(&self, origin: u64) {
+        *self.schedule.lock() = Schedule::new(0, origin);
+    }
+
+    pub fn count(&self) -> usize {
+        self.plans.len()
+    }
+
+    /// True when `cpu` runs cyclically (the same in every plan).
+    pub fn is_cyclic(&self, cpu: usize) -> bool {
+        self.plans.first().is_some_and(|plan| core_of(plan, cpu).is_some())
+    }
+
+    /// Where `me` (pCPU `cpu`) stands at `now`. Traces a slot's start the
+    /// first time its pCPU sees it, with how late that is.
+    pub fn now(&self, cpu: usize, me: &PerCpu, now: u64) -> Now {
+        let (index, origin) = self.schedule.lock().at(now);
+        let Some(core) = core_of(&self.plans[index], cpu) else { return Now { owner: None, until: u64::MAX } };
+        match plan::window_at(core, origin, self.hz, now) {
+            Some(window) => {
+                let slot = core.slots[window.index];
+                let owner =
+                    me.vcpus.iter().position(|v| v.partition == slot.partition && v.index == slot.vcpu as usize);
+                note_slot_start(me, index, &window, slot.partition, slot.vcpu as usize, now);
+                Now { owner, until: window.end }
+            }
+            None => Now { owner: None, until: plan::next_boundary(core, origin, self.hz, now) },
+        }
+    }
+
+    /// The plan in force at `now` and the pending one, if any.
+    pub fn current(&self, now: u64) -> (usize, Option<usize>) {
+        let mut schedule = self.schedule.lock();
+        let (plan, _) = schedule.at(now);
+        (plan, schedule.switch.map(|(next, _)| next))
+    }
+
+    /// Switches to plan `index` at the next major frame; returns the
+    /// counter value at which it takes effect, `None` for no such plan.
+    pub fn request(&self, index: usize, now: u64) -> Option<u64> {
+        if index >= self.plans.len() {
+            return None;
+        }
+        let mut schedule = self.schedule.lock();
+        let (current, _) = schedule.at(now);
+        let frame_us = self.plans[current].cores.first().map_or(0, |core| core.major_frame_us);
+        Some(schedule.request(index, frame_us, self.hz, now))
+    }
+}
+
+fn core_of(plan: &Plan, cpu: usize) -> Option<&CyclicCore> {
+    plan.cores.iter().find(|core| core.cpu as usize == cpu)
+}
+
+/// Records `SlotStart` once per slot instance: `arg` packs the plan index
+/// (bits 8..16), the slot index (0..8) and the lateness in ticks (16..32).
+fn note_slot_start(me: &PerCpu, plan: usize, window: &Window, partition: usize, vcpu: usize, now: u64) {
+    if me.last_slot_start.swap(window.start, Ordering::Relaxed) == window.start {
+        return;
+    }
+    let late = now.saturating_sub(window.start).min(MAX_TRACED_LATENESS);
+    let arg = (late << 16) as u32 | (plan as u32 & 0xff) << 8 | (window.index as u32 & 0xff);
+    trace::record_at(now, Kind::SlotStart, partition, vcpu, arg);
+}
