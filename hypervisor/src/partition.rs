@@ -13,11 +13,11 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use partita_arch::context::{El1Context, FpContext};
 use partita_arch::exception::Regs;
 use partita_arch::stage2::{self, Stage2Table};
+use partita_arch::vgic::{VgicContext, MAX_LRS};
 use partita_core::image::{Load, PartitionBoot};
 use partita_core::model::{self, Range};
 use partita_core::sysreg;
-use partita_core::vcpu::Power;
-use partita_arch::vgic::{VgicContext, MAX_LRS};
+use partita_core::vcpu::{Op, Refused, State};
 use partita_core::vgic::queue::Queue;
 use partita_core::vgic::regs::PartitionGic;
 use partita_core::vuart::{LineBuffer, Pl011};
@@ -35,8 +35,13 @@ pub enum RunState {
     Stopped = 1,
     /// Powered off by its own PSCI SYSTEM_OFF.
     Off = 2,
-    /// Being restarted (PSCI SYSTEM_RESET); its vCPUs must not run.
+    /// Being restarted (PSCI SYSTEM_RESET or a system partition); its
+    /// vCPUs must not run.
     Restarting = 3,
+    /// Suspended by a system partition: no vCPU runs, interrupts stay pending.
+    Suspended = 4,
+    /// Halted by a system partition: final until a restart.
+    Halted = 5,
 }
 
 impl RunState {
@@ -45,8 +50,15 @@ impl RunState {
             0 => Self::Running,
             1 => Self::Stopped,
             2 => Self::Off,
-            _ => Self::Restarting,
+            3 => Self::Restarting,
+            4 => Self::Suspended,
+            _ => Self::Halted,
         }
+    }
+
+    /// Ended for good unless restarted: counts towards powering off.
+    pub const fn ended(self) -> bool {
+        matches!(self, Self::Stopped | Self::Off | Self::Halted)
     }
 }
 
@@ -85,7 +97,8 @@ pub struct Vcpu {
     pub partition: usize,
     pub index: usize,
     pub pcpu: usize,
-    power: AtomicU8,
+    /// A [`State`], changed only through [`Vcpu::apply`].
+    state: AtomicU8,
     /// True while a pCPU has this vCPU's state loaded in its registers.
     on_cpu: AtomicBool,
     /// In WFI with nothing pending: not runnable until an interrupt comes.
@@ -116,9 +129,12 @@ impl Partition {
     /// Moves from `Running` to `state`; false if it was no longer running
     /// (another CPU stopped it first), so each stop is reported once.
     pub fn leave_running(&self, state: RunState) -> bool {
-        self.state
-            .compare_exchange(RunState::Running as u8, state as u8, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok()
+        self.change(RunState::Running, state)
+    }
+
+    /// Moves from `from` to `to`; false if it was not in `from`.
+    pub fn change(&self, from: RunState, to: RunState) -> bool {
+        self.state.compare_exchange(from as u8, to as u8, Ordering::AcqRel, Ordering::Acquire).is_ok()
     }
 
     /// Bytes a guest wrote to its console: complete lines go out tagged.
@@ -131,21 +147,26 @@ impl Partition {
 }
 
 impl Vcpu {
-    pub fn power(&self) -> Power {
-        match self.power.load(Ordering::Acquire) {
-            0 => Power::Off,
-            1 => Power::OnPending,
-            _ => Power::On,
+    pub fn state(&self) -> State {
+        State::from_u8(self.state.load(Ordering::Acquire))
+    }
+
+    /// Moves the vCPU through `op` (see [`State::next`]); atomic against a
+    /// concurrent change from another pCPU.
+    pub fn apply(&self, op: Op) -> Result<State, Refused> {
+        let mut current = self.state();
+        loop {
+            let next = current.next(op)?;
+            match self.state.compare_exchange(current as u8, next as u8, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return Ok(next),
+                Err(seen) => current = State::from_u8(seen),
+            }
         }
     }
 
-    pub fn set_power(&self, power: Power) {
-        let value = match power {
-            Power::Off => 0,
-            Power::OnPending => 1,
-            Power::On => 2,
-        };
-        self.power.store(value, Ordering::Release);
+    /// Off, whatever it was: only for a partition (re)start.
+    fn power_down(&self) {
+        self.state.store(State::Off as u8, Ordering::Release);
     }
 
     pub fn is_waiting(&self) -> bool {
@@ -223,7 +244,7 @@ fn new_vcpu(partition: usize, index: usize, pcpu: usize) -> Vcpu {
         partition,
         index,
         pcpu,
-        power: AtomicU8::new(0),
+        state: AtomicU8::new(State::Off as u8),
         on_cpu: AtomicBool::new(false),
         waiting: AtomicBool::new(false),
         queue: Mutex::new(Queue::new()),
@@ -299,11 +320,16 @@ impl Partition {
     /// wait for PSCI CPU_ON.
     pub fn power_on(&self) {
         for vcpu in &self.vcpus {
-            vcpu.set_power(Power::Off);
+            vcpu.power_down();
         }
         self.vcpus[0].reset(self.boot.entry, self.boot.dtb);
-        self.vcpus[0].set_power(Power::On);
-        log!("partition {} starts: {} vCPU(s), entry 0x{:x}, device tree at 0x{:x}",
-            self.name(), self.vcpus.len(), self.boot.entry, self.boot.dtb);
+        self.vcpus[0].apply(Op::Start).expect("a vCPU that is off can start");
+        log!(
+            "partition {} starts: {} vCPU(s), entry 0x{:x}, device tree at 0x{:x}",
+            self.name(),
+            self.vcpus.len(),
+            self.boot.entry,
+            self.boot.dtb
+        );
     }
 }

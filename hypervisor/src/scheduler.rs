@@ -17,12 +17,12 @@ use partita_arch::exception::{enter_guest, Regs};
 use partita_arch::{cpu, el2, gic, stage2, timer};
 use partita_core::sched::{contender, pick};
 use partita_core::trace::{Kind, OutReason};
-use partita_core::vcpu::Power;
+use partita_core::vcpu::{Op, State};
 use partita_core::vgic::VTIMER_INTID;
 
 /// True when `vcpu` may be put on its pCPU.
 pub fn runnable(vcpu: &Vcpu) -> bool {
-    vcpu.power() == Power::On && !vcpu.is_waiting() && system().partitions[vcpu.partition].state() == RunState::Running
+    vcpu.state().schedulable() && !vcpu.is_waiting() && system().partitions[vcpu.partition].state() == RunState::Running
 }
 
 /// A runnable vCPU's criticality rank.
@@ -72,6 +72,10 @@ fn switch_to(me: &PerCpu, slot: usize) -> ! {
     let vcpu = me.vcpus[slot];
     me.set_current(Some(slot));
     vcpu.set_on_cpu(true);
+    if vcpu.state() == State::Boot {
+        // Only its own pCPU enters it; a concurrent suspend or halt wins.
+        let _ = vcpu.apply(Op::Enter);
+    }
     trace::record(Kind::VcpuIn, vcpu.partition, vcpu.index, 0);
     let regs = {
         let ctx = vcpu.context.lock();

@@ -3,18 +3,18 @@
 
 use crate::boot::system;
 use crate::console::log;
-use crate::partition::{Partition, RunState, Vcpu};
 use crate::irq;
+use crate::partition::{Partition, RunState, Vcpu};
 use crate::scheduler::{self, deschedule, must_yield, runnable};
+use crate::trace;
 use partita_arch::exception::{kind, Regs};
 use partita_arch::{cpu, firmware, gic, stage2};
 use partita_core::esr::{self, MmioAccess, SysRegAccess, Trap};
 use partita_core::psci::{self, ret, Call};
 use partita_core::sysreg::{self, Policy};
-use partita_core::vcpu::Power;
 use partita_core::trace::{Kind, OutReason};
+use partita_core::vcpu::{Op, Refused, State};
 use partita_core::vuart;
-use crate::trace;
 
 /// Why a partition is stopped.
 pub struct Fault {
@@ -24,7 +24,7 @@ pub struct Fault {
 }
 
 /// What the trap handler decided.
-enum Action {
+pub enum Action {
     Resume,
     /// The EL2 timer fired: a quantum ended or a waiting vCPU's timer is due.
     Tick,
@@ -54,7 +54,10 @@ pub fn handle(regs: &mut Regs, kind: u64) {
             stop(part, vcpu, regs, &fault);
             switch_away(vcpu, regs, OutReason::Stopped)
         }
-        Action::Restart => restart(part, vcpu, regs),
+        Action::Restart => {
+            restart(part, vcpu, regs);
+            irq::flush(vcpu)
+        }
         Action::Wait if vcpu.is_waiting() => switch_away(vcpu, regs, OutReason::Waiting),
         _ if !runnable(vcpu) => switch_away(vcpu, regs, gone(part)),
         _ if must_yield(me, slot, quantum_over) => switch_away(vcpu, regs, OutReason::Preempted),
@@ -121,7 +124,8 @@ fn synchronous(regs: &mut Regs, part: &Partition, vcpu: &Vcpu) -> Action {
 }
 
 fn data_abort(regs: &mut Regs, part: &Partition, access: Option<MmioAccess>, ipa: u64) -> Action {
-    let outside = Fault { what: "stage-2 data abort outside its memory", class: esr::ec::DABT_LOWER, address: Some(ipa) };
+    let outside =
+        Fault { what: "stage-2 data abort outside its memory", class: esr::ec::DABT_LOWER, address: Some(ipa) };
     let Some(access) = access else { return Action::Stop(outside) };
     let offset = ipa.wrapping_sub(part.config.console);
     if offset < vuart::PAGE_SIZE {
@@ -159,7 +163,11 @@ fn console_access(regs: &mut Regs, part: &Partition, access: MmioAccess, offset:
 }
 
 fn size_mask(size: u8) -> u64 {
-    if size >= 8 { u64::MAX } else { (1u64 << (size * 8)) - 1 }
+    if size >= 8 {
+        u64::MAX
+    } else {
+        (1u64 << (size * 8)) - 1
+    }
 }
 
 fn system_register(regs: &mut Regs, part: &Partition, vcpu: &Vcpu, access: SysRegAccess) -> Action {
@@ -173,7 +181,11 @@ fn system_register(regs: &mut Regs, part: &Partition, vcpu: &Vcpu, access: SysRe
             }
         }
         Policy::Forbidden => {
-            return Action::Stop(Fault { what: "forbidden system register access", class: esr::ec::SYSREG, address: None });
+            return Action::Stop(Fault {
+                what: "forbidden system register access",
+                class: esr::ec::SYSREG,
+                address: None,
+            });
         }
     }
     regs.skip_instruction();
@@ -187,16 +199,21 @@ fn traced_call(regs: &mut Regs, part: &Partition, vcpu: &Vcpu, smc: bool) -> Act
     action
 }
 
-/// PSCI and SMCCC calls, over HVC or SMC. Anything else over SMC is a fault;
-/// over HVC it is answered NOT_SUPPORTED (hypercalls come in a later layer).
+/// Partita's hypercalls, PSCI and SMCCC calls, over HVC or SMC. Anything
+/// else over SMC is a fault; over HVC it is answered NOT_SUPPORTED.
 fn firmware_call(regs: &mut Regs, part: &Partition, vcpu: &Vcpu, smc: bool) -> Action {
-    let call = psci::decode([regs.x[0], regs.x[1], regs.x[2], regs.x[3]]);
+    let args = [regs.x[0], regs.x[1], regs.x[2], regs.x[3]];
+    if let Some(call) = partita_core::hypercall::decode(args) {
+        return crate::hypercall::handle(regs, part, vcpu, call);
+    }
+    let call = psci::decode(args);
     let result = match call {
         Call::Immediate(value) => value,
         Call::CpuOn { target, entry, context } => cpu_on(part, target, entry, context),
         Call::AffinityInfo { target, lowest_level } => affinity_info(part, target, lowest_level),
         Call::CpuOff => {
-            vcpu.set_power(Power::Off);
+            // Only a vCPU that is up runs to make this call.
+            let _ = vcpu.apply(Op::PowerOff);
             return Action::Resume;
         }
         Call::SystemOff => {
@@ -209,7 +226,11 @@ fn firmware_call(regs: &mut Regs, part: &Partition, vcpu: &Vcpu, smc: bool) -> A
         }
         Call::SystemReset => return Action::Restart,
         Call::Unknown if smc => {
-            return Action::Stop(Fault { what: "SMC that is not a PSCI call", class: esr::ec::SMC64, address: Some(regs.x[0]) });
+            return Action::Stop(Fault {
+                what: "SMC that is not a PSCI call",
+                class: esr::ec::SMC64,
+                address: Some(regs.x[0]),
+            });
         }
         Call::Unknown => ret::NOT_SUPPORTED,
     };
@@ -219,37 +240,49 @@ fn firmware_call(regs: &mut Regs, part: &Partition, vcpu: &Vcpu, smc: bool) -> A
 
 fn cpu_on(part: &Partition, target: u64, entry: u64, context: u64) -> i64 {
     let Some(index) = psci::target_vcpu(target, part.vcpus.len()) else { return ret::INVALID_PARAMETERS };
+    match start_vcpu(part, index, entry, context) {
+        Ok(()) => ret::SUCCESS,
+        Err(Start::BadEntry) => ret::INVALID_ADDRESS,
+        Err(Start::Refused(Refused::AlreadyOn)) => ret::ALREADY_ON,
+        Err(Start::Refused(_)) => ret::DENIED,
+    }
+}
+
+/// Why a vCPU did not start.
+pub enum Start {
+    BadEntry,
+    Refused(Refused),
+}
+
+/// Starts vCPU `index` of `part` at `entry` with x0 = `context`: PSCI
+/// CPU_ON and the start hypercall alike.
+pub fn start_vcpu(part: &Partition, index: usize, entry: u64, context: u64) -> Result<(), Start> {
     if part.config.translate_ram(entry).is_none() {
-        return ret::INVALID_ADDRESS;
+        return Err(Start::BadEntry);
     }
     let target = part.vcpus[index];
-    match target.power() {
-        Power::On => ret::ALREADY_ON,
-        Power::OnPending => ret::ON_PENDING,
-        Power::Off => {
-            // It may still be saving its registers after CPU_OFF on its own
-            // pCPU, which does so with interrupts masked: a short, bounded wait.
-            while target.is_on_cpu() {
-                core::hint::spin_loop();
-            }
-            target.reset(entry, context);
-            target.set_power(Power::On);
-            if target.pcpu != cpu::index() {
-                gic::kick(target.pcpu);
-            }
-            ret::SUCCESS
-        }
+    if target.state() != State::Off {
+        return Err(Start::Refused(target.state().next(Op::Start).err().unwrap_or(Refused::AlreadyOn)));
     }
+    // It may still be saving its registers after CPU_OFF on its own pCPU,
+    // which does so with interrupts masked: a short, bounded wait.
+    while target.is_on_cpu() {
+        core::hint::spin_loop();
+    }
+    target.reset(entry, context);
+    target.apply(Op::Start).map_err(Start::Refused)?;
+    irq::wake(target);
+    Ok(())
 }
 
 fn affinity_info(part: &Partition, target: u64, lowest_level: u64) -> i64 {
     match psci::target_vcpu(target, part.vcpus.len()) {
         // A vCPU is off only once it has left its pCPU.
-        Some(index) if lowest_level == 0 => match (part.vcpus[index].power(), part.vcpus[index].is_on_cpu()) {
-            (Power::Off, false) => 1,
-            (Power::OnPending, _) => 2,
-            _ => 0,
-        },
+        Some(index) if lowest_level == 0 => {
+            let vcpu = part.vcpus[index];
+            let down = matches!(vcpu.state(), State::Off | State::Halted);
+            i64::from(down && !vcpu.is_on_cpu())
+        }
         _ => ret::INVALID_PARAMETERS,
     }
 }
@@ -263,11 +296,20 @@ fn stop(part: &Partition, vcpu: &Vcpu, regs: &Regs, fault: &Fault) {
     match fault.address {
         Some(address) => log!(
             "partition {} vcpu {} stopped: {} (EC 0x{:02x}, ELR 0x{:x}, address 0x{:x})",
-            part.name(), vcpu.index, fault.what, fault.class, regs.pc, address
+            part.name(),
+            vcpu.index,
+            fault.what,
+            fault.class,
+            regs.pc,
+            address
         ),
         None => log!(
             "partition {} vcpu {} stopped: {} (EC 0x{:02x}, ELR 0x{:x})",
-            part.name(), vcpu.index, fault.what, fault.class, regs.pc
+            part.name(),
+            vcpu.index,
+            fault.what,
+            fault.class,
+            regs.pc
         ),
     }
     kick_others(part);
@@ -275,7 +317,7 @@ fn stop(part: &Partition, vcpu: &Vcpu, regs: &Regs, fault: &Fault) {
 }
 
 /// Makes every other pCPU running a vCPU of `part` look at it again.
-fn kick_others(part: &Partition) {
+pub fn kick_others(part: &Partition) {
     let me = cpu::index();
     for vcpu in &part.vcpus {
         if vcpu.pcpu != me {
@@ -284,8 +326,8 @@ fn kick_others(part: &Partition) {
     }
 }
 
-fn power_off_when_all_stopped() {
-    let all = system().partitions.iter().all(|p| matches!(p.state(), RunState::Stopped | RunState::Off));
+pub fn power_off_when_all_stopped() {
+    let all = system().partitions.iter().all(|p| p.state().ended());
     if all {
         log!("all partitions stopped; powering off");
         firmware::system_off();
@@ -293,30 +335,49 @@ fn power_off_when_all_stopped() {
 }
 
 /// PSCI SYSTEM_RESET: the partition starts again from its images; nothing
-/// else is touched. Its other vCPUs are first taken off their CPUs.
-fn restart(part: &Partition, vcpu: &Vcpu, regs: &Regs) -> ! {
+/// else is touched. When another restart is under way, the call is made
+/// again (the guest's PC goes back to it), so no pCPU ever spins waiting for
+/// one that itself waits.
+fn restart(part: &Partition, vcpu: &Vcpu, regs: &mut Regs) {
+    let Some(only_one) = RESTARTS.try_lock() else {
+        regs.pc -= 4;
+        if !runnable(vcpu) {
+            switch_away(vcpu, regs, gone(part));
+        }
+        return;
+    };
     if part.leave_running(RunState::Restarting) {
         log!("partition {} restarting (PSCI SYSTEM_RESET)", part.name());
         deschedule(vcpu, regs, OutReason::Off);
-        kick_others(part);
-        while part.vcpus.iter().any(|v| v.is_on_cpu()) {
-            core::hint::spin_loop();
-        }
-        stage2::activate(part.vttbr);
-        partita_arch::cache::invalidate_guest_tlb();
-        // Its devices' interrupts stay quiet until the restarted guest
-        // enables them again in its fresh virtual distributor.
-        for device in &part.config.devices {
-            for interrupt in &device.interrupts {
-                gic::enable_spi(interrupt.intid, false);
-            }
-        }
-        part.load(system().data);
-        part.power_on();
-        part.set_state(RunState::Running);
-        kick_others(part);
+        reload(part);
+        drop(only_one);
         scheduler::run(cpu::index())
     }
+    drop(only_one);
     switch_away(vcpu, regs, gone(part))
 }
 
+/// One partition restart at a time, whoever asked for it.
+pub static RESTARTS: spin::Mutex<()> = spin::Mutex::new(());
+
+/// Restarts a partition already marked `Restarting`, from its images: its
+/// vCPUs are first taken off their pCPUs. The caller holds [`RESTARTS`].
+pub fn reload(part: &Partition) {
+    kick_others(part);
+    while part.vcpus.iter().any(|v| v.is_on_cpu()) {
+        core::hint::spin_loop();
+    }
+    stage2::activate(part.vttbr);
+    partita_arch::cache::invalidate_guest_tlb();
+    // Its devices' interrupts stay quiet until the restarted guest
+    // enables them again in its fresh virtual distributor.
+    for device in &part.config.devices {
+        for interrupt in &device.interrupts {
+            gic::enable_spi(interrupt.intid, false);
+        }
+    }
+    part.load(system().data);
+    part.power_on();
+    part.set_state(RunState::Running);
+    kick_others(part);
+}

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 pub const MAGIC: [u8; 8] = *b"PARTITA\0";
 /// Raised whenever the boot table's shape changes, so a hypervisor and a
 /// payload from different versions refuse each other clearly.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 const HEADER_LEN: usize = 32;
 
 /// What the hypervisor needs to build and start every partition.
@@ -170,6 +170,7 @@ mod tests {
             priority: 192,
             vcpus: vec![1],
             exclusive: false,
+            rights: Default::default(),
             memory: vec![MemoryRegion { ipa: 0x4000_0000, pa: 0x4200_0000, size: 0x10_0000, perms: Perms::RWX, identity: false }],
             devices: vec![],
             console: 0x0900_0000,

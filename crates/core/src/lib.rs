@@ -8,16 +8,17 @@
 
 extern crate alloc;
 
+pub mod esr;
+pub mod hypercall;
 pub mod image;
 pub mod model;
 pub mod plan;
-pub mod validate;
-pub mod esr;
-pub mod vcpu;
 pub mod psci;
 pub mod readyq;
 pub mod sched;
 pub mod sysreg;
 pub mod trace;
+pub mod validate;
+pub mod vcpu;
 pub mod vgic;
 pub mod vuart;

@@ -113,12 +113,26 @@ pub struct Partition {
     /// Each vCPU has its pCPU to itself, so Partita need not keep a
     /// scheduler tick there and can let the guest's WFI sleep in the guest.
     pub exclusive: bool,
+    /// What this partition may do to the others by hypercall; a partition
+    /// with any right is a system partition.
+    pub rights: Rights,
     pub memory: Vec<MemoryRegion>,
     pub devices: Vec<Device>,
     /// Guest-physical address of the emulated PL011 console.
     pub console: u64,
     /// Command line placed in the device tree's `/chosen/bootargs`.
     pub bootargs: String,
+}
+
+/// Hypercall rights over other partitions, each granted by the configuration.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rights {
+    pub suspend: bool,
+    pub resume: bool,
+    pub restart: bool,
+    pub halt: bool,
+    /// Request a plan switch (at the next major frame).
+    pub switch_plan: bool,
 }
 
 /// Access rights of a memory region, as the stage-2 tables enforce them.

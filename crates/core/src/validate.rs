@@ -355,6 +355,10 @@ impl Validator<'_> {
         if !is_aligned(partition.console) {
             self.push(partition_path(p), "console", format!("{:#x} is not 4 KiB aligned", partition.console));
         }
+        if partition.rights.switch_plan && self.system.plans.is_empty() {
+            let message = "grants \"switch-plan\", but the configuration declares no [[plan]]".into();
+            self.push(partition_path(p), "rights", message);
+        }
         if partition.bootargs.contains('\0') {
             self.push(partition_path(p), "bootargs", "bootargs must not contain a NUL character".into());
         }
@@ -816,7 +820,7 @@ fn all_devices(system: &System) -> Vec<(usize, usize, &Device)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Criticality, Hypervisor, Perms, Platform};
+    use crate::model::{Criticality, Hypervisor, Perms, Platform, Rights};
     use alloc::string::ToString;
     use alloc::vec;
     use proptest::prelude::*;
@@ -834,6 +838,7 @@ mod tests {
             priority: 64,
             vcpus,
             exclusive: false,
+            rights: Rights::default(),
             memory: vec![region(0x4000_0000, pa)],
             devices: Vec::new(),
             console: 0x0900_0000,
@@ -1400,6 +1405,7 @@ mod tests {
                 priority: 192,
                 vcpus,
                 exclusive,
+                rights: Rights::default(),
                 memory,
                 devices,
                 console,

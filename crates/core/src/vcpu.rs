@@ -1,4 +1,4 @@
-//! A vCPU's general-purpose register state and the state machine PSCI drives.
+//! A vCPU's general-purpose register state and its life cycle.
 
 use serde::{Deserialize, Serialize};
 
@@ -46,18 +46,111 @@ impl Regs {
     }
 }
 
-/// Power state of a vCPU, as PSCI AFFINITY_INFO reports it.
+/// A vCPU's life cycle (XtratuM's vCPU states, plus PSCI's off).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Power {
-    Off,
-    /// CPU_ON accepted; the vCPU runs at its next turn.
-    OnPending,
-    On,
+#[repr(u8)]
+pub enum State {
+    /// Not started since its partition (re)started, or powered off by
+    /// PSCI CPU_OFF; PSCI CPU_ON or the start hypercall brings it up.
+    Off = 0,
+    /// Started at its entry point, not yet on a pCPU.
+    Boot = 1,
+    /// Running, or ready to run when its pCPU's policy chooses it.
+    Normal = 2,
+    /// Not scheduled; interrupts raised meanwhile stay pending.
+    Suspended = 3,
+    /// Final until its partition restarts.
+    Halted = 4,
+}
+
+/// What is asked of a vCPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// PSCI CPU_ON or the start hypercall.
+    Start,
+    /// Its pCPU puts it on for the first time since it started.
+    Enter,
+    Suspend,
+    Resume,
+    Halt,
+    /// PSCI CPU_OFF, from the vCPU itself.
+    PowerOff,
+}
+
+/// Why an operation does not apply to a vCPU's state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// Start of a vCPU that is already up.
+    AlreadyOn,
+    /// Anything on a halted vCPU.
+    Halted,
+    /// Resume of a vCPU that is not suspended, suspend of one that is not up.
+    WrongState,
+}
+
+impl State {
+    pub fn from_u8(value: u8) -> State {
+        match value {
+            0 => State::Off,
+            1 => State::Boot,
+            2 => State::Normal,
+            3 => State::Suspended,
+            _ => State::Halted,
+        }
+    }
+
+    /// True when the vCPU may be given a pCPU.
+    pub const fn schedulable(self) -> bool {
+        matches!(self, State::Boot | State::Normal)
+    }
+
+    /// The state `op` leads to.
+    pub fn next(self, op: Op) -> Result<State, Refused> {
+        use Op::*;
+        use State::*;
+        match (self, op) {
+            (Halted, _) => Err(Refused::Halted),
+            (Off, Start) => Ok(Boot),
+            (_, Start) => Err(Refused::AlreadyOn),
+            (Boot, Enter) => Ok(Normal),
+            (Boot | Normal, Suspend) => Ok(Suspended),
+            (Suspended, Resume) => Ok(Normal),
+            (_, Halt) => Ok(Halted),
+            (Boot | Normal, PowerOff) => Ok(Off),
+            _ => Err(Refused::WrongState),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn vcpu_states_follow_xtratum() {
+        use Op::*;
+        use State::*;
+        assert_eq!(Off.next(Start), Ok(Boot));
+        assert_eq!(Boot.next(Enter), Ok(Normal));
+        assert_eq!(Normal.next(Suspend), Ok(Suspended));
+        assert_eq!(Suspended.next(Resume), Ok(Normal));
+        assert_eq!(Normal.next(PowerOff), Ok(Off));
+        assert_eq!(Normal.next(Start), Err(Refused::AlreadyOn));
+        assert_eq!(Suspended.next(Start), Err(Refused::AlreadyOn));
+        assert_eq!(Normal.next(Resume), Err(Refused::WrongState));
+        assert_eq!(Off.next(Suspend), Err(Refused::WrongState));
+        assert_eq!(Suspended.next(PowerOff), Err(Refused::WrongState));
+        for state in [Off, Boot, Normal, Suspended] {
+            assert_eq!(state.next(Halt), Ok(Halted));
+        }
+        for op in [Start, Enter, Suspend, Resume, Halt, PowerOff] {
+            assert_eq!(Halted.next(op), Err(Refused::Halted), "halt is final: {op:?}");
+        }
+        for state in [Off, Boot, Normal, Suspended, Halted] {
+            assert_eq!(State::from_u8(state as u8), state);
+        }
+        assert!(Boot.schedulable() && Normal.schedulable() && !Suspended.schedulable());
+    }
 
     #[test]
     fn regs_layout_matches_the_assembly() {

@@ -6,6 +6,7 @@
 #define DEFAULT_PERIOD_MS 1000
 #define DEFAULT_AT 3
 #define DEFAULT_SCAN_AT 2
+#define DEFAULT_CTL_AFTER_MS 100
 /* Keeps period_ms * CNTFRQ / 1000 far from 64-bit overflow. */
 #define MAX_PERIOD_MS 0xffffffffull
 
@@ -159,6 +160,31 @@ static bool parse_token(const char *tok, u32 n, struct bootargs *a)
 		if (!parse_u64(v, vlen, &num) || num > IRQ_BENCH_MAX)
 			return false;
 		a->irq_bench = num;
+	} else if (KEY("vcpu-ctl")) {
+		if (!parse_u64(v, vlen, &num) || num > 1)
+			return false;
+		a->vcpu_ctl = num == 1;
+	} else if (KEY("part-ctl")) {
+		if (str_eq_n(v, vlen, "suspend"))
+			a->part_ctl = PART_CTL_SUSPEND;
+		else if (str_eq_n(v, vlen, "halt"))
+			a->part_ctl = PART_CTL_HALT;
+		else if (str_eq_n(v, vlen, "restart"))
+			a->part_ctl = PART_CTL_RESTART;
+		else
+			return false;
+	} else if (KEY("target")) {
+		if (!parse_u64(v, vlen, &num))
+			return false;
+		a->target = num;
+	} else if (KEY("plan-switch")) {
+		if (!parse_u64(v, vlen, &num) || num > 0xffff)
+			return false;
+		a->plan_switch = num + 1;
+	} else if (KEY("ctl_after_ms")) {
+		if (!parse_u64(v, vlen, &num) || num > MAX_PERIOD_MS)
+			return false;
+		a->ctl_after_ms = num;
 	} else if (KEY("end")) {
 		if (str_eq_n(v, vlen, "off"))
 			a->end_reset = false;
@@ -207,6 +233,11 @@ void bootargs_parse(const char *cmdline, struct bootargs *a)
 	a->gicd_attack = 0;
 	a->mask_spin_ms = 0;
 	a->irq_bench = 0;
+	a->vcpu_ctl = false;
+	a->part_ctl = PART_CTL_NONE;
+	a->target = 0;
+	a->plan_switch = 0;
+	a->ctl_after_ms = DEFAULT_CTL_AFTER_MS;
 	if (!p)
 		return;
 

@@ -13,6 +13,13 @@ enum misbehave_kind {
 	MIS_SYSREG,
 };
 
+enum part_ctl_kind {
+	PART_CTL_NONE = 0,
+	PART_CTL_SUSPEND,	/* suspend, wait, resume */
+	PART_CTL_HALT,
+	PART_CTL_RESTART,
+};
+
 struct bootargs {
 	u64 ticks;		/* 0: forever */
 	u64 period_ms;
@@ -35,6 +42,12 @@ struct bootargs {
 	u32 gicd_attack;		/* an SPI INTID not ours to tamper with */
 	u64 mask_spin_ms;
 	u64 irq_bench;			/* one-shot timer samples */
+	/* Hypercall tests (control.c); 0 leaves each one off. */
+	bool vcpu_ctl;			/* own vCPU 1: start, suspend, resume, halt */
+	enum part_ctl_kind part_ctl;	/* an operation on partition `target` */
+	u64 target;
+	u64 plan_switch;		/* plan index + 1 to switch to */
+	u64 ctl_after_ms;		/* delay before part-ctl / plan-switch */
 };
 
 /* irq-bench keeps every sample for its histogram. */

@@ -23,6 +23,16 @@ void sgi_test(const struct dt_info *dt, u64 n, u32 peer, bool peer_ready);
 bool sgi_peer_ready(u32 cpu);
 void lr_overflow_test(void);
 void spi_test(u32 intid);
+bool irq_setup_ping_receiver(void);
+u32 sgi_pings(u32 cpu);
+void sgi_ping(u64 aff);
+
+/* Hypercall tests (control.c). */
+void vcpu_ctl_test(const struct dt_info *dt);
+__attribute__((noreturn)) void vcpu_ctl_secondary(void);
+void part_ctl_test(const struct bootargs *a);
+void plan_switch_test(const struct bootargs *a);
+void delay_ms(u64 ms);
 
 /* Virtual-timer tests (timer.c). */
 void timer_setup(u32 intid);

@@ -120,6 +120,29 @@ bool irq_setup_secondary(const struct bootargs *a)
 	return true;
 }
 
+/* For tests elsewhere: this vCPU takes SGI_PING (counted, see sgi_pings). */
+bool irq_setup_ping_receiver(void)
+{
+	const char *why = "";
+
+	if (!gic_init_cpu(&why))
+		return gic_setup_failed(why);
+	gic_local_enable(SGI_PING, true);
+	gic_ready[this_cpu()] = 1;
+	irq_unmask();
+	return true;
+}
+
+u32 sgi_pings(u32 cpu)
+{
+	return cpu < MAX_CPUS ? sgi_rx[cpu][SGI_PING] : 0;
+}
+
+void sgi_ping(u64 aff)
+{
+	gic_send_sgi(aff, SGI_PING);
+}
+
 bool sgi_peer_ready(u32 cpu)
 {
 	return cpu < MAX_CPUS && gic_ready[cpu];

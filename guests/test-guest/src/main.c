@@ -128,6 +128,8 @@ void secondary_main(u64 index)
 {
 	write_sysreg(tpidr_el1, index);
 	printf("vcpu %lu up\n", index);
+	if (args.vcpu_ctl)
+		vcpu_ctl_secondary();
 	cpu_boots[index]++;
 	if (args.secondaries_off && cpu_boots[index] == 1) {
 		dsb_sy();
@@ -212,7 +214,7 @@ static u32 boot_cpu_index(void)
 static bool wants_gic(void)
 {
 	return (args.timer_hz && args.timer_ticks) || args.sgi || args.lr_overflow ||
-	       args.spi || args.irq_bench;
+	       args.spi || args.irq_bench || args.vcpu_ctl;
 }
 
 /* The SGI partner: the first other vCPU that came up. */
@@ -275,7 +277,11 @@ void guest_main(u64 dtb)
 	if (wants_gic())
 		gic_ok = irq_setup_boot_cpu(&dt, &args);
 
-	if (dt.psci != PSCI_NONE) {
+	if (args.vcpu_ctl) {
+		/* vCPU 1 starts by hypercall, inside the test. */
+		if (gic_ok)
+			vcpu_ctl_test(&dt);
+	} else if (dt.psci != PSCI_NONE) {
 		print_psci_version();
 		start_secondaries();
 	} else {
@@ -283,6 +289,10 @@ void guest_main(u64 dtb)
 	}
 
 	interrupt_tests(gic_ok);
+	if (args.part_ctl != PART_CTL_NONE)
+		part_ctl_test(&args);
+	if (args.plan_switch)
+		plan_switch_test(&args);
 	tick_loop();
 	if (args.end_reset) {
 		printf("resetting\n");

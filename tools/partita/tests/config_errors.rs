@@ -726,3 +726,13 @@ fn a_priority_beyond_255_is_refused() {
     assert_eq!(diagnostics.len(), 1, "{}", listing(&diagnostics));
     assert_eq!((diagnostics[0].line, diagnostics[0].field.as_str()), (4, "partition[0].priority"), "{}", listing(&diagnostics));
 }
+
+#[test]
+fn switch_plan_right_without_plans() {
+    expect_error("rights_without_plans", "partition[0].rights", "grants \"switch-plan\", but the configuration declares no [[plan]]");
+}
+
+#[test]
+fn unknown_right() {
+    expect_error("rights_unknown", "partition[0].rights[1]", "unknown variant `reboot`, expected one of `suspend`");
+}

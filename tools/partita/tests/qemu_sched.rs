@@ -86,3 +86,133 @@ fn cyclic_slots_start_on_time_and_nobody_runs_outside_them() {
         j.slots, j.seen_mean_us, j.seen_max_us, j.entry_mean_us, j.entry_max_us
     );
 }
+
+/// The hypervisor log and one partition's lines, for failure messages.
+fn lines(boot: &Boot, name: &str) -> String {
+    format!("{name}:\n{}\nhypervisor:\n{}", boot.log(name), boot.hypervisor)
+}
+
+/// A partition starts its vCPU 1 by hypercall, suspends it (it stops
+/// counting, an SGI sent meanwhile stays pending), resumes it (it counts
+/// again and takes the SGI), halts it (final: neither start nor resume
+/// brings it back).
+#[test]
+fn a_partition_starts_suspends_resumes_and_halts_its_own_vcpu() {
+    let boot = boot(
+        "qemu-vcpu-states",
+        &[Part { name: "own", cpus: "[1, 2]", bootargs: "vcpu-ctl=1 ticks=1", phys: None }],
+        HANG_LIMIT,
+    );
+    assert_powered_off(&boot);
+    let log = boot.log("own");
+    for expected in [
+        "vcpu-ctl: start 0 state 2",
+        "vcpu-ctl: suspend 0 state 3 advanced 0",
+        "vcpu-ctl: sgi while suspended taken 0",
+        "vcpu-ctl: resume 0 state 2 advanced yes sgi taken 1",
+        "vcpu-ctl: halt 0 state 4 advanced 0",
+        "vcpu-ctl: after halt start -4 resume -4; vcpu 7 suspend -2",
+    ] {
+        assert!(log.lines().any(|l| l == expected), "missing {expected:?} in\n{}", lines(&boot, "own"));
+    }
+}
+
+fn with_rights(part: String, rights: &str) -> String {
+    part.replacen("cpus = ", &format!("rights = {rights}\ncpus = "), 1)
+}
+
+/// A system partition suspends and resumes another: the victim prints
+/// nothing in between and goes on afterwards. A partition without the
+/// right is refused, and the refusal is logged.
+#[test]
+fn a_system_partition_suspends_and_resumes_another_and_rights_are_checked() {
+    let text = format!(
+        "{}{}{}",
+        with_rights(part("sys", "[3]", "part-ctl=suspend target=1 ticks=1"), "[\"suspend\", \"resume\"]"),
+        part("victim", "[1]", "ticks=30 period_ms=20"),
+        part("rogue", "[2]", "part-ctl=halt target=1 ctl_after_ms=700 ticks=1"),
+    );
+    let boot = boot_toml("qemu-partition-suspend", &text, HANG_LIMIT);
+    assert_powered_off(&boot);
+    let sys = boot.log("sys");
+    assert!(sys.lines().any(|l| l == "part-ctl: suspend 0 state 4"), "{}", lines(&boot, "sys"));
+    assert!(sys.lines().any(|l| l == "part-ctl: resume 0 state 0"), "{}", lines(&boot, "sys"));
+    let (from, to) = (boot.position("part-ctl: suspend 0"), boot.position("part-ctl: resume 0"));
+    let during = boot.console[from + 1..to].iter().filter(|l| l.starts_with("[victim]")).count();
+    assert_eq!(during, 0, "the suspended partition printed:\n{}", boot.console[from..=to].join("\n"));
+    assert!(boot.lines_after(to, "[victim] tick") > 0, "the victim never resumed");
+    assert!(boot.log("victim").lines().any(|l| l == "tick 30"), "{}", lines(&boot, "victim"));
+    assert!(
+        boot.log("rogue").lines().any(|l| l == "part-ctl: halt -3 state 0; resume then -3"),
+        "{}",
+        lines(&boot, "rogue")
+    );
+    assert!(boot.hypervisor.contains("partition rogue: Halt of partition victim denied"), "{}", boot.hypervisor);
+}
+
+/// One system partition restarts another from its images, a second one
+/// halts it for good: resume is then refused, and the halted partition
+/// counts as ended, so the machine powers off.
+#[test]
+fn a_system_partition_restarts_and_halts_another() {
+    let text = format!(
+        "{}{}{}",
+        with_rights(part("restarter", "[3]", "part-ctl=restart target=1 ticks=1"), "[\"restart\"]"),
+        part("victim", "[1]", "ticks=0 period_ms=20"),
+        with_rights(part("halter", "[2]", "part-ctl=halt target=1 ctl_after_ms=600 ticks=1"), "[\"halt\", \"resume\"]"),
+    );
+    let boot = boot_toml("qemu-partition-restart", &text, HANG_LIMIT);
+    assert_powered_off(&boot);
+    assert!(boot.log("restarter").lines().any(|l| l == "part-ctl: restart 0 state 0"), "{}", lines(&boot, "restarter"));
+    let greetings = boot.log("victim").lines().filter(|l| l.starts_with("hello from partition victim")).count();
+    assert_eq!(greetings, 2, "{}", lines(&boot, "victim"));
+    assert!(
+        boot.log("halter").lines().any(|l| l == "part-ctl: halt 0 state 5; resume then -4"),
+        "{}",
+        lines(&boot, "halter")
+    );
+    let halted = boot.position("part-ctl: halt 0");
+    assert_eq!(boot.lines_after(halted, "[victim]"), 0, "the halted partition went on");
+}
+
+/// A plan switch asked for in the middle of a major frame takes effect
+/// exactly at the next frame boundary, on the instant the call returned;
+/// a partition without the right is refused. The two callers share pCPU 2:
+/// under `-icount` QEMU runs its vCPUs round robin in one thread, and with a
+/// third busy one a cyclic pCPU's timer can be taken a millisecond late.
+#[test]
+fn a_plan_switch_happens_exactly_at_the_next_major_frame() {
+    let text = format!(
+        "{TRACED}{}{}{}{}{}",
+        part("worker", "[1]", "ticks=20 period_ms=25"),
+        with_rights(part("sys", "[2]", "plan-switch=1 ctl_after_ms=53 ticks=1"), "[\"switch-plan\"]"),
+        part("rogue", "[2]", "plan-switch=0 ticks=1"),
+        plan("normal", &[core(1, "10ms", &[slot("worker", 0, "0us", "5ms")])]),
+        plan("degraded", &[core(1, "20ms", &[slot("worker", 0, "15ms", "5ms")])]),
+    );
+    let boot = boot_with("qemu-plan-switch", &text, icount());
+    assert_powered_off(&boot);
+    assert!(boot.log("rogue").lines().any(|l| l == "plan-switch: to 0 status -3 at 0x0"), "{}", lines(&boot, "rogue"));
+    let sys = boot.log("sys");
+    let line = sys
+        .lines()
+        .find(|l| l.starts_with("plan-switch: to 1 status 0 at 0x"))
+        .unwrap_or_else(|| panic!("{}", lines(&boot, "sys")));
+    let instant = u64::from_str_radix(line.rsplit("0x").next().unwrap(), 16).unwrap();
+    assert!(sys.lines().any(|l| l.starts_with("plan-switch: now 1 from")), "{}", lines(&boot, "sys"));
+    let (meta, trace) = read_file(&repo_root().join("out/qemu-plan-switch/trace.bin")).expect("the trace parses");
+    let runs: Vec<SlotRun> = slots::slot_runs(&meta, &trace).into_iter().filter(|r| r.cpu == 1).collect();
+    let (before, after): (Vec<&SlotRun>, Vec<&SlotRun>) = runs.iter().partition(|r| r.plan == 0);
+    assert!(before.len() > 3 && after.len() > 3, "{} slots before, {} after", before.len(), after.len());
+    assert!(before.iter().all(|r| r.planned < instant), "plan 0 ran past the switch");
+    assert!(after.iter().all(|r| r.planned >= instant), "plan 1 ran before the switch");
+    assert_eq!((instant - before[0].planned) % 625_000, 0, "the switch is not on a frame boundary of plan 0");
+    assert_eq!(
+        after[0].planned,
+        instant + 15_000 * TICKS_PER_US + 15_000 / 2,
+        "plan 1's first slot, 15 ms into its frame"
+    );
+    assert!(after.windows(2).all(|w| w[1].planned - w[0].planned == 1_250_000), "plan 1's 20 ms frames drift");
+    let outside = slots::outside_slots(&meta, &trace, JITTER_BOUND_US * TICKS_PER_US);
+    assert!(outside.is_empty(), "{outside:#?}");
+}

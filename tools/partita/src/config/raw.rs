@@ -75,6 +75,7 @@ pub struct RawPartition {
     pub priority: Option<u8>,
     pub cpus: Vec<u32>,
     pub exclusive: Option<bool>,
+    pub rights: Option<Vec<RawRight>>,
     pub console: Option<u64>,
     pub bootargs: Option<String>,
     pub entry: Option<u64>,
@@ -84,6 +85,17 @@ pub struct RawPartition {
     pub image: Vec<RawImage>,
     #[serde(default)]
     pub device: Vec<RawDevice>,
+}
+
+/// A right of `rights = [...]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RawRight {
+    Suspend,
+    Resume,
+    Restart,
+    Halt,
+    SwitchPlan,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize)]

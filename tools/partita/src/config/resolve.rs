@@ -2,12 +2,12 @@
 
 use super::raw::{
     RawConfig, RawCore, RawCriticality, RawDevice, RawFormat, RawImage, RawInterrupt, RawMemory, RawPartition, RawPlan,
-    RawPlatform, RawRange, RawSlot, RawTrace,
+    RawPlatform, RawRange, RawRight, RawSlot, RawTrace,
 };
 use super::{Image, ImageFormat};
 use partita_core::model::{
     Criticality, CyclicCore, Device, Hypervisor, Interrupt, MemoryRegion, Partition, Perms, Plan, Platform, Range,
-    Slot, System,
+    Rights, Slot, System,
 };
 use partita_core::validate::{hex_range, slot_label, Issue};
 use std::path::Path;
@@ -108,10 +108,22 @@ fn partition(raw: &RawPartition) -> Partition {
         priority: raw.priority.unwrap_or(criticality.default_priority()),
         vcpus: raw.cpus.clone(),
         exclusive: raw.exclusive.unwrap_or(false),
+        rights: rights(raw.rights.as_deref().unwrap_or_default()),
         memory: raw.memory.iter().map(memory_region).collect(),
         devices: raw.device.iter().map(device).collect(),
         console: raw.console.unwrap_or(DEFAULT_PARTITION_CONSOLE),
         bootargs: raw.bootargs.clone().unwrap_or_default(),
+    }
+}
+
+fn rights(raw: &[RawRight]) -> Rights {
+    let has = |right: RawRight| raw.contains(&right);
+    Rights {
+        suspend: has(RawRight::Suspend),
+        resume: has(RawRight::Resume),
+        restart: has(RawRight::Restart),
+        halt: has(RawRight::Halt),
+        switch_plan: has(RawRight::SwitchPlan),
     }
 }
 

@@ -30,6 +30,7 @@ pub fn partition(name: &str, vcpus: Vec<u32>, memory: Vec<MemoryRegion>) -> Part
         priority: 192,
         vcpus,
         exclusive: false,
+        rights: Default::default(),
         memory,
         devices: vec![],
         console: 0x0900_0000,

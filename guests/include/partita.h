@@ -1,0 +1,89 @@
+/*
+ * partita.h: Partita's hypercall ABI for C guests. No other header needed.
+ *
+ * Calls are SMC Calling Convention fast calls made with `hvc #0`: x0 holds
+ * the function ID, x1..x3 the arguments. x0 returns a status (PARTITA_OK or
+ * a negative PARTITA_E*), x1 (and for some calls x2) a value. x4..x17 may be
+ * clobbered, as SMCCC allows. The Rust side is partita_core::hypercall.
+ */
+#ifndef PARTITA_H
+#define PARTITA_H
+
+/* Major version in bits 16..31, minor in bits 0..15. */
+#define PARTITA_ABI_VERSION		0x00010000UL
+
+/* Fast call, 64-bit convention, owner 6: vendor-specific hypervisor service. */
+#define PARTITA_CALL(n)			(0xC6000000UL + (n))
+
+/* -> x1 = PARTITA_ABI_VERSION */
+#define PARTITA_VERSION			PARTITA_CALL(0x00)
+
+/* Own vCPUs, by index in the partition's `cpus` list. */
+#define PARTITA_VCPU_START		PARTITA_CALL(0x01)	/* (vcpu, entry, x0 for it) */
+#define PARTITA_VCPU_SUSPEND		PARTITA_CALL(0x02)	/* (vcpu) */
+#define PARTITA_VCPU_RESUME		PARTITA_CALL(0x03)	/* (vcpu) */
+#define PARTITA_VCPU_HALT		PARTITA_CALL(0x04)	/* (vcpu): final until reset */
+#define PARTITA_VCPU_STATE		PARTITA_CALL(0x05)	/* (vcpu) -> x1 = PARTITA_VCPU_* */
+
+/* Partitions, by index in the configuration; each needs its `rights` entry. */
+#define PARTITA_PARTITION_SELF		PARTITA_CALL(0x10)	/* -> x1 = own index */
+#define PARTITA_PARTITION_SUSPEND	PARTITA_CALL(0x11)	/* (partition) right "suspend" */
+#define PARTITA_PARTITION_RESUME	PARTITA_CALL(0x12)	/* (partition) right "resume" */
+#define PARTITA_PARTITION_RESTART	PARTITA_CALL(0x13)	/* (partition) right "restart" */
+#define PARTITA_PARTITION_HALT		PARTITA_CALL(0x14)	/* (partition) right "halt" */
+#define PARTITA_PARTITION_STATE		PARTITA_CALL(0x15)	/* (partition) -> x1 = PARTITA_PART_* */
+
+/* Cyclic plans, by index in the configuration; right "switch-plan". */
+#define PARTITA_PLAN_SWITCH		PARTITA_CALL(0x20)	/* (plan) -> x1 = counter value it starts at */
+#define PARTITA_PLAN_CURRENT		PARTITA_CALL(0x21)	/* -> x1 = plan in force, x2 = pending or ~0 */
+
+/* Status codes in x0. */
+#define PARTITA_OK			0
+#define PARTITA_ENOTSUPPORTED		(-1)	/* no such function */
+#define PARTITA_EINVAL			(-2)	/* no such vCPU, partition or plan; or oneself */
+#define PARTITA_EDENIED			(-3)	/* the configuration grants no such right */
+#define PARTITA_ESTATE			(-4)	/* not in a state that allows it */
+#define PARTITA_EBUSY			(-5)	/* another restart is under way: call again */
+
+/* vCPU states (XtratuM's, plus PSCI's off). */
+#define PARTITA_VCPU_OFF		0
+#define PARTITA_VCPU_BOOT		1
+#define PARTITA_VCPU_NORMAL		2
+#define PARTITA_VCPU_SUSPENDED		3
+#define PARTITA_VCPU_HALTED		4
+
+/* Partition states. */
+#define PARTITA_PART_RUNNING		0
+#define PARTITA_PART_STOPPED		1	/* stopped by Partita after a fault */
+#define PARTITA_PART_OFF		2	/* its own PSCI SYSTEM_OFF */
+#define PARTITA_PART_RESTARTING		3
+#define PARTITA_PART_SUSPENDED		4
+#define PARTITA_PART_HALTED		5
+
+struct partita_result {
+	long status;
+	unsigned long value;	/* x1 */
+	unsigned long value2;	/* x2 */
+};
+
+static inline struct partita_result partita_call(unsigned long fn, unsigned long a1,
+						 unsigned long a2, unsigned long a3)
+{
+	register unsigned long x0 __asm__("x0") = fn;
+	register unsigned long x1 __asm__("x1") = a1;
+	register unsigned long x2 __asm__("x2") = a2;
+	register unsigned long x3 __asm__("x3") = a3;
+	struct partita_result r;
+
+	__asm__ volatile("hvc #0"
+			 : "+r"(x0), "+r"(x1), "+r"(x2), "+r"(x3)
+			 :
+			 : "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12",
+			   "x13", "x14", "x15", "x16", "x17", "memory");
+	r.status = (long)x0;
+	r.value = x1;
+	r.value2 = x2;
+	return r;
+}
+
+#endif

@@ -1,0 +1,139 @@
+//! Partita's own hypercalls (`partita_core::hypercall`): a partition
+//! controls its own vCPUs; a system partition, with the rights its
+//! configuration grants, controls other partitions and the plan.
+
+use crate::boot::system;
+use crate::console::log;
+use crate::irq;
+use crate::partition::{Partition, RunState, Vcpu};
+use crate::trap::{self, Action, Start, RESTARTS};
+use partita_arch::exception::Regs;
+use partita_arch::{stage2, timer};
+use partita_core::hypercall::{status, Call, PartitionOp, ABI_VERSION};
+use partita_core::vcpu::{Op, Refused};
+
+pub fn handle(regs: &mut Regs, part: &Partition, vcpu: &Vcpu, call: Call) -> Action {
+    let (status, value) = match call {
+        Call::Version => (status::OK, ABI_VERSION),
+        Call::VcpuStart { vcpu, entry, context } => (start(part, vcpu, entry, context), 0),
+        Call::VcpuSuspend { vcpu } => (own_vcpu(part, vcpu, Op::Suspend), 0),
+        Call::VcpuResume { vcpu } => (own_vcpu(part, vcpu, Op::Resume), 0),
+        Call::VcpuHalt { vcpu } => (own_vcpu(part, vcpu, Op::Halt), 0),
+        Call::VcpuState { vcpu } => match part.vcpus.get(vcpu as usize) {
+            Some(target) => (status::OK, target.state() as u64),
+            None => (status::INVALID, 0),
+        },
+        Call::PartitionSelf => (status::OK, vcpu.partition as u64),
+        Call::Partition { op, partition } => (control(part, vcpu.partition, op, partition), 0),
+        Call::PartitionState { partition } => match system().partitions.get(partition as usize) {
+            Some(target) => (status::OK, target.state() as u64),
+            None => (status::INVALID, 0),
+        },
+        Call::PlanSwitch { plan } => switch_plan(part, plan),
+        Call::PlanCurrent => {
+            let (current, pending) = system().plans.current(timer::counter());
+            regs.x[2] = pending.map_or(u64::MAX, |p| p as u64);
+            (status::OK, current as u64)
+        }
+        Call::Unknown => (status::NOT_SUPPORTED, 0),
+    };
+    regs.x[0] = status as u64;
+    regs.x[1] = value;
+    Action::Resume
+}
+
+fn start(part: &Partition, index: u64, entry: u64, context: u64) -> i64 {
+    if index as usize >= part.vcpus.len() {
+        return status::INVALID;
+    }
+    match trap::start_vcpu(part, index as usize, entry, context) {
+        Ok(()) => status::OK,
+        Err(Start::BadEntry) => status::INVALID,
+        Err(Start::Refused(_)) => status::STATE,
+    }
+}
+
+/// Suspend, resume or halt one of the caller's own vCPUs (itself included:
+/// it then leaves its pCPU on the way out of this trap).
+fn own_vcpu(part: &Partition, index: u64, op: Op) -> i64 {
+    let Some(target) = part.vcpus.get(index as usize) else { return status::INVALID };
+    match target.apply(op) {
+        Ok(_) => {
+            // A resumed vCPU may run; a suspended or halted one must leave.
+            irq::wake(target);
+            status::OK
+        }
+        Err(Refused::AlreadyOn | Refused::Halted | Refused::WrongState) => status::STATE,
+    }
+}
+
+/// An operation on another partition, if the caller's rights allow it.
+fn control(caller: &Partition, caller_index: usize, op: PartitionOp, index: u64) -> i64 {
+    let rights = caller.config.rights;
+    let allowed = match op {
+        PartitionOp::Suspend => rights.suspend,
+        PartitionOp::Resume => rights.resume,
+        PartitionOp::Restart => rights.restart,
+        PartitionOp::Halt => rights.halt,
+    };
+    let Some(target) = system().partitions.get(index as usize) else { return status::INVALID };
+    if !allowed {
+        log!("partition {}: {:?} of partition {} denied (no such right)", caller.name(), op, target.name());
+        return status::DENIED;
+    }
+    // A partition acts on itself through PSCI (SYSTEM_OFF, SYSTEM_RESET).
+    if index as usize == caller_index {
+        return status::INVALID;
+    }
+    let changed = match op {
+        PartitionOp::Suspend => target.change(RunState::Running, RunState::Suspended),
+        PartitionOp::Resume => target.change(RunState::Suspended, RunState::Running),
+        PartitionOp::Halt => halt(target),
+        PartitionOp::Restart => return restart(caller, target),
+    };
+    if !changed {
+        return status::STATE;
+    }
+    log!("partition {}: {:?} of partition {}", caller.name(), op, target.name());
+    trap::kick_others(target);
+    status::OK
+}
+
+fn halt(target: &Partition) -> bool {
+    let halted =
+        target.change(RunState::Running, RunState::Halted) || target.change(RunState::Suspended, RunState::Halted);
+    if halted {
+        trap::power_off_when_all_stopped();
+    }
+    halted
+}
+
+/// Restarts `target` from its images, on the caller's pCPU. BUSY while
+/// another restart is under way; STATE while `target` restarts itself.
+fn restart(caller: &Partition, target: &Partition) -> i64 {
+    let Some(only_one) = RESTARTS.try_lock() else { return status::BUSY };
+    let from = target.state();
+    if from == RunState::Restarting || !target.change(from, RunState::Restarting) {
+        return status::STATE;
+    }
+    log!("partition {}: restarting partition {}", caller.name(), target.name());
+    trap::reload(target);
+    drop(only_one);
+    // Reloading used the target's stage-2 context on this pCPU.
+    stage2::activate(caller.vttbr);
+    status::OK
+}
+
+fn switch_plan(part: &Partition, plan: u64) -> (i64, u64) {
+    if !part.config.rights.switch_plan {
+        log!("partition {}: plan switch denied (no such right)", part.name());
+        return (status::DENIED, 0);
+    }
+    match system().plans.request(plan as usize, timer::counter()) {
+        Some(instant) => {
+            log!("partition {} asks for plan {plan} from counter 0x{instant:x}", part.name());
+            (status::OK, instant)
+        }
+        None => (status::INVALID, 0),
+    }
+}
