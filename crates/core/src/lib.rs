@@ -10,6 +10,7 @@ extern crate alloc;
 
 pub mod image;
 pub mod model;
+pub mod overhead;
 pub mod plan;
 pub mod validate;
 pub mod esr;
@@ -19,5 +20,6 @@ pub mod readyq;
 pub mod sched;
 pub mod sysreg;
 pub mod trace;
+pub mod utilisation;
 pub mod vgic;
 pub mod vuart;

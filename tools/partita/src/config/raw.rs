@@ -58,6 +58,8 @@ pub struct RawHypervisor {
     #[serde(default)]
     pub memory: RawRange,
     pub quantum_us: Option<u32>,
+    /// A percentage; TOML integers are accepted too.
+    pub overhead_limit_percent: Option<f64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -75,6 +77,7 @@ pub struct RawPartition {
     pub priority: Option<u8>,
     pub cpus: Vec<u32>,
     pub exclusive: Option<bool>,
+    pub budget: Option<RawBudget>,
     pub console: Option<u64>,
     pub bootargs: Option<String>,
     pub entry: Option<u64>,
@@ -84,6 +87,15 @@ pub struct RawPartition {
     pub image: Vec<RawImage>,
     #[serde(default)]
     pub device: Vec<RawDevice>,
+}
+
+/// `{ time = "2ms", period = "10ms" }`: both halves are required, since
+/// neither has a value that would fit every partition.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawBudget {
+    pub time: Micros,
+    pub period: Micros,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize)]
