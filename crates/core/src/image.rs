@@ -171,6 +171,7 @@ mod tests {
             vcpus: vec![1],
             exclusive: false,
             rights: Default::default(),
+            budget: Some(Budget { time_us: 2_000, period_us: 10_000 }),
             memory: vec![MemoryRegion { ipa: 0x4000_0000, pa: 0x4200_0000, size: 0x10_0000, perms: Perms::RWX, identity: false }],
             devices: vec![],
             console: 0x0900_0000,
@@ -187,7 +188,12 @@ mod tests {
                     gicd: Range::new(0x0800_0000, 0x1_0000),
                     gicr: Range::new(0x080a_0000, 0xf6_0000),
                 },
-                hypervisor: Hypervisor { memory: Range::new(0x4000_0000, 0x200_0000), quantum_us: 1000, trace_events: 0 },
+                hypervisor: Hypervisor {
+                    memory: Range::new(0x4000_0000, 0x200_0000),
+                    quantum_us: 1000,
+                    trace_events: 0,
+                    overhead_limit_bp: 100,
+                },
                 partitions: vec![part],
                 plans: vec![Plan {
                     name: "normal".to_string(),
@@ -222,6 +228,13 @@ mod tests {
         bytes[0] = b'X';
         assert_eq!(decode(&bytes).unwrap_err(), ImageError::BadMagic);
         assert_eq!(decode(&bytes[..4]).unwrap_err(), ImageError::TooShort);
+    }
+
+    #[test]
+    fn a_payload_of_another_version_is_refused() {
+        let mut bytes = encode(&sample(), b"abcd");
+        bytes[8..12].copy_from_slice(&(VERSION - 1).to_le_bytes());
+        assert_eq!(decode(&bytes).unwrap_err(), ImageError::BadVersion(VERSION - 1));
     }
 
     #[test]

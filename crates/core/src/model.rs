@@ -46,6 +46,10 @@ pub struct Hypervisor {
     pub quantum_us: u32,
     /// Slots of each pCPU's event-trace ring; 0 turns tracing off.
     pub trace_events: u32,
+    /// Share of a partition's slot time that partition switches may take
+    /// before `partita check` warns, in basis points (100 = 1 %): an integer
+    /// rather than the file's decimal, so that the model keeps `Eq`.
+    pub overhead_limit_bp: u32,
 }
 
 /// A half-open address range `[base, base + size)`.
@@ -116,6 +120,9 @@ pub struct Partition {
     /// What this partition may do to the others by hypercall; a partition
     /// with any right is a system partition.
     pub rights: Rights,
+    /// What each vCPU may use on a fixed-priority pCPU; `None`: no bound,
+    /// and no share in that pCPU's utilisation check.
+    pub budget: Option<Budget>,
     pub memory: Vec<MemoryRegion>,
     pub devices: Vec<Device>,
     /// Guest-physical address of the emulated PL011 console.
@@ -133,6 +140,14 @@ pub struct Rights {
     pub halt: bool,
     /// Request a plan switch (at the next major frame).
     pub switch_plan: bool,
+}
+
+/// `time_us` of processor time in every `period_us`, for each vCPU on its
+/// own pCPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Budget {
+    pub time_us: u64,
+    pub period_us: u64,
 }
 
 /// Access rights of a memory region, as the stage-2 tables enforce them.

@@ -8,7 +8,8 @@
 //! Every [`Issue`] names its place with the TOML spelling (`partition[1].memory[0]`
 //! plus a field such as `phys`), so the host can point at the line in the file.
 
-use crate::model::{CyclicCore, Device, Interrupt, MemoryRegion, Partition, Plan, Range, Slot, System};
+use crate::model::{Budget, CyclicCore, Device, Interrupt, MemoryRegion, Partition, Plan, Range, Slot, System};
+use crate::utilisation::{cyclic_cpus, fixed_priority_loads, share_tenths_of_percent, tenths_text};
 use alloc::collections::BTreeMap;
 use alloc::format;
 use alloc::string::String;
@@ -28,6 +29,9 @@ pub const PAGE_SIZE: u64 = 0x1000;
 /// The emulated PL011 of each partition occupies one page.
 pub const CONSOLE_SIZE: u64 = PAGE_SIZE;
 pub const QUANTUM_US: RangeInclusive<u32> = 100..=1_000_000;
+/// Share of slot time that partition switches may take before `partita
+/// check` warns, in basis points: above 0, at most everything.
+pub const OVERHEAD_LIMIT_BP: RangeInclusive<u32> = 1..=10_000;
 /// Slots of one pCPU's trace ring when tracing is on (0 means off).
 pub const TRACE_EVENTS: RangeInclusive<u32> = 64..=1_048_576;
 /// The trace rings come out of Partita's own memory, which also holds its
@@ -76,6 +80,7 @@ pub fn validate(system: &System) -> Vec<Issue> {
         v.interrupt_claims();
         v.exclusive_pcpus();
         v.plans();
+        v.budgets();
     }
     v.issues
 }
@@ -232,6 +237,12 @@ impl Validator<'_> {
                 QUANTUM_US.end()
             );
             self.push("hypervisor".into(), "quantum_us", message);
+        }
+        if !OVERHEAD_LIMIT_BP.contains(&hypervisor.overhead_limit_bp) {
+            // No value in the message: basis points would misquote a negative
+            // or fractional percentage from the file.
+            let message = "the overhead limit must be more than 0 % and at most 100 %".into();
+            self.push("hypervisor".into(), "overhead_limit_percent", message);
         }
         self.trace();
     }
@@ -759,6 +770,74 @@ impl Validator<'_> {
         }
     }
 
+    fn budgets(&mut self) {
+        let cyclic = cyclic_cpus(self.system);
+        for (p, partition) in self.system.partitions.iter().enumerate() {
+            let Some(budget) = &partition.budget else { continue };
+            self.budget(p, partition, budget);
+            let pcpus = &partition.vcpus;
+            if !pcpus.is_empty() && pcpus.iter().all(|pcpu| cyclic.contains(pcpu)) {
+                let list: Vec<String> = pcpus.iter().map(|pcpu| format!("{pcpu}")).collect();
+                let message = format!(
+                    "partition \"{}\" has a budget, but all its vCPUs are on cyclic pCPUs ({}), where the \
+                     plan's slots bound their time; a budget applies only on fixed-priority pCPUs",
+                    partition.name,
+                    list.join(", ")
+                );
+                self.push(partition_path(p), "budget", message);
+            }
+        }
+        self.fixed_priority_utilisation();
+    }
+
+    fn budget(&mut self, p: usize, partition: &Partition, budget: &Budget) {
+        let path = format!("{}.budget", partition_path(p));
+        let name = &partition.name;
+        if budget.time_us == 0 {
+            self.push(path.clone(), "time", format!("partition \"{name}\": the budget time must be longer than 0 us"));
+        }
+        if budget.period_us == 0 {
+            let message = format!("partition \"{name}\": the budget period must be longer than 0 us");
+            self.push(path.clone(), "period", message);
+        }
+        if budget.time_us > budget.period_us && budget.period_us != 0 {
+            let message = format!(
+                "partition \"{name}\": the budget time ({} us) is longer than its period ({} us)",
+                budget.time_us, budget.period_us
+            );
+            self.push(path, "time", message);
+        }
+    }
+
+    /// The budgets of the vCPUs that share a fixed-priority pCPU must fit in
+    /// it together, or no priority order can give each its time. Reported at
+    /// the last partition in the file that takes a share, where the sum
+    /// becomes complete.
+    fn fixed_priority_utilisation(&mut self) {
+        for load in fixed_priority_loads(self.system) {
+            if !load.utilisation.exceeds_one() {
+                continue;
+            }
+            let shares: Vec<String> = load
+                .budgeted
+                .iter()
+                .filter_map(|&p| {
+                    let partition = self.system.partitions.get(p)?;
+                    let share = share_tenths_of_percent(partition.budget.as_ref()?);
+                    Some(format!("{} {} %", partition.name, tenths_text(share)))
+                })
+                .collect();
+            let message = format!(
+                "pCPU {} is over-subscribed: the budgets of its vCPUs add up to {} % ({}), more than 100 %",
+                load.cpu,
+                tenths_text(load.utilisation.tenths_of_percent()),
+                shares.join(", ")
+            );
+            let last = load.budgeted.last().copied().unwrap_or_default();
+            self.push(partition_path(last), "budget", message);
+        }
+    }
+
     fn partition_name(&self, p: usize) -> &str {
         self.system.partitions.get(p).map_or("?", |partition| partition.name.as_str())
     }
@@ -839,6 +918,7 @@ mod tests {
             vcpus,
             exclusive: false,
             rights: Rights::default(),
+            budget: None,
             memory: vec![region(0x4000_0000, pa)],
             devices: Vec::new(),
             console: 0x0900_0000,
@@ -872,7 +952,12 @@ mod tests {
                 gicd: Range::new(0x0800_0000, 0x1_0000),
                 gicr: Range::new(0x080a_0000, 4 * 0x2_0000),
             },
-            hypervisor: Hypervisor { memory: Range::new(0x4000_0000, 32 * MIB), quantum_us: 1000, trace_events: 0 },
+            hypervisor: Hypervisor {
+                memory: Range::new(0x4000_0000, 32 * MIB),
+                quantum_us: 1000,
+                trace_events: 0,
+                overhead_limit_bp: 100,
+            },
             partitions: vec![partition("rtos", vec![1], 0x4200_0000), partition("gpos", vec![2, 3], 0x4400_0000)],
             plans: Vec::new(),
         }
@@ -1364,6 +1449,100 @@ mod tests {
         expect_one(&s, "plan[0]", "core", "plan \"normal\" has 9 cores; a plan has at most 8");
     }
 
+    fn budget(time_us: u64, period_us: u64) -> Option<Budget> {
+        Some(Budget { time_us, period_us })
+    }
+
+    #[test]
+    fn malformed_budgets() {
+        let mut s = system();
+        s.partitions[0].budget = budget(2_000, 10_000);
+        assert_eq!(validate(&s), vec![]);
+        s.partitions[0].budget = budget(0, 10_000);
+        expect_one(&s, "partition[0].budget", "time", "partition \"rtos\": the budget time must be longer than 0 us");
+        s.partitions[0].budget = budget(2_000, 0);
+        expect_one(&s, "partition[0].budget", "period", "the budget period must be longer than 0 us");
+        s.partitions[0].budget = budget(10_001, 10_000);
+        expect_one(
+            &s,
+            "partition[0].budget",
+            "time",
+            "partition \"rtos\": the budget time (10001 us) is longer than its period (10000 us)",
+        );
+        s.partitions[0].budget = budget(10_000, 10_000);
+        assert_eq!(validate(&s), vec![], "the whole pCPU is a budget too");
+    }
+
+    #[test]
+    fn budget_of_a_partition_that_is_only_cyclic() {
+        let mut s = planned();
+        s.partitions[2].budget = budget(1_000, 10_000);
+        expect_one(
+            &s,
+            "partition[2]",
+            "budget",
+            "partition \"control\" has a budget, but all its vCPUs are on cyclic pCPUs (2), where the plan's slots",
+        );
+        // rtos's pCPU 1 is not cyclic, so a budget applies there.
+        s.partitions[2].budget = None;
+        s.partitions[0].budget = budget(1_000, 10_000);
+        assert_eq!(validate(&s), vec![]);
+        s.partitions[1].vcpus = vec![2, 1];
+        s.plans[0].cores[1].slots.clear();
+        s.plans[1].cores[0].slots.clear();
+        s.partitions[1].budget = budget(1_000, 10_000);
+        assert_eq!(validate(&s), vec![], "one vCPU on a fixed-priority pCPU is enough");
+    }
+
+    #[test]
+    fn over_subscribed_fixed_priority_pcpu() {
+        let mut s = system();
+        s.partitions[1].vcpus = vec![1, 2];
+        s.partitions.push(partition("control", vec![1], 0x4600_0000));
+        s.partitions[0].budget = budget(1_000, 3_000);
+        s.partitions[1].budget = budget(2_000, 6_000);
+        s.partitions[2].budget = budget(10, 30);
+        assert_eq!(validate(&s), vec![], "three thirds fill pCPU 1 exactly");
+        s.partitions[2].budget = budget(11, 30);
+        expect_one(
+            &s,
+            "partition[2]",
+            "budget",
+            "pCPU 1 is over-subscribed: the budgets of its vCPUs add up to 103.4 % \
+             (rtos 33.3 %, gpos 33.3 %, control 36.7 %), more than 100 %",
+        );
+        // Without a budget, control takes no share: it gets what is left.
+        s.partitions[2].budget = None;
+        assert_eq!(validate(&s), vec![]);
+    }
+
+    #[test]
+    fn budgets_on_cyclic_pcpus_take_no_share() {
+        let mut s = planned();
+        // gpos: vCPU 0 on cyclic pCPU 2, vCPU 1 on fixed-priority pCPU 1 with rtos.
+        s.partitions[1].vcpus = vec![2, 1];
+        s.plans[0].cores[1].slots.clear();
+        s.plans[1].cores[0].slots.clear();
+        s.partitions[0].budget = budget(6_000, 10_000);
+        s.partitions[1].budget = budget(4_000, 10_000);
+        assert_eq!(validate(&s), vec![]);
+        s.partitions[1].budget = budget(4_001, 10_000);
+        expect_one(&s, "partition[1]", "budget", "pCPU 1 is over-subscribed");
+    }
+
+    #[test]
+    fn overhead_limit_range() {
+        let mut s = system();
+        for bp in [1, 100, 10_000] {
+            s.hypervisor.overhead_limit_bp = bp;
+            assert_eq!(validate(&s), vec![]);
+        }
+        for bp in [0, 10_001] {
+            s.hypervisor.overhead_limit_bp = bp;
+            expect_one(&s, "hypervisor", "overhead_limit_percent", "more than 0 % and at most 100 %");
+        }
+    }
+
     fn arbitrary_range() -> impl Strategy<Value = Range> {
         let edge = prop_oneof![Just(0u64), Just(u64::MAX), Just(0x4000_0000), any::<u64>()];
         (edge.clone(), edge).prop_map(|(base, size)| Range::new(base, size))
@@ -1398,14 +1577,18 @@ mod tests {
         let vcpus = proptest::collection::vec(0u32..10, 0..10);
         let memory = proptest::collection::vec(arbitrary_region(), 0..10);
         let devices = proptest::collection::vec(arbitrary_device(), 0..10);
-        (proptest::sample::select(NAMES), vcpus, any::<bool>(), memory, devices, any::<u64>()).prop_map(
-            |(name, vcpus, exclusive, memory, devices, console)| Partition {
+        let time = || prop_oneof![Just(0u64), Just(1), Just(3), Just(u64::MAX), any::<u64>()];
+        let budget =
+            proptest::option::of((time(), time()).prop_map(|(time_us, period_us)| Budget { time_us, period_us }));
+        (proptest::sample::select(NAMES), vcpus, any::<bool>(), budget, memory, devices, any::<u64>()).prop_map(
+            |(name, vcpus, exclusive, budget, memory, devices, console)| Partition {
                 name: name.into(),
                 criticality: Criticality::High,
                 priority: 192,
                 vcpus,
                 exclusive,
                 rights: Rights::default(),
+                budget,
                 memory,
                 devices,
                 console,
@@ -1436,13 +1619,14 @@ mod tests {
             cpus in any::<u32>(),
             quantum_us in any::<u32>(),
             trace_events in prop_oneof![Just(0u32), Just(64), Just(1_048_576), any::<u32>()],
+            overhead_limit_bp in any::<u32>(),
             partitions in proptest::collection::vec(arbitrary_partition(), 0..18),
             plans in proptest::collection::vec(arbitrary_plan(), 0..10),
         ) {
             let mut s = system();
             s.platform.ram = ram;
             s.platform.cpus = cpus;
-            s.hypervisor = Hypervisor { memory: hypervisor, quantum_us, trace_events };
+            s.hypervisor = Hypervisor { memory: hypervisor, quantum_us, trace_events, overhead_limit_bp };
             s.partitions = partitions;
             s.plans = plans;
             let _ = validate(&s);

@@ -1,29 +1,57 @@
 //! `partita check CONFIG`: every problem of a configuration with its place,
-//! or a table of what the hypervisor will build.
+//! or a table of what the hypervisor will build, with what its schedules
+//! cost.
 
 use crate::config::{self, Config};
-use partita_core::model::{Criticality, Device, Interrupt, MemoryRegion, Partition, Perms};
+use crate::profile::{self, PlatformProfile};
+use partita_core::model::{Criticality, Device, Interrupt, MemoryRegion, Partition, Perms, Plan, System};
+use partita_core::overhead::switch_losses;
+use partita_core::utilisation::{fixed_priority_loads, share_tenths_of_percent, tenths_text};
+use std::io::Write;
 use std::path::Path;
 
-/// Loads and validates `path`. Diagnostics go to stderr, one per line; a
-/// valid file's summary goes to stdout.
+/// Loads and validates `path`. Diagnostics and warnings go to stderr, one
+/// per line; a valid file's summary goes to stdout.
 pub fn check(path: &Path) -> anyhow::Result<Config> {
-    match config::load(path) {
-        Ok(config) => {
-            print!("{}", summary(&config));
-            Ok(config)
-        }
+    check_to(path, None, &mut std::io::stdout().lock(), &mut std::io::stderr().lock())
+}
+
+/// [`check`] writing to `out` and `err`, and with `profile` in place of the
+/// board's compiled-in one when given. Warnings leave the result `Ok`: they
+/// flag a cost, not a configuration the hypervisor would refuse.
+pub fn check_to(
+    path: &Path,
+    profile: Option<&PlatformProfile>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<Config> {
+    let config = match config::load(path) {
+        Ok(config) => config,
         Err(diagnostics) => {
             for diagnostic in &diagnostics {
-                eprintln!("{diagnostic}");
+                writeln!(err, "{diagnostic}")?;
             }
             anyhow::bail!("{} error(s) in {}", diagnostics.len(), path.display())
         }
+    };
+    let board_profile;
+    let profile = match profile {
+        Some(profile) => profile,
+        None => {
+            board_profile = profile::for_board(&config.system.platform.board)?;
+            &board_profile
+        }
+    };
+    write!(out, "{}", summary(&config, profile))?;
+    for warning in warnings(&config.system, profile) {
+        writeln!(err, "warning: {warning}")?;
     }
+    Ok(config)
 }
 
-/// The human summary `check` prints for a valid configuration.
-pub fn summary(config: &Config) -> String {
+/// The human summary `check` prints for a valid configuration; `profile`
+/// gives the partition switch cost of the overhead tables.
+pub fn summary(config: &Config, profile: &PlatformProfile) -> String {
     let system = &config.system;
     let hypervisor = &system.hypervisor.memory;
     let mut out = format!(
@@ -42,13 +70,45 @@ pub fn summary(config: &Config) -> String {
         rows.extend(partition_rows(partition));
     }
     out.push_str(&table(&rows));
-    out.push_str(&plans(system));
+    out.push_str(&budgets(system));
+    out.push_str(&plans(system, profile));
+    out
+}
+
+/// Each fixed-priority pCPU that hosts a budgeted vCPU: how much of it the
+/// budgets claim, and who runs there without one.
+fn budgets(system: &System) -> String {
+    let loads = fixed_priority_loads(system);
+    if loads.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\nbudgets on fixed-priority pCPUs\n");
+    for load in loads {
+        let shares: Vec<String> = load
+            .budgeted
+            .iter()
+            .filter_map(|&p| {
+                let partition = &system.partitions[p];
+                let budget = partition.budget.as_ref()?;
+                let share = tenths_text(share_tenths_of_percent(budget));
+                Some(format!("{} {share} % ({} us every {} us)", partition.name, budget.time_us, budget.period_us))
+            })
+            .collect();
+        let total = tenths_text(load.utilisation.tenths_of_percent());
+        out += &format!("  pCPU {}: {total} % budgeted: {}", load.cpu, shares.join(", "));
+        if !load.unbudgeted.is_empty() {
+            let names: Vec<&str> = load.unbudgeted.iter().map(|&p| system.partitions[p].name.as_str()).collect();
+            out += &format!("; unbudgeted: {}", names.join(", "));
+        }
+        out.push('\n');
+    }
     out
 }
 
 /// Each plan's cyclic cores: major frame, slots, and how much of the frame
-/// the slots claim (the rest is idle).
-fn plans(system: &partita_core::model::System) -> String {
+/// the slots claim (the rest is idle); then what partition switches cost
+/// each partition of the plan.
+fn plans(system: &System, profile: &PlatformProfile) -> String {
     let mut out = String::new();
     for plan in &system.plans {
         out += &format!("\nplan \"{}\"\n", plan.name);
@@ -62,8 +122,66 @@ fn plans(system: &partita_core::model::System) -> String {
             }
             out.push('\n');
         }
+        out += &switch_table(system, plan, profile);
     }
     out
+}
+
+/// XtratuM's PL_k for every partition with slots in `plan`.
+fn switch_table(system: &System, plan: &Plan, profile: &PlatformProfile) -> String {
+    let losses = switch_losses(plan);
+    if losses.is_empty() {
+        return String::new();
+    }
+    let limit = system.hypervisor.overhead_limit_bp;
+    let mut out = format!(
+        "  partition switches: PCS {} ns ({}), limit {} %\n",
+        profile.pcs_ns,
+        profile.measured,
+        basis_points_text(limit)
+    );
+    let mut rows = vec![["PARTITION", "SLOTS", "SUM SD", "PL"].map(String::from)];
+    for loss in losses {
+        let name = system.partitions.get(loss.partition).map_or("?", |p| p.name.as_str());
+        let over = if loss.exceeds(profile.pcs_ns, limit) { "  over the limit" } else { "" };
+        let pl = format!("{} %{over}", thousandths_text(loss.thousandths_of_percent(profile.pcs_ns)));
+        rows.push([name.to_owned(), loss.slots.to_string(), format!("{} us", loss.slot_us), pl]);
+    }
+    for line in table(&rows).lines() {
+        out += &format!("    {line}\n");
+    }
+    out
+}
+
+/// One line per partition whose partition switches take more of its slot
+/// time than `hypervisor.overhead_limit_percent` allows.
+pub fn warnings(system: &System, profile: &PlatformProfile) -> Vec<String> {
+    let limit = system.hypervisor.overhead_limit_bp;
+    let mut warnings = Vec::new();
+    for plan in &system.plans {
+        for loss in switch_losses(plan).into_iter().filter(|loss| loss.exceeds(profile.pcs_ns, limit)) {
+            let name = system.partitions.get(loss.partition).map_or("?", |p| p.name.as_str());
+            warnings.push(format!(
+                "plan \"{}\": partition \"{name}\" loses {} % to partition switches (limit {} %)",
+                plan.name,
+                thousandths_text(loss.thousandths_of_percent(profile.pcs_ns)),
+                basis_points_text(limit)
+            ));
+        }
+    }
+    warnings
+}
+
+/// `0.050`: thousandths of a percent with all three decimals, as the
+/// table's column lines up on them.
+fn thousandths_text(thousandths: u64) -> String {
+    format!("{}.{:03}", thousandths / 1000, thousandths % 1000)
+}
+
+/// `1`, `0.5`, `0.25`: the limit as the file would spell it.
+fn basis_points_text(bp: u32) -> String {
+    let text = format!("{}.{:02}", bp / 100, bp % 100);
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
 
 /// One line per memory region or device, whichever there are more of.
@@ -85,8 +203,8 @@ fn partition_rows(partition: &Partition) -> Vec<[String; 5]> {
         .collect()
 }
 
-fn table(rows: &[[String; 5]]) -> String {
-    let mut widths = [0usize; 5];
+fn table<const N: usize>(rows: &[[String; N]]) -> String {
+    let mut widths = [0usize; N];
     for row in rows {
         for (width, cell) in widths.iter_mut().zip(row) {
             *width = (*width).max(cell.chars().count());
@@ -158,6 +276,17 @@ mod tests {
         assert_eq!(size(0x1800), "6K");
         assert_eq!(size(0x180), "0x180");
         assert_eq!(size(0), "0x0");
+    }
+
+    #[test]
+    fn percentages() {
+        assert_eq!(thousandths_text(50), "0.050");
+        assert_eq!(thousandths_text(123_456), "123.456");
+        assert_eq!(basis_points_text(100), "1");
+        assert_eq!(basis_points_text(50), "0.5");
+        assert_eq!(basis_points_text(25), "0.25");
+        assert_eq!(basis_points_text(1), "0.01");
+        assert_eq!(basis_points_text(10_000), "100");
     }
 
     #[test]

@@ -8,6 +8,7 @@ pub mod check;
 pub mod config;
 pub mod devicetree;
 pub mod guests;
+pub mod profile;
 pub mod qmp;
 pub mod run;
 pub mod slots;

@@ -9,7 +9,8 @@ mod config_support;
 
 use config_support::{aarch64_elf, scratch_dir};
 use partita::config::{self, Config, Diagnostic, Image, ImageFormat};
-use partita_core::model::{Criticality, CyclicCore, Interrupt, Perms, Range, Slot};
+use partita::profile::PlatformProfile;
+use partita_core::model::{Budget, Criticality, CyclicCore, Interrupt, Perms, Range, Slot};
 use std::path::{Path, PathBuf};
 
 const MARKER: &str = "# <- error";
@@ -42,6 +43,12 @@ fn expect_error(name: &str, field: &str, message: &str) {
     assert_eq!(diagnostic.column > 0, diagnostic.line > 0, "{name}.toml: column of {diagnostic}");
     assert_eq!(diagnostic.field, field, "{name}.toml: wrong field in {diagnostic}");
     assert!(diagnostic.message.contains(message), "{name}.toml: {diagnostic}\n  lacks {message:?}");
+}
+
+/// A fixed switch cost, so that the expected percentages do not move when
+/// `partita bench pcs --save` rewrites the board's profile.
+fn profile() -> PlatformProfile {
+    PlatformProfile { pcs_ns: 2_000, pcs_instructions: 1_500, measured: "fixed for the tests".into() }
 }
 
 fn load_good(name: &str) -> Config {
@@ -100,8 +107,11 @@ fn good_plans_resolve_names_defaults_and_times() {
     );
     assert_eq!(degraded.cores[0], CyclicCore { cpu: 3, major_frame_us: 20_000, slots: vec![] });
     assert_eq!(degraded.cores[1].slots, [slot(1, 0, 5_000, 15_000)]);
-    let summary = partita::check::summary(&config);
-    assert!(summary.contains("pCPU 2: major frame 10000 us, 80.0 % in slots: control/vcpu0 0+4000 gpos/vcpu0 4000+4000"), "{summary}");
+    let summary = partita::check::summary(&config, &profile());
+    assert!(
+        summary.contains("pCPU 2: major frame 10000 us, 80.0 % in slots: control/vcpu0 0+4000 gpos/vcpu0 4000+4000"),
+        "{summary}"
+    );
 }
 
 #[test]
@@ -134,7 +144,7 @@ fn demo_configuration_is_valid() {
     assert!(config.system.partitions[0].exclusive, "rtos owns pCPU 1");
     let shared = config.system.partitions.iter().filter(|p| p.vcpus.contains(&2)).count();
     assert_eq!(shared, 2, "pCPU 2 is shared by two partitions");
-    let summary = partita::check::summary(&config);
+    let summary = partita::check::summary(&config, &profile());
     assert!(summary.contains("gpos") && summary.contains("0->2 1->3"), "{summary}");
 }
 
@@ -561,6 +571,146 @@ fn too_many_slots_on_a_core() {
         "plan[0].core[0].slot",
         "plan \"normal\" core 2 has 65 slots; a core has at most 64",
     );
+}
+
+// --- Budgets and partition-switch overhead --------------------------------
+
+#[test]
+fn budget_of_no_time() {
+    expect_error(
+        "budget_zero_time",
+        "partition[0].budget.time",
+        "partition \"rtos\": the budget time must be longer than 0 us",
+    );
+}
+
+#[test]
+fn budget_of_no_period() {
+    expect_error(
+        "budget_zero_period",
+        "partition[0].budget.period",
+        "partition \"rtos\": the budget period must be longer than 0 us",
+    );
+}
+
+#[test]
+fn budget_longer_than_its_period() {
+    expect_error(
+        "budget_over_period",
+        "partition[0].budget.time",
+        "partition \"rtos\": the budget time (12000 us) is longer than its period (10000 us)",
+    );
+}
+
+#[test]
+fn budget_of_a_partition_that_runs_only_in_slots() {
+    expect_error(
+        "budget_cyclic_only",
+        "partition[0].budget",
+        "partition \"control\" has a budget, but all its vCPUs are on cyclic pCPUs (2), where the plan's slots \
+         bound their time; a budget applies only on fixed-priority pCPUs",
+    );
+}
+
+#[test]
+fn budgets_over_a_whole_pcpu() {
+    expect_error(
+        "budget_over_subscribed",
+        "partition[2].budget",
+        "pCPU 1 is over-subscribed: the budgets of its vCPUs add up to 110.0 % \
+         (rtos 50.0 %, logger 30.0 %, gpos 30.0 %), more than 100 %",
+    );
+}
+
+#[test]
+fn three_thirds_fill_a_pcpu_and_are_accepted() {
+    let config = load_good("budget_thirds");
+    let budgets: Vec<Option<Budget>> = config.system.partitions.iter().map(|p| p.budget).collect();
+    let third = |time_us, period_us| Some(Budget { time_us, period_us });
+    assert_eq!(budgets, [third(1_000, 3_000), third(2_000, 6_000), third(10, 30)], "times in every spelling");
+    let summary = partita::check::summary(&config, &profile());
+    let line = "  pCPU 1: 100.0 % budgeted: a 33.3 % (1000 us every 3000 us), b 33.3 % (2000 us every 6000 us), \
+                c 33.3 % (10 us every 30 us)\n";
+    assert!(summary.contains(line), "{summary}");
+}
+
+#[test]
+fn overhead_limit_out_of_range() {
+    expect_error(
+        "overhead_limit_out_of_range",
+        "hypervisor.overhead_limit_percent",
+        "the overhead limit must be more than 0 % and at most 100 %",
+    );
+    // The same line for every value outside (0, 100], however it is spelt.
+    let (path, text) = fixture("overhead_limit_out_of_range");
+    for value in ["-1", "100.5", "1e3", "nan"] {
+        let text = text.replace("overhead_limit_percent = 0 ", &format!("overhead_limit_percent = {value} "));
+        let diagnostics = config::load_str(&path, &text).expect_err(value);
+        assert_eq!(diagnostics.len(), 1, "{value}: {}", listing(&diagnostics));
+        assert_eq!(diagnostics[0].line, marked_line(&text), "{value}: {}", diagnostics[0]);
+        assert_eq!(diagnostics[0].field, "hypervisor.overhead_limit_percent", "{value}");
+    }
+}
+
+#[test]
+fn overhead_limit_defaults_to_one_percent_and_takes_fractions() {
+    assert_eq!(load_good("good").system.hypervisor.overhead_limit_bp, 100);
+    assert_eq!(load_good("overhead_warning").system.hypervisor.overhead_limit_bp, 10);
+}
+
+/// Runs `partita check` on a fixture with the test profile; returns its
+/// result, stdout and stderr.
+fn check_streams(name: &str) -> (anyhow::Result<Config>, String, String) {
+    let (path, _) = fixture(name);
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let result = partita::check::check_to(&path, Some(&profile()), &mut out, &mut err);
+    (result, String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap())
+}
+
+#[test]
+fn summary_shows_utilisation_and_switch_overhead() {
+    let (result, out, err) = check_streams("good_schedule");
+    assert!(result.is_ok(), "{err}");
+    assert_eq!(err, "", "no warning under the default 1 % limit");
+    let pcpu1 = "  pCPU 1: 70.0 % budgeted: rtos 20.0 % (2000 us every 10000 us), \
+                 logger 50.0 % (500 us every 1000 us); unbudgeted: gpos\n";
+    assert!(out.contains(&format!("\nbudgets on fixed-priority pCPUs\n{pcpu1}")), "{out}");
+    assert!(!out.contains("pCPU 3:"), "pCPU 3 hosts no budgeted vCPU: {out}");
+    assert!(out.contains("  partition switches: PCS 2000 ns (fixed for the tests), limit 1 %\n"), "{out}");
+    let rows: Vec<Vec<&str>> = out.lines().map(|line| line.split_whitespace().collect()).collect();
+    for row in [["PARTITION", "SLOTS", "SUM", "SD", "PL"].as_slice(), &["control", "2", "2000", "us", "0.200", "%"]] {
+        assert!(rows.iter().any(|r| r == row), "no row {row:?} in:\n{out}");
+    }
+    // 2 us / 6 ms = 0.0333 %.
+    assert!(rows.iter().any(|r| r == &["monitor", "1", "6000", "us", "0.033", "%"]), "{out}");
+}
+
+#[test]
+fn switch_overhead_over_the_limit_warns_on_stderr_and_passes() {
+    let (result, out, err) = check_streams("overhead_warning");
+    let config = result.expect("a warning is not an error");
+    assert_eq!(config.system.plans.len(), 1);
+    assert_eq!(
+        err, "warning: plan \"normal\": partition \"control\" loses 0.200 % to partition switches (limit 0.1 %)\n",
+        "monitor loses only 0.025 %"
+    );
+    assert!(out.contains("OK") && out.contains("0.200 %  over the limit"), "{out}");
+    // A faster switch stays under the limit: no warning at all.
+    let (path, _) = fixture("overhead_warning");
+    let fast = PlatformProfile { pcs_ns: 1_000, ..profile() };
+    let mut err = Vec::new();
+    partita::check::check_to(&path, Some(&fast), &mut Vec::new(), &mut err).unwrap();
+    assert!(err.is_empty(), "{}", String::from_utf8_lossy(&err));
+}
+
+#[test]
+fn check_takes_the_boards_profile() {
+    let (path, _) = fixture("overhead_warning");
+    let board = partita::profile::for_board("qemu-virt").unwrap();
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    partita::check::check_to(&path, None, &mut out, &mut err).unwrap();
+    let out = String::from_utf8(out).unwrap();
+    assert!(out.contains(&format!("PCS {} ns ({})", board.pcs_ns, board.measured)), "{out}");
 }
 
 // --- Names -----------------------------------------------------------------

@@ -40,6 +40,12 @@ const TOKENS: &[&str] = &[
     "interrupts = [32, 1019, 1020, 4294967295]\n",
     "interrupts = [{ intid = 40, vcpu = 7 }, { intid = 41 }, { vcpu = 1 }]\n",
     "exclusive = true\n",
+    "budget = { time = \"2ms\", period = \"10ms\" }\n",
+    "budget = { time = 0, period = \"0s\" }\n",
+    "budget = { time = \"1s\", period = 3 }\n",
+    "overhead_limit_percent = 0.5\n",
+    "overhead_limit_percent = -1\n",
+    "overhead_limit_percent = nan\n",
     "[[plan]]\nname = \"p\"\n[[plan.core]]\ncpu = 2\nmajor_frame_us = \"10ms\"\n",
     "[[plan.core.slot]]\npartition = \"nobody\"\nvcpu = 9\nstart_us = 0\nduration_us = \"0s\"\n",
     "duration_us = \"18446744073709551615s\"\n",
@@ -84,7 +90,9 @@ fn load_and_check(text: &str) {
 fn accepted(config: &Config) {
     // What the host accepts, the hypervisor's own check must accept too.
     assert_eq!(partita_core::validate::validate(&config.system), vec![]);
-    let _ = partita::check::summary(config);
+    let profile = partita::profile::for_board(&config.system.platform.board).unwrap();
+    let _ = partita::check::summary(config, &profile);
+    let _ = partita::check::warnings(&config.system, &profile);
 }
 
 fn rejected(text: &str, path: &Path, diagnostics: &[Diagnostic]) {

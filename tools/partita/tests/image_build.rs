@@ -202,15 +202,3 @@ fn text_offset_moves_the_load_address_like_qemu() {
     assert_eq!(qemu_load_address(RAM_BASE, &image_header(0)), RAM_BASE + 0x20_0000);
     assert_eq!(qemu_load_address(RAM_BASE, &image_header(0x8_0000)), RAM_BASE + 0x8_0000);
 }
-
-/// Plans pass `check` but cannot run yet: `build` says so instead of booting
-/// them as fixed priority.
-#[test]
-fn a_configuration_with_cyclic_plans_is_refused_by_build() {
-    let dir = scratch("plan-refusal");
-    let mut system = system("plans", vec![partition("alpha", vec![1], vec![region(0x4000_0000, 0x10_0000)])]);
-    system.plans.push(partita_core::model::Plan { name: "normal".into(), cores: vec![] });
-    let config = Config { path: dir.join("plans.toml"), system, images: vec![vec![]], entries: vec![None] };
-    let error = assemble(&config, &dir.join("no-such-hypervisor.elf"), &dir.join("out")).unwrap_err();
-    assert!(format!("{error:#}").contains("cyclic plans"), "{error:#}");
-}

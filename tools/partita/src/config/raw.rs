@@ -58,6 +58,8 @@ pub struct RawHypervisor {
     #[serde(default)]
     pub memory: RawRange,
     pub quantum_us: Option<u32>,
+    /// A percentage; TOML integers are accepted too.
+    pub overhead_limit_percent: Option<f64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -76,6 +78,7 @@ pub struct RawPartition {
     pub cpus: Vec<u32>,
     pub exclusive: Option<bool>,
     pub rights: Option<Vec<RawRight>>,
+    pub budget: Option<RawBudget>,
     pub console: Option<u64>,
     pub bootargs: Option<String>,
     pub entry: Option<u64>,
@@ -96,6 +99,15 @@ pub enum RawRight {
     Restart,
     Halt,
     SwitchPlan,
+}
+
+/// `{ time = "2ms", period = "10ms" }`: both halves are required, since
+/// neither has a value that would fit every partition.
+#[derive(Clone, Copy, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawBudget {
+    pub time: Micros,
+    pub period: Micros,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize)]

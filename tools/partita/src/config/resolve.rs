@@ -6,8 +6,8 @@ use super::raw::{
 };
 use super::{Image, ImageFormat};
 use partita_core::model::{
-    Criticality, CyclicCore, Device, Hypervisor, Interrupt, MemoryRegion, Partition, Perms, Plan, Platform, Range,
-    Rights, Slot, System,
+    Budget, Criticality, CyclicCore, Device, Hypervisor, Interrupt, MemoryRegion, Partition, Perms, Plan, Platform,
+    Range, Rights, Slot, System,
 };
 use partita_core::validate::{hex_range, slot_label, Issue};
 use std::path::Path;
@@ -29,6 +29,8 @@ pub const GICR_SIZE_PER_CPU: u64 = 128 * KIB;
 pub const DEFAULT_HYPERVISOR_SIZE: u64 = 32 * MIB;
 pub const DEFAULT_QUANTUM_US: u32 = 1000;
 pub const DEFAULT_TRACE_EVENTS: u32 = 16_384;
+/// 1 %, in basis points.
+pub const DEFAULT_OVERHEAD_LIMIT_BP: u32 = 100;
 pub const DEFAULT_PARTITION_CONSOLE: u64 = 0x0900_0000;
 /// Allocated regions start on 2 MiB so the stage-2 tables can use block mappings.
 pub const ALLOCATION_ALIGN: u64 = 2 * MIB;
@@ -53,6 +55,7 @@ pub fn resolve(raw: RawConfig, name: String, config_dir: &Path) -> Resolved {
         memory: range_or(&raw.hypervisor.memory, Range::new(platform.ram.base, DEFAULT_HYPERVISOR_SIZE)),
         quantum_us: raw.hypervisor.quantum_us.unwrap_or(DEFAULT_QUANTUM_US),
         trace_events: trace_events(&raw.trace),
+        overhead_limit_bp: raw.hypervisor.overhead_limit_percent.map_or(DEFAULT_OVERHEAD_LIMIT_BP, basis_points),
     };
     let mut issues = Vec::new();
     let mut images = Vec::new();
@@ -83,6 +86,22 @@ fn trace_events(raw: &RawTrace) -> u32 {
     }
 }
 
+/// A percentage in basis points, rounded to the nearest. The range check is
+/// the validator's, on the result, so a value that rounds into range must
+/// not have been outside it: what is above 0 stays at least 1, what is above
+/// 100 % stays above 10 000. Negative and NaN give 0, which is refused too.
+fn basis_points(percent: f64) -> u32 {
+    // `as` saturates, and turns NaN into 0.
+    let bp = (percent * 100.0).round() as u32;
+    if percent > 0.0 && bp == 0 {
+        1
+    } else if percent > 100.0 && bp <= 10_000 {
+        10_001
+    } else {
+        bp
+    }
+}
+
 fn platform(raw: &RawPlatform) -> Platform {
     let cpus = raw.cpus.unwrap_or(DEFAULT_CPUS);
     let gicr_size = GICR_SIZE_PER_CPU.saturating_mul(u64::from(cpus));
@@ -109,6 +128,7 @@ fn partition(raw: &RawPartition) -> Partition {
         vcpus: raw.cpus.clone(),
         exclusive: raw.exclusive.unwrap_or(false),
         rights: rights(raw.rights.as_deref().unwrap_or_default()),
+        budget: raw.budget.map(|budget| Budget { time_us: budget.time.0, period_us: budget.period.0 }),
         memory: raw.memory.iter().map(memory_region).collect(),
         devices: raw.device.iter().map(device).collect(),
         console: raw.console.unwrap_or(DEFAULT_PARTITION_CONSOLE),
@@ -299,6 +319,21 @@ mod tests {
         assert_eq!(lowest_free(ram, &taken, MIB), Some(0x4220_0000));
         assert_eq!(lowest_free(ram, &taken, 48 * MIB), Some(0x4420_0000));
         assert_eq!(lowest_free(ram, &taken, 0x1000_0000), None);
+    }
+
+    #[test]
+    fn overhead_limits_in_basis_points() {
+        assert_eq!(basis_points(1.0), 100);
+        assert_eq!(basis_points(0.25), 25);
+        assert_eq!(basis_points(1.1), 110, "not 111 from 110.00000000000001");
+        assert_eq!(basis_points(100.0), 10_000);
+        // Below the step or just above 100 %: kept on the side of the range they are on.
+        assert_eq!(basis_points(0.001), 1);
+        assert_eq!(basis_points(100.001), 10_001);
+        for outside in [0.0, -0.0, -5.0, f64::NAN, f64::NEG_INFINITY] {
+            assert_eq!(basis_points(outside), 0, "{outside}");
+        }
+        assert_eq!(basis_points(f64::INFINITY), u32::MAX);
     }
 
     #[test]

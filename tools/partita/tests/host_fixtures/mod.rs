@@ -31,6 +31,7 @@ pub fn partition(name: &str, vcpus: Vec<u32>, memory: Vec<MemoryRegion>) -> Part
         vcpus,
         exclusive: false,
         rights: Default::default(),
+        budget: None,
         memory,
         devices: vec![],
         console: 0x0900_0000,
@@ -49,7 +50,12 @@ pub fn system(name: &str, partitions: Vec<Partition>) -> System {
             gicd: Range::new(0x0800_0000, 0x1_0000),
             gicr: Range::new(0x080a_0000, 0xf6_0000),
         },
-        hypervisor: Hypervisor { memory: Range::new(RAM_BASE, 0x400_0000), quantum_us: 1000, trace_events: 0 },
+        hypervisor: Hypervisor {
+            memory: Range::new(RAM_BASE, 0x400_0000),
+            quantum_us: 1000,
+            trace_events: 0,
+            overhead_limit_bp: 100,
+        },
         partitions,
         plans: vec![],
     }
