@@ -4,7 +4,7 @@ use crate::console::log;
 use crate::cyclic::Plans;
 use crate::partition::{self, Partition, Vcpu};
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use partita_arch::{boot as image, cpu, el2, firmware, gic, heap, mmu, stage2, uart};
 use partita_core::image::{decode, payload_len, BootTable};
 use partita_core::model::{Platform, Range};
@@ -39,10 +39,14 @@ pub struct PerCpu {
     pub vcpus: Vec<&'static Vcpu>,
     current: AtomicUsize,
     /// One vCPU only on a fixed-priority pCPU: no tick, and its WFI does not
-    /// leave the guest.
+    /// leave the guest. `vcpus` also lists the vCPUs that may migrate here.
     pub exclusive: bool,
     /// Runs the slots of the plan in force instead of priorities.
     pub cyclic: bool,
+    /// Per partition: the TLB generation this pCPU last invalidated for.
+    pub tlb_seen: Vec<AtomicU32>,
+    /// Fixed priority: the running vCPU's quantum is armed (it shares the pCPU).
+    pub sharing: AtomicBool,
     /// Cyclic: the end of the current slot or idle gap (counter value).
     pub until: AtomicU64,
     /// Cyclic: the planned start of the last slot traced, so each is traced once.
@@ -167,7 +171,7 @@ fn build_system(table: BootTable, data: &'static [u8]) -> System {
     let cpus = (0..system.platform.cpus as usize)
         .map(|cpu| {
             let vcpus: Vec<_> =
-                partitions.iter().flat_map(|p| p.vcpus.iter().copied()).filter(|v| v.pcpu == cpu).collect();
+                partitions.iter().flat_map(|p| p.vcpus.iter().copied()).filter(|v| v.home == cpu || v.migrate_to.contains(&cpu)).collect();
             let cyclic = plans.is_cyclic(cpu);
             PerCpu {
                 exclusive: !cyclic && vcpus.len() == 1,
@@ -175,6 +179,8 @@ fn build_system(table: BootTable, data: &'static [u8]) -> System {
                 vcpus,
                 current: AtomicUsize::new(NONE),
                 timer_masked: AtomicBool::new(false),
+                sharing: AtomicBool::new(false),
+                tlb_seen: partitions.iter().map(|_| AtomicU32::new(0)).collect(),
                 until: AtomicU64::new(0),
                 last_slot_start: AtomicU64::new(u64::MAX),
             }

@@ -8,7 +8,7 @@ use crate::irq;
 use crate::partition::{Partition, RunState, Vcpu};
 use crate::trap::{self, Action, Start, RESTARTS};
 use partita_arch::exception::Regs;
-use partita_arch::{stage2, timer};
+use partita_arch::timer;
 use partita_core::hypercall::{status, Call, PartitionOp, ABI_VERSION};
 use partita_core::vcpu::{Op, Refused};
 
@@ -119,8 +119,6 @@ fn restart(caller: &Partition, target: &Partition) -> i64 {
     log!("partition {}: restarting partition {}", caller.name(), target.name());
     trap::reload(target);
     drop(only_one);
-    // Reloading used the target's stage-2 context on this pCPU.
-    stage2::activate(caller.vttbr);
     status::OK
 }
 

@@ -45,8 +45,9 @@ fn queue(vcpu: &Vcpu, virq: Virq) {
 /// A vCPU with an interrupt to take stops waiting; its pCPU looks again.
 pub fn wake(vcpu: &Vcpu) {
     vcpu.set_waiting(false);
-    if vcpu.pcpu != cpu::index() {
-        gic::kick(vcpu.pcpu);
+    let pcpu = vcpu.pcpu();
+    if pcpu != cpu::index() {
+        gic::kick(pcpu);
     }
 }
 
@@ -308,7 +309,7 @@ fn apply(part: &Partition, effect: Effect) {
         }
         Effect::SpiRoute { intid, vcpu } => {
             if let Some(target) = part.vcpus.get(vcpu) {
-                gic::route_spi(intid, target.pcpu);
+                gic::route_spi(intid, target.home);
             }
         }
     }
@@ -322,7 +323,7 @@ pub fn configure_spis() {
         let priority = 0xa0 - 0x20 * part.config.criticality as u8;
         for i in part.config.devices.iter().flat_map(|d| d.interrupts.iter()) {
             // The boot-time validation proved the vCPU exists.
-            gic::configure_spi(i.intid, priority, part.vcpus[i.vcpu as usize].pcpu);
+            gic::configure_spi(i.intid, priority, part.vcpus[i.vcpu as usize].home);
         }
     }
 }

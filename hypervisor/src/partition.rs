@@ -9,7 +9,7 @@
 use crate::console::{self, log};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use partita_arch::context::{El1Context, FpContext};
 use partita_arch::exception::Regs;
 use partita_arch::stage2::{self, Stage2Table};
@@ -83,6 +83,9 @@ pub struct Partition {
     setway_cursor: AtomicU64,
     /// Writes to interrupts it does not own, reported so far.
     pub denied_reports: AtomicU32,
+    /// Raised by every restart; a pCPU whose TLBs may hold entries of an
+    /// older generation invalidates them before running a vCPU of it.
+    tlb_generation: AtomicU32,
 }
 
 /// Registers of a vCPU while it is not on a CPU.
@@ -96,7 +99,13 @@ pub struct Context {
 pub struct Vcpu {
     pub partition: usize,
     pub index: usize,
-    pub pcpu: usize,
+    /// The pCPU the configuration pins it to.
+    pub home: usize,
+    /// Where it runs now: `home`, or one of `migrate_to` while a more urgent
+    /// vCPU needs `home`.
+    pcpu: AtomicUsize,
+    /// pCPUs it may move to, in order of preference; empty: it never moves.
+    pub migrate_to: Vec<usize>,
     /// A [`State`], changed only through [`Vcpu::apply`].
     state: AtomicU8,
     /// True while a pCPU has this vCPU's state loaded in its registers.
@@ -135,6 +144,14 @@ impl Partition {
     /// Moves from `from` to `to`; false if it was not in `from`.
     pub fn change(&self, from: RunState, to: RunState) -> bool {
         self.state.compare_exchange(from as u8, to as u8, Ordering::AcqRel, Ordering::Acquire).is_ok()
+    }
+
+    pub fn tlb_generation(&self) -> u32 {
+        self.tlb_generation.load(Ordering::Acquire)
+    }
+
+    pub fn new_tlb_generation(&self) {
+        self.tlb_generation.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Bytes a guest wrote to its console: complete lines go out tagged.
@@ -186,11 +203,35 @@ impl Vcpu {
     }
 
     pub fn is_on_cpu(&self) -> bool {
-        self.on_cpu.load(Ordering::Acquire)
+        self.on_cpu.load(Ordering::SeqCst)
     }
 
-    pub fn set_on_cpu(&self, on: bool) {
-        self.on_cpu.store(on, Ordering::Release);
+    /// Marks the vCPU off its pCPU once its registers are saved.
+    pub fn release(&self) {
+        self.on_cpu.store(false, Ordering::SeqCst);
+    }
+
+    /// Takes the vCPU for pCPU `cpu`: false if another pCPU has it loaded,
+    /// or it has just been moved away. Two pCPUs can never both load it.
+    pub fn claim(&self, cpu: usize) -> bool {
+        if self.on_cpu.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_err() {
+            return false;
+        }
+        if self.pcpu() != cpu {
+            self.release();
+            return false;
+        }
+        true
+    }
+
+    /// The pCPU it runs on now.
+    pub fn pcpu(&self) -> usize {
+        self.pcpu.load(Ordering::SeqCst)
+    }
+
+    /// Moves it to `cpu` (its home or a migration target).
+    pub fn move_to(&self, cpu: usize) {
+        self.pcpu.store(cpu, Ordering::SeqCst);
     }
 
     /// Puts the vCPU in its power-on state, entering at `entry` with x0 = `arg`.
@@ -218,7 +259,10 @@ pub fn build(index: usize, config: model::Partition, boot: PartitionBoot, data: 
         .vcpus
         .iter()
         .enumerate()
-        .map(|(i, &pcpu)| &*Box::leak(Box::new(new_vcpu(index, i, pcpu as usize))))
+        .map(|(i, &pcpu)| {
+            let to = config.migrate.iter().find(|m| m.vcpu as usize == i).map_or(Vec::new(), |m| m.to.clone());
+            &*Box::leak(Box::new(new_vcpu(index, i, pcpu as usize, to.into_iter().map(|c| c as usize).collect())))
+        })
         .collect();
     let spis: Vec<(u32, usize)> =
         config.devices.iter().flat_map(|d| d.interrupts.iter().map(|i| (i.intid, i.vcpu as usize))).collect();
@@ -227,6 +271,7 @@ pub fn build(index: usize, config: model::Partition, boot: PartitionBoot, data: 
         rank: config.priority,
         setway_cursor: AtomicU64::new(0),
         denied_reports: AtomicU32::new(0),
+        tlb_generation: AtomicU32::new(0),
         config,
         boot,
         vttbr,
@@ -239,11 +284,13 @@ pub fn build(index: usize, config: model::Partition, boot: PartitionBoot, data: 
     partition
 }
 
-fn new_vcpu(partition: usize, index: usize, pcpu: usize) -> Vcpu {
+fn new_vcpu(partition: usize, index: usize, home: usize, migrate_to: Vec<usize>) -> Vcpu {
     Vcpu {
         partition,
         index,
-        pcpu,
+        home,
+        pcpu: AtomicUsize::new(home),
+        migrate_to,
         state: AtomicU8::new(State::Off as u8),
         on_cpu: AtomicBool::new(false),
         waiting: AtomicBool::new(false),
@@ -321,6 +368,7 @@ impl Partition {
     pub fn power_on(&self) {
         for vcpu in &self.vcpus {
             vcpu.power_down();
+            vcpu.move_to(vcpu.home);
         }
         self.vcpus[0].reset(self.boot.entry, self.boot.dtb);
         self.vcpus[0].apply(Op::Start).expect("a vCPU that is off can start");

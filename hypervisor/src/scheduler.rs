@@ -20,14 +20,25 @@ use partita_core::trace::{Kind, OutReason};
 use partita_core::vcpu::{Op, State};
 use partita_core::vgic::VTIMER_INTID;
 
-/// True when `vcpu` may be put on its pCPU.
+/// True when `vcpu` may run on this pCPU: it is up, has work, and has not
+/// moved to another pCPU.
 pub fn runnable(vcpu: &Vcpu) -> bool {
+    wants_cpu(vcpu) && vcpu.pcpu() == cpu::index()
+}
+
+/// True when `vcpu` would run if it had a pCPU.
+fn wants_cpu(vcpu: &Vcpu) -> bool {
     vcpu.state().schedulable() && !vcpu.is_waiting() && system().partitions[vcpu.partition].state() == RunState::Running
 }
 
-/// A runnable vCPU's criticality rank.
+/// The priority of a vCPU this pCPU could load now (runnable here and not
+/// still loaded on the pCPU it is coming back from).
 fn rank(vcpu: &Vcpu) -> Option<u8> {
-    runnable(vcpu).then(|| system().partitions[vcpu.partition].rank)
+    (runnable(vcpu) && !vcpu.is_on_cpu()).then(|| priority(vcpu))
+}
+
+fn priority(vcpu: &Vcpu) -> u8 {
+    system().partitions[vcpu.partition].rank
 }
 
 /// Runs vCPUs on `cpu` forever.
@@ -36,7 +47,11 @@ pub fn run(cpu: usize) -> ! {
     loop {
         wake_due_timers(me);
         if let Some(slot) = choose(cpu, me) {
-            switch_to(me, slot);
+            if me.vcpus[slot].claim(cpu) {
+                switch_to(me, slot);
+            }
+            // Lost to another pCPU: look again.
+            continue;
         }
         me.set_current(None);
         arm_timer(me, None);
@@ -50,10 +65,42 @@ fn choose(cpu: usize, me: &PerCpu) -> Option<usize> {
     if me.cyclic {
         let now = system().plans.now(cpu, me, timer::counter());
         me.until.store(now.until, Ordering::Relaxed);
-        now.owner.filter(|&slot| runnable(me.vcpus[slot]))
+        now.owner.filter(|&slot| rank(me.vcpus[slot]).is_some())
     } else {
-        pick(me.current(), me.vcpus.len(), |i| rank(me.vcpus[i]))
+        let best = || pick(me.current(), me.vcpus.len(), |i| rank(me.vcpus[i]));
+        let first = best();
+        // A vCPU that came back and is off every pCPU can run at once.
+        if rebalance(cpu, me, first.map(|slot| priority(me.vcpus[slot]))) {
+            return best();
+        }
+        first
     }
+}
+
+/// vlk's migration, decided by a vCPU's home pCPU: a vCPU that could run
+/// but has something more urgent (`urgent`) at home moves to its first
+/// target; one that moved comes back once nothing more urgent is left.
+/// The pCPU it leaves is kicked, and kicks back once its registers are
+/// saved (see [`deschedule`]). Returns true if a vCPU came back.
+pub fn rebalance(cpu: usize, me: &PerCpu, urgent: Option<u8>) -> bool {
+    let mut back = false;
+    for vcpu in me.vcpus.iter().filter(|v| v.home == cpu && !v.migrate_to.is_empty()) {
+        let outranked = urgent.is_some_and(|u| u > priority(vcpu));
+        let away = vcpu.pcpu() != cpu;
+        let target = if !away && outranked && wants_cpu(vcpu) {
+            vcpu.migrate_to[0]
+        } else if away && !outranked {
+            cpu
+        } else {
+            continue;
+        };
+        let from = vcpu.pcpu();
+        vcpu.move_to(target);
+        trace::record(Kind::Migrate, vcpu.partition, vcpu.index, target as u32);
+        gic::kick(if target == cpu { from } else { target });
+        back |= target == cpu;
+    }
+    back
 }
 
 /// True when the vCPU in `slot` must give way now. Fixed priority: a more
@@ -63,15 +110,15 @@ pub fn must_yield(me: &PerCpu, slot: usize, quantum_over: bool) -> bool {
     if me.cyclic {
         return timer::counter() >= me.until.load(Ordering::Relaxed);
     }
-    let mine = system().partitions[me.vcpus[slot].partition].rank;
+    let mine = priority(me.vcpus[slot]);
     let rank = |i: usize| rank(me.vcpus[i]);
-    contender(slot, me.vcpus.len(), mine + 1, rank) || (quantum_over && contender(slot, me.vcpus.len(), mine, rank))
+    let outranked = mine.checked_add(1).is_some_and(|above| contender(slot, me.vcpus.len(), above, rank));
+    outranked || (quantum_over && contender(slot, me.vcpus.len(), mine, rank))
 }
 
 fn switch_to(me: &PerCpu, slot: usize) -> ! {
     let vcpu = me.vcpus[slot];
     me.set_current(Some(slot));
-    vcpu.set_on_cpu(true);
     if vcpu.state() == State::Boot {
         // Only its own pCPU enters it; a concurrent suspend or halt wins.
         let _ = vcpu.apply(Op::Enter);
@@ -87,7 +134,12 @@ fn switch_to(me: &PerCpu, slot: usize) -> ! {
         }
         ctx.regs
     };
-    stage2::activate(system().partitions[vcpu.partition].vttbr);
+    let part = &system().partitions[vcpu.partition];
+    stage2::activate(part.vttbr);
+    let generation = part.tlb_generation();
+    if me.tlb_seen[vcpu.partition].swap(generation, Ordering::Relaxed) != generation {
+        partita_arch::cache::invalidate_guest_tlb_local();
+    }
     el2::trap_wfi(!me.exclusive);
     irq::unmask_timer();
     irq::flush(vcpu);
@@ -106,7 +158,12 @@ pub fn deschedule(vcpu: &Vcpu, regs: &Regs, reason: OutReason) {
     ctx.vgic.save();
     irq::release_private_hw(&mut ctx.vgic.lrs);
     drop(ctx);
-    vcpu.set_on_cpu(false);
+    vcpu.release();
+    // It moved while it ran here: its pCPU now may load it.
+    let pcpu = vcpu.pcpu();
+    if pcpu != cpu::index() {
+        gic::kick(pcpu);
+    }
 }
 
 /// The virtual-timer deadline of a vCPU that is off its pCPU: enabled and
@@ -117,11 +174,16 @@ fn timer_deadline(vcpu: &Vcpu) -> Option<u64> {
     enabled_unmasked.then_some(ctx.el1.cntv_cval)
 }
 
+/// A vCPU in WFI that this pCPU wakes: it is here, not migrated away.
+fn waiting_here(vcpu: &Vcpu) -> bool {
+    vcpu.is_waiting() && vcpu.pcpu() == cpu::index()
+}
+
 /// Waiting vCPUs whose virtual timer has expired become runnable; the timer
 /// interrupt itself arrives once they are back on the pCPU.
 fn wake_due_timers(me: &PerCpu) {
     let now = timer::counter();
-    for vcpu in me.vcpus.iter().filter(|v| v.is_waiting()) {
+    for vcpu in me.vcpus.iter().filter(|v| waiting_here(v)) {
         if timer_deadline(vcpu).is_some_and(|deadline| deadline <= now) {
             vcpu.set_waiting(false);
         }
@@ -133,15 +195,22 @@ fn wake_due_timers(me: &PerCpu) {
 /// end of the running vCPU's quantum when a peer of equal priority could
 /// use the pCPU. Disarms it when none applies.
 pub fn arm_timer(me: &PerCpu, running: Option<usize>) {
-    let waiting = me.vcpus.iter().filter(|v| v.is_waiting()).filter_map(|v| timer_deadline(v)).min();
-    let policy = if me.cyclic {
-        Some(me.until.load(Ordering::Relaxed))
-    } else {
-        running.filter(|&slot| must_share(me, slot)).map(|_| timer::counter() + system().quantum)
-    };
+    let waiting = me.vcpus.iter().filter(|v| waiting_here(v)).filter_map(|v| timer_deadline(v)).min();
+    let quantum = running.filter(|&slot| !me.cyclic && must_share(me, slot)).map(|_| timer::counter() + system().quantum);
+    me.sharing.store(quantum.is_some(), Ordering::Relaxed);
+    let policy = if me.cyclic { Some(me.until.load(Ordering::Relaxed)) } else { quantum };
     match waiting.into_iter().chain(policy).min() {
         Some(deadline) => timer::arm_at(deadline),
         None => timer::disarm(),
+    }
+}
+
+/// Before the vCPU in `slot` resumes: a peer of its priority that became
+/// runnable meanwhile (woken by an interrupt) starts the round-robin
+/// quantum, which was not running while the vCPU was alone.
+pub fn start_sharing(me: &PerCpu, slot: usize) {
+    if !me.cyclic && !me.sharing.load(Ordering::Relaxed) && must_share(me, slot) {
+        arm_timer(me, Some(slot));
     }
 }
 

@@ -8,7 +8,7 @@ use crate::partition::{Partition, RunState, Vcpu};
 use crate::scheduler::{self, deschedule, must_yield, runnable};
 use crate::trace;
 use partita_arch::exception::{kind, Regs};
-use partita_arch::{cpu, firmware, gic, stage2};
+use partita_arch::{cpu, firmware, gic};
 use partita_core::esr::{self, MmioAccess, SysRegAccess, Trap};
 use partita_core::psci::{self, ret, Call};
 use partita_core::sysreg::{self, Policy};
@@ -49,6 +49,10 @@ pub fn handle(regs: &mut Regs, kind: u64) {
     if quantum_over {
         scheduler::timer_expired(me, slot);
     }
+    if kind == kind::IRQ && !me.cyclic {
+        // A vCPU woke here while this one keeps the pCPU: it may move away.
+        let _ = scheduler::rebalance(cpu::index(), me, Some(part.rank));
+    }
     match action {
         Action::Stop(fault) => {
             stop(part, vcpu, regs, &fault);
@@ -61,7 +65,10 @@ pub fn handle(regs: &mut Regs, kind: u64) {
         Action::Wait if vcpu.is_waiting() => switch_away(vcpu, regs, OutReason::Waiting),
         _ if !runnable(vcpu) => switch_away(vcpu, regs, gone(part)),
         _ if must_yield(me, slot, quantum_over) => switch_away(vcpu, regs, OutReason::Preempted),
-        _ => irq::flush(vcpu),
+        _ => {
+            scheduler::start_sharing(me, slot);
+            irq::flush(vcpu)
+        }
     }
 }
 
@@ -320,8 +327,9 @@ fn stop(part: &Partition, vcpu: &Vcpu, regs: &Regs, fault: &Fault) {
 pub fn kick_others(part: &Partition) {
     let me = cpu::index();
     for vcpu in &part.vcpus {
-        if vcpu.pcpu != me {
-            gic::kick(vcpu.pcpu);
+        let pcpu = vcpu.pcpu();
+        if pcpu != me {
+            gic::kick(pcpu);
         }
     }
 }
@@ -367,8 +375,9 @@ pub fn reload(part: &Partition) {
     while part.vcpus.iter().any(|v| v.is_on_cpu()) {
         core::hint::spin_loop();
     }
-    stage2::activate(part.vttbr);
-    partita_arch::cache::invalidate_guest_tlb();
+    // Translations of its previous life must go: each pCPU drops them
+    // before it next runs one of its vCPUs.
+    part.new_tlb_generation();
     // Its devices' interrupts stay quiet until the restarted guest
     // enables them again in its fresh virtual distributor.
     for device in &part.config.devices {

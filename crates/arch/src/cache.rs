@@ -65,8 +65,10 @@ pub fn copy_to(dest: u64, bytes: &[u8]) {
 }
 
 /// Invalidates every stage-1 and stage-2 TLB entry of the VMID currently
-/// in VTTBR_EL2, on every CPU in the inner-shareable domain.
-pub fn invalidate_guest_tlb() {
+/// in VTTBR_EL2, on this CPU only. Partita does this lazily on each pCPU
+/// rather than broadcasting it: a broadcast must wait for every other CPU,
+/// however busy (and QEMU's round-robin mode can livelock on it).
+pub fn invalidate_guest_tlb_local() {
     // SAFETY: TLB invalidation has no effect on memory contents.
-    unsafe { asm!("dsb ishst", "tlbi vmalls12e1is", "dsb ish", "isb", options(nostack, preserves_flags)) };
+    unsafe { asm!("dsb ishst", "tlbi vmalls12e1", "dsb nsh", "isb", options(nostack, preserves_flags)) };
 }

@@ -171,6 +171,7 @@ mod tests {
             vcpus: vec![1],
             exclusive: false,
             rights: Default::default(),
+            migrate: vec![],
             budget: Some(Budget { time_us: 2_000, period_us: 10_000 }),
             memory: vec![MemoryRegion { ipa: 0x4000_0000, pa: 0x4200_0000, size: 0x10_0000, perms: Perms::RWX, identity: false }],
             devices: vec![],

@@ -120,6 +120,8 @@ pub struct Partition {
     /// What this partition may do to the others by hypercall; a partition
     /// with any right is a system partition.
     pub rights: Rights,
+    /// vCPUs that leave their pCPU while a more urgent vCPU needs it (vlk).
+    pub migrate: Vec<Migration>,
     /// What each vCPU may use on a fixed-priority pCPU; `None`: no bound,
     /// and no share in that pCPU's utilisation check.
     pub budget: Option<Budget>,
@@ -140,6 +142,17 @@ pub struct Rights {
     pub halt: bool,
     /// Request a plan switch (at the next major frame).
     pub switch_plan: bool,
+}
+
+/// A vCPU that may run elsewhere: when a vCPU of higher priority becomes
+/// runnable on its own pCPU, it moves to the first of `to` and shares that
+/// pCPU; it comes back when its own pCPU has nothing more urgent to run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Migration {
+    /// Index into the partition's `vcpus`.
+    pub vcpu: u32,
+    /// pCPUs it may move to, in order of preference.
+    pub to: Vec<u32>,
 }
 
 /// `time_us` of processor time in every `period_us`, for each vCPU on its

@@ -43,14 +43,18 @@ pub enum Kind {
     Trap = 8,
     /// A health-monitor event; `arg` is its code.
     Health = 9,
-    /// A scheduling slot began; `arg` is the slot index.
+    /// A cyclic slot began, as its pCPU saw it: `arg` packs the lateness in
+    /// counter ticks (bits 16..32, saturated), the plan (8..16) and the
+    /// slot index (0..8). `partition` and `vcpu` name the slot's owner.
     SlotStart = 10,
+    /// A vCPU moved to another pCPU (vlk migration); `arg` is that pCPU.
+    Migrate = 11,
 }
 
 impl Kind {
     pub fn from_u8(value: u8) -> Option<Kind> {
         use Kind::*;
-        [VcpuIn, VcpuOut, IrqTaken, IrqInjected, IrqEoi, HypercallEntry, HypercallExit, Trap, Health, SlotStart]
+        [VcpuIn, VcpuOut, IrqTaken, IrqInjected, IrqEoi, HypercallEntry, HypercallExit, Trap, Health, SlotStart, Migrate]
             .into_iter()
             .find(|k| *k as u8 == value)
     }
@@ -67,6 +71,7 @@ impl Kind {
             Kind::Trap => "trap",
             Kind::Health => "health event",
             Kind::SlotStart => "slot start",
+            Kind::Migrate => "migrate",
         }
     }
 }

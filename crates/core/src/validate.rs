@@ -8,7 +8,9 @@
 //! Every [`Issue`] names its place with the TOML spelling (`partition[1].memory[0]`
 //! plus a field such as `phys`), so the host can point at the line in the file.
 
-use crate::model::{Budget, CyclicCore, Device, Interrupt, MemoryRegion, Partition, Plan, Range, Slot, System};
+use crate::model::{
+    Budget, CyclicCore, Device, Interrupt, MemoryRegion, Migration, Partition, Plan, Range, Slot, System,
+};
 use crate::utilisation::{cyclic_cpus, fixed_priority_loads, share_tenths_of_percent, tenths_text};
 use alloc::collections::BTreeMap;
 use alloc::format;
@@ -346,6 +348,7 @@ impl Validator<'_> {
         for (p, partition) in self.system.partitions.iter().enumerate() {
             self.partition_settings(p, partition);
             self.vcpus(p, partition);
+            self.migrations(p, partition);
             for (m, region) in partition.memory.iter().enumerate() {
                 self.memory_region(p, m, region);
             }
@@ -389,6 +392,58 @@ impl Validator<'_> {
                 self.push(partition_path(p), "cpus", message);
             }
         }
+    }
+
+    /// A vCPU may move only between fixed-priority pCPUs that exist and
+    /// that no exclusive partition owns; an exclusive partition never moves.
+    fn migrations(&mut self, p: usize, partition: &Partition) {
+        if partition.migrate.len() > MAX_VCPUS {
+            let message = format!("{} entries; at most {MAX_VCPUS} are allowed", partition.migrate.len());
+            self.push(partition_path(p), "migrate", message);
+            return;
+        }
+        for (m, migration) in partition.migrate.iter().enumerate() {
+            for (field, problem) in self.migration_problems(partition, m, migration) {
+                self.push(format!("{}.migrate[{m}]", partition_path(p)), field, problem);
+            }
+        }
+    }
+
+    fn migration_problems(&self, partition: &Partition, m: usize, migration: &Migration) -> Vec<(&'static str, String)> {
+        let cyclic = |cpu: u32| self.system.plans.first().is_some_and(|plan| plan.cores.iter().any(|c| c.cpu == cpu));
+        let exclusive_owner = |cpu: u32| self.system.partitions.iter().find(|o| o.exclusive && o.vcpus.contains(&cpu));
+        let vcpu = migration.vcpu;
+        let Some(&home) = partition.vcpus.get(vcpu as usize) else {
+            return alloc::vec![("vcpu", format!("vCPU {vcpu} does not exist: the partition has {}", partition.vcpus.len()))];
+        };
+        let mut problems = Vec::new();
+        if partition.exclusive {
+            problems.push(("vcpu", "an exclusive partition's vCPUs never leave their pCPUs".into()));
+        }
+        if partition.migrate.iter().take(m).any(|other| other.vcpu == vcpu) {
+            problems.push(("vcpu", format!("vCPU {vcpu} is listed twice")));
+        }
+        if cyclic(home) {
+            problems.push(("vcpu", format!("vCPU {vcpu} is on pCPU {home}, which a plan runs cyclically")));
+        }
+        if migration.to.is_empty() || migration.to.len() > MAX_VCPUS {
+            problems.push(("to", format!("{} pCPUs listed; 1 to {MAX_VCPUS} are allowed", migration.to.len())));
+        }
+        for &cpu in migration.to.iter().take(MAX_VCPUS) {
+            let problem = if cpu >= self.system.platform.cpus {
+                format!("pCPU {cpu} does not exist: platform.cpus is {}", self.system.platform.cpus)
+            } else if cpu == home {
+                format!("pCPU {cpu} is vCPU {vcpu}'s own")
+            } else if cyclic(cpu) {
+                format!("pCPU {cpu} is run cyclically by a plan")
+            } else if let Some(owner) = exclusive_owner(cpu) {
+                format!("pCPU {cpu} belongs to exclusive partition \"{}\"", owner.name)
+            } else {
+                continue;
+            };
+            problems.push(("to", problem));
+        }
+        problems
     }
 
     fn memory_region(&mut self, p: usize, m: usize, region: &MemoryRegion) {
@@ -918,6 +973,7 @@ mod tests {
             vcpus,
             exclusive: false,
             rights: Rights::default(),
+            migrate: Vec::new(),
             budget: None,
             memory: vec![region(0x4000_0000, pa)],
             devices: Vec::new(),
@@ -1588,6 +1644,7 @@ mod tests {
                 vcpus,
                 exclusive,
                 rights: Rights::default(),
+                migrate: Vec::new(),
                 budget,
                 memory,
                 devices,

@@ -103,6 +103,9 @@ void part_ctl_test(const struct bootargs *a)
 		printf("part-ctl: resume %ld state %lu\n", r, part_state(a->target));
 		break;
 	case PART_CTL_HALT:
+		/* A restart under way (by another partition) finishes first. */
+		while (part_state(a->target) == PARTITA_PART_RESTARTING)
+			;
 		r = call1(PARTITA_PARTITION_HALT, a->target);
 		delay_ms(10);
 		printf("part-ctl: halt %ld state %lu; resume then %ld\n", r, part_state(a->target),

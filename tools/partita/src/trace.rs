@@ -329,7 +329,7 @@ fn category(kind: Kind) -> &'static str {
         Kind::HypercallEntry | Kind::HypercallExit => "hypercall",
         Kind::Trap => "trap",
         Kind::Health => "health",
-        Kind::SlotStart => "schedule",
+        Kind::SlotStart | Kind::Migrate => "schedule",
         Kind::VcpuIn | Kind::VcpuOut => "vcpu",
     }
 }
@@ -348,7 +348,11 @@ fn instant_args(meta: &TraceMeta, event: &Event) -> Value {
         Kind::HypercallEntry => ("function", json!(format!("{:#x}", event.arg))),
         Kind::HypercallExit => ("result", json!(format!("{:#x}", event.arg))),
         Kind::Health => ("code", json!(event.arg)),
-        Kind::SlotStart => ("slot", json!(event.arg)),
+        Kind::SlotStart => (
+            "slot",
+            json!({ "index": event.arg & 0xff, "plan": event.arg >> 8 & 0xff, "late_ticks": event.arg >> 16 }),
+        ),
+        Kind::Migrate => ("to_cpu", json!(event.arg)),
         Kind::VcpuIn | Kind::VcpuOut => ("arg", json!(event.arg)),
     };
     args.insert(key.into(), value);

@@ -886,3 +886,13 @@ fn switch_plan_right_without_plans() {
 fn unknown_right() {
     expect_error("rights_unknown", "partition[0].rights[1]", "unknown variant `reboot`, expected one of `suspend`");
 }
+
+#[test]
+fn migration_to_an_exclusive_partitions_pcpu() {
+    expect_error("migrate_bad_target", "partition[1].migrate[0].to", "pCPU 3 belongs to exclusive partition \"rtos\"");
+}
+
+#[test]
+fn migration_of_a_vcpu_that_does_not_exist() {
+    expect_error("migrate_unknown_vcpu", "partition[0].migrate[0].vcpu", "vCPU 2 does not exist: the partition has 2");
+}

@@ -78,6 +78,8 @@ pub struct RawPartition {
     pub cpus: Vec<u32>,
     pub exclusive: Option<bool>,
     pub rights: Option<Vec<RawRight>>,
+    #[serde(default)]
+    pub migrate: Vec<RawMigration>,
     pub budget: Option<RawBudget>,
     pub console: Option<u64>,
     pub bootargs: Option<String>,
@@ -88,6 +90,15 @@ pub struct RawPartition {
     pub image: Vec<RawImage>,
     #[serde(default)]
     pub device: Vec<RawDevice>,
+}
+
+/// `{ vcpu = 0, to = [3] }`: vCPU 0 may move to pCPU 3.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawMigration {
+    #[serde(default)]
+    pub vcpu: u32,
+    pub to: Vec<u32>,
 }
 
 /// A right of `rights = [...]`.

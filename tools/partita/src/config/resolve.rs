@@ -7,7 +7,7 @@ use super::raw::{
 use super::{Image, ImageFormat};
 use partita_core::model::{
     Budget, Criticality, CyclicCore, Device, Hypervisor, Interrupt, MemoryRegion, Partition, Perms, Plan, Platform,
-    Range, Rights, Slot, System,
+    Migration, Range, Rights, Slot, System,
 };
 use partita_core::validate::{hex_range, slot_label, Issue};
 use std::path::Path;
@@ -128,6 +128,7 @@ fn partition(raw: &RawPartition) -> Partition {
         vcpus: raw.cpus.clone(),
         exclusive: raw.exclusive.unwrap_or(false),
         rights: rights(raw.rights.as_deref().unwrap_or_default()),
+        migrate: raw.migrate.iter().map(|m| Migration { vcpu: m.vcpu, to: m.to.clone() }).collect(),
         budget: raw.budget.map(|budget| Budget { time_us: budget.time.0, period_us: budget.period.0 }),
         memory: raw.memory.iter().map(memory_region).collect(),
         devices: raw.device.iter().map(device).collect(),

@@ -31,6 +31,7 @@ pub fn partition(name: &str, vcpus: Vec<u32>, memory: Vec<MemoryRegion>) -> Part
         vcpus,
         exclusive: false,
         rights: Default::default(),
+            migrate: vec![],
         budget: None,
         memory,
         devices: vec![],
