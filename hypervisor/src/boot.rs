@@ -8,7 +8,8 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering
 use partita_arch::{boot as image, cpu, el2, firmware, gic, heap, mmu, stage2, uart};
 use partita_core::image::{decode, payload_len, BootTable};
 use partita_core::model::{Platform, Range};
-use spin::Once;
+use partita_core::readyq::ReadyQueue;
+use spin::{Mutex, Once};
 
 /// QEMU virt's PL011: used only to report a payload too broken to name its
 /// own console.
@@ -43,6 +44,12 @@ pub struct PerCpu {
     pub exclusive: bool,
     /// Runs the slots of the plan in force instead of priorities.
     pub cyclic: bool,
+    /// Fixed priority: the runnable vCPUs not loaded anywhere, by priority
+    /// (only this pCPU touches it).
+    pub ready: Mutex<ReadyQueue<MAX_SLOTS>>,
+    /// Slots whose runnability may have changed since this pCPU last looked;
+    /// any pCPU sets bits, only this one clears them.
+    dirty: [AtomicU64; MAX_SLOTS / 64],
     /// Per partition: the TLB generation this pCPU last invalidated for.
     pub tlb_seen: Vec<AtomicU32>,
     /// Fixed priority: the running vCPU's quantum is armed (it shares the pCPU).
@@ -71,12 +78,39 @@ impl PerCpu {
     pub fn set_current(&self, slot: Option<usize>) {
         self.current.store(slot.unwrap_or(NONE), Ordering::Relaxed);
     }
+
+    /// Asks this pCPU to look at `slot` again (see [`PerCpu::take_dirty`]).
+    pub fn mark(&self, slot: usize) {
+        self.dirty[slot / 64].fetch_or(1 << (slot % 64), Ordering::SeqCst);
+    }
+
+    /// The slots marked since the last call, each once.
+    pub fn take_dirty(&self) -> impl Iterator<Item = usize> + '_ {
+        self.dirty.iter().enumerate().flat_map(|(w, word)| {
+            let mut bits = word.swap(0, Ordering::SeqCst);
+            core::iter::from_fn(move || {
+                (bits != 0).then(|| {
+                    let bit = bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    w * 64 + bit
+                })
+            })
+        })
+    }
 }
+
+/// vCPUs one pCPU may list: its own, plus those that may migrate to it.
+pub const MAX_SLOTS: usize = 128;
 
 static SYSTEM: Once<System> = Once::new();
 
 pub fn system() -> &'static System {
     SYSTEM.get().expect("system not built")
+}
+
+/// `None` while the primary CPU is still building the system.
+pub fn try_system() -> Option<&'static System> {
+    SYSTEM.get()
 }
 
 /// The primary CPU: read the payload, set up EL2, build every partition,
@@ -172,6 +206,10 @@ fn build_system(table: BootTable, data: &'static [u8]) -> System {
         .map(|cpu| {
             let vcpus: Vec<_> =
                 partitions.iter().flat_map(|p| p.vcpus.iter().copied()).filter(|v| v.home == cpu || v.migrate_to.contains(&cpu)).collect();
+            assert!(vcpus.len() <= MAX_SLOTS, "pCPU {cpu} lists {} vCPUs; at most {MAX_SLOTS}", vcpus.len());
+            for (slot, vcpu) in vcpus.iter().enumerate() {
+                vcpu.place(cpu, slot);
+            }
             let cyclic = plans.is_cyclic(cpu);
             PerCpu {
                 exclusive: !cyclic && vcpus.len() == 1,
@@ -181,6 +219,9 @@ fn build_system(table: BootTable, data: &'static [u8]) -> System {
                 timer_masked: AtomicBool::new(false),
                 sharing: AtomicBool::new(false),
                 tlb_seen: partitions.iter().map(|_| AtomicU32::new(0)).collect(),
+                ready: Mutex::new(ReadyQueue::new()),
+                // Everything is looked at once, at the first decision.
+                dirty: [const { AtomicU64::new(u64::MAX) }; MAX_SLOTS / 64],
                 until: AtomicU64::new(0),
                 last_slot_start: AtomicU64::new(u64::MAX),
             }

@@ -23,6 +23,11 @@ use partita_core::vgic::regs::PartitionGic;
 use partita_core::vuart::{LineBuffer, Pl011};
 use spin::Mutex;
 
+/// The most pCPUs a configuration may have.
+pub const MAX_CPUS: usize = *partita_core::validate::CPUS.end() as usize;
+/// `slot_on` of a pCPU where the vCPU is not listed.
+const NO_SLOT: u8 = u8::MAX;
+
 /// Longest console line a partition can emit before it is wrapped.
 pub const CONSOLE_LINE: usize = 200;
 
@@ -106,6 +111,9 @@ pub struct Vcpu {
     pcpu: AtomicUsize,
     /// pCPUs it may move to, in order of preference; empty: it never moves.
     pub migrate_to: Vec<usize>,
+    /// Its index in each pCPU's `vcpus` (`NO_SLOT` where it is not listed),
+    /// so a change here can mark it for that pCPU's ready queue.
+    slot_on: [AtomicU8; MAX_CPUS],
     /// A [`State`], changed only through [`Vcpu::apply`].
     state: AtomicU8,
     /// True while a pCPU has this vCPU's state loaded in its registers.
@@ -133,6 +141,14 @@ impl Partition {
 
     pub fn set_state(&self, state: RunState) {
         self.state.store(state as u8, Ordering::Release);
+        self.mark_vcpus();
+    }
+
+    /// Every vCPU may have become runnable or not.
+    fn mark_vcpus(&self) {
+        for vcpu in &self.vcpus {
+            vcpu.mark();
+        }
     }
 
     /// Moves from `Running` to `state`; false if it was no longer running
@@ -143,7 +159,11 @@ impl Partition {
 
     /// Moves from `from` to `to`; false if it was not in `from`.
     pub fn change(&self, from: RunState, to: RunState) -> bool {
-        self.state.compare_exchange(from as u8, to as u8, Ordering::AcqRel, Ordering::Acquire).is_ok()
+        let changed = self.state.compare_exchange(from as u8, to as u8, Ordering::AcqRel, Ordering::Acquire).is_ok();
+        if changed {
+            self.mark_vcpus();
+        }
+        changed
     }
 
     pub fn tlb_generation(&self) -> u32 {
@@ -175,7 +195,10 @@ impl Vcpu {
         loop {
             let next = current.next(op)?;
             match self.state.compare_exchange(current as u8, next as u8, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => return Ok(next),
+                Ok(_) => {
+                    self.mark();
+                    return Ok(next);
+                }
                 Err(seen) => current = State::from_u8(seen),
             }
         }
@@ -184,6 +207,24 @@ impl Vcpu {
     /// Off, whatever it was: only for a partition (re)start.
     fn power_down(&self) {
         self.state.store(State::Off as u8, Ordering::Release);
+        self.mark();
+    }
+
+    /// Records in `cpu`'s tables that this vCPU is its slot `slot` (boot).
+    pub fn place(&self, cpu: usize, slot: usize) {
+        self.slot_on[cpu].store(u8::try_from(slot).expect("slot fits a u8"), Ordering::Relaxed);
+    }
+
+    /// Something that decides whether it can run changed: every pCPU that
+    /// lists it looks at it again at its next decision.
+    pub fn mark(&self) {
+        let Some(system) = crate::boot::try_system() else { return };
+        for (cpu, slot) in self.slot_on.iter().enumerate() {
+            let slot = slot.load(Ordering::Relaxed);
+            if slot != NO_SLOT {
+                system.cpus[cpu].mark(usize::from(slot));
+            }
+        }
     }
 
     pub fn is_waiting(&self) -> bool {
@@ -192,6 +233,7 @@ impl Vcpu {
 
     pub fn set_waiting(&self, waiting: bool) {
         self.waiting.store(waiting, Ordering::SeqCst);
+        self.mark();
     }
 
     pub fn has_queued(&self) -> bool {
@@ -209,6 +251,7 @@ impl Vcpu {
     /// Marks the vCPU off its pCPU once its registers are saved.
     pub fn release(&self) {
         self.on_cpu.store(false, Ordering::SeqCst);
+        self.mark();
     }
 
     /// Takes the vCPU for pCPU `cpu`: false if another pCPU has it loaded,
@@ -232,6 +275,7 @@ impl Vcpu {
     /// Moves it to `cpu` (its home or a migration target).
     pub fn move_to(&self, cpu: usize) {
         self.pcpu.store(cpu, Ordering::SeqCst);
+        self.mark();
     }
 
     /// Puts the vCPU in its power-on state, entering at `entry` with x0 = `arg`.
@@ -291,6 +335,7 @@ fn new_vcpu(partition: usize, index: usize, home: usize, migrate_to: Vec<usize>)
         home,
         pcpu: AtomicUsize::new(home),
         migrate_to,
+        slot_on: [const { AtomicU8::new(NO_SLOT) }; MAX_CPUS],
         state: AtomicU8::new(State::Off as u8),
         on_cpu: AtomicBool::new(false),
         waiting: AtomicBool::new(false),

@@ -8,14 +8,15 @@
 //! wake-up of vCPUs that wait in WFI for their virtual timer while they are
 //! off the pCPU.
 
-use crate::boot::{system, PerCpu};
+use crate::boot::{system, PerCpu, MAX_SLOTS};
 use crate::irq;
 use crate::partition::{RunState, Vcpu};
 use crate::trace;
 use core::sync::atomic::Ordering;
 use partita_arch::exception::{enter_guest, Regs};
 use partita_arch::{cpu, el2, gic, stage2, timer};
-use partita_core::sched::{contender, pick};
+use partita_core::readyq::ReadyQueue;
+use spin::MutexGuard;
 use partita_core::trace::{Kind, OutReason};
 use partita_core::vcpu::{Op, State};
 use partita_core::vgic::VTIMER_INTID;
@@ -67,14 +68,52 @@ fn choose(cpu: usize, me: &PerCpu) -> Option<usize> {
         me.until.store(now.until, Ordering::Relaxed);
         now.owner.filter(|&slot| rank(me.vcpus[slot]).is_some())
     } else {
-        let best = || pick(me.current(), me.vcpus.len(), |i| rank(me.vcpus[i]));
-        let first = best();
+        let mut ready = refresh(me);
+        let mut best = highest(me, &mut ready);
         // A vCPU that came back and is off every pCPU can run at once.
-        if rebalance(cpu, me, first.map(|slot| priority(me.vcpus[slot]))) {
-            return best();
+        if rebalance(cpu, me, best.map(|(priority, _)| priority)) {
+            drop(ready);
+            ready = refresh(me);
+            best = highest(me, &mut ready);
         }
-        first
+        let (_, slot) = best?;
+        ready.remove(slot);
+        Some(slot)
     }
+}
+
+type Ready<'a> = MutexGuard<'a, ReadyQueue<MAX_SLOTS>>;
+
+/// `me`'s ready queue, brought up to date with every vCPU marked since the
+/// last look: the cost follows what changed, not how many vCPUs there are.
+fn refresh(me: &PerCpu) -> Ready<'_> {
+    let mut ready = me.ready.lock();
+    for slot in me.take_dirty().filter(|&slot| slot < me.vcpus.len()) {
+        match rank(me.vcpus[slot]) {
+            Some(priority) if !ready.contains(slot) => {
+                // Cannot fail: the slot is in range and not queued.
+                let _ = ready.enqueue(slot, priority);
+            }
+            Some(_) => {}
+            None => {
+                ready.remove(slot);
+            }
+        }
+    }
+    ready
+}
+
+/// The most urgent queued vCPU, with its priority. An entry that can no
+/// longer run (it changed after it was marked and looked at) is dropped; it
+/// is marked, and queued again, when it can.
+fn highest(me: &PerCpu, ready: &mut Ready<'_>) -> Option<(u8, usize)> {
+    while let Some((priority, slot)) = ready.highest() {
+        if rank(me.vcpus[slot]).is_some() {
+            return Some((priority, slot));
+        }
+        ready.remove(slot);
+    }
+    None
 }
 
 /// vlk's migration, decided by a vCPU's home pCPU: a vCPU that could run
@@ -111,9 +150,10 @@ pub fn must_yield(me: &PerCpu, slot: usize, quantum_over: bool) -> bool {
         return timer::counter() >= me.until.load(Ordering::Relaxed);
     }
     let mine = priority(me.vcpus[slot]);
-    let rank = |i: usize| rank(me.vcpus[i]);
-    let outranked = mine.checked_add(1).is_some_and(|above| contender(slot, me.vcpus.len(), above, rank));
-    outranked || (quantum_over && contender(slot, me.vcpus.len(), mine, rank))
+    match highest(me, &mut refresh(me)) {
+        Some((other, _)) => other > mine || (quantum_over && other == mine),
+        None => false,
+    }
 }
 
 fn switch_to(me: &PerCpu, slot: usize) -> ! {
@@ -215,8 +255,8 @@ pub fn start_sharing(me: &PerCpu, slot: usize) {
 }
 
 fn must_share(me: &PerCpu, slot: usize) -> bool {
-    let mine = system().partitions[me.vcpus[slot].partition].rank;
-    contender(slot, me.vcpus.len(), mine, |i| rank(me.vcpus[i]))
+    let mine = priority(me.vcpus[slot]);
+    highest(me, &mut refresh(me)).is_some_and(|(other, _)| other >= mine)
 }
 
 /// Acknowledges every pending physical interrupt: Partita's own are ended

@@ -16,7 +16,6 @@ pub mod overhead;
 pub mod plan;
 pub mod psci;
 pub mod readyq;
-pub mod sched;
 pub mod sysreg;
 pub mod trace;
 pub mod validate;
