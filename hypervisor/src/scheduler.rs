@@ -146,6 +146,9 @@ pub fn rebalance(cpu: usize, me: &PerCpu, urgent: Option<u8>) -> bool {
 /// urgent one is runnable, or its quantum is over and a peer of equal
 /// priority waits. Cyclic: its slot is over.
 pub fn must_yield(me: &PerCpu, slot: usize, quantum_over: bool) -> bool {
+    if me.exclusive {
+        return false;
+    }
     if me.cyclic {
         return timer::counter() >= me.until.load(Ordering::Relaxed);
     }
@@ -236,7 +239,8 @@ fn wake_due_timers(me: &PerCpu) {
 /// use the pCPU. Disarms it when none applies.
 pub fn arm_timer(me: &PerCpu, running: Option<usize>) {
     let waiting = me.vcpus.iter().filter(|v| waiting_here(v)).filter_map(|v| timer_deadline(v)).min();
-    let quantum = running.filter(|&slot| !me.cyclic && must_share(me, slot)).map(|_| timer::counter() + system().quantum);
+    let alone = me.cyclic || me.exclusive;
+    let quantum = running.filter(|&slot| !alone && must_share(me, slot)).map(|_| timer::counter() + system().quantum);
     me.sharing.store(quantum.is_some(), Ordering::Relaxed);
     let policy = if me.cyclic { Some(me.until.load(Ordering::Relaxed)) } else { quantum };
     match waiting.into_iter().chain(policy).min() {
@@ -249,7 +253,7 @@ pub fn arm_timer(me: &PerCpu, running: Option<usize>) {
 /// runnable meanwhile (woken by an interrupt) starts the round-robin
 /// quantum, which was not running while the vCPU was alone.
 pub fn start_sharing(me: &PerCpu, slot: usize) {
-    if !me.cyclic && !me.sharing.load(Ordering::Relaxed) && must_share(me, slot) {
+    if !me.cyclic && !me.exclusive && !me.sharing.load(Ordering::Relaxed) && must_share(me, slot) {
         arm_timer(me, Some(slot));
     }
 }

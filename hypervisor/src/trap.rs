@@ -49,7 +49,7 @@ pub fn handle(regs: &mut Regs, kind: u64) {
     if quantum_over {
         scheduler::timer_expired(me, slot);
     }
-    if kind == kind::IRQ && !me.cyclic {
+    if kind == kind::IRQ && !me.cyclic && !me.exclusive {
         // A vCPU woke here while this one keeps the pCPU: it may move away.
         let _ = scheduler::rebalance(cpu::index(), me, Some(part.rank));
     }
