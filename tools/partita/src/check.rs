@@ -70,9 +70,37 @@ pub fn summary(config: &Config, profile: &PlatformProfile) -> String {
         rows.extend(partition_rows(partition));
     }
     out.push_str(&table(&rows));
+    out.push_str(&control(system));
     out.push_str(&budgets(system));
     out.push_str(&plans(system, profile));
     out
+}
+
+/// System partitions with their rights, and vCPUs that may migrate.
+fn control(system: &System) -> String {
+    let mut out = String::new();
+    for partition in &system.partitions {
+        let r = partition.rights;
+        let granted: Vec<&str> = [
+            (r.suspend, "suspend"),
+            (r.resume, "resume"),
+            (r.restart, "restart"),
+            (r.halt, "halt"),
+            (r.switch_plan, "switch-plan"),
+        ]
+        .into_iter()
+        .filter_map(|(has, name)| has.then_some(name))
+        .collect();
+        if !granted.is_empty() {
+            out += &format!("system partition {}: may {}\n", partition.name, granted.join(", "));
+        }
+        for m in &partition.migrate {
+            let home = partition.vcpus.get(m.vcpu as usize).map_or("?".into(), |c| c.to_string());
+            let to: Vec<String> = m.to.iter().map(u32::to_string).collect();
+            out += &format!("{} vCPU {} migrates from pCPU {home} to pCPU {}\n", partition.name, m.vcpu, to.join(" or "));
+        }
+    }
+    if out.is_empty() { out } else { format!("\n{out}") }
 }
 
 /// Each fixed-priority pCPU that hosts a budgeted vCPU: how much of it the
