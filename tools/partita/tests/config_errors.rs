@@ -136,6 +136,15 @@ fn load_beside_stand_in_guest(name: &str, text: &str) -> Config {
 }
 
 #[test]
+fn modes_configuration_is_valid() {
+    let config = load_beside_stand_in_guest("modes", include_str!("../../../configs/modes.toml"));
+    let names: Vec<&str> = config.system.plans.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["normal", "degraded"]);
+    assert!(config.system.partitions[2].rights.switch_plan, "monitor may switch plans");
+    assert_eq!(config.system.partitions[3].migrate.len(), 1, "gpos's vCPU 0 migrates");
+}
+
+#[test]
 fn demo_configuration_is_valid() {
     let config = load_beside_stand_in_guest("demo", include_str!("../../../configs/demo.toml"));
     let names: Vec<&str> = config.system.partitions.iter().map(|p| p.name.as_str()).collect();
