@@ -224,7 +224,7 @@ fn waiting_here(vcpu: &Vcpu) -> bool {
 
 /// Waiting vCPUs whose virtual timer has expired become runnable; the timer
 /// interrupt itself arrives once they are back on the pCPU.
-fn wake_due_timers(me: &PerCpu) {
+pub fn wake_due_timers(me: &PerCpu) {
     let now = timer::counter();
     for vcpu in me.vcpus.iter().filter(|v| waiting_here(v)) {
         if timer_deadline(vcpu).is_some_and(|deadline| deadline <= now) {
@@ -287,10 +287,4 @@ pub fn drain_interrupts(running: Option<&Vcpu>) -> bool {
         }
     }
     timer_fired
-}
-
-/// After the EL2 timer fired while `slot` ran: wake due vCPUs and re-arm.
-pub fn timer_expired(me: &PerCpu, slot: usize) {
-    wake_due_timers(me);
-    arm_timer(me, Some(slot));
 }

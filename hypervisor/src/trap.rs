@@ -47,7 +47,7 @@ pub fn handle(regs: &mut Regs, kind: u64) {
     };
     let quantum_over = matches!(action, Action::Tick);
     if quantum_over {
-        scheduler::timer_expired(me, slot);
+        scheduler::wake_due_timers(me);
     }
     if kind == kind::IRQ && !me.cyclic && !me.exclusive {
         // A vCPU woke here while this one keeps the pCPU: it may move away.
@@ -66,7 +66,13 @@ pub fn handle(regs: &mut Regs, kind: u64) {
         _ if !runnable(vcpu) => switch_away(vcpu, regs, gone(part)),
         _ if must_yield(me, slot, quantum_over) => switch_away(vcpu, regs, OutReason::Preempted),
         _ => {
-            scheduler::start_sharing(me, slot);
+            // The timer is re-armed only for a vCPU that stays: a switch
+            // arms it for the next one anyway.
+            if quantum_over {
+                scheduler::arm_timer(me, Some(slot));
+            } else {
+                scheduler::start_sharing(me, slot);
+            }
             irq::flush(vcpu)
         }
     }

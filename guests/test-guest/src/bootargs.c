@@ -185,6 +185,15 @@ static bool parse_token(const char *tok, u32 n, struct bootargs *a)
 		if (!parse_u64(v, vlen, &num) || num > MAX_PERIOD_MS)
 			return false;
 		a->ctl_after_ms = num;
+	} else if (KEY("count_ms")) {
+		if (!parse_u64(v, vlen, &num) || num > MAX_PERIOD_MS)
+			return false;
+		a->count_ms = num;
+	} else if (KEY("count_at_ms")) {
+		if (!parse_u64(v, vlen, &num) || num > MAX_PERIOD_MS)
+			return false;
+		a->count_at_ms = num;
+		a->has_count_at = true;
 	} else if (KEY("end")) {
 		if (str_eq_n(v, vlen, "off"))
 			a->end_reset = false;
@@ -238,6 +247,9 @@ void bootargs_parse(const char *cmdline, struct bootargs *a)
 	a->target = 0;
 	a->plan_switch = 0;
 	a->ctl_after_ms = DEFAULT_CTL_AFTER_MS;
+	a->count_ms = 0;
+	a->count_at_ms = 0;
+	a->has_count_at = false;
 	if (!p)
 		return;
 

@@ -40,4 +40,7 @@ void timer_irq(u64 now);
 void timer_periodic_test(u64 hz, u64 n);
 void irq_bench(u64 n);
 
+/* Counting partition (count.c). */
+void count_test(const struct bootargs *a);
+
 #endif

@@ -293,6 +293,8 @@ void guest_main(u64 dtb)
 		part_ctl_test(&args);
 	if (args.plan_switch)
 		plan_switch_test(&args);
+	if (args.count_ms)
+		count_test(&args);
 	tick_loop();
 	if (args.end_reset) {
 		printf("resetting\n");

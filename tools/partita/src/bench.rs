@@ -38,7 +38,7 @@ const MEASURED: &str = "rt";
 /// minutes, far longer than any run.
 const HOG_BOOTARGS: &str = "mask-spin=600000 ticks=1";
 /// What QEMU virt's generic timer runs at, for cortex-a72.
-const NOMINAL_HZ: u64 = 62_500_000;
+pub const NOMINAL_HZ: u64 = 62_500_000;
 
 /// What to run; [`Options::default`] is what the command line does without flags.
 #[derive(Clone, Debug)]
@@ -189,14 +189,14 @@ fn modes(opts: &Options) -> Vec<(Mode, Option<u32>)> {
     modes
 }
 
-fn mode_label(mode: Mode, shift: Option<u32>) -> String {
+pub fn mode_label(mode: Mode, shift: Option<u32>) -> String {
     match (mode, shift) {
         (Mode::Icount, Some(shift)) => format!("icount {shift}"),
         _ => mode.name().to_string(),
     }
 }
 
-fn progress_bar(total: usize) -> ProgressBar {
+pub fn progress_bar(total: usize) -> ProgressBar {
     let bar = ProgressBar::new(total as u64);
     if let Ok(style) = ProgressStyle::with_template("{bar:30} {pos}/{len} QEMU runs: {msg} ({elapsed})") {
         bar.set_style(style);

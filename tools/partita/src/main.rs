@@ -6,7 +6,7 @@ use partita::bench;
 use partita::build::{self, BuildOutput};
 use partita::config::Config;
 use partita::run::{self, Ending, RunOptions};
-use partita::{bench_readyq, check, guests, testcmd, trace};
+use partita::{bench_readyq, bench_sched, check, guests, testcmd, trace};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -87,6 +87,31 @@ enum Bench {
         #[arg(long, default_value_t = bench_readyq::DEFAULT_OPS, value_parser = clap::value_parser!(u32).range(1..))]
         ops: u32,
     },
+    /// Partition context switch (PCS) of a cyclic pCPU: two counting
+    /// partitions alternate in 1 ms slots, traced, wall-clock and under
+    /// -icount 4. Writes out/bench-pcs/report.md and report.json.
+    Pcs {
+        /// QEMU boots per mode; the table shows medians over them.
+        #[arg(long, default_value_t = bench_sched::DEFAULT_RUNS, value_parser = clap::value_parser!(u32).range(1..))]
+        runs: u32,
+        /// Write the result to platforms/qemu-virt.toml (check uses it once
+        /// partita is rebuilt).
+        #[arg(long)]
+        save: bool,
+    },
+    /// XtratuM's Table 1: the share of its slots a partition loses to
+    /// switches, for slots of 1000 ms down to 1 ms, against PCS / D.
+    /// Writes out/bench-slots/report.md and report.json.
+    Slots {
+        /// QEMU boots per slot duration and mode; the table shows medians.
+        #[arg(long, default_value_t = bench_sched::DEFAULT_RUNS, value_parser = clap::value_parser!(u32).range(1..))]
+        runs: u32,
+        /// Shift of the -icount pass that follows the wall-clock one (with 4,
+        /// one counter tick is one instruction).
+        #[arg(long, value_name = "SHIFT", default_value_t = bench_sched::DEFAULT_SHIFT,
+              value_parser = clap::value_parser!(u32).range(0..=10))]
+        icount: u32,
+    },
 }
 
 fn main() -> ExitCode {
@@ -124,6 +149,18 @@ fn execute(command: Cmd) -> Result<ExitCode> {
             let opts = bench::Options { runs, samples, icount, ..bench::Options::default() };
             print!("{}", bench::irq_latency(&opts)?.table());
             println!("report: {}/report.md, report.json", bench::report_dir(&opts.name).display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Bench { what: Bench::Pcs { runs, save } } => {
+            let opts = bench_sched::PcsOptions { runs, save, ..bench_sched::PcsOptions::default() };
+            print!("{}", bench_sched::pcs(&opts)?.table());
+            println!("report: {}/report.md, report.json", bench::report_dir(bench_sched::PCS_NAME).display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Bench { what: Bench::Slots { runs, icount } } => {
+            let opts = bench_sched::SlotsOptions { runs, shift: icount, ..bench_sched::SlotsOptions::default() };
+            print!("{}", bench_sched::slots(&opts)?.table());
+            println!("report: {}/report.md, report.json", bench::report_dir(bench_sched::SLOTS_NAME).display());
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Bench { what: Bench::ReadyQueue { batches, ops } } => {

@@ -314,3 +314,35 @@ fn fixed_priorities_preempt_in_the_configured_order() {
     assert!(mid_done < low_starts, "low ran before mid finished:\n{}", boot.console.join("\n"));
     assert!(boot.log("low").lines().any(|l| l == "tick 10"), "{}", lines(&boot, "low"));
 }
+
+/// `count: <n> in <ms> ms` -> n.
+fn count(log: &str) -> u64 {
+    let line = log.lines().find(|l| l.starts_with("count: ") && l.ends_with(" ms")).unwrap_or_else(|| panic!("no count in\n{log}"));
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Two partitions of one priority count on one pCPU over the same absolute
+/// one-second window, under -icount: round robin gives each half, within
+/// one quantum's worth of iterations.
+#[test]
+fn round_robin_is_fair_within_a_priority() {
+    const QUANTUM_MS: u64 = 5;
+    const WINDOW_MS: u64 = 1000;
+    let args = format!("count_ms={WINDOW_MS} count_at_ms=3000 ticks=1 period_ms=1");
+    let text = format!(
+        "[hypervisor]\nquantum_us = {}\n\n{}{}",
+        QUANTUM_MS * 1000,
+        part("left", "[1]", &args),
+        part("right", "[1]", &args)
+    );
+    let boot = boot_with("qemu-round-robin", &text, icount());
+    assert_powered_off(&boot);
+    for name in ["left", "right"] {
+        assert!(!boot.log(name).contains("started"), "{name} began counting late:\n{}", lines(&boot, name));
+    }
+    let (left, right) = (count(boot.log("left")), count(boot.log("right")));
+    let quantum_worth = (left + right) * QUANTUM_MS / WINDOW_MS;
+    println!("left {left}, right {right}, difference {}, one quantum {quantum_worth}", left.abs_diff(right));
+    assert!(left > 0 && right > 0);
+    assert!(left.abs_diff(right) <= quantum_worth, "left {left}, right {right}: more than one quantum ({quantum_worth}) apart");
+}

@@ -1,0 +1,1004 @@
+//! `partita bench pcs` and `partita bench slots`: what a cyclic pCPU's
+//! partition context switch (PCS) costs, and how much of its slots a
+//! partition loses to it, after XtratuM's counting-partition experiment
+//! (its Table 1, slots of 1000 ms down to 1 ms). Both report; neither asserts.
+//!
+//! Every partition of a run counts over one window of counter time
+//! (`count_at_ms`), since under QEMU one vCPU's speed depends on what the
+//! others do: wall-clock they share the host's cores, and under `-icount`
+//! they share one thread, guest time advancing with the instructions of
+//! whichever vCPU runs. That is also why, under `-icount`, the reference
+//! partition of `bench slots` counts in a boot of its own (see [`Reference`]).
+
+use crate::bench::{self, Mode};
+use crate::build::{self, BuildOutput};
+use crate::config::{self, Config};
+use crate::guests;
+use crate::profile::{self, PlatformProfile};
+use crate::run::{self, Ending, Monitor, RunOptions, RunReport};
+use crate::slots::{self, SlotRun};
+use crate::trace::{self, TraceMeta};
+use anyhow::{bail, ensure, Context, Result};
+use indicatif::ProgressBar;
+use partita_core::trace::Trace;
+use serde::{Deserialize, Serialize};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+pub const DEFAULT_RUNS: u32 = 3;
+/// With 4, one counter tick of QEMU virt's 62.5 MHz is one instruction.
+pub const DEFAULT_SHIFT: u32 = 4;
+pub const PCS_NAME: &str = "bench-pcs";
+pub const SLOTS_NAME: &str = "bench-slots";
+/// The board whose profile `bench pcs --save` writes and `bench slots` predicts from.
+pub const BOARD: &str = "qemu-virt";
+/// XtratuM's Table 1: slot duration (ms), measured overhead (%), theoretical PL (%).
+pub const XTRATUM_TABLE_1: [(u64, f64, f64); 7] = [
+    (1000, 0.000, 0.001),
+    (500, 0.001, 0.002),
+    (100, 0.009, 0.011),
+    (50, 0.019, 0.022),
+    (10, 0.099, 0.110),
+    (5, 0.202, 0.220),
+    (1, 1.074, 1.100),
+];
+/// `bench pcs`: a thousand 1 ms slots of each partition in the window.
+pub const PCS_SLOT_MS: u64 = 1;
+pub const PCS_COUNT_MS: u64 = 1000;
+/// The shortest window `bench slots` counts over.
+pub const MIN_COUNT_MS: u64 = 2000;
+/// Enough for the boot's traps and every slot of the window without the
+/// ring overwriting the window (16 bytes an event; three pCPUs take 6 MiB
+/// of the quarter of hypervisor memory the trace may use).
+const EVENTS_PER_CPU: u32 = 131_072;
+/// The cyclic pCPU. pCPU 0 runs no partition; pCPU 2 is the reference
+/// partition's.
+const CYCLIC_CPU: usize = 1;
+/// First guesses (wall-clock, icount) at a window start every partition
+/// has booted by, in counter milliseconds; a run that finds a partition
+/// late moves the window later for every run after it. Two partitions
+/// booting in 1 ms slots take longest.
+const PCS_START_MS: [u64; 2] = [1_500, 3_000];
+const SLOTS_START_MS: [u64; 2] = [2_000, 3_000];
+const MAX_LATE_RETRIES: usize = 3;
+/// Only a hung run takes this long: the longest, 1000 ms slots under
+/// -icount, ends within a minute.
+const RUN_LIMIT_S: u64 = 600;
+
+/// One pass of a bench: wall-clock, or `-icount shift=N`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pass {
+    pub mode: Mode,
+    pub shift: Option<u32>,
+}
+
+impl Pass {
+    pub const WALL: Pass = Pass { mode: Mode::Wall, shift: None };
+
+    pub fn icount(shift: u32) -> Self {
+        Pass { mode: Mode::Icount, shift: Some(shift) }
+    }
+
+    pub fn label(self) -> String {
+        bench::mode_label(self.mode, self.shift)
+    }
+
+    /// What the profile keeps a switch in for this pass.
+    pub fn unit(self) -> &'static str {
+        match self.shift {
+            Some(_) => "instructions",
+            None => "ns",
+        }
+    }
+
+    /// Counter ticks in [`Pass::unit`]: under icount each instruction is
+    /// 2^shift ns of guest time, so ticks become instructions only while one
+    /// vCPU runs; with several busy ones guest time advances with all their
+    /// instructions.
+    pub fn from_ticks(self, ticks: f64, hz: u64) -> f64 {
+        let ns = ticks * 1e9 / hz as f64;
+        match self.shift {
+            Some(shift) => ns / (1u64 << shift) as f64,
+            None => ns,
+        }
+    }
+
+    fn index(self) -> usize {
+        usize::from(self.mode == Mode::Icount)
+    }
+
+    pub fn reference(self) -> Reference {
+        match self.mode {
+            Mode::Wall => Reference::Beside,
+            Mode::Icount => Reference::Alone,
+        }
+    }
+}
+
+/// Where `bench slots`' reference partition `r`, with a whole pCPU, counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Reference {
+    /// Beside `p` and `q`, in the same boot and window: wall-clock, where
+    /// every vCPU is a host thread of its own, so the host's load falls on
+    /// the reference and the measured partitions alike.
+    Beside,
+    /// Alone in a boot of its own, over the same window: under `-icount`.
+    /// There a busy `r` would take guest time in whatever shares QEMU's
+    /// round robin gives the two busy vCPUs (anything from 6 % to 50 % of
+    /// it, depending on how the slot timers fall), and `p` and `q` would
+    /// count the rest. With one busy vCPU per boot, guest time is that
+    /// vCPU's instructions, and the reference is exact and the same in
+    /// every run.
+    Alone,
+}
+
+/// Counter ticks in `ms` milliseconds, as the guest computes them.
+pub fn ms_ticks(ms: u64, hz: u64) -> u64 {
+    (hz / 1000) * ms + (hz % 1000) * ms / 1000
+}
+
+/// `count: <iterations> in <ms> ms` -> (iterations, ms).
+pub fn parse_count(log: &str) -> Option<(u64, u64)> {
+    log.lines().find_map(|line| {
+        let rest = line.trim().strip_prefix("count: ")?;
+        let (iterations, ms) = rest.split_once(" in ")?;
+        Some((iterations.parse().ok()?, ms.strip_suffix(" ms")?.parse().ok()?))
+    })
+}
+
+/// `count: started <us> us late`: the guest reached the window after it began.
+pub fn parse_late(log: &str) -> Option<u64> {
+    log.lines().find_map(|line| line.trim().strip_prefix("count: started ")?.strip_suffix(" us late")?.parse().ok())
+}
+
+/// A window start after `late_us` more, with a second to spare, in whole seconds.
+pub fn later_start(start_ms: u64, late_us: u64) -> u64 {
+    (start_ms + late_us.div_ceil(1000) + 1000).next_multiple_of(1000)
+}
+
+/// The share a partition with half a pCPU missed: 1 - shared / (alone / 2),
+/// where `alone` counted over the same window with a whole pCPU.
+pub fn loss(shared: u64, alone: u64) -> Option<f64> {
+    (alone > 0).then(|| 1.0 - 2.0 * shared as f64 / alone as f64)
+}
+
+/// How long `bench slots` counts with slots of `duration_ms`: whole major
+/// frames (two slots), so that the window holds exactly half of the pCPU for
+/// each partition whatever its phase; at least [`MIN_COUNT_MS`] and two frames.
+pub fn count_ms(duration_ms: u64) -> u64 {
+    let frame = 2 * duration_ms;
+    MIN_COUNT_MS.max(2 * frame).next_multiple_of(frame)
+}
+
+/// PCS / D, with PCS from the profile in the pass's unit.
+pub fn predicted_loss(profile: &PlatformProfile, pass: Pass, duration_ms: u64) -> f64 {
+    let pcs_ns = match pass.shift {
+        Some(shift) => profile.pcs_instructions as f64 * (1u64 << shift) as f64,
+        None => profile.pcs_ns as f64,
+    };
+    pcs_ns / (duration_ms as f64 * 1e6)
+}
+
+/// XtratuM's measured overhead and theoretical PL (%) for slots of `duration_ms`.
+pub fn xtratum(duration_ms: u64) -> Option<(f64, f64)> {
+    XTRATUM_TABLE_1.iter().find(|row| row.0 == duration_ms).map(|&(_, measured, model)| (measured, model))
+}
+
+/// Switch costs seen from the incoming partition, in counter ticks.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Switches {
+    /// Slot instances counted.
+    pub slots: usize,
+    /// `entered - planned`: the PCS.
+    pub mean_ticks: f64,
+    pub max_ticks: u64,
+    /// `seen - planned`: the part before Partita noticed the slot's start
+    /// (timer delivery, and finishing whatever it was doing).
+    pub seen_mean_ticks: f64,
+}
+
+/// The slot instances of `cpu` planned to start in `[from, to)` whose vCPU
+/// entered; `None` if there are none.
+pub fn switches(runs: &[SlotRun], cpu: usize, from: u64, to: u64) -> Option<Switches> {
+    let kept: Vec<(u64, u64)> = runs
+        .iter()
+        .filter(|r| r.cpu == cpu && (from..to).contains(&r.planned))
+        .filter_map(|r| Some((r.entered? - r.planned, r.seen - r.planned)))
+        .collect();
+    if kept.is_empty() {
+        return None;
+    }
+    let n = kept.len() as f64;
+    Some(Switches {
+        slots: kept.len(),
+        mean_ticks: kept.iter().map(|k| k.0 as f64).sum::<f64>() / n,
+        max_ticks: kept.iter().map(|k| k.0).max().unwrap_or(0),
+        seen_mean_ticks: kept.iter().map(|k| k.1 as f64).sum::<f64>() / n,
+    })
+}
+
+fn partition(name: &str, cpu: usize, exclusive: bool, bootargs: &str, guest: &Path) -> String {
+    let exclusive = if exclusive { "exclusive = true\n" } else { "" };
+    format!(
+        "[[partition]]\nname = \"{name}\"\ncpus = [{cpu}]\n{exclusive}bootargs = \"{bootargs}\"\n\
+         [[partition.memory]]\nbase = 0x40000000\nsize = \"16M\"\n\
+         [[partition.image]]\npath = \"{}\"\n\n",
+        guest.display()
+    )
+}
+
+/// pCPU 1 alternates `first` and `second` in back-to-back slots of `slot_ms`.
+fn alternating(first: &str, second: &str, slot_ms: u64) -> String {
+    let slot = |name: &str, start: u64| {
+        format!(
+            "    [[plan.core.slot]]\n    partition = \"{name}\"\n    vcpu = 0\n    start_us = {}\n    duration_us = {}\n",
+            start * 1000,
+            slot_ms * 1000
+        )
+    };
+    format!(
+        "[[plan]]\nname = \"alternate\"\n  [[plan.core]]\n  cpu = {CYCLIC_CPU}\n  major_frame_us = {}\n{}{}",
+        2 * slot_ms * 1000,
+        slot(first, 0),
+        slot(second, slot_ms)
+    )
+}
+
+fn header(cpus: usize) -> String {
+    format!("[platform]\ncpus = {cpus}\n\n[trace]\nenabled = true\nevents_per_cpu = {EVENTS_PER_CPU}\n\n")
+}
+
+/// What every counting partition runs. The tick ends the guest (it then
+/// powers its partition off, and the machine once all are off).
+pub fn counting_bootargs(count_ms: u64, start_ms: u64) -> String {
+    format!("count_ms={count_ms} count_at_ms={start_ms} ticks=1 period_ms=1")
+}
+
+/// `bench pcs`: `a` and `b` alternate on pCPU 1 in 1 ms slots.
+pub fn pcs_config(bootargs: &str, guest: &Path) -> String {
+    header(2)
+        + &partition("a", CYCLIC_CPU, false, bootargs, guest)
+        + &partition("b", CYCLIC_CPU, false, bootargs, guest)
+        + &alternating("a", "b", PCS_SLOT_MS)
+}
+
+/// `bench slots`: `p` and `q` alternate on pCPU 1 in slots of
+/// `duration_ms`; with [`Reference::Beside`], `r` has pCPU 2 to itself.
+pub fn slots_config(duration_ms: u64, reference: Reference, bootargs: &str, guest: &Path) -> String {
+    let r = match reference {
+        Reference::Beside => partition("r", CYCLIC_CPU + 1, true, bootargs, guest),
+        Reference::Alone => String::new(),
+    };
+    header(3)
+        + &partition("p", CYCLIC_CPU, false, bootargs, guest)
+        + &partition("q", CYCLIC_CPU, false, bootargs, guest)
+        + &r
+        + &alternating("p", "q", duration_ms)
+}
+
+/// [`Reference::Alone`]'s boot: the same machine with only `r`. pCPU 1 runs
+/// an empty plan, which wakes it once a second: with no timer armed at all,
+/// QEMU's `-icount` warns on every boot, and a wake-up a second costs `r`
+/// less than its count's resolution of one batch.
+pub fn reference_config(bootargs: &str, guest: &Path) -> String {
+    header(3)
+        + &partition("r", CYCLIC_CPU + 1, true, bootargs, guest)
+        + &format!("[[plan]]\nname = \"idle\"\n  [[plan.core]]\n  cpu = {CYCLIC_CPU}\n  major_frame_us = 1000000\n")
+}
+
+/// One `bench pcs` boot.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PcsRun {
+    pub start_ms: u64,
+    pub switches: Switches,
+    /// What `a` and `b` counted: about equal when their slots are.
+    pub counts: [u64; 2],
+}
+
+/// One pass of `bench pcs`: medians over the runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PcsRow {
+    pub pass: Pass,
+    pub mean_ticks: f64,
+    pub max_ticks: f64,
+    pub seen_mean_ticks: f64,
+    /// In [`Pass::unit`].
+    pub mean: f64,
+    pub max: f64,
+    pub runs: Vec<PcsRun>,
+}
+
+impl PcsRow {
+    pub fn new(pass: Pass, runs: Vec<PcsRun>, counter_hz: u64) -> Self {
+        let median_of = |pick: fn(&PcsRun) -> f64| bench::median(runs.iter().map(pick).collect());
+        let mean_ticks = median_of(|r| r.switches.mean_ticks);
+        let max_ticks = median_of(|r| r.switches.max_ticks as f64);
+        PcsRow {
+            pass,
+            mean_ticks,
+            max_ticks,
+            seen_mean_ticks: median_of(|r| r.switches.seen_mean_ticks),
+            mean: pass.from_ticks(mean_ticks, counter_hz),
+            max: pass.from_ticks(max_ticks, counter_hz),
+            runs,
+        }
+    }
+}
+
+/// `out/bench-pcs/report.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PcsReport {
+    pub runs: u32,
+    pub counter_hz: u64,
+    pub rows: Vec<PcsRow>,
+    /// The profile written with `--save`.
+    pub saved: Option<String>,
+}
+
+impl PcsReport {
+    fn row(&self, mode: Mode) -> Option<&PcsRow> {
+        self.rows.iter().find(|r| r.pass.mode == mode)
+    }
+
+    /// What `--save` writes, when both passes ran.
+    pub fn measured(&self, date: &str) -> Option<Measured> {
+        let (wall, icount) = (self.row(Mode::Wall)?, self.row(Mode::Icount)?);
+        let shift = icount.pass.shift?;
+        Some(Measured {
+            pcs_ns: wall.mean.round() as u64,
+            pcs_instructions: icount.mean.round() as u64,
+            pcs_max_ns: wall.max.round() as u64,
+            pcs_max_instructions: icount.max.round() as u64,
+            measured: format!(
+                "partita bench pcs --runs {runs} --save, {date}: medians over {runs} runs of the mean and max \
+                 entry delay over {PCS_COUNT_MS} slots of {PCS_SLOT_MS} ms, wall-clock and -icount shift={shift}",
+                runs = self.runs
+            ),
+        })
+    }
+
+    pub fn table(&self) -> String {
+        let mut out = format!(
+            "pcs: slot start to vCPU entry on a cyclic pCPU, {PCS_SLOT_MS} ms slots; medians of {} runs\n",
+            self.runs
+        );
+        let _ = writeln!(
+            out,
+            "{:<10} {:>7} {:>11} {:>10} {:>11} {:>12} {:>12}",
+            "mode", "slots", "mean ticks", "max ticks", "seen ticks", "mean", "max"
+        );
+        for row in &self.rows {
+            let slots = row.runs.first().map_or(0, |r| r.switches.slots);
+            let _ = writeln!(
+                out,
+                "{:<10} {:>7} {:>11.1} {:>10.0} {:>11.1} {:>12} {:>12}",
+                row.pass.label(),
+                slots,
+                row.mean_ticks,
+                row.max_ticks,
+                row.seen_mean_ticks,
+                format!("{:.0} {}", row.mean, short_unit(row.pass)),
+                format!("{:.0} {}", row.max, short_unit(row.pass))
+            );
+        }
+        if let Some(saved) = &self.saved {
+            let _ = writeln!(out, "saved to {saved}; rebuild partita for `check` to use it");
+        }
+        out
+    }
+
+    pub fn markdown(&self) -> String {
+        let mut out = format!(
+            "# pcs\n\nPartition context switch (PCS) of a cyclic pCPU: partitions `a` and `b` alternate on pCPU 1 \
+             in back-to-back {PCS_SLOT_MS} ms slots (major frame {} ms), both counting (`count_ms={PCS_COUNT_MS}`) \
+             over one window of counter time, with tracing on. For every slot instance planned inside the window, \
+             the trace gives `planned` (the slot's start by the plan), `seen` (when Partita noticed it) and \
+             `entered` (when the slot's vCPU was put on the pCPU); PCS is the mean of `entered - planned`, the \
+             time the incoming partition does not get. Each figure is the median over {} runs of that run's \
+             mean or max; the counter runs at {} MHz.\n\n",
+            2 * PCS_SLOT_MS,
+            self.runs,
+            self.counter_hz as f64 / 1e6
+        );
+        out +=
+            "| mode | slots a run | mean (ticks) | max (ticks) | seen - planned, mean (ticks) | PCS mean | PCS max |\n";
+        out += "|---|--:|--:|--:|--:|--:|--:|\n";
+        for row in &self.rows {
+            let slots = row.runs.first().map_or(0, |r| r.switches.slots);
+            let _ = writeln!(
+                out,
+                "| {} | {slots} | {:.1} | {:.0} | {:.1} | {:.0} {unit} | {:.0} {unit} |",
+                row.pass.label(),
+                row.mean_ticks,
+                row.max_ticks,
+                row.seen_mean_ticks,
+                row.mean,
+                row.max,
+                unit = row.pass.unit()
+            );
+        }
+        out += "\nPer run (mean / max ticks, counts of `a` and `b`, window start):\n\n";
+        for row in &self.rows {
+            for (i, run) in row.runs.iter().enumerate() {
+                let _ = writeln!(
+                    out,
+                    "- {} run {}: {:.1} / {} ticks over {} slots; counts {} and {}; window from {} ms",
+                    row.pass.label(),
+                    i + 1,
+                    run.switches.mean_ticks,
+                    run.switches.max_ticks,
+                    run.switches.slots,
+                    run.counts[0],
+                    run.counts[1],
+                    run.start_ms
+                );
+            }
+        }
+        out += "\nWall-clock, ticks are converted at 16 ns (62.5 MHz). Under `-icount`, one vCPU is busy here (pCPU 0 \
+                idles), so a tick of guest time is 2^shift ns of that vCPU's instructions: with shift 4, one tick is \
+                one instruction, and the PCS is counted in instructions of Partita's switch path plus QEMU's timer \
+                delivery, independent of the host. `entered` is recorded before the incoming vCPU's registers are \
+                loaded, so the restore and the `eret` are not in it.\n";
+        if let Some(saved) = &self.saved {
+            let _ = writeln!(out, "\nSaved to `{saved}`.");
+        }
+        out
+    }
+}
+
+fn short_unit(pass: Pass) -> &'static str {
+    match pass.shift {
+        Some(_) => "instr",
+        None => "ns",
+    }
+}
+
+/// A profile as `bench pcs --save` writes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Measured {
+    pub pcs_ns: u64,
+    pub pcs_instructions: u64,
+    pub pcs_max_ns: u64,
+    pub pcs_max_instructions: u64,
+    pub measured: String,
+}
+
+/// The text of `platforms/<board>.toml`: the keys `check` reads, and the
+/// maxima it does not.
+pub fn profile_text(m: &Measured) -> String {
+    let measured = toml::Value::String(m.measured.clone()).to_string();
+    format!(
+        "# Platform profile of QEMU `virt`: measured costs that `partita check` uses\n\
+         # in its overhead model. `partita bench pcs --save` rewrites this file.\n\
+         \n\
+         # One partition context switch (PCS), wall-clock nanoseconds: the mean delay\n\
+         # from a slot's planned start to its vCPU's entry.\n\
+         pcs_ns = {}\n\
+         # The same switch in guest instructions, under QEMU -icount.\n\
+         pcs_instructions = {}\n\
+         # How and when the numbers were produced.\n\
+         measured = {measured}\n\
+         \n\
+         # The largest delay of a run (median over the runs); `check` does not read these.\n\
+         pcs_max_ns = {}\n\
+         pcs_max_instructions = {}\n",
+        m.pcs_ns, m.pcs_instructions, m.pcs_max_ns, m.pcs_max_instructions
+    )
+}
+
+/// Today's date (UTC) as `YYYY-MM-DD`.
+pub fn today() -> String {
+    let days = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() / 86_400);
+    let (y, m, d) = civil_date(days as i64);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// The Gregorian date `days` after 1970-01-01.
+pub fn civil_date(days: i64) -> (i64, u32, u32) {
+    // Counted in 400-year eras from 0000-03-01, so that the leap day ends a year.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_from_march = (5 * day_of_year + 2) / 153;
+    let day = (day_of_year - (153 * month_from_march + 2) / 5 + 1) as u32;
+    let month = if month_from_march < 10 { month_from_march + 3 } else { month_from_march - 9 } as u32;
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+/// One `bench slots` boot.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SlotsRun {
+    pub start_ms: u64,
+    /// What `p`, `q` (sharing pCPU 1) and `r` (alone on pCPU 2) counted.
+    pub counts: [u64; 3],
+    pub loss_p: f64,
+    pub loss_q: f64,
+    /// The mean of the two.
+    pub loss: f64,
+    /// The switches of pCPU 1 inside the window, from this run's trace.
+    pub switches: Option<Switches>,
+}
+
+impl SlotsRun {
+    pub fn new(start_ms: u64, counts: [u64; 3], switches: Option<Switches>) -> Result<Self> {
+        let [p, q, r] = counts;
+        let (loss_p, loss_q) = (loss(p, r), loss(q, r));
+        let (Some(loss_p), Some(loss_q)) = (loss_p, loss_q) else { bail!("the reference partition counted nothing") };
+        Ok(SlotsRun { start_ms, counts, loss_p, loss_q, loss: (loss_p + loss_q) / 2.0, switches })
+    }
+}
+
+/// One slot duration in one pass of `bench slots`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SlotsRow {
+    pub pass: Pass,
+    pub reference: Reference,
+    pub duration_ms: u64,
+    pub count_ms: u64,
+    /// Median over the runs of the mean loss of `p` and `q`; then the runs' extremes.
+    pub loss: f64,
+    pub loss_min: f64,
+    pub loss_max: f64,
+    /// PCS / D with the profile's PCS.
+    pub predicted: f64,
+    /// PCS / D with this run's own PCS (median over the runs), in counter time.
+    pub predicted_here: Option<f64>,
+    pub runs: Vec<SlotsRun>,
+}
+
+impl SlotsRow {
+    pub fn new(pass: Pass, duration_ms: u64, runs: Vec<SlotsRun>, profile: &PlatformProfile, hz: u64) -> Self {
+        let losses: Vec<f64> = runs.iter().map(|r| r.loss).collect();
+        let here: Vec<f64> = runs.iter().filter_map(|r| r.switches.map(|s| s.mean_ticks)).collect();
+        let slot_ticks = ms_ticks(duration_ms, hz) as f64;
+        SlotsRow {
+            pass,
+            reference: pass.reference(),
+            duration_ms,
+            count_ms: count_ms(duration_ms),
+            loss: bench::median(losses.clone()),
+            loss_min: losses.iter().copied().fold(f64::INFINITY, f64::min),
+            loss_max: losses.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            predicted: predicted_loss(profile, pass, duration_ms),
+            predicted_here: (!here.is_empty()).then(|| bench::median(here) / slot_ticks),
+            runs,
+        }
+    }
+}
+
+/// `out/bench-slots/report.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SlotsReport {
+    pub runs: u32,
+    pub counter_hz: u64,
+    pub profile_pcs_ns: u64,
+    pub profile_pcs_instructions: u64,
+    pub profile_measured: String,
+    pub rows: Vec<SlotsRow>,
+}
+
+fn percent(share: f64) -> String {
+    format!("{:.3}", share * 100.0)
+}
+
+impl SlotsReport {
+    pub fn new(runs: u32, counter_hz: u64, profile: &PlatformProfile, rows: Vec<SlotsRow>) -> Self {
+        SlotsReport {
+            runs,
+            counter_hz,
+            profile_pcs_ns: profile.pcs_ns,
+            profile_pcs_instructions: profile.pcs_instructions,
+            profile_measured: profile.measured.clone(),
+            rows,
+        }
+    }
+
+    fn passes(&self) -> Vec<Pass> {
+        let mut passes: Vec<Pass> = Vec::new();
+        for row in &self.rows {
+            if !passes.contains(&row.pass) {
+                passes.push(row.pass);
+            }
+        }
+        passes
+    }
+
+    pub fn table(&self) -> String {
+        let mut out =
+            format!("slots: share of its slots a partition loses to switches (%), medians of {} runs\n", self.runs);
+        let _ = writeln!(
+            out,
+            "{:<10} {:>6} {:>10} {:>17} {:>10} {:>10} {:>9}",
+            "mode", "D ms", "measured", "runs' range", "PCS/D", "own PCS/D", "XtratuM"
+        );
+        for row in &self.rows {
+            let xtratum = xtratum(row.duration_ms).map_or_else(String::new, |(m, _)| format!("{m:.3}"));
+            let _ = writeln!(
+                out,
+                "{:<10} {:>6} {:>10} {:>17} {:>10} {:>10} {:>9}",
+                row.pass.label(),
+                row.duration_ms,
+                percent(row.loss),
+                format!("{}..{}", percent(row.loss_min), percent(row.loss_max)),
+                percent(row.predicted),
+                row.predicted_here.map_or_else(|| "n/a".to_string(), percent),
+                xtratum
+            );
+        }
+        out
+    }
+
+    pub fn markdown(&self) -> String {
+        let mut out = format!(
+            "# slots\n\nXtratuM's Table 1 on Partita: for each slot duration D, partitions `p` and `q` alternate on \
+             pCPU 1 in back-to-back slots of D (major frame 2D), and `r` has pCPU 2 to itself (`exclusive`). All \
+             three count loop iterations (`count_ms`) over one and the same window of counter time, a whole number \
+             of frames long, so `p` and `q` each hold exactly half of pCPU 1 in it; wall-clock `r` counts beside \
+             them in the same boot, under icount alone in a boot of its own (see the notes). Measured loss = \
+             1 - count / (count of `r` / 2), the mean of `p` and `q`; the median over {} runs, with the runs' range. \
+             Predicted = PCS / D, with PCS from the platform profile (`pcs_ns` = {} wall-clock, \
+             `pcs_instructions` = {} under icount, as {} ns an instruction; profile: \"{}\"), and with this \
+             run's own PCS, the mean `entered - planned` of pCPU 1's slots inside the window in its trace. \
+             XtratuM's columns are its Table 1 (x86 Atom, PCS 11 µs); its anchor is {:.3} % lost at 1 ms.\n",
+            self.runs,
+            self.profile_pcs_ns,
+            self.profile_pcs_instructions,
+            self.passes()
+                .iter()
+                .find_map(|p| p.shift)
+                .map_or_else(|| "2^shift".to_string(), |s| (1u64 << s).to_string()),
+            self.profile_measured,
+            XTRATUM_TABLE_1[6].1
+        );
+        for pass in self.passes() {
+            let _ = write!(
+                out,
+                "\n## {}\n\n| D (ms) | window (ms) | measured loss % | runs' range % | predicted % (profile PCS / D) \
+                 | predicted % (own PCS / D) | XtratuM measured % | XtratuM PL % |\n\
+                 |--:|--:|--:|--:|--:|--:|--:|--:|\n",
+                pass.label()
+            );
+            for row in self.rows.iter().filter(|r| r.pass == pass) {
+                let (xm, xp) = xtratum(row.duration_ms)
+                    .map_or((String::new(), String::new()), |(m, p)| (format!("{m:.3}"), format!("{p:.3}")));
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {} | {} .. {} | {} | {} | {xm} | {xp} |",
+                    row.duration_ms,
+                    row.count_ms,
+                    percent(row.loss),
+                    percent(row.loss_min),
+                    percent(row.loss_max),
+                    percent(row.predicted),
+                    row.predicted_here.map_or_else(|| "n/a".to_string(), percent),
+                );
+            }
+        }
+        out += "\nPer run (counts of `p`, `q`, `r`; loss of `p` and `q` %; own PCS, ticks over slots):\n\n";
+        for row in &self.rows {
+            for (i, run) in row.runs.iter().enumerate() {
+                let own =
+                    run.switches.map_or_else(|| "n/a".to_string(), |s| format!("{:.1} over {}", s.mean_ticks, s.slots));
+                let _ = writeln!(
+                    out,
+                    "- {} D={} run {}: {} {} {}; {} {}; {own}; window from {} ms",
+                    row.pass.label(),
+                    row.duration_ms,
+                    i + 1,
+                    run.counts[0],
+                    run.counts[1],
+                    run.counts[2],
+                    percent(run.loss_p),
+                    percent(run.loss_q),
+                    run.start_ms
+                );
+            }
+        }
+        out += NOTES;
+        out
+    }
+}
+
+const NOTES: &str = "
+Notes:
+
+- Under `-icount` QEMU runs every vCPU in one thread, round robin, and guest time advances with the
+  instructions of whichever vCPU runs; how two busy vCPUs share it is QEMU's affair (in trials, pCPU 2
+  got anywhere from 6 % to 50 % depending on how the slot timers fell). So there `r` counts alone, in a
+  boot of its own over the same window: with one busy vCPU per boot, guest time is that vCPU's
+  instructions, and every count is exact and repeats from run to run.
+- PCS in the trace runs from the slot's planned start to the moment Partita puts the incoming vCPU on
+  the pCPU, before it loads that vCPU's registers and returns to it; the measured loss also pays for
+  that last stretch, so it comes out above PCS / D.
+- Wall-clock, `p`/`q` and `r` are different host threads, whose speeds differ by several percent from run
+  to run and with the host's other load; at long slots that, not the switch, makes the measured loss.
+";
+
+/// Every QEMU boot of a bench goes through here.
+struct Runner {
+    hypervisor: PathBuf,
+    guest: PathBuf,
+    progress: ProgressBar,
+    /// Whether a boot went through `run::run` yet (see [`Runner::boot`]).
+    armed: bool,
+}
+
+/// What one boot left: each partition's log and the trace.
+struct Boot {
+    dir: PathBuf,
+    logs: Vec<(String, String)>,
+    trace: Option<(TraceMeta, Trace)>,
+}
+
+impl Boot {
+    fn log(&self, name: &str) -> &str {
+        self.logs.iter().find(|(n, _)| n == name).map_or("", |(_, log)| log)
+    }
+
+    fn count(&self, name: &str) -> Result<u64> {
+        let (iterations, _) = parse_count(self.log(name)).with_context(|| {
+            format!("partition {name} printed no `count:` line (see {}/{name}.log)", self.dir.display())
+        })?;
+        Ok(iterations)
+    }
+
+    /// The latest any partition reached the window.
+    fn late_us(&self) -> Option<u64> {
+        self.logs.iter().filter_map(|(_, log)| parse_late(log)).max()
+    }
+
+    fn trace(&self) -> Result<&(TraceMeta, Trace)> {
+        self.trace.as_ref().with_context(|| format!("the run left no trace in {}", self.dir.display()))
+    }
+}
+
+impl Runner {
+    fn new(total: usize) -> Result<Self> {
+        guests::build_all()?;
+        let hypervisor = build::build_hypervisor(&build::repo_root())?;
+        let guest = guests::output_dir(&build::repo_root()).join("test-guest.elf");
+        Ok(Runner { hypervisor, guest, progress: bench::progress_bar(total), armed: false })
+    }
+
+    /// Writes `text` to `target/bench/<name>-<variant>.toml` and assembles
+    /// its image into `out/<name>/<variant>/`.
+    fn assemble(&self, name: &str, variant: &str, text: &str) -> Result<(Config, BuildOutput)> {
+        let folder = build::repo_root().join("target").join("bench");
+        std::fs::create_dir_all(&folder).with_context(|| format!("cannot create {}", folder.display()))?;
+        let path = folder.join(format!("{name}-{variant}.toml"));
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        let config = config::load(&path).map_err(|errors| {
+            let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
+            anyhow::anyhow!("the generated configuration is invalid:\n{}", lines.join("\n"))
+        })?;
+        let output = build::assemble(&config, &self.hypervisor, &bench::report_dir(name).join(variant))?;
+        Ok((config, output))
+    }
+
+    /// Boots until the machine powers off. The first boot goes through
+    /// `run::run`, which prints a summary but also makes Ctrl-C stop QEMU
+    /// cleanly for this and every later boot; without that, QEMU (in its own
+    /// process group, so that it lives to give up its trace) would outlive
+    /// an interrupted bench, paused at its power-off.
+    fn boot(&mut self, config: &Config, output: &BuildOutput, icount: Option<u32>) -> Result<Boot> {
+        let opts = RunOptions { seconds: Some(RUN_LIMIT_S), icount, ..RunOptions::default() };
+        let system = &config.system;
+        let report: RunReport = if self.armed {
+            let names: Vec<String> = system.partitions.iter().map(|p| p.name.clone()).collect();
+            let monitor = Monitor::for_run(&output.out_dir, system);
+            run::supervise_with(
+                run::qemu_command(output, system, &opts),
+                &names,
+                &output.out_dir,
+                &opts,
+                Some(&monitor),
+            )?
+        } else {
+            self.armed = true;
+            self.progress.suspend(|| run::run(output, system, &opts))?
+        };
+        let dir = output.out_dir.clone();
+        match report.ending {
+            Ending::Exited(status) if status.success() => {}
+            Ending::Exited(status) => bail!("QEMU failed ({status}); logs in {}", dir.display()),
+            Ending::TimedOut => bail!("the machine still ran after {RUN_LIMIT_S} s; logs in {}", dir.display()),
+            Ending::Interrupted => bail!("interrupted"),
+        }
+        let mut logs = Vec::new();
+        for (partition, path) in system.partitions.iter().zip(&report.partition_logs) {
+            let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+            logs.push((partition.name.clone(), text));
+        }
+        let trace = report.trace.as_deref().map(trace::read_file).transpose()?;
+        Ok(Boot { dir, logs, trace })
+    }
+
+    /// Boots the configuration `text_for(start_ms)` makes, moving the window
+    /// later while a partition reaches it late; `start_ms` keeps the start
+    /// that worked, for the next run.
+    fn counted(
+        &mut self,
+        name: &str,
+        variant: &str,
+        start_ms: &mut u64,
+        icount: Option<u32>,
+        text_for: impl Fn(u64) -> String,
+    ) -> Result<Boot> {
+        for _ in 0..=MAX_LATE_RETRIES {
+            let (config, output) = self.assemble(name, variant, &text_for(*start_ms))?;
+            let boot = self.boot(&config, &output, icount)?;
+            match boot.late_us() {
+                None => return Ok(boot),
+                Some(late) => *start_ms = later_start(*start_ms, late),
+            }
+        }
+        bail!("partitions still booted after the counting window began at {start_ms} ms")
+    }
+
+    fn finish(&self) {
+        // A failed run must not leave a half-drawn bar above its error.
+        self.progress.finish_and_clear();
+    }
+}
+
+fn write_reports(dir: &Path, markdown: &str, json: String) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    for (file, text) in [("report.md", markdown.to_string()), ("report.json", json + "\n")] {
+        let path = dir.join(file);
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// `partita bench pcs`.
+#[derive(Clone, Debug)]
+pub struct PcsOptions {
+    pub runs: u32,
+    pub save: bool,
+    pub shift: u32,
+}
+
+impl Default for PcsOptions {
+    fn default() -> Self {
+        PcsOptions { runs: DEFAULT_RUNS, save: false, shift: DEFAULT_SHIFT }
+    }
+}
+
+/// Where `bench pcs --save` writes.
+pub fn profile_path() -> PathBuf {
+    build::repo_root().join("platforms").join(format!("{BOARD}.toml"))
+}
+
+pub fn pcs(opts: &PcsOptions) -> Result<PcsReport> {
+    ensure!(opts.runs >= 1, "--runs must be at least 1");
+    let passes = [Pass::WALL, Pass::icount(opts.shift)];
+    let mut runner = Runner::new(passes.len() * opts.runs as usize)?;
+    let measured = measure_pcs(&mut runner, opts, &passes);
+    runner.finish();
+    let (counter_hz, rows) = measured?;
+    let mut report = PcsReport { runs: opts.runs, counter_hz, rows, saved: None };
+    if opts.save {
+        let measured = report.measured(&today()).context("--save needs both passes")?;
+        let text = profile_text(&measured);
+        let path = profile_path();
+        profile::parse(&path.display().to_string(), &text)?;
+        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+        report.saved = Some(format!("platforms/{BOARD}.toml"));
+    }
+    write_reports(&bench::report_dir(PCS_NAME), &report.markdown(), serde_json::to_string_pretty(&report)?)?;
+    Ok(report)
+}
+
+fn measure_pcs(runner: &mut Runner, opts: &PcsOptions, passes: &[Pass]) -> Result<(u64, Vec<PcsRow>)> {
+    let mut counter_hz = bench::NOMINAL_HZ;
+    let mut rows = Vec::new();
+    for &pass in passes {
+        let mut start_ms = PCS_START_MS[pass.index()];
+        let mut runs = Vec::new();
+        for run in 1..=opts.runs {
+            runner.progress.set_message(format!("{} run {run}/{}", pass.label(), opts.runs));
+            let guest = runner.guest.clone();
+            let boot = runner.counted(PCS_NAME, pass.mode.name(), &mut start_ms, pass.shift, |start| {
+                pcs_config(&counting_bootargs(PCS_COUNT_MS, start), &guest)
+            })?;
+            let (meta, trace) = boot.trace()?;
+            counter_hz = trace.counter_hz;
+            let from = ms_ticks(start_ms, counter_hz);
+            let to = from + ms_ticks(PCS_COUNT_MS, counter_hz);
+            let switches = switches(&slots::slot_runs(meta, trace), CYCLIC_CPU, from, to)
+                .with_context(|| format!("no slot entered in the window; see {}", boot.dir.display()))?;
+            runs.push(PcsRun { start_ms, switches, counts: [boot.count("a")?, boot.count("b")?] });
+            runner.progress.inc(1);
+        }
+        rows.push(PcsRow::new(pass, runs, counter_hz));
+    }
+    Ok((counter_hz, rows))
+}
+
+/// `partita bench slots`.
+#[derive(Clone, Debug)]
+pub struct SlotsOptions {
+    pub runs: u32,
+    pub shift: u32,
+    pub durations_ms: Vec<u64>,
+}
+
+impl Default for SlotsOptions {
+    fn default() -> Self {
+        SlotsOptions {
+            runs: DEFAULT_RUNS,
+            shift: DEFAULT_SHIFT,
+            durations_ms: XTRATUM_TABLE_1.iter().map(|row| row.0).collect(),
+        }
+    }
+}
+
+pub fn slots(opts: &SlotsOptions) -> Result<SlotsReport> {
+    ensure!(opts.runs >= 1, "--runs must be at least 1");
+    ensure!(opts.durations_ms.iter().all(|&d| d > 0), "slot durations must be longer than 0");
+    let profile = profile::for_board(BOARD)?;
+    let passes = [Pass::WALL, Pass::icount(opts.shift)];
+    let mut runner = Runner::new(passes.len() * opts.durations_ms.len() * opts.runs as usize)?;
+    let measured = measure_slots(&mut runner, opts, &passes, &profile);
+    runner.finish();
+    let (counter_hz, rows) = measured?;
+    let report = SlotsReport::new(opts.runs, counter_hz, &profile, rows);
+    write_reports(&bench::report_dir(SLOTS_NAME), &report.markdown(), serde_json::to_string_pretty(&report)?)?;
+    Ok(report)
+}
+
+fn measure_slots(
+    runner: &mut Runner,
+    opts: &SlotsOptions,
+    passes: &[Pass],
+    profile: &PlatformProfile,
+) -> Result<(u64, Vec<SlotsRow>)> {
+    let mut counter_hz = bench::NOMINAL_HZ;
+    let mut rows = Vec::new();
+    for &pass in passes {
+        let mut start_ms = SLOTS_START_MS[pass.index()];
+        for &duration in &opts.durations_ms {
+            let window = count_ms(duration);
+            let mut runs = Vec::new();
+            for run in 1..=opts.runs {
+                runner.progress.set_message(format!("{} D={duration} ms run {run}/{}", pass.label(), opts.runs));
+                let variant = format!("{}-{duration}ms", pass.mode.name());
+                let guest = runner.guest.clone();
+                let reference = pass.reference();
+                let boot = runner.counted(SLOTS_NAME, &variant, &mut start_ms, pass.shift, |start| {
+                    slots_config(duration, reference, &counting_bootargs(window, start), &guest)
+                })?;
+                let r = match reference {
+                    Reference::Beside => boot.count("r")?,
+                    Reference::Alone => {
+                        // Its own window start: it must not move the measured boots' one.
+                        let mut start = start_ms;
+                        let variant = format!("{}-reference", pass.mode.name());
+                        let alone = runner.counted(SLOTS_NAME, &variant, &mut start, pass.shift, |start| {
+                            reference_config(&counting_bootargs(window, start), &guest)
+                        })?;
+                        alone.count("r")?
+                    }
+                };
+                let own = match &boot.trace {
+                    Some((meta, trace)) => {
+                        counter_hz = trace.counter_hz;
+                        let from = ms_ticks(start_ms, counter_hz);
+                        switches(&slots::slot_runs(meta, trace), CYCLIC_CPU, from, from + ms_ticks(window, counter_hz))
+                    }
+                    None => None,
+                };
+                let counts = [boot.count("p")?, boot.count("q")?, r];
+                runs.push(SlotsRun::new(start_ms, counts, own)?);
+                runner.progress.inc(1);
+            }
+            rows.push(SlotsRow::new(pass, duration, runs, profile, counter_hz));
+        }
+    }
+    Ok((counter_hz, rows))
+}
