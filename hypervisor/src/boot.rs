@@ -56,6 +56,9 @@ pub struct PerCpu {
     pub sharing: AtomicBool,
     /// Cyclic: the end of the current slot or idle gap (counter value).
     pub until: AtomicU64,
+    /// Cyclic: the major frame it was in when it last looked, where the
+    /// next look starts searching.
+    pub frame_hint: AtomicU64,
     /// Cyclic: the planned start of the last slot traced, so each is traced once.
     pub last_slot_start: AtomicU64,
     /// The physical virtual-timer PPI is masked here (see `irq::mask_timer`).
@@ -224,6 +227,7 @@ fn build_system(table: BootTable, data: &'static [u8]) -> System {
                 dirty: [const { AtomicU64::new(u64::MAX) }; MAX_SLOTS / 64],
                 until: AtomicU64::new(0),
                 last_slot_start: AtomicU64::new(u64::MAX),
+                frame_hint: AtomicU64::new(0),
             }
         })
         .collect();

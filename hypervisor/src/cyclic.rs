@@ -58,16 +58,17 @@ impl Plans {
     pub fn now(&self, cpu: usize, me: &PerCpu, now: u64) -> Now {
         let (index, origin) = self.schedule.lock().at(now);
         let Some(core) = core_of(&self.plans[index], cpu) else { return Now { owner: None, until: u64::MAX } };
-        match plan::window_at(core, origin, self.hz, now) {
-            Some(window) => {
-                let slot = core.slots[window.index];
-                let owner =
-                    me.vcpus.iter().position(|v| v.partition == slot.partition && v.index == slot.vcpu as usize);
-                note_slot_start(me, index, &window, slot.partition, slot.vcpu as usize, now);
-                Now { owner, until: window.end }
-            }
-            None => Now { owner: None, until: plan::next_boundary(core, origin, self.hz, now) },
-        }
+        let hint = me.frame_hint.load(Ordering::Relaxed);
+        let Some(position) = plan::position(core, origin, self.hz, now, hint) else {
+            return Now { owner: None, until: plan::next_boundary(core, origin, self.hz, now) };
+        };
+        me.frame_hint.store(position.frame, Ordering::Relaxed);
+        let owner = position.window.and_then(|window| {
+            let slot = core.slots[window.index];
+            note_slot_start(me, index, &window, slot.partition, slot.vcpu as usize, now);
+            me.vcpus.iter().position(|v| v.partition == slot.partition && v.index == slot.vcpu as usize)
+        });
+        Now { owner, until: position.until }
     }
 
     /// The plan in force at `now` and the pending one, if any.

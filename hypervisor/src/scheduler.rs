@@ -166,7 +166,6 @@ fn switch_to(me: &PerCpu, slot: usize) -> ! {
         // Only its own pCPU enters it; a concurrent suspend or halt wins.
         let _ = vcpu.apply(Op::Enter);
     }
-    trace::record(Kind::VcpuIn, vcpu.partition, vcpu.index, 0);
     let regs = {
         let ctx = vcpu.context.lock();
         ctx.el1.restore();
@@ -187,12 +186,23 @@ fn switch_to(me: &PerCpu, slot: usize) -> ! {
     irq::unmask_timer();
     irq::flush(vcpu);
     arm_timer(me, Some(slot));
+    if me.cyclic && timer::counter() >= me.until.load(Ordering::Relaxed) {
+        // Loading outlasted the slot: the next owner's time is not ours.
+        save(vcpu, &regs);
+        run(cpu::index())
+    }
+    // Traced last, so that a switch's cost in the trace includes loading.
+    trace::record(Kind::VcpuIn, vcpu.partition, vcpu.index, 0);
     enter_guest(regs)
 }
 
 /// Takes the running vCPU off its pCPU, saving everything it had loaded.
 pub fn deschedule(vcpu: &Vcpu, regs: &Regs, reason: OutReason) {
     trace::record(Kind::VcpuOut, vcpu.partition, vcpu.index, reason as u32);
+    save(vcpu, regs);
+}
+
+fn save(vcpu: &Vcpu, regs: &Regs) {
     irq::note_completions(vcpu);
     let mut ctx = vcpu.context.lock();
     ctx.regs = *regs;

@@ -17,7 +17,16 @@ const US_PER_S: u128 = 1_000_000;
 
 /// Counter ticks from the origin to `us` microseconds after it, rounded down.
 /// u128: microseconds since boot times a GHz counter overflows u64 in hours.
+/// Split at whole seconds, the usual case needs no 128-bit division (a
+/// library routine of hundreds of instructions on every slot boundary):
+/// `floor(us * hz / 10^6) = secs * hz + floor(rest * hz / 10^6)`.
 fn ticks(us: u128, hz: u64) -> u128 {
+    if let Ok(us) = u64::try_from(us) {
+        let (secs, rest) = (us / 1_000_000, us % 1_000_000);
+        if let Some(part) = rest.checked_mul(hz) {
+            return u128::from(secs) * u128::from(hz) + u128::from(part / 1_000_000);
+        }
+    }
     us.saturating_mul(u128::from(hz)) / US_PER_S
 }
 
@@ -56,7 +65,26 @@ struct Frame<'c> {
 impl<'c> Frame<'c> {
     fn containing(core: &'c CyclicCore, origin: u64, hz: u64, now: u64) -> Option<Self> {
         let n = frame_index(origin, hz, core.major_frame_us, now)?;
-        Some(Self { core, origin, hz, base_us: n * u128::from(core.major_frame_us) })
+        Some(Self::number(core, origin, hz, n))
+    }
+
+    fn number(core: &'c CyclicCore, origin: u64, hz: u64, n: u128) -> Self {
+        Self { core, origin, hz, base_us: n * u128::from(core.major_frame_us) }
+    }
+
+    /// As [`Frame::containing`], trying frame `hint` and the one after it
+    /// first: a pCPU that asks at every slot boundary finds its frame with a
+    /// few multiplications instead of a 128-bit division.
+    fn near(core: &'c CyclicCore, origin: u64, hz: u64, now: u64, hint: u64) -> Option<(Self, u64)> {
+        let hint = u128::from(hint);
+        for n in [hint, hint + 1] {
+            let frame = Self::number(core, origin, hz, n);
+            if frame.at(0) <= now && now < frame.at(core.major_frame_us) && core.major_frame_us != 0 {
+                return Some((frame, u64::try_from(n).unwrap_or(u64::MAX)));
+            }
+        }
+        let n = frame_index(origin, hz, core.major_frame_us, now)?;
+        Some((Self::number(core, origin, hz, n), u64::try_from(n).unwrap_or(u64::MAX)))
     }
 
     fn at(&self, offset_us: u64) -> u64 {
@@ -89,6 +117,35 @@ pub fn window_at(core: &CyclicCore, origin: u64, hz: u64, now: u64) -> Option<Wi
         start,
         end,
     })
+}
+
+/// Where a cyclic pCPU stands: the slot it is in, if any, and until when
+/// that holds (the slot's end, or the next boundary in idle time).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Position {
+    pub window: Option<Window>,
+    pub until: u64,
+    /// The index of the major frame `now` is in: the hint for next time.
+    pub frame: u64,
+}
+
+/// [`window_at`] and [`next_boundary`] in one step, starting the search at
+/// frame `hint` (the `frame` of the previous answer). `None` before the
+/// origin and for a zero frame.
+pub fn position(core: &CyclicCore, origin: u64, hz: u64, now: u64, hint: u64) -> Option<Position> {
+    let (frame, n) = Frame::near(core, origin, hz, now, hint)?;
+    let window = frame
+        .slots()
+        .find(|&(_, start, end)| start <= now && now < end)
+        .map(|(index, start, end)| Window { index, start, end });
+    let until = match window {
+        Some(w) => w.end,
+        None => {
+            let edges = frame.slots().flat_map(|(_, start, end)| [start, end]);
+            edges.filter(|&edge| edge > now).fold(frame.at(core.major_frame_us), u64::min)
+        }
+    };
+    Some(Position { window, until, frame: n })
 }
 
 /// [`window_at`] as its index in `core.slots` and the counter value at
@@ -333,6 +390,13 @@ mod tests {
                 prop_assert!(boundary <= origin + end, "past the frame's end");
                 let before = slot_at(&c, origin, hz, boundary - 1).map(|(i, _)| i);
                 prop_assert_eq!(before, expected.map(|(i, _)| i), "a boundary was skipped");
+                for hint in [0, n.saturating_sub(1), n, n + 1, n + 7, u64::MAX] {
+                    let at = position(&c, origin, hz, now, hint).expect("inside a frame");
+                    prop_assert_eq!(at.frame, n, "hint {}", hint);
+                    prop_assert_eq!(at.window, window_at(&c, origin, hz, now));
+                    let until = at.window.map_or(boundary, |w| w.end);
+                    prop_assert_eq!(at.until, until, "hint {}", hint);
+                }
             }
         }
     }
