@@ -261,9 +261,9 @@ fn a_migrating_vcpu_keeps_counting_and_loses_no_interrupt() {
     assert!(on(1) > 0 && on(2) > 0, "vCPU 0 ran {} times on pCPU 1 and {} on pCPU 2", on(1), on(2));
     let (there, home) = migration_latencies(&trace, &moves);
     println!(
-        "{away} moves away, {back} back; ran on pCPU 2 after {} of them, in mean {:.1} max {:.1} us; \
-         back on pCPU 1 after {}, in mean {:.1} max {:.1} us",
-        there.len(), mean(&there), max(&there), home.len(), mean(&home), max(&home)
+        "{away} moves away, {back} back; ran on pCPU 2 after {} of them, in median {:.1} mean {:.1} max {:.1} us; \
+         back on pCPU 1 after {}, in median {:.1} mean {:.1} max {:.1} us",
+        there.len(), median(&there), mean(&there), max(&there), home.len(), median(&home), mean(&home), max(&home)
     );
 }
 
@@ -288,6 +288,12 @@ fn migration_latencies(trace: &partita_core::trace::Trace, moves: &[(u64, u32)])
         }
     }
     (there, home)
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut sorted = v.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted.get(sorted.len() / 2).copied().unwrap_or(0.0)
 }
 
 fn mean(v: &[f64]) -> f64 {
