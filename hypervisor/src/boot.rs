@@ -215,7 +215,8 @@ fn build_system(table: BootTable, data: &'static [u8]) -> System {
             }
             let cyclic = plans.is_cyclic(cpu);
             PerCpu {
-                exclusive: !cyclic && vcpus.len() == 1,
+                // A pCPU that others may migrate to is shared, even while empty.
+                exclusive: !cyclic && vcpus.len() == 1 && vcpus[0].home == cpu,
                 cyclic,
                 vcpus,
                 current: AtomicUsize::new(NONE),
