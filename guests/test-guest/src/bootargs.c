@@ -194,6 +194,18 @@ static bool parse_token(const char *tok, u32 n, struct bootargs *a)
 			return false;
 		a->count_at_ms = num;
 		a->has_count_at = true;
+	} else if (KEY("duty_busy_ms")) {
+		if (!parse_u64(v, vlen, &num) || num > MAX_PERIOD_MS)
+			return false;
+		a->duty_busy_ms = num;
+	} else if (KEY("duty_idle_ms")) {
+		if (!parse_u64(v, vlen, &num) || num > MAX_PERIOD_MS)
+			return false;
+		a->duty_idle_ms = num;
+	} else if (KEY("duty_cycles")) {
+		if (!parse_u64(v, vlen, &num))
+			return false;
+		a->duty_cycles = num;
 	} else if (KEY("end")) {
 		if (str_eq_n(v, vlen, "off"))
 			a->end_reset = false;
@@ -247,6 +259,9 @@ void bootargs_parse(const char *cmdline, struct bootargs *a)
 	a->target = 0;
 	a->plan_switch = 0;
 	a->ctl_after_ms = DEFAULT_CTL_AFTER_MS;
+	a->duty_busy_ms = 0;
+	a->duty_idle_ms = 0;
+	a->duty_cycles = 0;
 	a->count_ms = 0;
 	a->count_at_ms = 0;
 	a->has_count_at = false;

@@ -48,6 +48,7 @@ struct bootargs {
 	u64 target;
 	u64 plan_switch;		/* plan index + 1 to switch to */
 	u64 ctl_after_ms;		/* delay before part-ctl / plan-switch */
+	u64 duty_busy_ms, duty_idle_ms, duty_cycles;	/* duty: sleep, then compute */
 	u64 count_ms;			/* count loop iterations for this long; 0: off */
 	u64 count_at_ms;		/* start counting at this counter time */
 	bool has_count_at;

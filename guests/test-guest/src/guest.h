@@ -39,6 +39,7 @@ void timer_setup(u32 intid);
 void timer_irq(u64 now);
 void timer_periodic_test(u64 hz, u64 n);
 void irq_bench(u64 n);
+void duty_test(u64 busy_ms, u64 idle_ms, u64 cycles);
 
 /* Counting partition (count.c). */
 void count_test(const struct bootargs *a);

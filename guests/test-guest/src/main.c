@@ -214,7 +214,7 @@ static u32 boot_cpu_index(void)
 static bool wants_gic(void)
 {
 	return (args.timer_hz && args.timer_ticks) || args.sgi || args.lr_overflow ||
-	       args.spi || args.irq_bench || args.vcpu_ctl;
+	       args.spi || args.irq_bench || args.vcpu_ctl || args.duty_cycles;
 }
 
 /* The SGI partner: the first other vCPU that came up. */
@@ -247,6 +247,8 @@ static void interrupt_tests(bool gic_ok)
 		timer_periodic_test(args.timer_hz, args.timer_ticks);
 	if (args.irq_bench)
 		irq_bench(args.irq_bench);
+	if (args.duty_cycles)
+		duty_test(args.duty_busy_ms, args.duty_idle_ms, args.duty_cycles);
 }
 
 void guest_main(u64 dtb)

@@ -14,7 +14,7 @@
 #define BENCH_TIMEOUT_MS	100
 #define HIST_BUCKETS		16
 
-enum timer_mode { TIMER_IDLE = 0, TIMER_PERIODIC, TIMER_BENCH };
+enum timer_mode { TIMER_IDLE = 0, TIMER_PERIODIC, TIMER_BENCH, TIMER_WAKE };
 
 struct latency {
 	u64 min, max, sum, count;
@@ -105,6 +105,9 @@ void timer_irq(u64 now)
 
 	if (mode == TIMER_PERIODIC) {
 		periodic_tick(now, cval);
+	} else if (mode == TIMER_WAKE) {
+		timer_off();
+		bench_fired = 1;
 	} else if (mode == TIMER_BENCH) {
 		timer_off();
 		bench_latency = (s64)(now - cval) > 0 ? now - cval : 0;
@@ -227,4 +230,37 @@ void irq_bench(u64 n)
 	printf("\n");
 	if (missed)
 		printf("irq-bench: %lu missed\n", missed);
+}
+
+/*
+ * duty: a critical task's rhythm. Each cycle sleeps idle_ms in WFI until its
+ * timer fires, then computes for busy_ms: on a shared pCPU, a less urgent
+ * vCPU gets the pCPU (or, if it may migrate, leaves it) exactly that often.
+ */
+void duty_test(u64 busy_ms, u64 idle_ms, u64 cycles)
+{
+	u64 i;
+
+	mode = TIMER_WAKE;
+	timer_irq_enable(true);
+	for (i = 0; i < cycles; i++) {
+		u64 end;
+
+		bench_fired = 0;
+		timer_arm(counter_now() + ms_to_counts(idle_ms));
+		for (;;) {
+			irq_mask();
+			if (bench_fired)
+				break;
+			wfi();
+			irq_unmask();
+		}
+		irq_unmask();
+		end = counter_now() + ms_to_counts(busy_ms);
+		while ((s64)(counter_now() - end) < 0)
+			;
+	}
+	mode = TIMER_IDLE;
+	timer_irq_enable(false);
+	printf("duty: %lu cycles of %lu ms busy after %lu ms idle\n", cycles, busy_ms, idle_ms);
 }

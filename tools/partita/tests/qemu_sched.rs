@@ -359,3 +359,38 @@ fn round_robin_is_fair_within_a_priority() {
     assert!(left > 0 && right > 0);
     assert!(left.abs_diff(right) <= quantum_worth, "left {left}, right {right}: more than one quantum ({quantum_worth}) apart");
 }
+
+/// vlk's migration round trip: `rtos` sleeps 8 ms and computes 2 ms, a
+/// hundred times, on pCPU 1; `gpos` busy-waits its ticks all along and moves
+/// to the idle pCPU 2 for each of `rtos`'s bursts, then comes back. Wall
+/// clock, not -icount: in QEMU's icount mode a WFI on pCPU 1 stops trapping
+/// while the other vCPU runs (QEMU completes a WFI at once when it believes
+/// work is pending), so `rtos` never looks idle there.
+#[test]
+fn a_migrating_vcpu_makes_the_round_trip_for_every_burst() {
+    let text = format!(
+        "{TRACED}{}{}",
+        part("rtos", "[1]", "duty_busy_ms=2 duty_idle_ms=8 duty_cycles=100 ticks=1 period_ms=1")
+            .replacen("cpus = ", "priority = 200\ncpus = ", 1),
+        part("gpos", "[1]", "ticks=300 period_ms=10").replacen("cpus = ", "migrate = [{ vcpu = 0, to = [2] }]\ncpus = ", 1),
+    );
+    let boot = boot_toml("qemu-migration-round-trip", &text, HANG_LIMIT);
+    assert_powered_off(&boot);
+    assert!(boot.log("rtos").contains("duty: 100 cycles"), "{}", lines(&boot, "rtos"));
+    assert!(boot.log("gpos").lines().any(|l| l == "tick 300"), "{}", lines(&boot, "gpos"));
+    let (_, trace) = read_file(&repo_root().join("out/qemu-migration-round-trip/trace.bin")).expect("the trace parses");
+    let moves: Vec<(u64, u32)> = trace.cpus[1]
+        .iter()
+        .filter(|e| e.kind == partita_core::trace::Kind::Migrate && (e.partition, e.vcpu) == (1, 0))
+        .map(|e| (e.time, e.arg))
+        .collect();
+    let (there, home) = migration_latencies(&trace, &moves);
+    let away = moves.iter().filter(|m| m.1 == 2).count();
+    assert!(away >= 50, "only {away} moves away for 100 bursts");
+    assert!(there.len() * 2 >= away, "the vCPU ran on pCPU 2 after only {} of {away} moves", there.len());
+    println!(
+        "{away} moves away; entered on pCPU 2 in median {:.1} max {:.1} us, back on pCPU 1 in median {:.1} max {:.1} us; \
+         round trip median {:.1} us (wall clock)",
+        median(&there), max(&there), median(&home), max(&home), median(&there) + median(&home)
+    );
+}
