@@ -79,6 +79,11 @@ rtos_status rtos_init(uint64_t dtb, uint32_t tick_hz);
 void rtos_start(void) __attribute__((noreturn));
 /* The kernel command line from the device tree ("" if none). */
 const char *rtos_bootargs(void);
+/*
+ * Before rtos_start: pick the ready queue, the O(1) bitmap (default) or a
+ * linear scan of the priorities (the baseline of the seL4-style probe).
+ */
+void rtos_use_linear_ready_queue(bool linear);
 /* Ends the run: PSCI SYSTEM_OFF (natively and under Partita). */
 void rtos_power_off(void) __attribute__((noreturn));
 
