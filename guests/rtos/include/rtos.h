@@ -135,4 +135,30 @@ int rtos_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 uint64_t rtos_counter(void);		/* CNTVCT_EL0 */
 uint64_t rtos_counter_hz(void);		/* CNTFRQ_EL0 */
 
+/* ---- Additions ---- */
+
+/*
+ * The application's entry, defined by bench/: the kernel's boot code calls
+ * it on vCPU 0 at EL1 with IRQs masked, once the device tree is read and the
+ * console is up, so rtos_bootargs() and rtos_printf() already work. It calls
+ * rtos_init(rtos_boot_dtb(), tick_hz), creates tasks and calls rtos_start().
+ * If it returns, the kernel powers off. The kernel's weak default runs
+ * rtos_selftest().
+ */
+void app_main(void);
+/* The device tree address the boot loader passed in x0. */
+uint64_t rtos_boot_dtb(void);
+/*
+ * The kernel's own tests (bench=selftest): rtos_init, its tasks and
+ * rtos_start, "selftest: ..." lines, then power off. Call it instead of
+ * rtos_init; honours sched=linear and tick_hz= in the bootargs.
+ */
+void rtos_selftest(void) __attribute__((noreturn));
+/*
+ * Ends a task (itself included) whatever its state and frees its slot; its
+ * stack may be reused once this returns (or, for itself, never returns).
+ * A task whose entry function returns is deleted the same way.
+ */
+rtos_status rtos_task_delete(rtos_task_t task);
+
 #endif

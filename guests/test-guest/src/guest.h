@@ -4,14 +4,18 @@
 
 #include "arch.h"
 #include "bootargs.h"
+#include "counter.h"
 #include "dt.h"
 
 void dcache_clean_invalidate_all(void);
 void misbehave(const struct dt_info *dt, const struct bootargs *a);
 
-/* The generic counter (main.c). */
-u64 counter_freq(void);
-u64 ms_to_counts(u64 ms);
+/* Provided by head.S. */
+void secondary_entry(void);
+
+/* Provided by marker.S: they keep the marker value in registers only. */
+void marker_store(u64 *dst);
+u64 marker_scan(u64 base, u64 bytes);
 
 /* Interrupt tests (irqtest.c): each prints its own result lines. */
 bool irq_setup_boot_cpu(const struct dt_info *dt, const struct bootargs *a);

@@ -1,109 +1,27 @@
 /*
- * Entry points, stacks and the EL1 vector table.
- *
- * Everything here addresses memory PC-relatively (adr/adrp): QEMU's -kernel
- * loads the raw image at RAM base + 2 MiB while Partita loads the ELF at its
- * link address, and the same bytes must run in both places.
+ * Entry points, stacks and the EL1 vector table of the test guest; the
+ * boot steps it shares with the other guests are macros in common/boot.h.
  */
+
+#include "boot.h"
 
 #define MAX_CPUS		8
 #define BOOT_STACK_SIZE		16384
 #define STACK_SHIFT		13	/* 8 KiB per secondary: a few lines and shallow interrupts */
 
-/* SCTLR_EL1 RES1 bits with the MMU, caches and alignment checks off. */
-#define SCTLR_EL1_SAFE		0x30d00800
-#define HCR_EL2_RW		(1 << 31)
-#define ICC_SRE_EL2_SRE		(1 << 0)
-#define ICC_SRE_EL2_ENABLE	(1 << 3)	/* EL1 may use ICC_SRE_EL1 */
-/* EL1h with D, A, I and F masked. */
-#define SPSR_EL1H_MASKED	0x3c5
-
-/*
- * Run at EL1 even when started at EL2 (QEMU with virtualization=on and no
- * hypervisor): the guest is meant to be an EL1 guest in every setting, so
- * this only makes the native comparison runs possible. Clobbers x9.
- */
-.macro enter_el1
-	mrs	x9, CurrentEL
-	cmp	x9, #(2 << 2)
-	b.ne	90f
-	mov	x9, #HCR_EL2_RW
-	msr	hcr_el2, x9
-	/* Leave the EL1 physical counter and timer reachable, as on bare metal. */
-	mrs	x9, cnthctl_el2
-	orr	x9, x9, #3
-	msr	cnthctl_el2, x9
-	msr	cntvoff_el2, xzr
-	/*
-	 * The GICv3 system registers at EL1 (ICC_SRE_EL1 included) only work
-	 * once EL2 allows it; skipped if the core has no GICv3 CPU interface.
-	 */
-	mrs	x9, id_aa64pfr0_el1
-	ubfx	x9, x9, #24, #4
-	cbz	x9, 91f
-	mrs	x9, icc_sre_el2
-	orr	x9, x9, #ICC_SRE_EL2_SRE
-	orr	x9, x9, #ICC_SRE_EL2_ENABLE
-	msr	icc_sre_el2, x9
-	isb
-91:
-	/* EL1 reads of MIDR/MPIDR return these: make them the real ones. */
-	mrs	x9, midr_el1
-	msr	vpidr_el2, x9
-	mrs	x9, mpidr_el1
-	msr	vmpidr_el2, x9
-	mov	x9, #(SCTLR_EL1_SAFE & 0xffff)
-	movk	x9, #(SCTLR_EL1_SAFE >> 16), lsl #16
-	msr	sctlr_el1, x9
-	mov	x9, #SPSR_EL1H_MASKED
-	msr	spsr_el2, x9
-	adr	x9, 90f
-	msr	elr_el2, x9
-	eret
-90:
-.endm
-
-.macro set_vbar
-	adrp	x9, vectors
-	add	x9, x9, :lo12:vectors
-	msr	vbar_el1, x9
-	isb
-.endm
-
-/*
- * The arm64 Linux Image header (Documentation/arch/arm64/booting.rst), so
- * QEMU's -kernel treats this as a kernel: x0 = DTB, entry at EL1.
- */
 	.section .text.head, "ax"
 	.globl	_start
 _start:
-	b	primary_entry		/* code0 */
-	.long	0			/* code1 */
-	.quad	0			/* text_offset: load at a 2 MiB boundary */
-	.quad	_image_size		/* includes bss, so the loader leaves room */
-	.quad	0xa			/* little-endian, 4 KiB pages, anywhere in RAM */
-	.quad	0, 0, 0
-	.ascii	"ARM\x64"
-	.long	0
+	image_header primary_entry
 
 	.text
 primary_entry:
 	msr	daifset, #0xf
 	mov	x19, x0			/* the DTB address survives the calls below */
 	enter_el1
-	adrp	x9, boot_stack_top
-	add	x9, x9, :lo12:boot_stack_top
-	mov	sp, x9
-	/* Raw images carry no bss and Partita may reuse memory: zero it ourselves. */
-	adrp	x9, __bss_start
-	add	x9, x9, :lo12:__bss_start
-	adrp	x10, __bss_end
-	add	x10, x10, :lo12:__bss_end
-1:	cmp	x9, x10
-	b.hs	2f
-	str	xzr, [x9], #8
-	b	1b
-2:	set_vbar
+	set_sp	boot_stack_top
+	zero_bss
+	set_vbar vectors
 	mov	x0, x19
 	bl	guest_main
 	b	halt
@@ -121,7 +39,7 @@ secondary_entry:
 	add	x10, x19, #1
 	add	x9, x9, x10, lsl #STACK_SHIFT
 	mov	sp, x9
-	set_vbar
+	set_vbar vectors
 	mov	x0, x19
 	bl	secondary_main
 	/* fall through */

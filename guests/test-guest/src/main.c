@@ -12,8 +12,6 @@
 
 /* How long the boot CPU waits for a secondary's line before going on. */
 #define SECONDARY_TIMEOUT_MS 2000
-/* Only if the counter frequency is unset: QEMU virt's own value. */
-#define FALLBACK_CNTFRQ 62500000
 
 static struct dt_info dt;
 static struct bootargs args;
@@ -26,21 +24,6 @@ static u64 marker_buf[512] __attribute__((aligned(4096)));
 void guest_main(u64 dtb);
 void secondary_main(u64 index);
 void exception_report(u64 esr, u64 elr, u64 far);
-
-u64 counter_freq(void)
-{
-	u64 f = read_sysreg(cntfrq_el0) & 0xffffffff;
-
-	return f ? f : FALLBACK_CNTFRQ;
-}
-
-/* Split so that neither product can overflow for any 32-bit frequency/period. */
-u64 ms_to_counts(u64 ms)
-{
-	u64 f = counter_freq();
-
-	return (f / 1000) * ms + (f % 1000) * ms / 1000;
-}
 
 static void print_greeting(void)
 {

@@ -1,5 +1,5 @@
 #include "gic.h"
-#include "guest.h"
+#include "counter.h"
 
 #define GICD_CTLR_RWP		(1u << 31)
 #define GICD_CTLR_ARE		(1u << 4)

@@ -1,4 +1,4 @@
-/* System-register and barrier helpers for the test guest. */
+/* System-register, barrier and MMIO helpers for the C guests. */
 #ifndef ARCH_H
 #define ARCH_H
 
@@ -92,12 +92,7 @@ static inline u64 current_mpidr_affinity(void)
 	return read_sysreg(mpidr_el1) & 0xff00ffffffULL;
 }
 
-/* Provided by head.S. */
-void secondary_entry(void);
+/* Each guest's head.S provides it: stop this CPU for good. */
 __attribute__((noreturn)) void halt(void);
-
-/* Provided by marker.S: they keep the marker value in registers only. */
-void marker_store(u64 *dst);
-u64 marker_scan(u64 base, u64 bytes);
 
 #endif

@@ -1,6 +1,7 @@
 #ifndef CONSOLE_H
 #define CONSOLE_H
 
+#include <stdarg.h>
 #include "arch.h"
 
 /* Until this is called, printing is silently dropped. */
@@ -9,6 +10,8 @@ bool console_ready(void);
 
 void putc_raw(char c);
 void puts_raw(const char *s);
-__attribute__((format(printf, 1, 2))) void printf(const char *fmt, ...);
+/* %d %i %u %x %p %s %c %%, with - and 0 flags, a width and l/ll/z/h sizes. */
+__attribute__((format(printf, 1, 2))) int printf(const char *fmt, ...);
+int vprintf(const char *fmt, va_list ap);
 
 #endif

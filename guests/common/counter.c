@@ -1,0 +1,16 @@
+#include "counter.h"
+
+u64 counter_freq(void)
+{
+	u64 f = read_sysreg(cntfrq_el0) & 0xffffffff;
+
+	return f ? f : FALLBACK_CNTFRQ;
+}
+
+/* Split so that neither product can overflow for any 32-bit frequency/period. */
+u64 ms_to_counts(u64 ms)
+{
+	u64 f = counter_freq();
+
+	return (f / 1000) * ms + (f % 1000) * ms / 1000;
+}

@@ -1,0 +1,178 @@
+/*
+ * Bootargs parsing and small arithmetic, kept free of the RTOS so the host
+ * can test them.
+ */
+#include "bench.h"
+
+#define DEFAULT_MS	3000
+/* A day: long enough for any run, short enough that ms * hz cannot overflow. */
+#define MAX_MS		86400000u
+/* The timer cannot usefully interrupt more often than this. */
+#define MAX_TICK_HZ	100000u
+
+/* A switch, not a table: the image must hold no absolute addresses. */
+const char *bench_name(enum bench_id id)
+{
+	switch (id) {
+	case B_TM0: return "tm0";
+	case B_TM1: return "tm1";
+	case B_TM2: return "tm2";
+	case B_TM3: return "tm3";
+	case B_TM4: return "tm4";
+	case B_TM5: return "tm5";
+	case B_TM6: return "tm6";
+	case B_TM7: return "tm7";
+	case B_TM3SVC: return "tm3svc";
+	case B_TM4SVC: return "tm4svc";
+	case B_COREMARK: return "coremark";
+	case B_SCHEDPRIO: return "schedprio";
+	default: return "?";
+	}
+}
+
+static bool is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static bool eq(const char *s, size_t n, const char *lit)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (lit[i] != s[i])
+			return false;
+	return lit[n] == '\0';
+}
+
+/* Decimal only, 1..max: a zero-length period measures nothing. */
+static bool parse_num(const char *s, size_t n, uint32_t max, uint32_t *out)
+{
+	uint64_t v = 0;
+	size_t i;
+
+	if (n == 0)
+		return false;
+	for (i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+		if (v > max)
+			return false;
+	}
+	if (v == 0)
+		return false;
+	*out = (uint32_t)v;
+	return true;
+}
+
+static bool parse_bench(const char *s, size_t n, struct bench_args *a)
+{
+	unsigned int i;
+
+	if (eq(s, n, "all")) {
+		a->select = BENCH_ALL;
+		a->selftest = false;
+		return true;
+	}
+	if (eq(s, n, "selftest")) {
+		a->select = 0;
+		a->selftest = true;
+		return true;
+	}
+	for (i = 0; i < B_COUNT; i++) {
+		if (eq(s, n, bench_name(i))) {
+			a->select = 1u << i;
+			a->selftest = false;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* False if the value is bad; keys that are not ours (the kernel's) pass. */
+static bool parse_token(const char *tok, size_t n, struct bench_args *a)
+{
+	const char *v;
+	size_t klen = 0, vlen;
+
+	while (klen < n && tok[klen] != '=')
+		klen++;
+	if (klen == n)
+		return true;
+	v = tok + klen + 1;
+	vlen = n - klen - 1;
+
+	if (eq(tok, klen, "bench"))
+		return parse_bench(v, vlen, a);
+	if (eq(tok, klen, "period_ms"))
+		return parse_num(v, vlen, MAX_MS, &a->period_ms);
+	if (eq(tok, klen, "coremark_ms"))
+		return parse_num(v, vlen, MAX_MS, &a->coremark_ms);
+	if (eq(tok, klen, "tick_hz"))
+		return parse_num(v, vlen, MAX_TICK_HZ, &a->tick_hz);
+	if (eq(tok, klen, "sched")) {
+		if (eq(v, vlen, "bitmap"))
+			a->linear = false;
+		else if (eq(v, vlen, "linear"))
+			a->linear = true;
+		else
+			return false;
+	}
+	return true;
+}
+
+void bench_args_parse(const char *cmdline, struct bench_args *a, bench_bad_fn bad)
+{
+	const char *s = cmdline;
+
+	a->select = BENCH_ALL;
+	a->selftest = false;
+	a->period_ms = DEFAULT_MS;
+	a->coremark_ms = DEFAULT_MS;
+	a->tick_hz = 0;
+	a->linear = false;
+	if (!s)
+		return;
+	while (*s) {
+		size_t n = 0;
+
+		while (is_space(*s))
+			s++;
+		while (s[n] && !is_space(s[n]))
+			n++;
+		if (n && !parse_token(s, n, a) && bad)
+			bad(s, n);
+		s += n;
+	}
+}
+
+uint64_t median_u64(uint64_t *v, size_t n)
+{
+	size_t i, j;
+
+	if (n == 0)
+		return 0;
+	/* Insertion sort: n is a few dozen samples. */
+	for (i = 1; i < n; i++) {
+		uint64_t x = v[i];
+
+		for (j = i; j > 0 && v[j - 1] > x; j--)
+			v[j] = v[j - 1];
+		v[j] = x;
+	}
+	return v[(n - 1) / 2];
+}
+
+/* Split so that neither product can overflow for a 32-bit ms and any hz. */
+uint64_t bench_ms_to_counts(uint64_t ms, uint64_t hz)
+{
+	return (hz / 1000) * ms + (hz % 1000) * ms / 1000;
+}
+
+uint64_t bench_counts_to_ms(uint64_t counts, uint64_t hz)
+{
+	if (hz < 1000)
+		return hz ? counts * 1000 / hz : 0;
+	return counts / (hz / 1000);
+}

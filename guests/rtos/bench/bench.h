@@ -1,0 +1,88 @@
+/*
+ * The benchmarks that run on the guest RTOS: Thread-Metric (tests 0-7 and
+ * the SVC variants of 3 and 4), a CoreMark-style workload and the
+ * seL4-style scheduler probe. Everything here is written from the
+ * benchmarks' published descriptions.
+ */
+#ifndef BENCH_H
+#define BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* In the order `bench=all` runs them. */
+enum bench_id {
+	B_TM0, B_TM1, B_TM2, B_TM3, B_TM4, B_TM5, B_TM6, B_TM7,
+	B_TM3SVC, B_TM4SVC, B_COREMARK, B_SCHEDPRIO,
+	B_COUNT
+};
+
+#define BENCH_ALL	((1u << B_COUNT) - 1)
+
+struct bench_args {
+	uint32_t select;	/* a bit per enum bench_id; 0 for selftest */
+	bool selftest;
+	uint32_t period_ms;
+	uint32_t coremark_ms;
+	uint32_t tick_hz;	/* 0: the kernel's default */
+	bool linear;		/* sched=linear */
+};
+
+/* ---- Pure helpers (args.c), also built for the host ---- */
+
+/* Called with each token whose value is bad; the defaults stay in place. */
+typedef void (*bench_bad_fn)(const char *tok, size_t n);
+
+void bench_args_parse(const char *cmdline, struct bench_args *a, bench_bad_fn bad);
+const char *bench_name(enum bench_id id);
+/* Sorts v in place; the lower median. */
+uint64_t median_u64(uint64_t *v, size_t n);
+/* How many counter counts make ms milliseconds at hz, without overflow. */
+uint64_t bench_ms_to_counts(uint64_t ms, uint64_t hz);
+uint64_t bench_counts_to_ms(uint64_t counts, uint64_t hz);
+
+/* ---- Worker tasks (worker.c) ---- */
+
+/*
+ * A test's tasks are workers: each has a fixed priority and static stack
+ * and runs jobs the controller hands it, each job returning once
+ * `bench_stop` is set. Between jobs a worker waits on its own semaphore.
+ * Slots are few (RTOS_MAX_TASKS), so the controller deletes every worker
+ * after each benchmark and the next creates its own.
+ */
+typedef void (*job_fn)(unsigned int idx);
+
+struct worker;
+
+extern volatile bool bench_stop;
+extern struct bench_args bench_args;
+
+#define TM_COOP_PRIO	31	/* tm1's five equals */
+#define TM_COOP_TASKS	5
+
+/* The worker at prio (slot 0) or one of TM_COOP_PRIO's extras (slot 1..4). */
+struct worker *worker_get(uint32_t prio, unsigned int slot);
+void *worker_task(struct worker *w);	/* its rtos_task_t */
+/* Hands w its job; it starts when the controller next blocks. */
+void worker_start(struct worker *w, job_fn job, unsigned int idx);
+/* Deletes w, which must be between jobs; its slot and stack are free again. */
+void worker_release(struct worker *w);
+void workers_release_all(void);
+/*
+ * Sets bench_stop and, once a tick, calls kick (if any) to wake jobs that
+ * wait for one another, until every w in ws is back between jobs; false if
+ * some never came back (deleting them is then the only way to stop them).
+ */
+bool workers_stop(struct worker *const *ws, unsigned int n, void (*kick)(void));
+/* Waits for the next tick, so periods start on a tick edge. */
+uint64_t bench_align_tick(void);
+/* Sleeps in ticks until period_ms of counter time has passed since start. */
+void bench_wait_period(uint64_t start, uint32_t period_ms);
+
+/* ---- The benchmarks ---- */
+void tm_run(enum bench_id id);
+void coremark_run(uint32_t ms);
+void schedprio_run(bool linear);
+
+#endif

@@ -1,0 +1,68 @@
+/*
+ * Host tests of the benchmarks' pure helpers (../args.c):
+ *   cc -I.. -I../../include -o test_args test_args.c ../args.c && ./test_args
+ */
+#include <stdio.h>
+#include <string.h>
+#include "bench.h"
+
+static int failures;
+static char last_bad[64];
+static int bads;
+
+#define CHECK(c) do { if (!(c)) { printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #c); failures++; } } while (0)
+
+static void bad(const char *tok, size_t n)
+{
+	snprintf(last_bad, sizeof(last_bad), "%.*s", (int)n, tok);
+	bads++;
+}
+
+static void parse(const char *s, struct bench_args *a)
+{
+	bads = 0;
+	last_bad[0] = '\0';
+	bench_args_parse(s, a, bad);
+}
+
+int main(void)
+{
+	struct bench_args a;
+	uint64_t v[] = { 9, 1, 5, 3, 7 }, w[] = { 4, 2 };
+
+	parse(NULL, &a);
+	CHECK(a.select == BENCH_ALL && a.period_ms == 3000 && a.coremark_ms == 3000);
+	CHECK(!a.linear && !a.selftest && a.tick_hz == 0 && bads == 0);
+
+	parse("console=ttyAMA0 bench=tm3svc period_ms=500 coremark_ms=250 sched=linear tick_hz=1000", &a);
+	CHECK(a.select == 1u << B_TM3SVC && a.period_ms == 500 && a.coremark_ms == 250);
+	CHECK(a.linear && a.tick_hz == 1000 && bads == 0);
+
+	parse("  bench=schedprio\tquiet ", &a);
+	CHECK(a.select == 1u << B_SCHEDPRIO && bads == 0);
+
+	parse("bench=selftest", &a);
+	CHECK(a.selftest && a.select == 0);
+
+	parse("bench=tm8 period_ms=12x", &a);
+	CHECK(a.select == BENCH_ALL && a.period_ms == 3000 && bads == 2);
+	CHECK(strcmp(last_bad, "period_ms=12x") == 0);
+
+	parse("period_ms=0 coremark_ms= sched=fifo bench=tm", &a);
+	CHECK(bads == 4 && a.period_ms == 3000 && !a.linear);
+
+	parse("period_ms=99999999999999999999", &a);
+	CHECK(bads == 1 && a.period_ms == 3000);
+
+	CHECK(median_u64(v, 5) == 5 && v[0] == 1 && v[4] == 9);
+	CHECK(median_u64(w, 2) == 2);
+	CHECK(median_u64(w, 0) == 0);
+
+	CHECK(bench_ms_to_counts(3000, 62500000) == 187500000);
+	CHECK(bench_ms_to_counts(86400000, 0xffffffffull) == 86400000ull * 0xffffffffull / 1000);
+	CHECK(bench_counts_to_ms(187500000, 62500000) == 3000);
+	CHECK(strcmp(bench_name(B_TM4SVC), "tm4svc") == 0);
+
+	printf("%s\n", failures ? "args tests FAILED" : "args tests ok");
+	return failures != 0;
+}
