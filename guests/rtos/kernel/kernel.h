@@ -24,6 +24,7 @@ struct rtos_task {
 	struct rtos_task *tnext, *tprev;
 	struct rtos_wait_list *wait;	/* the list it is blocked on */
 	uint64_t wake_at;		/* tick at which the timeout ends */
+	uint64_t dispatched_at;		/* tick at which it last got the CPU */
 	/* What a waker hands over: the message or buffer, or a pool block. */
 	void *xfer;
 	uint64_t stack_lo, stack_hi;	/* its stack, [lo, hi) */

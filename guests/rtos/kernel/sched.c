@@ -51,6 +51,7 @@ static void switch_to_next(void)
 	if (next == prev)
 		return;
 	current = next;
+	next->dispatched_at = tick_count;
 	ctx_switch(&prev->sp, next->sp);
 }
 
@@ -163,14 +164,22 @@ rtos_status sched_block(struct rtos_wait_list *wl, uint32_t timeout)
 	return t->result;
 }
 
-/* The tick ISR: timeouts first, so a task woken now takes part in the rotation. */
+/*
+ * The tick ISR: timeouts first, so a task woken now takes part in the
+ * rotation. Only a task that has had at least one whole tick since it got
+ * the CPU goes to the back: one that arrived by a yield an instant ago keeps
+ * its turn, so tasks that yield to each other stay in step (Thread-Metric's
+ * cooperative test counts on it).
+ */
 void sched_tick(void)
 {
 	tick_count++;
 	while (timeouts && timeouts->wake_at <= tick_count)
 		sched_wake(timeouts, timeouts->state == TASK_SLEEPING ? RTOS_OK : RTOS_ETIMEOUT);
-	if (current != &idle_task && ready.head[current->prio] == current)
+	if (current != &idle_task && ready.head[current->prio] == current && tick_count >= current->dispatched_at + 2) {
 		wl_rotate(&ready, current->prio);
+		current->dispatched_at = tick_count;
+	}
 }
 
 uint64_t rtos_ticks(void)
@@ -382,6 +391,7 @@ void rtos_start(void)
 	current = pick_next();
 	started = true;
 	tick_count = 0;
+	current->dispatched_at = 0;
 	tick_arm();
 	ctx_start(current->sp);
 }
