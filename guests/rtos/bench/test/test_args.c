@@ -1,6 +1,6 @@
 /*
  * Host tests of the benchmarks' pure helpers (../args.c):
- *   cc -I.. -I../../include -o test_args test_args.c ../args.c && ./test_args
+ *   make -C guests/rtos host-test   (runs these, then the kernel's tests)
  */
 #include <stdio.h>
 #include <string.h>
