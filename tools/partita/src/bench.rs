@@ -313,7 +313,7 @@ fn partition(name: &str, extra: &str, bootargs: &str, guest: &Path) -> String {
 }
 
 /// Kills QEMU on every way out of a run.
-struct Qemu(Child);
+pub struct Qemu(pub Child);
 
 impl Drop for Qemu {
     fn drop(&mut self) {
@@ -345,7 +345,7 @@ fn boot(mut qemu: Command, names: &[String], watched: Source, dir: &Path) -> Res
     })
 }
 
-fn read_stderr(child: &mut Child) -> JoinHandle<String> {
+pub fn read_stderr(child: &mut Child) -> JoinHandle<String> {
     let mut stderr = child.stderr.take();
     std::thread::spawn(move || {
         let mut text = String::new();

@@ -3,6 +3,7 @@
 
 pub mod bench;
 pub mod bench_readyq;
+pub mod bench_rtos;
 pub mod bench_sched;
 pub mod build;
 pub mod check;

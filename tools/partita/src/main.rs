@@ -1,8 +1,9 @@
 //! `partita`: check, build, boot and test Partita configurations.
 
 use anyhow::Result;
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use partita::bench;
+use partita::bench_rtos::{self, Suite};
 use partita::build::{self, BuildOutput};
 use partita::config::Config;
 use partita::run::{self, Ending, RunOptions};
@@ -112,6 +113,38 @@ enum Bench {
               value_parser = clap::value_parser!(u32).range(0..=10))]
         icount: u32,
     },
+    /// The RTOS's Thread-Metric tests (0-7 and the SVC variants of 3 and 4):
+    /// natively, and under Partita alone, loaded and sharing its pCPU; R_P =
+    /// S_vm / S_native per test. Writes bench/results/thread-metric-<date>.md
+    /// and .svg.
+    ThreadMetric(RtosArgs),
+    /// The RTOS's CoreMark-style workload, in the same setups as
+    /// thread-metric. Writes bench/results/coremark-<date>.md and .svg.
+    Coremark(RtosArgs),
+    /// The RTOS's switch cost versus priority, bitmap and linear ready
+    /// queue, natively and under Partita. Writes
+    /// bench/results/sched-prio-<date>.md and .svg.
+    SchedPrio(RtosArgs),
+    /// thread-metric, coremark and sched-prio in one boot per setup. Writes
+    /// bench/results/all-<date>.md, .svg and -sched-prio.svg.
+    All(RtosArgs),
+}
+
+#[derive(Args)]
+struct RtosArgs {
+    /// After the wall-clock pass, run every setup but `loaded` again under
+    /// QEMU -icount shift=SHIFT: instruction-counted, and the same every run.
+    #[arg(long, value_name = "SHIFT", value_parser = clap::value_parser!(u32).range(0..=10))]
+    icount: Option<u32>,
+    /// Runs per setup and pass; the report shows medians over them.
+    #[arg(long, default_value_t = bench_rtos::DEFAULT_RUNS, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
+    /// Guest time of each Thread-Metric test's period.
+    #[arg(long, default_value_t = bench_rtos::DEFAULT_PERIOD_MS, value_parser = clap::value_parser!(u32).range(1..))]
+    period_ms: u32,
+    /// Guest time of the CoreMark-style run.
+    #[arg(long, default_value_t = bench_rtos::DEFAULT_COREMARK_MS, value_parser = clap::value_parser!(u32).range(1..))]
+    coremark_ms: u32,
 }
 
 fn main() -> ExitCode {
@@ -163,6 +196,10 @@ fn execute(command: Cmd) -> Result<ExitCode> {
             println!("report: {}/report.md, report.json", bench::report_dir(bench_sched::SLOTS_NAME).display());
             Ok(ExitCode::SUCCESS)
         }
+        Cmd::Bench { what: Bench::ThreadMetric(args) } => rtos(Suite::ThreadMetric, args),
+        Cmd::Bench { what: Bench::Coremark(args) } => rtos(Suite::CoreMark, args),
+        Cmd::Bench { what: Bench::SchedPrio(args) } => rtos(Suite::SchedPrio, args),
+        Cmd::Bench { what: Bench::All(args) } => rtos(Suite::All, args),
         Cmd::Bench { what: Bench::ReadyQueue { batches, ops } } => {
             let opts = bench_readyq::Options { batches, ops, ..bench_readyq::Options::default() };
             print!("{}", bench_readyq::ready_queue(&opts)?.table());
@@ -170,6 +207,24 @@ fn execute(command: Cmd) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// A failed guest self-check fails the command, after the report that shows it is written.
+fn rtos(suite: Suite, args: RtosArgs) -> Result<ExitCode> {
+    let opts = bench_rtos::Options {
+        runs: args.runs,
+        icount: args.icount,
+        period_ms: args.period_ms,
+        coremark_ms: args.coremark_ms,
+        ..bench_rtos::Options::new(suite)
+    };
+    let (report, written) = bench_rtos::bench(&opts)?;
+    print!("{}", report.table());
+    let root = build::repo_root();
+    for path in written {
+        println!("wrote {}", path.strip_prefix(&root).unwrap_or(&path).display());
+    }
+    Ok(if report.failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 /// Guests first: the check looks at their images.

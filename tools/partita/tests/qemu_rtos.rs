@@ -1,0 +1,62 @@
+//! Real boots of the guest RTOS running every benchmark briefly, natively
+//! and under Partita (alone, and sharing its pCPU with a busy partition):
+//! every self-check passes and `partita bench`'s report reads the output.
+//! Nothing here is about speed.
+
+use partita::bench_rtos::{self, boots, Capture, Check, Machine, Options, Queue, Report, Run, Setup, Suite};
+use partita::bench_sched::Pass;
+
+const LOGS: &str = "qemu-rtos";
+/// Short enough to keep the test well under a minute, long enough for
+/// every Thread-Metric test to count a few thousand events.
+const PERIOD_MS: u32 = 200;
+
+fn boot_all(machine: &Machine, setup: Setup) -> Vec<(bench_rtos::BootSpec, Capture)> {
+    boots(Suite::All, PERIOD_MS, PERIOD_MS)
+        .into_iter()
+        .map(|spec| {
+            let variant = format!("{}-{}", setup.name(), spec.label);
+            let limit = bench_rtos::time_limit(spec.guest_ms);
+            let capture = machine.boot(setup, &variant, &spec.bootargs, None, limit).expect("booting QEMU");
+            (spec, capture)
+        })
+        .collect()
+}
+
+#[test]
+fn every_benchmark_passes_its_self_check_natively_and_under_partita() {
+    let machine = Machine::new(LOGS).expect("building the guests and the hypervisor");
+    let mut runs = Vec::new();
+    for setup in [Setup::Native, Setup::Alone, Setup::Shared] {
+        let captured = boot_all(&machine, setup);
+        for (spec, capture) in &captured {
+            assert!(capture.failure.is_none(), "{setup:?} {}: {:?}\n{}", spec.label, capture.failure, capture.text);
+        }
+        let run = Run::from_captures(Pass::WALL, setup, 1, &captured);
+        assert_eq!(run.problems, Vec::<String>::new(), "{setup:?}");
+        let output = &run.output;
+        assert_eq!(output.tm.len(), 10, "{setup:?}: {output:?}");
+        assert!(output.tm.iter().all(|t| t.check == Check::Ok && t.events > 0), "{setup:?}: {:?}", output.tm);
+        assert_eq!(output.coremark.len(), 1, "{setup:?}");
+        assert_eq!(output.coremark[0].check, Check::Ok, "{setup:?}");
+        for queue in Queue::ALL {
+            let lines = output.schedprio.iter().filter(|p| p.queue == queue).count();
+            assert_eq!(lines, 31, "{setup:?} {queue:?}: {:?}", output.schedprio);
+        }
+        assert_eq!(output.done, 2, "{setup:?}");
+        runs.push(run);
+    }
+    let opts = Options { runs: 1, period_ms: PERIOD_MS, coremark_ms: PERIOD_MS, ..Options::new(Suite::All) };
+    let report = Report::new(&opts, "test", runs);
+    assert!(report.failures.is_empty(), "{:?}", report.failures);
+    for setup in [Setup::Alone, Setup::Shared] {
+        for score in report.scores.iter().filter(|s| s.setup == setup) {
+            let rp = score.rp.unwrap_or_else(|| panic!("no R_P for {score:?}"));
+            assert!(rp.is_finite() && rp > 0.0, "{score:?}");
+        }
+    }
+    let dir = partita::build::repo_root().join("target").join(LOGS);
+    let written = report.write(&dir).expect("writing the report");
+    assert_eq!(written.len(), 3);
+    println!("{}", report.table());
+}
