@@ -44,7 +44,10 @@ fn queue(vcpu: &Vcpu, virq: Virq) {
 
 /// A vCPU with an interrupt to take stops waiting; its pCPU looks again.
 pub fn wake(vcpu: &Vcpu) {
-    vcpu.set_waiting(false);
+    // A vCPU that is not waiting needs no mark: it is running or queued.
+    if vcpu.is_waiting() {
+        vcpu.set_waiting(false);
+    }
     let pcpu = vcpu.pcpu();
     if pcpu != cpu::index() {
         gic::kick(pcpu);
@@ -186,24 +189,33 @@ pub fn unmask_timer() {
 /// there. No duplicate is possible: the physical interrupt stays active,
 /// so it cannot fire again, until the guest completes this one.
 fn list_directly(vcpu: &Vcpu, intid: u32) -> bool {
-    if vcpu.has_queued() {
-        return false;
-    }
-    let free = vgic::free_list_registers() & ((1 << vgic::list_registers()) - 1);
-    if free == 0 {
-        return false;
-    }
     let part = &system().partitions[vcpu.partition];
     let Some(priority) = part.gic.lock().fire(vcpu.index, intid) else {
         mask_timer();
         return true;
     };
+    list_now(vcpu, Virq { intid, priority, hw: true })
+}
+
+/// Writes `virq` into a free list register of the vCPU running on this
+/// pCPU, skipping its queue: only when nothing is queued ahead of it (the
+/// queue keeps priority order) and no list register holds the same INTID
+/// (two would be UNPREDICTABLE). False: take the queue path.
+fn list_now(vcpu: &Vcpu, virq: Virq) -> bool {
+    if vcpu.has_queued() {
+        return false;
+    }
+    let count = vgic::list_registers();
+    let free = vgic::free_list_registers() & ((1 << count) - 1);
+    if free == 0 || (0..count).any(|n| free & (1 << n) == 0 && Lr(vgic::read_lr(n)).intid() == virq.intid) {
+        return false;
+    }
     let n = free.trailing_zeros() as usize;
-    let lr = Lr::pending(Virq { intid, priority, hw: true }).0;
+    let lr = Lr::pending(virq).0;
     vgic::write_lr(n, lr);
     if trace::enabled() {
         vcpu.seen_lrs.lock()[n] = lr;
-        trace::record(Kind::IrqInjected, vcpu.partition, vcpu.index, intid);
+        trace::record(Kind::IrqInjected, vcpu.partition, vcpu.index, virq.intid);
     }
     true
 }
@@ -237,6 +249,17 @@ pub fn release_private_hw(lrs: &mut [u64]) {
 pub fn generate_sgi(part: &Partition, sender: usize, value: u64) {
     let (intid, targets) = sgi_targets(value, part.vcpus.len(), sender);
     for index in (0..part.vcpus.len()).filter(|i| targets & (1 << i) != 0) {
+        // An SGI to itself (Thread-Metric's interrupt tests, a kernel's
+        // self-IPI) goes straight into a list register of the sender, which
+        // is the vCPU on this pCPU.
+        if index == sender {
+            let Some(priority) = part.gic.lock().fire(index, intid) else { continue };
+            let virq = Virq { intid, priority, hw: false };
+            if !list_now(part.vcpus[index], virq) {
+                queue(part.vcpus[index], virq);
+            }
+            continue;
+        }
         inject(part, index, intid, false);
     }
 }
