@@ -9,11 +9,13 @@
 extern crate alloc;
 
 pub mod esr;
+pub mod hm;
 pub mod hypercall;
 pub mod image;
 pub mod model;
 pub mod overhead;
 pub mod plan;
+pub mod ports;
 pub mod psci;
 pub mod readyq;
 pub mod sysreg;
