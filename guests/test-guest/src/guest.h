@@ -27,6 +27,8 @@ void sgi_test(const struct dt_info *dt, u64 n, u32 peer, bool peer_ready);
 bool sgi_peer_ready(u32 cpu);
 void lr_overflow_test(void);
 void spi_test(u32 intid);
+/* Sleeps in WFI until an interrupt handler sets *flag (irqtest.c). */
+void idle_until(volatile u32 *flag);
 bool irq_setup_ping_receiver(void);
 u32 sgi_pings(u32 cpu);
 void sgi_ping(u64 aff);

@@ -153,7 +153,7 @@ bool sgi_peer_ready(u32 cpu)
  * interrupt arrives between the check and the wfi: a pending interrupt wakes
  * wfi even while masked, and is taken at the unmask.
  */
-static void idle_until(volatile u32 *flag)
+void idle_until(volatile u32 *flag)
 {
 	for (;;) {
 		irq_mask();

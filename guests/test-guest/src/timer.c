@@ -152,14 +152,7 @@ void timer_periodic_test(u64 f, u64 n)
 	 * lets the other vCPU run. The mask around the check keeps the last
 	 * tick from slipping in between the check and the wfi.
 	 */
-	for (;;) {
-		irq_mask();
-		if (periodic_done)
-			break;
-		wfi();
-		irq_unmask();
-	}
-	irq_unmask();
+	idle_until(&periodic_done);
 	mode = TIMER_IDLE;
 	timer_irq_enable(false);
 
@@ -248,14 +241,7 @@ void duty_test(u64 busy_ms, u64 idle_ms, u64 cycles)
 
 		bench_fired = 0;
 		timer_arm(counter_now() + ms_to_counts(idle_ms));
-		for (;;) {
-			irq_mask();
-			if (bench_fired)
-				break;
-			wfi();
-			irq_unmask();
-		}
-		irq_unmask();
+		idle_until(&bench_fired);
 		end = counter_now() + ms_to_counts(busy_ms);
 		while ((s64)(counter_now() - end) < 0)
 			;
