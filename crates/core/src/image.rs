@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 pub const MAGIC: [u8; 8] = *b"PARTITA\0";
 /// Raised whenever the boot table's shape changes, so a hypervisor and a
 /// payload from different versions refuse each other clearly.
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 const HEADER_LEN: usize = 32;
 
 /// What the hypervisor needs to build and start every partition.
@@ -55,9 +55,14 @@ pub enum ImageError {
     /// A partition count that differs between the model and the boot entries.
     PartitionCount,
     /// Load `load` of partition `partition` lies outside the data or the partition's RAM.
-    BadLoad { partition: usize, load: usize },
+    BadLoad {
+        partition: usize,
+        load: usize,
+    },
     /// The entry point of `partition` is not in its RAM.
-    BadEntry { partition: usize },
+    BadEntry {
+        partition: usize,
+    },
 }
 
 /// FNV-1a, 64 bit: enough to catch a truncated or stale payload; written
@@ -143,7 +148,8 @@ impl BootTable {
                 let bad = ImageError::BadLoad { partition: index, load: n };
                 let in_data = load.offset.checked_add(load.len).is_some_and(|end| end <= data_len);
                 let target = crate::model::Range::new(load.ipa, load.len);
-                let in_ram = part.memory.iter().any(|r| r.guest().covers(&target) && load.ipa.checked_add(load.len).is_some());
+                let in_ram =
+                    part.memory.iter().any(|r| r.guest().covers(&target) && load.ipa.checked_add(load.len).is_some());
                 if !in_data || !in_ram {
                     return Err(bad);
                 }
@@ -173,10 +179,17 @@ mod tests {
             rights: Default::default(),
             migrate: vec![],
             budget: Some(Budget { time_us: 2_000, period_us: 10_000 }),
-            memory: vec![MemoryRegion { ipa: 0x4000_0000, pa: 0x4200_0000, size: 0x10_0000, perms: Perms::RWX, identity: false }],
+            memory: vec![MemoryRegion {
+                ipa: 0x4000_0000,
+                pa: 0x4200_0000,
+                size: 0x10_0000,
+                perms: Perms::RWX,
+                identity: false,
+            }],
             devices: vec![],
             console: 0x0900_0000,
             bootargs: "hello".to_string(),
+            health: Health { reported: Action::Restart, watchdog_us: Some(100_000), ..Health::DEFAULT },
         };
         BootTable {
             system: System {
@@ -194,6 +207,7 @@ mod tests {
                     quantum_us: 1000,
                     trace_events: 0,
                     overhead_limit_bp: 100,
+                    hm_log_entries: 256,
                 },
                 partitions: vec![part],
                 plans: vec![Plan {
@@ -204,8 +218,21 @@ mod tests {
                         slots: vec![Slot { partition: 0, vcpu: 0, start_us: 1_000, duration_us: 5_000 }],
                     }],
                 }],
+                channels: vec![Channel {
+                    name: "status".to_string(),
+                    kind: ChannelKind::Sampling {
+                        source: 0,
+                        destinations: vec![0],
+                        max_message: 64,
+                        refresh_us: 10_000,
+                    },
+                }],
             },
-            boot: vec![PartitionBoot { entry: 0x4000_0000, dtb: 0x400f_f000, loads: vec![Load { ipa: 0x4000_0000, offset: 0, len: 4 }] }],
+            boot: vec![PartitionBoot {
+                entry: 0x4000_0000,
+                dtb: 0x400f_f000,
+                loads: vec![Load { ipa: 0x4000_0000, offset: 0, len: 4 }],
+            }],
         }
     }
 

@@ -18,6 +18,9 @@ pub struct System {
     /// Cyclic schedules; the first is the one the system boots with. Empty:
     /// no pCPU is cyclic, every one runs fixed priority.
     pub plans: Vec<Plan>,
+    /// Inter-partition communication, in file order; the hypervisor numbers
+    /// channels by their index here.
+    pub channels: Vec<Channel>,
 }
 
 /// The board Partita runs on.
@@ -50,6 +53,9 @@ pub struct Hypervisor {
     /// before `partita check` warns, in basis points (100 = 1 %): an integer
     /// rather than the file's decimal, so that the model keeps `Eq`.
     pub overhead_limit_bp: u32,
+    /// Entries of the health monitor's log, which keeps the most recent
+    /// events for a system partition to read.
+    pub hm_log_entries: u32,
 }
 
 /// A half-open address range `[base, base + size)`.
@@ -131,6 +137,8 @@ pub struct Partition {
     pub console: u64,
     /// Command line placed in the device tree's `/chosen/bootargs`.
     pub bootargs: String,
+    /// What the health monitor does when this partition misbehaves.
+    pub health: Health,
 }
 
 /// Hypercall rights over other partitions, each granted by the configuration.
@@ -289,5 +297,105 @@ impl Slot {
             && other.duration_us != 0
             && self.start_us < other.end_us()
             && other.start_us < self.end_us()
+    }
+}
+
+/// What the health monitor does about an event of one partition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Action {
+    /// Not even recorded.
+    Ignore,
+    /// Recorded in the health-monitor log; the partition goes on.
+    Log,
+    /// Recorded; the partition stops until a system partition resumes it.
+    Suspend,
+    /// Recorded; the partition starts again from its images.
+    Restart,
+    /// Recorded; the partition stops for good.
+    Halt,
+    /// Recorded; the whole machine restarts.
+    ResetSystem,
+}
+
+/// The events the health monitor tells apart, each with its own action.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Health {
+    /// An access outside the partition's stage-2 mappings.
+    pub stage2_fault: Action,
+    /// A trapped instruction or system register the partition may not use.
+    pub forbidden: Action,
+    /// A hypercall that does not exist or that the partition has no right to.
+    pub illegal_hypercall: Action,
+    /// The partition did not kick its watchdog within `watchdog_us`.
+    pub watchdog: Action,
+    /// A vCPU used more than its budget in a period.
+    pub budget_overrun: Action,
+    /// The partition reported an error of its own by hypercall.
+    pub reported: Action,
+    /// Watchdog period; `None`: the partition has no watchdog.
+    pub watchdog_us: Option<u64>,
+}
+
+impl Health {
+    /// What Partita did before the health monitor could be configured:
+    /// faults stop the partition, everything else is only logged.
+    pub const DEFAULT: Health = Health {
+        stage2_fault: Action::Halt,
+        forbidden: Action::Halt,
+        illegal_hypercall: Action::Log,
+        watchdog: Action::Halt,
+        budget_overrun: Action::Log,
+        reported: Action::Log,
+        watchdog_us: None,
+    };
+
+    /// Every event with its action, under the name the configuration uses.
+    pub const fn actions(&self) -> [(&'static str, Action); 6] {
+        [
+            ("stage2-fault", self.stage2_fault),
+            ("forbidden", self.forbidden),
+            ("illegal-hypercall", self.illegal_hypercall),
+            ("watchdog", self.watchdog),
+            ("budget-overrun", self.budget_overrun),
+            ("reported", self.reported),
+        ]
+    }
+}
+
+impl Default for Health {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// A named link between partitions, ARINC 653 style.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Channel {
+    pub name: String,
+    pub kind: ChannelKind,
+}
+
+/// Partitions are indices into [`System::partitions`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ChannelKind {
+    /// One writer, any number of readers; a read returns the latest message,
+    /// flagged invalid once it is older than `refresh_us`.
+    Sampling { source: usize, destinations: Vec<usize>, max_message: u32, refresh_us: u64 },
+    /// One writer, one reader, messages in order; a full queue refuses the
+    /// writer rather than drop a message.
+    Queuing { source: usize, destination: usize, max_message: u32, depth: u32 },
+    /// Pages every listed partition maps at `ipa`; `doorbell` is the virtual
+    /// INTID a partition raises at the others by hypercall.
+    SharedMemory { partitions: Vec<usize>, ipa: u64, pa: u64, size: u64, read_only: Vec<usize>, doorbell: Option<u32> },
+}
+
+impl ChannelKind {
+    /// The name the configuration gives the kind.
+    pub const fn label(&self) -> &'static str {
+        match self {
+            ChannelKind::Sampling { .. } => "sampling",
+            ChannelKind::Queuing { .. } => "queuing",
+            ChannelKind::SharedMemory { .. } => "shared-memory",
+        }
     }
 }

@@ -9,7 +9,8 @@
 //! plus a field such as `phys`), so the host can point at the line in the file.
 
 use crate::model::{
-    Budget, CyclicCore, Device, Interrupt, MemoryRegion, Migration, Partition, Plan, Range, Slot, System,
+    Budget, Channel, ChannelKind, CyclicCore, Device, Interrupt, MemoryRegion, Migration, Partition, Plan, Range, Slot,
+    System,
 };
 use crate::utilisation::{cyclic_cpus, fixed_priority_loads, share_tenths_of_percent, tenths_text};
 use alloc::collections::BTreeMap;
@@ -55,6 +56,20 @@ pub const MAX_CYCLIC_CORES: usize = *CPUS.end() as usize;
 /// Slots of one core in one plan. The hypervisor scans them at every slot
 /// boundary, so their number bounds that work.
 pub const MAX_SLOTS: usize = 64;
+pub const MAX_CHANNELS: usize = 64;
+/// Bytes of one sampling or queuing message: the hypervisor copies each
+/// message through a buffer of its own, so it bounds the copy.
+pub const MAX_MESSAGE: RangeInclusive<u32> = 1..=4096;
+/// Messages a queuing channel holds.
+pub const QUEUE_DEPTH: RangeInclusive<u32> = 1..=1024;
+/// A queuing channel's messages (`max_message` x `depth`) live in memory
+/// the hypervisor reserves for the channel, so their total is capped.
+pub const MAX_QUEUE_BYTES: u64 = 1 << 20;
+/// Entries of the health-monitor log.
+pub const HM_LOG_ENTRIES: RangeInclusive<u32> = 16..=4096;
+/// A watchdog shorter than 1 ms could not be kicked by a guest that is
+/// scheduled at all; one longer than a minute detects nothing in time.
+pub const WATCHDOG_US: RangeInclusive<u64> = 1_000..=60_000_000;
 
 /// One broken rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -83,6 +98,7 @@ pub fn validate(system: &System) -> Vec<Issue> {
         v.exclusive_pcpus();
         v.plans();
         v.budgets();
+        v.channels();
     }
     v.issues
 }
@@ -102,6 +118,10 @@ fn memory_path(p: usize, m: usize) -> String {
 
 fn device_path(p: usize, d: usize) -> String {
     format!("partition[{p}].device[{d}]")
+}
+
+fn channel_path(i: usize) -> String {
+    format!("channel[{i}]")
 }
 
 fn plan_path(i: usize) -> String {
@@ -246,6 +266,15 @@ impl Validator<'_> {
             let message = "the overhead limit must be more than 0 % and at most 100 %".into();
             self.push("hypervisor".into(), "overhead_limit_percent", message);
         }
+        if !HM_LOG_ENTRIES.contains(&hypervisor.hm_log_entries) {
+            let message = format!(
+                "{} health-monitor log entries is out of range {}..={}",
+                hypervisor.hm_log_entries,
+                HM_LOG_ENTRIES.start(),
+                HM_LOG_ENTRIES.end()
+            );
+            self.push("hypervisor".into(), "hm_log_entries", message);
+        }
         self.trace();
     }
 
@@ -290,6 +319,27 @@ impl Validator<'_> {
             self.partition_counts(p, partition);
         }
         self.plan_counts();
+        self.channel_counts();
+    }
+
+    fn channel_counts(&mut self) {
+        let channels = &self.system.channels;
+        if channels.len() > MAX_CHANNELS {
+            let message = format!("{} channels; at most {MAX_CHANNELS} are allowed", channels.len());
+            self.push(String::new(), "channel", message);
+        }
+        for (i, channel) in channels.iter().enumerate() {
+            for (field, list) in endpoint_lists(&channel.kind) {
+                if list.len() > MAX_PARTITIONS {
+                    let message = format!(
+                        "channel \"{}\" lists {} partitions; there are at most {MAX_PARTITIONS}",
+                        channel.name,
+                        list.len()
+                    );
+                    self.push(channel_path(i), field, message);
+                }
+            }
+        }
     }
 
     fn plan_counts(&mut self) {
@@ -342,11 +392,18 @@ impl Validator<'_> {
             && plans.iter().all(|plan| {
                 plan.cores.len() <= MAX_CYCLIC_CORES && plan.cores.iter().all(|core| core.slots.len() <= MAX_SLOTS)
             })
+            && self.system.channels.len() <= MAX_CHANNELS
+            && self
+                .system
+                .channels
+                .iter()
+                .all(|channel| endpoint_lists(&channel.kind).iter().all(|(_, list)| list.len() <= MAX_PARTITIONS))
     }
 
     fn partitions(&mut self) {
         for (p, partition) in self.system.partitions.iter().enumerate() {
             self.partition_settings(p, partition);
+            self.health(p, partition);
             self.vcpus(p, partition);
             self.migrations(p, partition);
             for (m, region) in partition.memory.iter().enumerate() {
@@ -375,6 +432,19 @@ impl Validator<'_> {
         }
         if partition.bootargs.contains('\0') {
             self.push(partition_path(p), "bootargs", "bootargs must not contain a NUL character".into());
+        }
+    }
+
+    fn health(&mut self, p: usize, partition: &Partition) {
+        let Some(period) = partition.health.watchdog_us else { return };
+        if !WATCHDOG_US.contains(&period) {
+            let message = format!(
+                "partition \"{}\": the watchdog period of {period} us is out of range {}..={} us (1 ms to 60 s)",
+                partition.name,
+                WATCHDOG_US.start(),
+                WATCHDOG_US.end()
+            );
+            self.push(partition_path(p), "watchdog", message);
         }
     }
 
@@ -409,12 +479,20 @@ impl Validator<'_> {
         }
     }
 
-    fn migration_problems(&self, partition: &Partition, m: usize, migration: &Migration) -> Vec<(&'static str, String)> {
+    fn migration_problems(
+        &self,
+        partition: &Partition,
+        m: usize,
+        migration: &Migration,
+    ) -> Vec<(&'static str, String)> {
         let cyclic = |cpu: u32| self.system.plans.first().is_some_and(|plan| plan.cores.iter().any(|c| c.cpu == cpu));
         let exclusive_owner = |cpu: u32| self.system.partitions.iter().find(|o| o.exclusive && o.vcpus.contains(&cpu));
         let vcpu = migration.vcpu;
         let Some(&home) = partition.vcpus.get(vcpu as usize) else {
-            return alloc::vec![("vcpu", format!("vCPU {vcpu} does not exist: the partition has {}", partition.vcpus.len()))];
+            return alloc::vec![(
+                "vcpu",
+                format!("vCPU {vcpu} does not exist: the partition has {}", partition.vcpus.len())
+            )];
         };
         let mut problems = Vec::new();
         if partition.exclusive {
@@ -893,6 +971,293 @@ impl Validator<'_> {
         }
     }
 
+    fn channels(&mut self) {
+        let system = self.system;
+        for (i, channel) in system.channels.iter().enumerate() {
+            let path = channel_path(i);
+            self.channel_name(i, channel);
+            let label = format!("channel \"{}\"", channel.name);
+            // Rules between endpoints would only restate a missing partition.
+            let known = self.channel_endpoints_exist(&path, &label, &channel.kind);
+            match &channel.kind {
+                &ChannelKind::Sampling { source, ref destinations, max_message, refresh_us } => {
+                    self.message_size(&path, &label, max_message);
+                    if refresh_us == 0 {
+                        self.push(
+                            path.clone(),
+                            "refresh",
+                            format!("{label}: the refresh period must be longer than 0 us"),
+                        );
+                    }
+                    if destinations.is_empty() {
+                        let message = format!("{label} has no destination; a sampling channel needs 1 or more readers");
+                        self.push(path.clone(), "destinations", message);
+                    }
+                    if known {
+                        self.sampling_directions(&path, &label, source, destinations);
+                    }
+                }
+                &ChannelKind::Queuing { source, destination, max_message, depth } => {
+                    self.message_size(&path, &label, max_message);
+                    self.queue_depth(&path, &label, max_message, depth);
+                    if known && source == destination {
+                        let message = format!(
+                            "{label}: partition \"{}\" is both the source and the destination",
+                            self.partition_name(source)
+                        );
+                        self.push(path.clone(), "destination", message);
+                    }
+                }
+                ChannelKind::SharedMemory { .. } => self.shared_memory(&path, &label, &channel.kind, known),
+            }
+        }
+        self.channel_pairs();
+    }
+
+    fn channel_name(&mut self, i: usize, channel: &Channel) {
+        if let Some(problem) = name_problem(&channel.name) {
+            self.push(channel_path(i), "name", problem);
+        }
+        if let Some(first) = self.system.channels.iter().take(i).position(|other| other.name == channel.name) {
+            let message = format!("duplicate channel name \"{}\" (also channel[{first}])", channel.name);
+            self.push(channel_path(i), "name", message);
+        }
+    }
+
+    fn channel_endpoints_exist(&mut self, path: &str, label: &str, kind: &ChannelKind) -> bool {
+        let count = self.system.partitions.len();
+        let mut known = true;
+        for (field, p) in endpoints(kind) {
+            if p >= count {
+                let message = format!("{label}: partition {p} does not exist; there are {count}");
+                self.push(path.into(), field, message);
+                known = false;
+            }
+        }
+        known
+    }
+
+    fn sampling_directions(&mut self, path: &str, label: &str, source: usize, destinations: &[usize]) {
+        if destinations.contains(&source) {
+            let message =
+                format!("{label}: partition \"{}\" is both the source and a destination", self.partition_name(source));
+            self.push(path.into(), "destinations", message);
+        }
+        self.listed_once(path, "destinations", label, destinations);
+    }
+
+    fn listed_once(&mut self, path: &str, field: &'static str, label: &str, list: &[usize]) {
+        for (k, &p) in list.iter().enumerate() {
+            if list.iter().take(k).any(|&other| other == p) {
+                let message = format!("{label} lists partition \"{}\" twice in {field}", self.partition_name(p));
+                self.push(path.into(), field, message);
+            }
+        }
+    }
+
+    fn message_size(&mut self, path: &str, label: &str, max_message: u32) {
+        if !MAX_MESSAGE.contains(&max_message) {
+            let message = format!(
+                "{label}: a message of {max_message} bytes is out of range {}..={} bytes",
+                MAX_MESSAGE.start(),
+                MAX_MESSAGE.end()
+            );
+            self.push(path.into(), "max_message", message);
+        }
+    }
+
+    fn queue_depth(&mut self, path: &str, label: &str, max_message: u32, depth: u32) {
+        if !QUEUE_DEPTH.contains(&depth) {
+            let message = format!(
+                "{label}: a depth of {depth} messages is out of range {}..={}",
+                QUEUE_DEPTH.start(),
+                QUEUE_DEPTH.end()
+            );
+            self.push(path.into(), "depth", message);
+            return;
+        }
+        let bytes = u64::from(max_message) * u64::from(depth);
+        if MAX_MESSAGE.contains(&max_message) && bytes > MAX_QUEUE_BYTES {
+            let message = format!(
+                "{label}: {depth} messages of {max_message} bytes take {} KiB; a queue may take at most {} KiB",
+                bytes.div_ceil(1024),
+                MAX_QUEUE_BYTES / 1024
+            );
+            self.push(path.into(), "depth", message);
+        }
+    }
+
+    fn shared_memory(&mut self, path: &str, label: &str, kind: &ChannelKind, known: bool) {
+        let &ChannelKind::SharedMemory { ref partitions, ipa, pa, size, ref read_only, doorbell } = kind else {
+            return;
+        };
+        if partitions.len() < 2 {
+            let message = format!("{label} has {} partition(s); shared memory needs 2 or more", partitions.len());
+            self.push(path.into(), "partitions", message);
+        }
+        let guest = Range::new(ipa, size);
+        self.range(path, "base", "size", &guest);
+        if !is_aligned(pa) {
+            self.push(path.into(), "phys", format!("{pa:#x} is not 4 KiB aligned"));
+        }
+        self.shared_memory_host(path, label, Range::new(pa, size));
+        if let Some(intid) = doorbell {
+            self.doorbell_range(path, label, intid);
+        }
+        if !known {
+            return;
+        }
+        self.listed_once(path, "partitions", label, partitions);
+        self.read_only(path, label, partitions, read_only);
+        for (k, &p) in partitions.iter().enumerate() {
+            if partitions.iter().take(k).any(|&other| other == p) {
+                continue;
+            }
+            self.shared_memory_guest(path, label, p, guest);
+            if let Some(intid) = doorbell {
+                self.doorbell_passthrough(path, label, p, intid);
+            }
+        }
+    }
+
+    fn read_only(&mut self, path: &str, label: &str, partitions: &[usize], read_only: &[usize]) {
+        for &p in read_only {
+            if !partitions.contains(&p) {
+                let message = format!(
+                    "{label}: partition \"{}\" is read-only but does not map the channel: it is not in partitions",
+                    self.partition_name(p)
+                );
+                self.push(path.into(), "read_only", message);
+            }
+        }
+        self.listed_once(path, "read_only", label, read_only);
+        if !partitions.is_empty() && partitions.iter().all(|p| read_only.contains(p)) {
+            let message = format!("{label}: every partition maps it read-only, so nobody could write to it");
+            self.push(path.into(), "read_only", message);
+        }
+    }
+
+    fn shared_memory_host(&mut self, path: &str, label: &str, host: Range) {
+        let ram = self.system.platform.ram;
+        if !ram.covers(&host) {
+            let message =
+                format!("{label}: host memory {} is outside platform RAM {}", hex_range(&host), hex_range(&ram));
+            self.push(path.into(), "phys", message);
+        }
+        let hypervisor = self.system.hypervisor.memory;
+        if host.overlaps(&hypervisor) {
+            let message = format!("{label}: host memory overlaps hypervisor memory ({})", hex_range(&hypervisor));
+            self.push(path.into(), "phys", message);
+        }
+        for (q, m, region) in all_memory(self.system) {
+            if host.overlaps(&region.host()) {
+                let message = format!(
+                    "{label}: host memory {} overlaps partition \"{}\" memory[{m}] ({})",
+                    hex_range(&host),
+                    self.partition_name(q),
+                    hex_range(&region.host())
+                );
+                self.push(path.into(), "phys", message);
+            }
+        }
+    }
+
+    /// Each partition maps the pages at `base`, so they must be free in
+    /// every one of them.
+    fn shared_memory_guest(&mut self, path: &str, label: &str, p: usize, guest: Range) {
+        let Some(partition) = self.system.partitions.get(p) else { return };
+        let platform = &self.system.platform;
+        let gic = [("the virtual GIC distributor", platform.gicd), ("the virtual GIC redistributors", platform.gicr)];
+        let windows = guest_windows(p, partition);
+        let clashes = windows.iter().map(|w| (w.label.as_str(), w.range)).chain(gic);
+        for (what, range) in clashes.filter(|(_, range)| range.overlaps(&guest)) {
+            let message = format!(
+                "{label} at {} overlaps {what} ({}) of partition \"{}\" in guest-physical space",
+                hex_range(&guest),
+                hex_range(&range),
+                partition.name
+            );
+            self.push(path.into(), "base", message);
+        }
+    }
+
+    fn doorbell_range(&mut self, path: &str, label: &str, intid: u32) {
+        if intid == CONSOLE_INTID {
+            let message = format!("{label}: doorbell INTID {intid} is the emulated console's");
+            self.push(path.into(), "doorbell_intid", message);
+        } else if !SPI.contains(&intid) {
+            let message =
+                format!("{label}: doorbell INTID {intid} is out of range {}..={} (an SPI)", SPI.start(), SPI.end());
+            self.push(path.into(), "doorbell_intid", message);
+        }
+    }
+
+    /// The doorbell is injected into the partition's virtual GIC, where a
+    /// passthrough SPI keeps its physical number.
+    fn doorbell_passthrough(&mut self, path: &str, label: &str, p: usize, intid: u32) {
+        let Some(partition) = self.system.partitions.get(p) else { return };
+        for device in partition.devices.iter().filter(|d| d.interrupts.iter().any(|irq| irq.intid == intid)) {
+            let message = format!(
+                "{label}: doorbell INTID {intid} is already partition \"{}\" device \"{}\"'s interrupt",
+                partition.name, device.name
+            );
+            self.push(path.into(), "doorbell_intid", message);
+        }
+    }
+
+    /// Shared-memory channels own their host pages alone, and a doorbell
+    /// names one channel.
+    fn channel_pairs(&mut self) {
+        let channels = &self.system.channels;
+        for (i, channel) in channels.iter().enumerate() {
+            let ChannelKind::SharedMemory { partitions, ipa, pa, size, doorbell, .. } = &channel.kind else { continue };
+            for other in channels.iter().take(i) {
+                let ChannelKind::SharedMemory {
+                    partitions: other_partitions,
+                    ipa: other_ipa,
+                    pa: other_pa,
+                    size: other_size,
+                    doorbell: other_doorbell,
+                    ..
+                } = &other.kind
+                else {
+                    continue;
+                };
+                let label = format!("channel \"{}\"", channel.name);
+                let (host, other_host) = (Range::new(*pa, *size), Range::new(*other_pa, *other_size));
+                if host.overlaps(&other_host) {
+                    let message = format!(
+                        "{label}: host memory overlaps channel \"{}\" ({})",
+                        other.name,
+                        hex_range(&other_host)
+                    );
+                    self.push(channel_path(i), "phys", message);
+                }
+                let (guest, other_guest) = (Range::new(*ipa, *size), Range::new(*other_ipa, *other_size));
+                let count = self.system.partitions.len();
+                let common = partitions.iter().find(|&&p| p < count && other_partitions.contains(&p));
+                if let Some(&p) = common.filter(|_| guest.overlaps(&other_guest)) {
+                    let message = format!(
+                        "{label} at {} overlaps channel \"{}\" ({}) in partition \"{}\"'s guest-physical space",
+                        hex_range(&guest),
+                        other.name,
+                        hex_range(&other_guest),
+                        self.partition_name(p)
+                    );
+                    self.push(channel_path(i), "base", message);
+                }
+                if doorbell.is_some() && doorbell == other_doorbell {
+                    let message = format!(
+                        "{label}: doorbell INTID {} is already channel \"{}\"'s",
+                        doorbell.unwrap_or_default(),
+                        other.name
+                    );
+                    self.push(channel_path(i), "doorbell_intid", message);
+                }
+            }
+        }
+    }
+
     fn partition_name(&self, p: usize) -> &str {
         self.system.partitions.get(p).map_or("?", |partition| partition.name.as_str())
     }
@@ -941,6 +1306,32 @@ fn guest_windows(p: usize, partition: &Partition) -> Vec<GuestWindow> {
     windows
 }
 
+/// Every partition list of a channel, with the field that holds it.
+fn endpoint_lists(kind: &ChannelKind) -> Vec<(&'static str, &[usize])> {
+    match kind {
+        ChannelKind::Sampling { destinations, .. } => alloc::vec![("destinations", destinations.as_slice())],
+        ChannelKind::Queuing { .. } => Vec::new(),
+        ChannelKind::SharedMemory { partitions, read_only, .. } => {
+            alloc::vec![("partitions", partitions.as_slice()), ("read_only", read_only.as_slice())]
+        }
+    }
+}
+
+/// Every partition a channel names, with the field that names it.
+fn endpoints(kind: &ChannelKind) -> Vec<(&'static str, usize)> {
+    let mut all = match *kind {
+        ChannelKind::Sampling { source, .. } => alloc::vec![("source", source)],
+        ChannelKind::Queuing { source, destination, .. } => {
+            alloc::vec![("source", source), ("destination", destination)]
+        }
+        ChannelKind::SharedMemory { .. } => Vec::new(),
+    };
+    for (field, list) in endpoint_lists(kind) {
+        all.extend(list.iter().map(|&p| (field, p)));
+    }
+    all
+}
+
 fn all_memory(system: &System) -> Vec<(usize, usize, &MemoryRegion)> {
     let per_partition = system.partitions.iter().enumerate();
     per_partition.flat_map(|(p, partition)| partition.memory.iter().enumerate().map(move |(m, r)| (p, m, r))).collect()
@@ -954,7 +1345,7 @@ fn all_devices(system: &System) -> Vec<(usize, usize, &Device)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Criticality, Hypervisor, Perms, Platform, Rights};
+    use crate::model::{Action, Criticality, Health, Hypervisor, Perms, Platform, Rights};
     use alloc::string::ToString;
     use alloc::vec;
     use proptest::prelude::*;
@@ -979,6 +1370,7 @@ mod tests {
             devices: Vec::new(),
             console: 0x0900_0000,
             bootargs: String::new(),
+            health: Health::DEFAULT,
         }
     }
 
@@ -1013,9 +1405,11 @@ mod tests {
                 quantum_us: 1000,
                 trace_events: 0,
                 overhead_limit_bp: 100,
+                hm_log_entries: 256,
             },
             partitions: vec![partition("rtos", vec![1], 0x4200_0000), partition("gpos", vec![2, 3], 0x4400_0000)],
             plans: Vec::new(),
+            channels: Vec::new(),
         }
     }
 
@@ -1599,6 +1993,254 @@ mod tests {
         }
     }
 
+    /// `system()` with one channel of each kind between rtos (0) and gpos (1).
+    fn linked() -> System {
+        let mut s = system();
+        s.channels = vec![
+            Channel {
+                name: "status".into(),
+                kind: ChannelKind::Sampling { source: 0, destinations: vec![1], max_message: 64, refresh_us: 10_000 },
+            },
+            Channel {
+                name: "commands".into(),
+                kind: ChannelKind::Queuing { source: 1, destination: 0, max_message: 256, depth: 16 },
+            },
+            Channel {
+                name: "frames".into(),
+                kind: ChannelKind::SharedMemory {
+                    partitions: vec![0, 1],
+                    ipa: 0x5000_0000,
+                    pa: 0x4600_0000,
+                    size: 0x1_0000,
+                    read_only: vec![1],
+                    doorbell: Some(48),
+                },
+            },
+        ];
+        s
+    }
+
+    fn shared(s: &mut System) -> (&mut Vec<usize>, &mut u64, &mut u64, &mut u64, &mut Vec<usize>, &mut Option<u32>) {
+        let ChannelKind::SharedMemory { partitions, ipa, pa, size, read_only, doorbell } = &mut s.channels[2].kind
+        else {
+            unreachable!("linked() puts shared memory third")
+        };
+        (partitions, ipa, pa, size, read_only, doorbell)
+    }
+
+    #[test]
+    fn linked_sample_is_valid() {
+        assert_eq!(validate(&linked()), vec![]);
+    }
+
+    #[test]
+    fn channel_names_and_count() {
+        let mut s = linked();
+        s.channels[1].name = "status".into();
+        expect_one(&s, "channel[1]", "name", "duplicate channel name \"status\" (also channel[0])");
+        s.channels[1].name = "Status".into();
+        expect_one(&s, "channel[1]", "name", "may only use");
+        let mut s = linked();
+        let template = s.channels[0].clone();
+        s.channels = (0..65).map(|i| Channel { name: format!("c{i}"), ..template.clone() }).collect();
+        expect_one(&s, "", "channel", "65 channels; at most 64 are allowed");
+    }
+
+    #[test]
+    fn channel_of_a_missing_partition() {
+        let mut s = linked();
+        s.channels[1].kind = ChannelKind::Queuing { source: 1, destination: 2, max_message: 256, depth: 16 };
+        expect_one(&s, "channel[1]", "destination", "channel \"commands\": partition 2 does not exist; there are 2");
+        // Two missing partitions are not also "listed twice".
+        let mut s = linked();
+        shared(&mut s).0.extend([9, 9]);
+        let issues = validate(&s);
+        assert_eq!(issues.len(), 2, "{issues:#?}");
+        assert!(issues.iter().all(|i| i.field == "partitions" && i.message.contains("partition 9 does not exist")));
+    }
+
+    #[test]
+    fn sampling_endpoints() {
+        let mut s = linked();
+        s.channels[0].kind = ChannelKind::Sampling { source: 0, destinations: vec![], max_message: 64, refresh_us: 1 };
+        expect_one(&s, "channel[0]", "destinations", "channel \"status\" has no destination");
+        s.channels[0].kind =
+            ChannelKind::Sampling { source: 0, destinations: vec![1, 0], max_message: 64, refresh_us: 1 };
+        expect_one(&s, "channel[0]", "destinations", "partition \"rtos\" is both the source and a destination");
+        s.channels[0].kind =
+            ChannelKind::Sampling { source: 0, destinations: vec![1, 1], max_message: 64, refresh_us: 1 };
+        expect_one(
+            &s,
+            "channel[0]",
+            "destinations",
+            "channel \"status\" lists partition \"gpos\" twice in destinations",
+        );
+        s.channels[0].kind = ChannelKind::Sampling { source: 0, destinations: vec![1], max_message: 64, refresh_us: 0 };
+        expect_one(&s, "channel[0]", "refresh", "the refresh period must be longer than 0 us");
+    }
+
+    #[test]
+    fn message_sizes_and_depths() {
+        let queuing = |max_message, depth| ChannelKind::Queuing { source: 1, destination: 0, max_message, depth };
+        let mut s = linked();
+        for (max_message, depth) in [(1, 1), (4096, 256), (1024, 1024)] {
+            s.channels[1].kind = queuing(max_message, depth);
+            assert_eq!(validate(&s), vec![], "{max_message} x {depth}");
+        }
+        for max_message in [0, 4097] {
+            s.channels[1].kind = queuing(max_message, 16);
+            expect_one(&s, "channel[1]", "max_message", "out of range 1..=4096 bytes");
+        }
+        for depth in [0, 1025] {
+            s.channels[1].kind = queuing(1, depth);
+            expect_one(&s, "channel[1]", "depth", "out of range 1..=1024");
+        }
+        s.channels[1].kind = queuing(4096, 257);
+        expect_one(
+            &s,
+            "channel[1]",
+            "depth",
+            "channel \"commands\": 257 messages of 4096 bytes take 1028 KiB; a queue may take at most 1024 KiB",
+        );
+        s.channels[1].kind = ChannelKind::Queuing { source: 0, destination: 0, max_message: 256, depth: 16 };
+        expect_one(&s, "channel[1]", "destination", "partition \"rtos\" is both the source and the destination");
+        let mut s = linked();
+        s.channels[0].kind = ChannelKind::Sampling { source: 0, destinations: vec![1], max_message: 0, refresh_us: 1 };
+        expect_one(&s, "channel[0]", "max_message", "channel \"status\": a message of 0 bytes is out of range");
+    }
+
+    #[test]
+    fn shared_memory_partitions() {
+        let mut s = linked();
+        *shared(&mut s).0 = vec![0];
+        shared(&mut s).4.clear();
+        expect_one(
+            &s,
+            "channel[2]",
+            "partitions",
+            "channel \"frames\" has 1 partition(s); shared memory needs 2 or more",
+        );
+        let mut s = linked();
+        shared(&mut s).0.push(1);
+        expect_one(&s, "channel[2]", "partitions", "lists partition \"gpos\" twice in partitions");
+        let mut s = linked();
+        s.partitions.push(partition("control", vec![3], 0x4800_0000));
+        *shared(&mut s).4 = vec![2];
+        expect_one(&s, "channel[2]", "read_only", "partition \"control\" is read-only but does not map the channel");
+        let mut s = linked();
+        *shared(&mut s).4 = vec![1, 0];
+        expect_one(&s, "channel[2]", "read_only", "every partition maps it read-only, so nobody could write to it");
+    }
+
+    #[test]
+    fn shared_memory_sizes_and_host_memory() {
+        let mut s = linked();
+        *shared(&mut s).3 = 0x1800;
+        expect_one(&s, "channel[2]", "size", "not a multiple of 4 KiB");
+        *shared(&mut s).3 = 0;
+        expect_one(&s, "channel[2]", "size", "must not be zero");
+        let mut s = linked();
+        *shared(&mut s).2 = 0x4200_0000;
+        expect_one(
+            &s,
+            "channel[2]",
+            "phys",
+            "host memory 0x42000000..0x42010000 overlaps partition \"rtos\" memory[0]",
+        );
+        *shared(&mut s).2 = 0x4000_0000;
+        expect_one(&s, "channel[2]", "phys", "host memory overlaps hypervisor memory");
+        *shared(&mut s).2 = 0x8000_0000;
+        expect_one(&s, "channel[2]", "phys", "is outside platform RAM");
+        *shared(&mut s).2 = 0x4600_0800;
+        expect_one(&s, "channel[2]", "phys", "0x46000800 is not 4 KiB aligned");
+    }
+
+    #[test]
+    fn shared_memory_in_guest_physical_space() {
+        for (ipa, text) in [
+            (0x40ff_0000, "overlaps memory[0] (0x40000000..0x41000000) of partition \"rtos\""),
+            (0x0900_0000, "overlaps the console (0x09000000..0x09001000) of partition \"rtos\""),
+            (0x0800_0000, "overlaps the virtual GIC distributor"),
+        ] {
+            let mut s = linked();
+            *shared(&mut s).1 = ipa;
+            // Both partitions have the same layout: one issue each.
+            let issues = validate(&s);
+            assert_eq!(issues.len(), 2, "{issues:#?}");
+            assert_eq!((issues[0].path.as_str(), issues[0].field), ("channel[2]", "base"));
+            assert!(issues.iter().any(|i| i.message.contains(text)), "{text}: {issues:#?}");
+        }
+        let mut s = linked();
+        s.partitions[1].devices.push(gpio());
+        *shared(&mut s).1 = 0x0903_0000;
+        expect_one(&s, "channel[2]", "base", "overlaps device \"gpio\" (0x09030000..0x09031000) of partition \"gpos\"");
+    }
+
+    #[test]
+    fn doorbells() {
+        let mut s = linked();
+        for intid in [31, 1020] {
+            *shared(&mut s).5 = Some(intid);
+            expect_one(&s, "channel[2]", "doorbell_intid", "is out of range 32..=1019");
+        }
+        *shared(&mut s).5 = Some(CONSOLE_INTID);
+        expect_one(&s, "channel[2]", "doorbell_intid", "doorbell INTID 33 is the emulated console's");
+        *shared(&mut s).5 = None;
+        assert_eq!(validate(&s), vec![], "a doorbell is optional");
+        let mut s = linked();
+        s.partitions[1].devices.push(gpio());
+        *shared(&mut s).5 = Some(39);
+        expect_one(
+            &s,
+            "channel[2]",
+            "doorbell_intid",
+            "doorbell INTID 39 is already partition \"gpos\" device \"gpio\"'s",
+        );
+        let mut s = linked();
+        let mut copy = s.channels[2].clone();
+        copy.name = "frames2".into();
+        let ChannelKind::SharedMemory { ipa, pa, .. } = &mut copy.kind else { unreachable!() };
+        (*ipa, *pa) = (0x5100_0000, 0x4610_0000);
+        s.channels.push(copy);
+        expect_one(&s, "channel[3]", "doorbell_intid", "doorbell INTID 48 is already channel \"frames\"'s");
+    }
+
+    #[test]
+    fn shared_memory_channels_apart() {
+        let mut s = linked();
+        let mut copy = s.channels[2].clone();
+        copy.name = "frames2".into();
+        let ChannelKind::SharedMemory { ipa, doorbell, .. } = &mut copy.kind else { unreachable!() };
+        (*ipa, *doorbell) = (0x5100_0000, None);
+        s.channels.push(copy.clone());
+        expect_one(&s, "channel[3]", "phys", "host memory overlaps channel \"frames\" (0x46000000..0x46010000)");
+        let ChannelKind::SharedMemory { ipa, pa, .. } = &mut copy.kind else { unreachable!() };
+        (*ipa, *pa) = (0x5000_8000, 0x4610_0000);
+        s.channels[3] = copy;
+        expect_one(
+            &s,
+            "channel[3]",
+            "base",
+            "overlaps channel \"frames\" (0x50000000..0x50010000) in partition \"rtos\"",
+        );
+    }
+
+    #[test]
+    fn health_settings() {
+        let mut s = system();
+        s.partitions[0].health = Health { watchdog: Action::Restart, watchdog_us: Some(100_000), ..Health::DEFAULT };
+        assert_eq!(validate(&s), vec![]);
+        for period in [999, 60_000_001] {
+            s.partitions[0].health.watchdog_us = Some(period);
+            expect_one(&s, "partition[0]", "watchdog", "is out of range 1000..=60000000 us (1 ms to 60 s)");
+        }
+        let mut s = system();
+        for entries in [15, 4097] {
+            s.hypervisor.hm_log_entries = entries;
+            expect_one(&s, "hypervisor", "hm_log_entries", "health-monitor log entries is out of range 16..=4096");
+        }
+    }
+
     fn arbitrary_range() -> impl Strategy<Value = Range> {
         let edge = prop_oneof![Just(0u64), Just(u64::MAX), Just(0x4000_0000), any::<u64>()];
         (edge.clone(), edge).prop_map(|(base, size)| Range::new(base, size))
@@ -1636,8 +2278,9 @@ mod tests {
         let time = || prop_oneof![Just(0u64), Just(1), Just(3), Just(u64::MAX), any::<u64>()];
         let budget =
             proptest::option::of((time(), time()).prop_map(|(time_us, period_us)| Budget { time_us, period_us }));
-        (proptest::sample::select(NAMES), vcpus, any::<bool>(), budget, memory, devices, any::<u64>()).prop_map(
-            |(name, vcpus, exclusive, budget, memory, devices, console)| Partition {
+        let watchdog = proptest::option::of(time());
+        (proptest::sample::select(NAMES), vcpus, any::<bool>(), budget, memory, devices, any::<u64>(), watchdog)
+            .prop_map(|(name, vcpus, exclusive, budget, memory, devices, console, watchdog_us)| Partition {
                 name: name.into(),
                 criticality: Criticality::High,
                 priority: 192,
@@ -1650,8 +2293,33 @@ mod tests {
                 devices,
                 console,
                 bootargs: String::new(),
+                health: Health { watchdog_us, ..Health::DEFAULT },
+            })
+    }
+
+    fn arbitrary_channel() -> impl Strategy<Value = Channel> {
+        let index = || prop_oneof![0usize..4, Just(usize::MAX)];
+        let indices = || proptest::collection::vec(index(), 0..20);
+        let small = || prop_oneof![Just(0u32), Just(1), Just(4096), Just(4097), any::<u32>()];
+        let sampling =
+            (index(), indices(), small(), any::<u64>()).prop_map(|(source, destinations, max_message, refresh_us)| {
+                ChannelKind::Sampling { source, destinations, max_message, refresh_us }
+            });
+        let queuing = (index(), index(), small(), small()).prop_map(|(source, destination, max_message, depth)| {
+            ChannelKind::Queuing { source, destination, max_message, depth }
+        });
+        let shared = (indices(), arbitrary_range(), any::<u64>(), indices(), proptest::option::of(small())).prop_map(
+            |(partitions, r, pa, read_only, doorbell)| ChannelKind::SharedMemory {
+                partitions,
+                ipa: r.base,
+                pa,
+                size: r.size,
+                read_only,
+                doorbell,
             },
-        )
+        );
+        (proptest::sample::select(NAMES), prop_oneof![sampling, queuing, shared])
+            .prop_map(|(name, kind)| Channel { name: name.into(), kind })
     }
 
     fn arbitrary_plan() -> impl Strategy<Value = Plan> {
@@ -1679,13 +2347,16 @@ mod tests {
             overhead_limit_bp in any::<u32>(),
             partitions in proptest::collection::vec(arbitrary_partition(), 0..18),
             plans in proptest::collection::vec(arbitrary_plan(), 0..10),
+            channels in proptest::collection::vec(arbitrary_channel(), 0..6),
+            hm_log_entries in any::<u32>(),
         ) {
             let mut s = system();
             s.platform.ram = ram;
             s.platform.cpus = cpus;
-            s.hypervisor = Hypervisor { memory: hypervisor, quantum_us, trace_events, overhead_limit_bp };
+            s.hypervisor = Hypervisor { memory: hypervisor, quantum_us, trace_events, overhead_limit_bp, hm_log_entries };
             s.partitions = partitions;
             s.plans = plans;
+            s.channels = channels;
             let _ = validate(&s);
         }
     }

@@ -4,7 +4,9 @@
 
 use crate::config::{self, Config};
 use crate::profile::{self, PlatformProfile};
-use partita_core::model::{Criticality, Device, Interrupt, MemoryRegion, Partition, Perms, Plan, System};
+use partita_core::model::{
+    Action, ChannelKind, Criticality, Device, Health, Interrupt, MemoryRegion, Partition, Perms, Plan, System,
+};
 use partita_core::overhead::switch_losses;
 use partita_core::utilisation::{fixed_priority_loads, share_tenths_of_percent, tenths_text};
 use std::io::Write;
@@ -73,7 +75,73 @@ pub fn summary(config: &Config, profile: &PlatformProfile) -> String {
     out.push_str(&control(system));
     out.push_str(&budgets(system));
     out.push_str(&plans(system, profile));
+    out.push_str(&channels(system));
+    out.push_str(&health(system));
     out
+}
+
+/// Each channel with its kind, who writes and who reads, and its sizes.
+fn channels(system: &System) -> String {
+    if system.channels.is_empty() {
+        return String::new();
+    }
+    let name = |p: usize| system.partitions.get(p).map_or("?", |partition| partition.name.as_str());
+    let names = |list: &[usize]| list.iter().map(|&p| name(p)).collect::<Vec<_>>().join(", ");
+    let mut rows = vec![["CHANNEL", "KIND", "ENDPOINTS", "SIZES"].map(String::from)];
+    for channel in &system.channels {
+        let (endpoints, sizes) = match &channel.kind {
+            ChannelKind::Sampling { source, destinations, max_message, refresh_us } => (
+                format!("{} -> {}", name(*source), names(destinations)),
+                format!("{max_message} B, refresh {refresh_us} us"),
+            ),
+            ChannelKind::Queuing { source, destination, max_message, depth } => {
+                (format!("{} -> {}", name(*source), name(*destination)), format!("{depth} x {max_message} B"))
+            }
+            ChannelKind::SharedMemory { partitions, ipa, pa, size: bytes, read_only, doorbell } => {
+                let read_only =
+                    if read_only.is_empty() { String::new() } else { format!(" (read-only: {})", names(read_only)) };
+                let doorbell = doorbell.map_or(String::new(), |intid| format!(", doorbell {intid}"));
+                (
+                    format!("{}{read_only}", names(partitions)),
+                    format!("{} {ipa:#010x} -> {pa:#010x}{doorbell}", size(*bytes)),
+                )
+            }
+        };
+        rows.push([channel.name.clone(), channel.kind.label().into(), endpoints, sizes]);
+    }
+    let mut out = String::from("\nchannels\n");
+    for line in table(&rows).lines() {
+        out += &format!("  {line}\n");
+    }
+    out
+}
+
+/// Each partition whose health settings differ from the defaults: its
+/// watchdog and the actions it changed.
+fn health(system: &System) -> String {
+    let default = Health::DEFAULT.actions();
+    let mut lines = String::new();
+    for partition in &system.partitions {
+        let health = &partition.health;
+        let mut settings: Vec<String> = health.watchdog_us.iter().map(|us| format!("watchdog every {us} us")).collect();
+        let changed = health.actions().into_iter().zip(default).filter(|(given, default)| given != default);
+        settings.extend(changed.map(|((event, action), _)| format!("{event} {}", action_name(action))));
+        if !settings.is_empty() {
+            lines += &format!("  {}: {}\n", partition.name, settings.join(", "));
+        }
+    }
+    format!("\nhealth monitor: log of {} entries\n{lines}", system.hypervisor.hm_log_entries)
+}
+
+fn action_name(action: Action) -> &'static str {
+    match action {
+        Action::Ignore => "ignore",
+        Action::Log => "log",
+        Action::Suspend => "suspend",
+        Action::Restart => "restart",
+        Action::Halt => "halt",
+        Action::ResetSystem => "reset-system",
+    }
 }
 
 /// System partitions with their rights, and vCPUs that may migrate.
@@ -97,10 +165,15 @@ fn control(system: &System) -> String {
         for m in &partition.migrate {
             let home = partition.vcpus.get(m.vcpu as usize).map_or("?".into(), |c| c.to_string());
             let to: Vec<String> = m.to.iter().map(u32::to_string).collect();
-            out += &format!("{} vCPU {} migrates from pCPU {home} to pCPU {}\n", partition.name, m.vcpu, to.join(" or "));
+            out +=
+                &format!("{} vCPU {} migrates from pCPU {home} to pCPU {}\n", partition.name, m.vcpu, to.join(" or "));
         }
     }
-    if out.is_empty() { out } else { format!("\n{out}") }
+    if out.is_empty() {
+        out
+    } else {
+        format!("\n{out}")
+    }
 }
 
 /// Each fixed-priority pCPU that hosts a budgeted vCPU: how much of it the

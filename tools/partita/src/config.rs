@@ -98,10 +98,16 @@ pub fn load_str(path: &Path, text: &str) -> Result<Config, Vec<Diagnostic>> {
     let config_dir = path.parent().unwrap_or(Path::new("."));
     let resolved = resolve::resolve(raw, name, config_dir);
     let mut issues = resolved.issues;
-    // An unplaced region has no host address to judge, and a slot naming no
-    // partition no index; their own issues say why.
+    // An unplaced region has no host address to judge, an entry naming no
+    // partition no index, and a malformed channel no values; their own
+    // issues say why.
     let placed = |issue: &Issue| !(issue.field == "phys" && resolved.unallocated.contains(&issue.path));
-    let named = |issue: &Issue| !(issue.field == "partition" && resolved.unresolved.contains(&issue.path));
+    let named = |issue: &Issue| {
+        !resolved
+            .unresolved
+            .iter()
+            .any(|(path, field)| *path == issue.path && (field.is_empty() || *field == issue.field))
+    };
     issues.extend(validate(&resolved.system).into_iter().filter(|issue| placed(issue) && named(issue)));
     issues.extend(images::check(&resolved.system, &resolved.images, &resolved.entries));
     if !issues.is_empty() {

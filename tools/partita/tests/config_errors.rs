@@ -10,7 +10,9 @@ mod config_support;
 use config_support::{aarch64_elf, scratch_dir};
 use partita::config::{self, Config, Diagnostic, Image, ImageFormat};
 use partita::profile::PlatformProfile;
-use partita_core::model::{Budget, Criticality, CyclicCore, Interrupt, Perms, Range, Slot};
+use partita_core::model::{
+    Action, Budget, Channel, ChannelKind, Criticality, CyclicCore, Health, Interrupt, Perms, Range, Slot,
+};
 use std::path::{Path, PathBuf};
 
 const MARKER: &str = "# <- error";
@@ -869,7 +871,11 @@ fn every_fixture_has_a_test() {
 
 #[test]
 fn priority_defaults_from_criticality_and_can_be_given() {
-    let text = include_str!("../../../configs/demo.toml").replacen("criticality = \"medium\"\n", "criticality = \"medium\"\npriority = 200\n", 1);
+    let text = include_str!("../../../configs/demo.toml").replacen(
+        "criticality = \"medium\"\n",
+        "criticality = \"medium\"\npriority = 200\n",
+        1,
+    );
     let config = load_beside_stand_in_guest("priorities", &text);
     let priorities: Vec<u8> = config.system.partitions.iter().map(|p| p.priority).collect();
     assert_eq!(priorities, [192, 200, 128], "rtos high (default), control given, gpos medium (default)");
@@ -883,12 +889,21 @@ fn a_priority_beyond_255_is_refused() {
     std::fs::write(&path, "[[partition]]\nname = \"a\"\ncpus = [1]\npriority = 256\n").unwrap();
     let diagnostics = config::load(&path).expect_err("256 is not a priority");
     assert_eq!(diagnostics.len(), 1, "{}", listing(&diagnostics));
-    assert_eq!((diagnostics[0].line, diagnostics[0].field.as_str()), (4, "partition[0].priority"), "{}", listing(&diagnostics));
+    assert_eq!(
+        (diagnostics[0].line, diagnostics[0].field.as_str()),
+        (4, "partition[0].priority"),
+        "{}",
+        listing(&diagnostics)
+    );
 }
 
 #[test]
 fn switch_plan_right_without_plans() {
-    expect_error("rights_without_plans", "partition[0].rights", "grants \"switch-plan\", but the configuration declares no [[plan]]");
+    expect_error(
+        "rights_without_plans",
+        "partition[0].rights",
+        "grants \"switch-plan\", but the configuration declares no [[plan]]",
+    );
 }
 
 #[test]
@@ -904,4 +919,332 @@ fn migration_to_an_exclusive_partitions_pcpu() {
 #[test]
 fn migration_of_a_vcpu_that_does_not_exist() {
     expect_error("migrate_unknown_vcpu", "partition[0].migrate[0].vcpu", "vCPU 2 does not exist: the partition has 2");
+}
+
+// --- Channels and health ---------------------------------------------------
+
+#[test]
+fn good_channels_resolve_names_sizes_and_health() {
+    let config = load_good("good_channels");
+    let system = &config.system;
+    assert_eq!(system.hypervisor.hm_log_entries, 512);
+    assert_eq!(load_good("good").system.hypervisor.hm_log_entries, 256, "the default");
+    assert_eq!(
+        system.channels,
+        [
+            Channel {
+                name: "status".into(),
+                kind: ChannelKind::Sampling {
+                    source: 0,
+                    destinations: vec![1, 2],
+                    max_message: 64,
+                    refresh_us: 10_000
+                },
+            },
+            Channel {
+                name: "commands".into(),
+                kind: ChannelKind::Queuing { source: 1, destination: 0, max_message: 1024, depth: 16 },
+            },
+            Channel {
+                name: "frames".into(),
+                kind: ChannelKind::SharedMemory {
+                    partitions: vec![0, 2],
+                    ipa: 0x5000_0000,
+                    // After Partita's 32 MiB and three 16 MiB regions.
+                    pa: 0x4500_0000,
+                    size: 0x1_0000,
+                    read_only: vec![2],
+                    doorbell: Some(48),
+                },
+            },
+            Channel {
+                name: "log".into(),
+                kind: ChannelKind::SharedMemory {
+                    partitions: vec![1, 2],
+                    ipa: 0x5100_0000,
+                    pa: 0x7f00_0000,
+                    size: 0x1000,
+                    read_only: vec![],
+                    doorbell: None,
+                },
+            },
+        ]
+    );
+    let [rtos, monitor, gpos] = &system.partitions[..] else { panic!("three partitions expected") };
+    assert_eq!(
+        rtos.health,
+        Health {
+            stage2_fault: Action::Restart,
+            watchdog: Action::Restart,
+            reported: Action::Ignore,
+            watchdog_us: Some(100_000),
+            ..Health::DEFAULT
+        }
+    );
+    assert_eq!(
+        monitor.health,
+        Health { illegal_hypercall: Action::Suspend, budget_overrun: Action::ResetSystem, ..Health::DEFAULT }
+    );
+    assert_eq!(gpos.health, Health::DEFAULT);
+    assert_eq!(
+        (Health::DEFAULT.stage2_fault, Health::DEFAULT.forbidden, Health::DEFAULT.illegal_hypercall),
+        (Action::Halt, Action::Halt, Action::Log),
+        "faults stop the partition, a bad hypercall is logged, as before"
+    );
+    let summary = partita::check::summary(&config, &profile());
+    let rows: Vec<Vec<&str>> = summary.lines().map(|line| line.split_whitespace().collect()).collect();
+    for row in [
+        &["status", "sampling", "rtos", "->", "monitor,", "gpos", "64", "B,", "refresh", "10000", "us"][..],
+        &["commands", "queuing", "monitor", "->", "rtos", "16", "x", "1024", "B"],
+        &["frames", "shared-memory", "rtos,", "gpos", "(read-only:", "gpos)", "64K", "0x50000000", "->", "0x45000000,"],
+        &["log", "shared-memory", "monitor,", "gpos", "4K", "0x51000000", "->", "0x7f000000"],
+    ] {
+        assert!(rows.iter().any(|r| r.starts_with(row)), "no row {row:?} in:\n{summary}");
+    }
+    assert!(summary.contains("\nhealth monitor: log of 512 entries\n"), "{summary}");
+    assert!(
+        summary.contains("  rtos: watchdog every 100000 us, stage2-fault restart, watchdog restart, reported ignore\n"),
+        "{summary}"
+    );
+    assert!(summary.contains("  monitor: illegal-hypercall suspend, budget-overrun reset-system\n"), "{summary}");
+    assert!(!summary.contains("  gpos:"), "defaults go unsaid: {summary}");
+}
+
+#[test]
+fn channel_of_an_unknown_partition() {
+    expect_error(
+        "channel_unknown_partition",
+        "channel[0].destinations",
+        "channel \"status\": no partition is named \"logger\"",
+    );
+}
+
+#[test]
+fn duplicate_channel_names() {
+    expect_error("channel_duplicate_name", "channel[1].name", "duplicate channel name \"status\" (also channel[0])");
+}
+
+#[test]
+fn sampling_channel_without_destination() {
+    expect_error("channel_no_destination", "channel[0].destinations", "channel \"status\" has no destination");
+}
+
+#[test]
+fn sampling_source_among_its_destinations() {
+    expect_error(
+        "channel_source_reads",
+        "channel[0].destinations",
+        "channel \"status\": partition \"rtos\" is both the source and a destination",
+    );
+}
+
+#[test]
+fn sampling_destination_listed_twice() {
+    expect_error(
+        "channel_destination_twice",
+        "channel[0].destinations",
+        "channel \"status\" lists partition \"gpos\" twice in destinations",
+    );
+}
+
+#[test]
+fn queuing_channel_to_its_own_source() {
+    expect_error(
+        "channel_direction_conflict",
+        "channel[0].destination",
+        "channel \"commands\": partition \"gpos\" is both the source and the destination",
+    );
+}
+
+#[test]
+fn message_larger_than_4_kib() {
+    expect_error(
+        "channel_message_too_big",
+        "channel[0].max_message",
+        "channel \"status\": a message of 8192 bytes is out of range 1..=4096 bytes",
+    );
+}
+
+#[test]
+fn sampling_refresh_of_zero() {
+    expect_error("channel_zero_refresh", "channel[0].refresh", "the refresh period must be longer than 0 us");
+}
+
+#[test]
+fn queue_depth_out_of_range() {
+    expect_error("channel_depth_out_of_range", "channel[0].depth", "a depth of 0 messages is out of range 1..=1024");
+}
+
+#[test]
+fn queue_larger_than_1_mib() {
+    expect_error(
+        "channel_queue_too_big",
+        "channel[0].depth",
+        "channel \"commands\": 512 messages of 4096 bytes take 2048 KiB; a queue may take at most 1024 KiB",
+    );
+}
+
+#[test]
+fn channel_field_of_another_kind() {
+    expect_error(
+        "channel_field_of_other_kind",
+        "channel[0].refresh",
+        "channel \"commands\": `refresh` is not a field of a queuing channel",
+    );
+}
+
+#[test]
+fn channel_missing_a_field_of_its_kind() {
+    expect_error("channel_missing_field", "channel[0].depth", "channel \"commands\": a queuing channel needs `depth`");
+}
+
+#[test]
+fn unknown_channel_kind() {
+    expect_error("channel_unknown_kind", "channel[0].kind", "unknown variant `mailbox`, expected one of `sampling`");
+}
+
+#[test]
+fn shared_memory_of_one_partition() {
+    expect_error(
+        "shared_one_partition",
+        "channel[0].partitions",
+        "channel \"frames\" has 1 partition(s); shared memory needs 2 or more",
+    );
+}
+
+#[test]
+fn shared_memory_partition_listed_twice() {
+    expect_error("shared_partition_twice", "channel[0].partitions", "lists partition \"rtos\" twice in partitions");
+}
+
+#[test]
+fn read_only_partition_that_is_not_a_member() {
+    expect_error("shared_read_only_outsider", "channel[0].read_only", "no partition is named \"monitor\"");
+}
+
+#[test]
+fn shared_memory_nobody_may_write() {
+    expect_error(
+        "shared_all_read_only",
+        "channel[0].read_only",
+        "channel \"frames\": every partition maps it read-only, so nobody could write to it",
+    );
+}
+
+#[test]
+fn shared_memory_of_part_of_a_page() {
+    expect_error("shared_unaligned_size", "channel[0].size", "size 0x1800 is not a multiple of 4 KiB");
+}
+
+#[test]
+fn shared_memory_over_partition_ram() {
+    expect_error(
+        "shared_over_memory",
+        "channel[0].base",
+        "channel \"frames\" at 0x601f0000..0x60200000 overlaps memory[1] (0x60000000..0x60200000) of partition \"rtos\"",
+    );
+}
+
+#[test]
+fn shared_memory_over_a_device() {
+    expect_error(
+        "shared_over_device",
+        "channel[0].base",
+        "overlaps device \"gpio\" (0x09030000..0x09031000) of partition \"rtos\" in guest-physical space",
+    );
+}
+
+#[test]
+fn shared_memory_over_the_gic() {
+    let (path, _) = fixture("shared_over_gic");
+    let diagnostics = config::load(&path).unwrap_err();
+    // One per member partition: each would lose its distributor.
+    assert_eq!(diagnostics.len(), 2, "{}", listing(&diagnostics));
+    for (diagnostic, name) in diagnostics.iter().zip(["rtos", "gpos"]) {
+        assert_eq!(diagnostic.field, "channel[0].base");
+        let text = format!("overlaps the virtual GIC distributor (0x08000000..0x08010000) of partition \"{name}\"");
+        assert!(diagnostic.message.contains(&text), "{diagnostic}");
+    }
+}
+
+#[test]
+fn shared_memory_on_a_partitions_host_pages() {
+    expect_error(
+        "shared_host_overlap",
+        "channel[0].phys",
+        "channel \"frames\": host memory 0x60000000..0x60010000 overlaps partition \"rtos\" memory[0]",
+    );
+}
+
+#[test]
+fn doorbell_outside_the_spis() {
+    expect_error("shared_doorbell_range", "channel[0].doorbell_intid", "doorbell INTID 16 is out of range 32..=1019");
+}
+
+#[test]
+fn doorbell_on_a_passthrough_interrupt() {
+    expect_error(
+        "shared_doorbell_passthrough",
+        "channel[0].doorbell_intid",
+        "doorbell INTID 39 is already partition \"rtos\" device \"gpio\"'s interrupt",
+    );
+}
+
+#[test]
+fn doorbell_of_two_channels() {
+    expect_error(
+        "shared_doorbell_twice",
+        "channel[1].doorbell_intid",
+        "doorbell INTID 48 is already channel \"frames\"'s",
+    );
+}
+
+#[test]
+fn too_many_channels() {
+    expect_error("too_many_channels", "channel", "65 channels; at most 64 are allowed");
+}
+
+#[test]
+fn unknown_health_event() {
+    expect_error(
+        "health_unknown_event",
+        "partition[0].health.timeout",
+        "unknown field `timeout`, expected one of `stage2-fault`",
+    );
+}
+
+#[test]
+fn unknown_health_action() {
+    expect_error(
+        "health_unknown_action",
+        "partition[0].health.forbidden",
+        "unknown variant `reboot`, expected one of `ignore`",
+    );
+}
+
+#[test]
+fn watchdog_action_without_a_watchdog() {
+    expect_error(
+        "health_watchdog_without_period",
+        "partition[0].health.watchdog",
+        "partition \"rtos\" sets a watchdog action but no watchdog period",
+    );
+}
+
+#[test]
+fn watchdog_period_out_of_range() {
+    expect_error(
+        "health_watchdog_out_of_range",
+        "partition[0].watchdog",
+        "partition \"rtos\": the watchdog period of 500 us is out of range 1000..=60000000 us",
+    );
+}
+
+#[test]
+fn health_log_out_of_range() {
+    expect_error(
+        "hm_log_out_of_range",
+        "hypervisor.hm_log_entries",
+        "8 health-monitor log entries is out of range 16..=4096",
+    );
 }

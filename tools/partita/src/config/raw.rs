@@ -2,8 +2,8 @@
 //!
 //! Every struct denies unknown fields so that a typo is an error naming the
 //! field instead of a silently ignored setting. A later section (`[schedule]`,
-//! `[[channel]]`, `[health]`, `[[accelerator]]`) becomes one more field of
-//! [`RawConfig`], as `[[plan]]` did.
+//! `[[accelerator]]`) becomes one more field of [`RawConfig`], as `[[plan]]`
+//! and `[[channel]]` did.
 
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
@@ -22,6 +22,8 @@ pub struct RawConfig {
     pub trace: RawTrace,
     #[serde(default)]
     pub plan: Vec<RawPlan>,
+    #[serde(default)]
+    pub channel: Vec<RawChannel>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -60,6 +62,7 @@ pub struct RawHypervisor {
     pub quantum_us: Option<u32>,
     /// A percentage; TOML integers are accepted too.
     pub overhead_limit_percent: Option<f64>,
+    pub hm_log_entries: Option<u32>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -83,6 +86,9 @@ pub struct RawPartition {
     pub budget: Option<RawBudget>,
     pub console: Option<u64>,
     pub bootargs: Option<String>,
+    pub health: Option<RawHealth>,
+    /// The watchdog's period; no watchdog without it.
+    pub watchdog: Option<Micros>,
     pub entry: Option<u64>,
     #[serde(default)]
     pub memory: Vec<RawMemory>,
@@ -119,6 +125,60 @@ pub enum RawRight {
 pub struct RawBudget {
     pub time: Micros,
     pub period: Micros,
+}
+
+/// `{ stage2-fault = "restart", ... }`: each event left out keeps its default.
+#[derive(Clone, Copy, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawHealth {
+    pub stage2_fault: Option<RawAction>,
+    pub forbidden: Option<RawAction>,
+    pub illegal_hypercall: Option<RawAction>,
+    pub watchdog: Option<RawAction>,
+    pub budget_overrun: Option<RawAction>,
+    pub reported: Option<RawAction>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RawAction {
+    Ignore,
+    Log,
+    Suspend,
+    Restart,
+    Halt,
+    ResetSystem,
+}
+
+/// One `[[channel]]`. Flat rather than an enum tagged by `kind`: serde
+/// buffers a tagged enum and then reports its errors at the whole table;
+/// this way each field keeps its place, and resolution names any field that
+/// the kind needs or does not take.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawChannel {
+    pub name: String,
+    pub kind: RawChannelKind,
+    pub source: Option<String>,
+    pub destinations: Option<Vec<String>>,
+    pub destination: Option<String>,
+    pub max_message: Option<Size>,
+    pub refresh: Option<Micros>,
+    pub depth: Option<u32>,
+    pub partitions: Option<Vec<String>>,
+    pub base: Option<u64>,
+    pub phys: Option<u64>,
+    pub size: Option<Size>,
+    pub read_only: Option<Vec<String>>,
+    pub doorbell_intid: Option<u32>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RawChannelKind {
+    Sampling,
+    Queuing,
+    SharedMemory,
 }
 
 #[derive(Clone, Copy, Debug, Deserialize)]

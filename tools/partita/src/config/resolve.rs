@@ -1,13 +1,13 @@
 //! From the schema to the model: defaults applied, addresses allocated.
 
 use super::raw::{
-    RawConfig, RawCore, RawCriticality, RawDevice, RawFormat, RawImage, RawInterrupt, RawMemory, RawPartition, RawPlan,
-    RawPlatform, RawRange, RawRight, RawSlot, RawTrace,
+    RawAction, RawChannel, RawChannelKind, RawConfig, RawCore, RawCriticality, RawDevice, RawFormat, RawImage,
+    RawInterrupt, RawMemory, RawPartition, RawPlan, RawPlatform, RawRange, RawRight, RawSlot, RawTrace,
 };
 use super::{Image, ImageFormat};
 use partita_core::model::{
-    Budget, Criticality, CyclicCore, Device, Hypervisor, Interrupt, MemoryRegion, Partition, Perms, Plan, Platform,
-    Migration, Range, Rights, Slot, System,
+    Action, Budget, Channel, ChannelKind, Criticality, CyclicCore, Device, Health, Hypervisor, Interrupt, MemoryRegion,
+    Migration, Partition, Perms, Plan, Platform, Range, Rights, Slot, System,
 };
 use partita_core::validate::{hex_range, slot_label, Issue};
 use std::path::Path;
@@ -31,6 +31,7 @@ pub const DEFAULT_QUANTUM_US: u32 = 1000;
 pub const DEFAULT_TRACE_EVENTS: u32 = 16_384;
 /// 1 %, in basis points.
 pub const DEFAULT_OVERHEAD_LIMIT_BP: u32 = 100;
+pub const DEFAULT_HM_LOG_ENTRIES: u32 = 256;
 pub const DEFAULT_PARTITION_CONSOLE: u64 = 0x0900_0000;
 /// Allocated regions start on 2 MiB so the stage-2 tables can use block mappings.
 pub const ALLOCATION_ALIGN: u64 = 2 * MIB;
@@ -45,8 +46,10 @@ pub struct Resolved {
     pub issues: Vec<Issue>,
     /// Regions for which no space was found; their `pa` is meaningless.
     pub unallocated: Vec<String>,
-    /// Slots whose partition name matched none; their `partition` is meaningless.
-    pub unresolved: Vec<String>,
+    /// Entries (path and field) naming a partition that does not exist, so
+    /// holding a meaningless index; an empty field: the whole entry is
+    /// malformed and only its own issues count.
+    pub unresolved: Vec<(String, &'static str)>,
 }
 
 pub fn resolve(raw: RawConfig, name: String, config_dir: &Path) -> Resolved {
@@ -56,6 +59,7 @@ pub fn resolve(raw: RawConfig, name: String, config_dir: &Path) -> Resolved {
         quantum_us: raw.hypervisor.quantum_us.unwrap_or(DEFAULT_QUANTUM_US),
         trace_events: trace_events(&raw.trace),
         overhead_limit_bp: raw.hypervisor.overhead_limit_percent.map_or(DEFAULT_OVERHEAD_LIMIT_BP, basis_points),
+        hm_log_entries: raw.hypervisor.hm_log_entries.unwrap_or(DEFAULT_HM_LOG_ENTRIES),
     };
     let mut issues = Vec::new();
     let mut images = Vec::new();
@@ -64,12 +68,17 @@ pub fn resolve(raw: RawConfig, name: String, config_dir: &Path) -> Resolved {
     for (p, raw_partition) in raw.partition.iter().enumerate() {
         images.push(partition_images(p, &raw_partition.image, config_dir, &mut issues));
         entries.push(raw_partition.entry);
+        watchdog_without_period(p, raw_partition, &mut issues);
         partitions.push(partition(raw_partition));
     }
     let plans: Vec<Plan> = raw.plan.iter().map(|plan| resolve_plan(plan, &partitions)).collect();
-    let unresolved = unknown_partitions(&raw.plan, &plans, &mut issues);
-    let mut system = System { name, platform, hypervisor, partitions, plans };
-    let unallocated = allocate(&mut system, &raw.partition, &mut issues);
+    let mut unresolved = unknown_partitions(&raw.plan, &plans, &mut issues);
+    let mut channels = Vec::new();
+    for (i, raw_channel) in raw.channel.iter().enumerate() {
+        channels.push(channel(i, raw_channel, &partitions, &mut issues, &mut unresolved));
+    }
+    let mut system = System { name, platform, hypervisor, partitions, plans, channels };
+    let unallocated = allocate(&mut system, &raw.partition, &raw.channel, &mut issues);
     Resolved { system, images, entries, issues, unallocated, unresolved }
 }
 
@@ -134,6 +143,43 @@ fn partition(raw: &RawPartition) -> Partition {
         devices: raw.device.iter().map(device).collect(),
         console: raw.console.unwrap_or(DEFAULT_PARTITION_CONSOLE),
         bootargs: raw.bootargs.clone().unwrap_or_default(),
+        health: health(raw),
+    }
+}
+
+fn health(raw: &RawPartition) -> Health {
+    let given = raw.health.unwrap_or_default();
+    let or = |action: Option<RawAction>, default: Action| action.map_or(default, self::action);
+    let default = Health::DEFAULT;
+    Health {
+        stage2_fault: or(given.stage2_fault, default.stage2_fault),
+        forbidden: or(given.forbidden, default.forbidden),
+        illegal_hypercall: or(given.illegal_hypercall, default.illegal_hypercall),
+        watchdog: or(given.watchdog, default.watchdog),
+        budget_overrun: or(given.budget_overrun, default.budget_overrun),
+        reported: or(given.reported, default.reported),
+        watchdog_us: raw.watchdog.map(|period| period.0),
+    }
+}
+
+fn action(raw: RawAction) -> Action {
+    match raw {
+        RawAction::Ignore => Action::Ignore,
+        RawAction::Log => Action::Log,
+        RawAction::Suspend => Action::Suspend,
+        RawAction::Restart => Action::Restart,
+        RawAction::Halt => Action::Halt,
+        RawAction::ResetSystem => Action::ResetSystem,
+    }
+}
+
+/// Host-only: the model always holds a watchdog action, so only the file
+/// tells whether one was asked for.
+fn watchdog_without_period(p: usize, raw: &RawPartition, issues: &mut Vec<Issue>) {
+    if raw.watchdog.is_none() && raw.health.is_some_and(|health| health.watchdog.is_some()) {
+        let message =
+            format!("partition \"{}\" sets a watchdog action but no watchdog period (watchdog = \"100ms\")", raw.name);
+        issues.push(Issue { path: format!("partition[{p}].health"), field: "watchdog", message });
     }
 }
 
@@ -206,7 +252,7 @@ fn slot_of(raw: &RawSlot, partitions: &[Partition]) -> Slot {
 /// Reports each slot naming no partition, with the name only the file
 /// knows, and returns their paths: the validator's report of the same slot
 /// could only cite the meaningless index.
-fn unknown_partitions(raw: &[RawPlan], plans: &[Plan], issues: &mut Vec<Issue>) -> Vec<String> {
+fn unknown_partitions(raw: &[RawPlan], plans: &[Plan], issues: &mut Vec<Issue>) -> Vec<(String, &'static str)> {
     let mut unresolved = Vec::new();
     for (i, (plan, raw_plan)) in plans.iter().zip(raw).enumerate() {
         for (c, (core, raw_core)) in plan.cores.iter().zip(&raw_plan.core).enumerate() {
@@ -217,11 +263,120 @@ fn unknown_partitions(raw: &[RawPlan], plans: &[Plan], issues: &mut Vec<Issue>) 
                 let message =
                     format!("{}: no partition is named \"{name}\"", slot_label(&plan.name, core.cpu, s, name, slot));
                 issues.push(Issue { path: path.clone(), field: "partition", message });
-                unresolved.push(path);
+                unresolved.push((path, "partition"));
             }
         }
     }
     unresolved
+}
+
+/// The fields each kind requires, then those it also takes.
+fn channel_fields(kind: RawChannelKind) -> (&'static [&'static str], &'static [&'static str]) {
+    match kind {
+        RawChannelKind::Sampling => (&["source", "destinations", "max_message", "refresh"], &[]),
+        RawChannelKind::Queuing => (&["source", "destination", "max_message", "depth"], &[]),
+        RawChannelKind::SharedMemory => (&["partitions", "base", "size"], &["phys", "read_only", "doorbell_intid"]),
+    }
+}
+
+fn channel_kind_name(kind: RawChannelKind) -> &'static str {
+    match kind {
+        RawChannelKind::Sampling => "sampling",
+        RawChannelKind::Queuing => "queuing",
+        RawChannelKind::SharedMemory => "shared-memory",
+    }
+}
+
+/// Resolves names to partition indices; a name that matches none is
+/// reported here, where the name is still known, and marked unresolved.
+fn channel(
+    i: usize,
+    raw: &RawChannel,
+    partitions: &[Partition],
+    issues: &mut Vec<Issue>,
+    unresolved: &mut Vec<(String, &'static str)>,
+) -> Channel {
+    let path = format!("channel[{i}]");
+    let present = [
+        ("source", raw.source.is_some()),
+        ("destinations", raw.destinations.is_some()),
+        ("destination", raw.destination.is_some()),
+        ("max_message", raw.max_message.is_some()),
+        ("refresh", raw.refresh.is_some()),
+        ("depth", raw.depth.is_some()),
+        ("partitions", raw.partitions.is_some()),
+        ("base", raw.base.is_some()),
+        ("phys", raw.phys.is_some()),
+        ("size", raw.size.is_some()),
+        ("read_only", raw.read_only.is_some()),
+        ("doorbell_intid", raw.doorbell_intid.is_some()),
+    ];
+    let (required, optional) = channel_fields(raw.kind);
+    let kind_name = channel_kind_name(raw.kind);
+    let mut malformed = false;
+    for (field, given) in present {
+        let message = if given && !required.contains(&field) && !optional.contains(&field) {
+            format!("channel \"{}\": `{field}` is not a field of a {kind_name} channel", raw.name)
+        } else if !given && required.contains(&field) {
+            format!("channel \"{}\": a {kind_name} channel needs `{field}`", raw.name)
+        } else {
+            continue;
+        };
+        issues.push(Issue { path: path.clone(), field, message });
+        malformed = true;
+    }
+    if malformed {
+        unresolved.push((path.clone(), ""));
+    }
+    let mut index_of = |field: &'static str, name: &str| -> usize {
+        partitions.iter().position(|p| p.name == name).unwrap_or_else(|| {
+            if !malformed {
+                let message = format!("channel \"{}\": no partition is named \"{name}\"", raw.name);
+                issues.push(Issue { path: path.clone(), field, message });
+                unresolved.push((path.clone(), field));
+            }
+            UNKNOWN_PARTITION
+        })
+    };
+    let mut indices = |field: &'static str, names: &Option<Vec<String>>| -> Vec<usize> {
+        names.iter().flatten().map(|name| index_of(field, name)).collect()
+    };
+    // A size beyond u32 is out of range anyway; saturating keeps it so.
+    let max_message = raw.max_message.map_or(0, |size| u32::try_from(size.0).unwrap_or(u32::MAX));
+    let kind = match raw.kind {
+        RawChannelKind::Sampling => {
+            let destinations = indices("destinations", &raw.destinations);
+            let source = indices("source", &raw.source.clone().map(|s| vec![s])).first().copied();
+            ChannelKind::Sampling {
+                source: source.unwrap_or(UNKNOWN_PARTITION),
+                destinations,
+                max_message,
+                refresh_us: raw.refresh.map_or(0, |refresh| refresh.0),
+            }
+        }
+        RawChannelKind::Queuing => {
+            let source = indices("source", &raw.source.clone().map(|s| vec![s])).first().copied();
+            let destination = indices("destination", &raw.destination.clone().map(|s| vec![s])).first().copied();
+            ChannelKind::Queuing {
+                source: source.unwrap_or(UNKNOWN_PARTITION),
+                destination: destination.unwrap_or(UNKNOWN_PARTITION),
+                max_message,
+                depth: raw.depth.unwrap_or(0),
+            }
+        }
+        RawChannelKind::SharedMemory => {
+            let base = raw.base.unwrap_or(0);
+            ChannelKind::SharedMemory {
+                partitions: indices("partitions", &raw.partitions),
+                ipa: base,
+                pa: raw.phys.unwrap_or(UNPLACED),
+                size: raw.size.map_or(0, |size| size.0),
+                read_only: indices("read_only", &raw.read_only),
+                doorbell: raw.doorbell_intid,
+            }
+        }
+    };
+    Channel { name: raw.name.clone(), kind }
 }
 
 fn partition_images(p: usize, raw: &[RawImage], config_dir: &Path, issues: &mut Vec<Issue>) -> Vec<Option<Image>> {
@@ -256,40 +411,59 @@ fn needs_allocation(raw: &RawMemory) -> bool {
 }
 
 /// Places every region without a fixed host address, in declaration order,
-/// at the lowest 2 MiB-aligned free spot of platform RAM. Returns the paths
-/// of regions that did not fit.
-fn allocate(system: &mut System, raw: &[RawPartition], issues: &mut Vec<Issue>) -> Vec<String> {
+/// at the lowest 2 MiB-aligned free spot of platform RAM: the partitions'
+/// regions first, then the shared-memory channels'. Returns the paths of
+/// entries that did not fit.
+fn allocate(
+    system: &mut System,
+    raw: &[RawPartition],
+    raw_channels: &[RawChannel],
+    issues: &mut Vec<Issue>,
+) -> Vec<String> {
     let mut taken = vec![system.hypervisor.memory];
     for (partition, raw_partition) in system.partitions.iter().zip(raw) {
         let fixed = partition.memory.iter().zip(&raw_partition.memory).filter(|(_, r)| !needs_allocation(r));
         taken.extend(fixed.map(|(region, _)| region.host()));
     }
+    for channel in &system.channels {
+        if let ChannelKind::SharedMemory { pa, size, .. } = channel.kind {
+            if pa != UNPLACED {
+                taken.push(Range::new(pa, size));
+            }
+        }
+    }
     let ram = system.platform.ram;
     let mut unallocated = Vec::new();
+    let mut place = |path: String, size: u64, pa: &mut u64, taken: &mut Vec<Range>| match lowest_free(ram, taken, size)
+    {
+        Some(free) => {
+            *pa = free;
+            taken.push(Range::new(free, size));
+        }
+        None => {
+            let message = format!(
+                "no free 2 MiB-aligned space of {size:#x} bytes left in platform RAM {}; \
+                 shrink it, enlarge platform.ram, or give it a phys address",
+                hex_range(&ram)
+            );
+            issues.push(Issue { path: path.clone(), field: "size", message });
+            // Parked far outside any RAM, so that it cannot be reported
+            // as overlapping the regions that did find a place.
+            *pa = UNPLACED;
+            unallocated.push(path);
+        }
+    };
     for (p, (partition, raw_partition)) in system.partitions.iter_mut().zip(raw).enumerate() {
         for (m, (region, raw_region)) in partition.memory.iter_mut().zip(&raw_partition.memory).enumerate() {
-            if !needs_allocation(raw_region) {
-                continue;
+            if needs_allocation(raw_region) {
+                place(format!("partition[{p}].memory[{m}]"), region.size, &mut region.pa, &mut taken);
             }
-            let path = format!("partition[{p}].memory[{m}]");
-            match lowest_free(ram, &taken, region.size) {
-                Some(pa) => {
-                    region.pa = pa;
-                    taken.push(region.host());
-                }
-                None => {
-                    let message = format!(
-                        "no free 2 MiB-aligned space of {:#x} bytes left in platform RAM {} for this region; \
-                         shrink it, enlarge platform.ram, or give it a phys address",
-                        region.size,
-                        hex_range(&ram)
-                    );
-                    issues.push(Issue { path: path.clone(), field: "size", message });
-                    // Parked far outside any RAM, so that it cannot be reported
-                    // as overlapping the regions that did find a place.
-                    region.pa = UNPLACED;
-                    unallocated.push(path);
-                }
+        }
+    }
+    for (i, (channel, raw_channel)) in system.channels.iter_mut().zip(raw_channels).enumerate() {
+        if let ChannelKind::SharedMemory { pa, size, .. } = &mut channel.kind {
+            if raw_channel.phys.is_none() {
+                place(format!("channel[{i}]"), *size, pa, &mut taken);
             }
         }
     }

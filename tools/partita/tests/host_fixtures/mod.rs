@@ -31,12 +31,13 @@ pub fn partition(name: &str, vcpus: Vec<u32>, memory: Vec<MemoryRegion>) -> Part
         vcpus,
         exclusive: false,
         rights: Default::default(),
-            migrate: vec![],
+        migrate: vec![],
         budget: None,
         memory,
         devices: vec![],
         console: 0x0900_0000,
         bootargs: format!("console=ttyAMA0 name={name}"),
+        health: Health::DEFAULT,
     }
 }
 
@@ -56,9 +57,11 @@ pub fn system(name: &str, partitions: Vec<Partition>) -> System {
             quantum_us: 1000,
             trace_events: 0,
             overhead_limit_bp: 100,
+            hm_log_entries: 256,
         },
         partitions,
         plans: vec![],
+        channels: vec![],
     }
 }
 
