@@ -183,6 +183,20 @@ fn documented_plan_example_is_valid() {
     assert_eq!(names, ["normal", "degraded"]);
 }
 
+/// The `[[channel]]` section's example, appended to the full example.
+#[test]
+fn documented_channel_example_is_valid() {
+    let page = include_str!("../../../docs/configuration.md");
+    let block = |from: usize| {
+        let start = from + page[from..].find("```toml\n").expect("a toml example") + "```toml\n".len();
+        &page[start..start + page[start..].find("```").unwrap()]
+    };
+    let text = format!("{}\n{}", block(0), block(page.find("## `[[channel]]`").expect("a channel section")));
+    let config = load_beside_stand_in_guest("documented_channel_example", &text);
+    let names: Vec<&str> = config.system.channels.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["status", "frames"]);
+}
+
 #[test]
 fn check_reports_the_error_count() {
     let (path, _) = fixture("pcpu_twice");
