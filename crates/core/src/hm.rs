@@ -72,8 +72,9 @@ impl Event {
     }
 }
 
-/// What the hypervisor does about an event, mildest first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+/// What the hypervisor does about an event, mildest first. The
+/// configuration names them (`model::Health`) with the same type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub enum Action {
     /// Nothing, not even a log entry.
     Ignore = 0,
@@ -116,11 +117,12 @@ pub struct Policy {
 
 impl Policy {
     /// Faults halt the partition: its state can no longer be trusted, and a
-    /// restart would likely fault again. Illegal hypercalls, reports and
+    /// restart would likely fault again; so does a missed watchdog, unless
+    /// the configuration asks for a restart. Illegal hypercalls, reports and
     /// overruns are logged, since the partition can still be doing useful
-    /// work; a silent partition (watchdog) is restarted, as it is doing none.
+    /// work. The same as `model::Health::DEFAULT`.
     pub const DEFAULT: Policy =
-        Policy { actions: [Action::Halt, Action::Halt, Action::Log, Action::Restart, Action::Log, Action::Log] };
+        Policy { actions: [Action::Halt, Action::Halt, Action::Log, Action::Halt, Action::Log, Action::Log] };
 
     /// The policy with `kind` mapped to `action`, for building a policy from
     /// the configuration in a `const` or a chain.
@@ -141,6 +143,18 @@ impl Policy {
 impl Default for Policy {
     fn default() -> Self {
         Policy::DEFAULT
+    }
+}
+
+impl From<&crate::model::Health> for Policy {
+    fn from(health: &crate::model::Health) -> Policy {
+        Policy::DEFAULT
+            .with(EventKind::Stage2Fault, health.stage2_fault)
+            .with(EventKind::Forbidden, health.forbidden)
+            .with(EventKind::IllegalHypercall, health.illegal_hypercall)
+            .with(EventKind::WatchdogExpired, health.watchdog)
+            .with(EventKind::BudgetOverrun, health.budget_overrun)
+            .with(EventKind::Reported, health.reported)
     }
 }
 
@@ -485,7 +499,7 @@ mod tests {
     fn the_default_policy() {
         let policy = Policy::default();
         let actions: Vec<Action> = EVENTS.iter().map(|&e| policy.action(e)).collect();
-        assert_eq!(actions, [Action::Halt, Action::Halt, Action::Log, Action::Restart, Action::Log, Action::Log]);
+        assert_eq!(actions, [Action::Halt, Action::Halt, Action::Log, Action::Halt, Action::Log, Action::Log]);
     }
 
     #[test]
@@ -516,8 +530,15 @@ mod tests {
     }
 
     #[test]
+    fn the_configuration_and_the_policy_agree() {
+        assert_eq!(Policy::from(&crate::model::Health::DEFAULT), Policy::DEFAULT);
+        let health = crate::model::Health { watchdog: Action::Restart, ..crate::model::Health::DEFAULT };
+        assert_eq!(Policy::from(&health).action(Event::WatchdogExpired), Action::Restart);
+    }
+
+    #[test]
     fn restarts_are_counted_and_saturate() {
-        let mut hm = PartitionHm::new(Policy::DEFAULT);
+        let mut hm = PartitionHm::new(Policy::DEFAULT.with(EventKind::WatchdogExpired, Action::Restart));
         assert_eq!(hm.decide(Event::WatchdogExpired), Action::Restart);
         assert_eq!(hm.decide(Event::IllegalHypercall), Action::Log);
         assert_eq!(hm.restarts, 1);

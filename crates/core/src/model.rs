@@ -300,22 +300,7 @@ impl Slot {
     }
 }
 
-/// What the health monitor does about an event of one partition.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Action {
-    /// Not even recorded.
-    Ignore,
-    /// Recorded in the health-monitor log; the partition goes on.
-    Log,
-    /// Recorded; the partition stops until a system partition resumes it.
-    Suspend,
-    /// Recorded; the partition starts again from its images.
-    Restart,
-    /// Recorded; the partition stops for good.
-    Halt,
-    /// Recorded; the whole machine restarts.
-    ResetSystem,
-}
+pub use crate::hm::Action;
 
 /// The events the health monitor tells apart, each with its own action.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
