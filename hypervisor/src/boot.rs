@@ -135,6 +135,7 @@ pub fn primary() -> ! {
     el2::init_cpu();
     stage2::init_cpu();
     crate::trace::init(platform.cpus as usize, table.system.hypervisor.trace_events);
+    crate::health::init(table.system.hypervisor.hm_log_entries);
     let system = build_system(table, data);
     log!("{} partition(s) loaded; boot heap in use: {} KiB", system.partitions.len(), heap::used() / 1024);
     let cpus = system.cpus.len();

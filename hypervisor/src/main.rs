@@ -13,6 +13,7 @@ extern crate alloc;
 mod boot;
 mod console;
 mod cyclic;
+mod health;
 mod hypercall;
 mod irq;
 mod partition;

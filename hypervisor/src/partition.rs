@@ -14,6 +14,7 @@ use partita_arch::context::{El1Context, FpContext};
 use partita_arch::exception::Regs;
 use partita_arch::stage2::{self, Stage2Table};
 use partita_arch::vgic::{VgicContext, MAX_LRS};
+use partita_core::hm::{PartitionHm, Policy};
 use partita_core::image::{Load, PartitionBoot};
 use partita_core::model::{self, Range};
 use partita_core::sysreg;
@@ -88,6 +89,8 @@ pub struct Partition {
     setway_cursor: AtomicU64,
     /// Writes to interrupts it does not own, reported so far.
     pub denied_reports: AtomicU32,
+    /// Its health-monitor policy and restart count.
+    pub hm: Mutex<PartitionHm>,
     /// Raised by every restart; a pCPU whose TLBs may hold entries of an
     /// older generation invalidates them before running a vCPU of it.
     tlb_generation: AtomicU32,
@@ -315,6 +318,7 @@ pub fn build(index: usize, config: model::Partition, boot: PartitionBoot, data: 
         rank: config.priority,
         setway_cursor: AtomicU64::new(0),
         denied_reports: AtomicU32::new(0),
+        hm: Mutex::new(PartitionHm::new(Policy::from(&config.health))),
         tlb_generation: AtomicU32::new(0),
         config,
         boot,

@@ -10,6 +10,7 @@ use crate::trace;
 use partita_arch::exception::{kind, Regs};
 use partita_arch::{cpu, firmware, gic};
 use partita_core::esr::{self, MmioAccess, SysRegAccess, Trap};
+use partita_core::hm::{Action as HmAction, Event};
 use partita_core::psci::{self, ret, Call};
 use partita_core::sysreg::{self, Policy};
 use partita_core::trace::{Kind, OutReason};
@@ -54,12 +55,9 @@ pub fn handle(regs: &mut Regs, kind: u64) {
         let _ = scheduler::rebalance(cpu::index(), me, Some(part.rank));
     }
     match action {
-        Action::Stop(fault) => {
-            stop(part, vcpu, regs, &fault);
-            switch_away(vcpu, regs, OutReason::Stopped)
-        }
+        Action::Stop(fault) => on_fault(part, vcpu, regs, &fault),
         Action::Restart => {
-            restart(part, vcpu, regs);
+            restart(part, vcpu, regs, "PSCI SYSTEM_RESET");
             irq::flush(vcpu)
         }
         Action::Wait if vcpu.is_waiting() => switch_away(vcpu, regs, OutReason::Waiting),
@@ -300,12 +298,44 @@ fn affinity_info(part: &Partition, target: u64, lowest_level: u64) -> i64 {
     }
 }
 
+/// A fault goes to the health monitor, and the partition's policy decides:
+/// go on past the faulting instruction, suspend, restart, halt (the
+/// partition stops, every other goes on) or reset the machine.
+fn on_fault(part: &Partition, vcpu: &Vcpu, regs: &mut Regs, fault: &Fault) {
+    let event = match fault.class {
+        esr::ec::DABT_LOWER | esr::ec::IABT_LOWER => Event::Stage2Fault,
+        _ => Event::Forbidden,
+    };
+    match crate::health::raise(part, vcpu, event, fault.address.unwrap_or(regs.pc)) {
+        HmAction::Ignore | HmAction::Log => {
+            // Execution goes on after it; a load it made reads as zero.
+            regs.skip_instruction();
+            irq::flush(vcpu)
+        }
+        HmAction::Suspend => {
+            if part.change(RunState::Running, RunState::Suspended) {
+                log!("partition {} suspended by the health monitor", part.name());
+                kick_others(part);
+            }
+            switch_away(vcpu, regs, OutReason::Stopped)
+        }
+        HmAction::Restart => restart(part, vcpu, regs, "health monitor"),
+        HmAction::Halt => {
+            stop(part, vcpu, regs, fault);
+            switch_away(vcpu, regs, OutReason::Stopped)
+        }
+        HmAction::ResetSystem => {
+            log!("partition {}: the health monitor resets the system", part.name());
+            firmware::system_reset()
+        }
+    }
+}
+
 /// Stops a partition that broke the rules; every other partition goes on.
 fn stop(part: &Partition, vcpu: &Vcpu, regs: &Regs, fault: &Fault) {
     if !part.leave_running(RunState::Stopped) {
         return;
     }
-    trace::record(Kind::Health, vcpu.partition, vcpu.index, u32::from(fault.class));
     match fault.address {
         Some(address) => log!(
             "partition {} vcpu {} stopped: {} (EC 0x{:02x}, ELR 0x{:x}, address 0x{:x})",
@@ -352,7 +382,7 @@ pub fn power_off_when_all_stopped() {
 /// else is touched. When another restart is under way, the call is made
 /// again (the guest's PC goes back to it), so no pCPU ever spins waiting for
 /// one that itself waits.
-fn restart(part: &Partition, vcpu: &Vcpu, regs: &mut Regs) {
+fn restart(part: &Partition, vcpu: &Vcpu, regs: &mut Regs, why: &str) {
     let Some(only_one) = RESTARTS.try_lock() else {
         regs.pc -= 4;
         if !runnable(vcpu) {
@@ -361,7 +391,7 @@ fn restart(part: &Partition, vcpu: &Vcpu, regs: &mut Regs) {
         return;
     };
     if part.leave_running(RunState::Restarting) {
-        log!("partition {} restarting (PSCI SYSTEM_RESET)", part.name());
+        log!("partition {} restarting ({why})", part.name());
         deschedule(vcpu, regs, OutReason::Off);
         reload(part);
         drop(only_one);

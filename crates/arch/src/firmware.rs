@@ -14,3 +14,9 @@ pub fn system_off() -> ! {
     let _ = psci::system_off::<Smc>();
     crate::cpu::park()
 }
+
+/// Restarts the whole machine.
+pub fn system_reset() -> ! {
+    let _ = psci::system_reset::<Smc>();
+    crate::cpu::park()
+}

@@ -326,6 +326,8 @@ pub struct Page {
 #[derive(Clone, Debug)]
 pub struct HmLog<const N: usize> {
     entries: [Option<Entry>; N],
+    /// Slots in use, at most `N`: the configuration's `hm_log_entries`.
+    capacity: u64,
     next_seq: u64,
     dropped: u64,
 }
@@ -338,7 +340,19 @@ impl<const N: usize> Default for HmLog<N> {
 
 impl<const N: usize> HmLog<N> {
     pub const fn new() -> Self {
-        HmLog { entries: [None; N], next_seq: 0, dropped: 0 }
+        Self::with_capacity(N)
+    }
+
+    /// A log that keeps only the last `capacity` entries (at most `N`).
+    pub const fn with_capacity(capacity: usize) -> Self {
+        let capacity = if capacity < N { capacity } else { N };
+        HmLog { entries: [None; N], capacity: capacity as u64, next_seq: 0, dropped: 0 }
+    }
+
+    /// Empties the log and keeps only the last `capacity` entries from now
+    /// on (at most `N`): for a log that lives in a `static`.
+    pub fn set_capacity(&mut self, capacity: usize) {
+        *self = Self { entries: [None; N], ..Self::with_capacity(capacity) };
     }
 
     /// The sequence number the next entry will get.
@@ -348,7 +362,7 @@ impl<const N: usize> HmLog<N> {
 
     /// The sequence number of the oldest entry held (`next_seq()` if none).
     pub fn oldest(&self) -> u64 {
-        self.next_seq.saturating_sub(N as u64)
+        self.next_seq.saturating_sub(self.capacity)
     }
 
     pub fn len(&self) -> usize {
@@ -382,10 +396,10 @@ impl<const N: usize> HmLog<N> {
             detail: report.detail,
             action,
         };
-        if N == 0 {
+        if self.capacity == 0 {
             self.dropped = self.dropped.saturating_add(1);
         } else {
-            let slot = &mut self.entries[(seq % N as u64) as usize];
+            let slot = &mut self.entries[(seq % self.capacity) as usize];
             if slot.is_some() {
                 self.dropped = self.dropped.saturating_add(1);
             }
@@ -400,7 +414,7 @@ impl<const N: usize> HmLog<N> {
         if seq < self.oldest() || seq >= self.next_seq {
             return None;
         }
-        self.entries[(seq % N as u64) as usize].as_ref()
+        self.entries[(seq % self.capacity) as usize].as_ref()
     }
 
     /// Copies entries from `from` on into `out`, oldest first, as many as
@@ -527,6 +541,19 @@ mod tests {
         for event in EVENTS {
             assert_eq!(EventKind::ALL[event.kind() as usize], event.kind());
         }
+    }
+
+    #[test]
+    fn a_smaller_capacity_keeps_fewer_entries() {
+        let mut log: HmLog<8> = HmLog::with_capacity(3);
+        for n in 0..5u64 {
+            let report = Report { time: n, partition: 0, vcpu: 0, event: Event::Reported(1), detail: n };
+            log.record(report, Action::Log);
+        }
+        assert_eq!((log.len(), log.oldest(), log.dropped()), (3, 2, 2));
+        assert_eq!(log.get(2).map(|e| e.detail), Some(2));
+        assert!(log.get(1).is_none());
+        assert_eq!(HmLog::<4>::with_capacity(100).capacity, 4);
     }
 
     #[test]

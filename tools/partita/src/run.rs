@@ -575,12 +575,19 @@ pub fn use_color() -> bool {
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
+/// The file of a run's health-monitor entries, beside the other logs.
+pub const HM_LOG: &str = "hm.log";
+/// How the hypervisor starts a health-monitor line.
+const HM_PREFIX: &str = "hm: ";
+
 /// Per-partition and hypervisor logs, the live view and the boot clock.
 pub struct Console {
     splitter: Splitter,
     names: Vec<String>,
     partition_logs: Vec<(PathBuf, LineWriter<File>)>,
     hypervisor_log: (PathBuf, LineWriter<File>),
+    /// The health monitor's entries (the hypervisor's `hm:` lines), alone.
+    hm_log: (PathBuf, LineWriter<File>),
     painter: Option<Painter>,
     seen: Vec<bool>,
     started: Instant,
@@ -602,6 +609,7 @@ impl Console {
             names: names.to_vec(),
             partition_logs: names.iter().map(|n| open(format!("{n}.log"))).collect::<Result<_>>()?,
             hypervisor_log: open("hypervisor.log".to_string())?,
+            hm_log: open(HM_LOG.to_string())?,
             painter,
             seen: vec![false; names.len()],
             started: Instant::now(),
@@ -620,6 +628,10 @@ impl Console {
             }
             Source::Hypervisor => {
                 self.trace = parse_trace_line(text).or(self.trace);
+                if let Some(entry) = text.strip_prefix(HM_PREFIX) {
+                    let (path, log) = &mut self.hm_log;
+                    writeln!(log, "{entry}").with_context(|| format!("cannot write {}", path.display()))?;
+                }
                 &mut self.hypervisor_log
             }
         };
