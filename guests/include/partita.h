@@ -37,6 +37,9 @@
 #define PARTITA_PLAN_SWITCH		PARTITA_CALL(0x20)	/* (plan) -> x1 = counter value it starts at */
 #define PARTITA_PLAN_CURRENT		PARTITA_CALL(0x21)	/* -> x1 = plan in force, x2 = pending or ~0 */
 
+/* Health monitor. */
+#define PARTITA_HM_REPORT		PARTITA_CALL(0x40)	/* (code): an error of the partition's own */
+
 /* Status codes in x0. */
 #define PARTITA_OK			0
 #define PARTITA_ENOTSUPPORTED		(-1)	/* no such function */

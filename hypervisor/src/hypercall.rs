@@ -6,7 +6,9 @@ use crate::boot::system;
 use crate::console::log;
 use crate::irq;
 use crate::partition::{Partition, RunState, Vcpu};
-use crate::trap::{self, Action, Start, RESTARTS};
+use crate::trap::{self, Action, Fault, Start, RESTARTS};
+use partita_core::esr;
+use partita_core::hm::{Action as HmAction, Event};
 use partita_arch::exception::Regs;
 use partita_arch::timer;
 use partita_core::hypercall::{status, Call, PartitionOp, ABI_VERSION};
@@ -14,6 +16,8 @@ use partita_core::vcpu::{Op, Refused};
 
 pub fn handle(regs: &mut Regs, part: &Partition, vcpu: &Vcpu, call: Call) -> Action {
     let (status, value) = match call {
+        Call::Unknown => return trap::illegal_call(part, vcpu, regs),
+        Call::HmReport { code } => return report(part, vcpu, regs, code),
         Call::Version => (status::OK, ABI_VERSION),
         Call::VcpuStart { vcpu, entry, context } => (start(part, vcpu, entry, context), 0),
         Call::VcpuSuspend { vcpu } => (own_vcpu(part, vcpu, Op::Suspend), 0),
@@ -35,11 +39,21 @@ pub fn handle(regs: &mut Regs, part: &Partition, vcpu: &Vcpu, call: Call) -> Act
             regs.x[2] = pending.map_or(u64::MAX, |p| p as u64);
             (status::OK, current as u64)
         }
-        Call::Unknown => (status::NOT_SUPPORTED, 0),
     };
     regs.x[0] = status as u64;
     regs.x[1] = value;
     Action::Resume
+}
+
+/// The partition's own error report: its `reported` action decides.
+fn report(part: &Partition, vcpu: &Vcpu, regs: &mut Regs, code: u64) -> Action {
+    let event = Event::Reported(code as u32);
+    let action = crate::health::raise(part, vcpu, event, code);
+    regs.x[0] = status::OK as u64;
+    match action {
+        HmAction::Ignore | HmAction::Log => Action::Resume,
+        _ => Action::Health(action, Fault { what: "error reported by the partition", class: esr::ec::HVC64, address: Some(code) }),
+    }
 }
 
 fn start(part: &Partition, index: u64, entry: u64, context: u64) -> i64 {

@@ -27,6 +27,9 @@ pub struct Fault {
 /// What the trap handler decided.
 pub enum Action {
     Resume,
+    /// The health monitor decided something other than going on about an
+    /// event of this call (already logged).
+    Health(HmAction, Fault),
     /// The EL2 timer fired: a quantum ended or a waiting vCPU's timer is due.
     Tick,
     /// The vCPU waits for an interrupt and has none: it leaves the pCPU.
@@ -56,6 +59,7 @@ pub fn handle(regs: &mut Regs, kind: u64) {
     }
     match action {
         Action::Stop(fault) => on_fault(part, vcpu, regs, &fault),
+        Action::Health(action, fault) => apply(part, vcpu, regs, action, &fault),
         Action::Restart => {
             restart(part, vcpu, regs, "PSCI SYSTEM_RESET");
             irq::flush(vcpu)
@@ -243,7 +247,7 @@ fn firmware_call(regs: &mut Regs, part: &Partition, vcpu: &Vcpu, smc: bool) -> A
                 address: Some(regs.x[0]),
             });
         }
-        Call::Unknown => ret::NOT_SUPPORTED,
+        Call::Unknown => return illegal_call(part, vcpu, regs),
     };
     regs.x[0] = result as u64;
     Action::Resume
@@ -306,12 +310,18 @@ fn on_fault(part: &Partition, vcpu: &Vcpu, regs: &mut Regs, fault: &Fault) {
         esr::ec::DABT_LOWER | esr::ec::IABT_LOWER => Event::Stage2Fault,
         _ => Event::Forbidden,
     };
-    match crate::health::raise(part, vcpu, event, fault.address.unwrap_or(regs.pc)) {
-        HmAction::Ignore | HmAction::Log => {
-            // Execution goes on after it; a load it made reads as zero.
-            regs.skip_instruction();
-            irq::flush(vcpu)
-        }
+    let action = crate::health::raise(part, vcpu, event, fault.address.unwrap_or(regs.pc));
+    if matches!(action, HmAction::Ignore | HmAction::Log) {
+        // Execution goes on after it; a load it made reads as zero.
+        regs.skip_instruction();
+    }
+    apply(part, vcpu, regs, action, fault)
+}
+
+/// Carries out what the health monitor decided about `fault`.
+fn apply(part: &Partition, vcpu: &Vcpu, regs: &mut Regs, action: HmAction, fault: &Fault) {
+    match action {
+        HmAction::Ignore | HmAction::Log => irq::flush(vcpu),
         HmAction::Suspend => {
             if part.change(RunState::Running, RunState::Suspended) {
                 log!("partition {} suspended by the health monitor", part.name());
@@ -328,6 +338,18 @@ fn on_fault(part: &Partition, vcpu: &Vcpu, regs: &mut Regs, fault: &Fault) {
             log!("partition {}: the health monitor resets the system", part.name());
             firmware::system_reset()
         }
+    }
+}
+
+/// A hypercall that does not exist: NOT_SUPPORTED, after the health
+/// monitor has had its say (`illegal-hypercall`, logged by default).
+pub fn illegal_call(part: &Partition, vcpu: &Vcpu, regs: &mut Regs) -> Action {
+    let function = regs.x[0];
+    let action = crate::health::raise(part, vcpu, Event::IllegalHypercall, function);
+    regs.x[0] = ret::NOT_SUPPORTED as u64;
+    match action {
+        HmAction::Ignore | HmAction::Log => Action::Resume,
+        _ => Action::Health(action, Fault { what: "illegal hypercall", class: esr::ec::HVC64, address: Some(function) }),
     }
 }
 

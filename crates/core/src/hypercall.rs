@@ -27,6 +27,7 @@ pub mod id {
     pub const PARTITION_STATE: u64 = super::BASE + 0x15;
     pub const PLAN_SWITCH: u64 = super::BASE + 0x20;
     pub const PLAN_CURRENT: u64 = super::BASE + 0x21;
+    pub const HM_REPORT: u64 = super::BASE + 0x40;
 }
 
 /// Status codes in x0.
@@ -95,6 +96,9 @@ pub enum Call {
     },
     /// The plan in force in x1; the pending one (or -1) in x2.
     PlanCurrent,
+    /// The partition reports an error of its own (`code`) to the health
+    /// monitor, which applies its `reported` action.
+    HmReport { code: u64 },
     /// In Partita's range, but no such function.
     Unknown,
 }
@@ -121,6 +125,7 @@ pub fn decode(x: [u64; 4]) -> Option<Call> {
         id::PARTITION_STATE => Call::PartitionState { partition: x[1] },
         id::PLAN_SWITCH => Call::PlanSwitch { plan: x[1] },
         id::PLAN_CURRENT => Call::PlanCurrent,
+        id::HM_REPORT => Call::HmReport { code: x[1] },
         _ => Call::Unknown,
     })
 }
@@ -143,6 +148,7 @@ mod tests {
             Some(Call::Partition { op: PartitionOp::Restart, partition: 2 })
         );
         assert_eq!(decode([id::PLAN_SWITCH, 1, 0, 0]), Some(Call::PlanSwitch { plan: 1 }));
+        assert_eq!(decode([id::HM_REPORT, 7, 0, 0]), Some(Call::HmReport { code: 7 }));
         assert_eq!(decode([BASE + 0xffff, 0, 0, 0]), Some(Call::Unknown));
     }
 }

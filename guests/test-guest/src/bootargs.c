@@ -206,6 +206,14 @@ static bool parse_token(const char *tok, u32 n, struct bootargs *a)
 		if (!parse_u64(v, vlen, &num))
 			return false;
 		a->duty_cycles = num;
+	} else if (KEY("hm-report")) {
+		if (!parse_u64(v, vlen, &num) || num > 0xfffffffeull)
+			return false;
+		a->hm_report = num + 1;
+	} else if (KEY("bad-hvc")) {
+		if (!parse_u64(v, vlen, &num) || num > 1)
+			return false;
+		a->bad_hvc = num == 1;
 	} else if (KEY("end")) {
 		if (str_eq_n(v, vlen, "off"))
 			a->end_reset = false;
@@ -262,6 +270,8 @@ void bootargs_parse(const char *cmdline, struct bootargs *a)
 	a->duty_busy_ms = 0;
 	a->duty_idle_ms = 0;
 	a->duty_cycles = 0;
+	a->hm_report = 0;
+	a->bad_hvc = false;
 	a->count_ms = 0;
 	a->count_at_ms = 0;
 	a->has_count_at = false;

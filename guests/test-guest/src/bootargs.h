@@ -49,6 +49,8 @@ struct bootargs {
 	u64 plan_switch;		/* plan index + 1 to switch to */
 	u64 ctl_after_ms;		/* delay before part-ctl / plan-switch */
 	u64 duty_busy_ms, duty_idle_ms, duty_cycles;	/* duty: sleep, then compute */
+	u64 hm_report;			/* code + 1 to report to the health monitor */
+	bool bad_hvc;			/* call a hypercall that does not exist */
 	u64 count_ms;			/* count loop iterations for this long; 0: off */
 	u64 count_at_ms;		/* start counting at this counter time */
 	bool has_count_at;

@@ -136,3 +136,12 @@ void plan_switch_test(const struct bootargs *a)
 	} while (r.value != plan);
 	printf("plan-switch: now %lu from 0x%lx\n", r.value, counter_now());
 }
+
+/* hm-report=CODE and bad-hvc=1: the health monitor's view of the caller. */
+void hm_calls_test(const struct bootargs *a)
+{
+	if (a->bad_hvc)
+		printf("bad-hvc: %ld\n", partita_call(PARTITA_CALL(0xfff0), 0, 0, 0).status);
+	if (a->hm_report)
+		printf("hm-report: %ld\n", call1(PARTITA_HM_REPORT, a->hm_report - 1));
+}

@@ -38,6 +38,7 @@ void vcpu_ctl_test(const struct dt_info *dt);
 __attribute__((noreturn)) void vcpu_ctl_secondary(void);
 void part_ctl_test(const struct bootargs *a);
 void plan_switch_test(const struct bootargs *a);
+void hm_calls_test(const struct bootargs *a);
 void delay_ms(u64 ms);
 
 /* Virtual-timer tests (timer.c). */

@@ -278,6 +278,8 @@ void guest_main(u64 dtb)
 		part_ctl_test(&args);
 	if (args.plan_switch)
 		plan_switch_test(&args);
+	if (args.bad_hvc || args.hm_report)
+		hm_calls_test(&args);
 	if (args.count_ms)
 		count_test(&args);
 	tick_loop();

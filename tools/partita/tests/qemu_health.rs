@@ -61,3 +61,27 @@ fn a_restart_policy_restarts_the_partition_each_time() {
     assert!(restarts + 1 >= greetings, "{restarts} logged restarts for {greetings} boots");
     assert!(boot.log("steady").lines().filter(|l| l.starts_with("tick")).count() >= 10, "{}", boot.log("steady"));
 }
+
+/// A partition's own error report and an unknown hypercall: by default both
+/// are logged and the partition goes on; `reported = "restart"` restarts
+/// the reporter at every report.
+#[test]
+fn reports_and_illegal_hypercalls_follow_the_policy() {
+    let text = format!(
+        "{}{}",
+        part("chatty", "[1]", "hm-report=9 bad-hvc=1 ticks=2 period_ms=50"),
+        with_health(part("strict", "[2]", "hm-report=7 ticks=2 period_ms=50"), "{ reported = \"restart\" }"),
+    );
+    let boot = boot_with("qemu-hm-report", &text, RunOptions { seconds: Some(6), ..RunOptions::default() });
+    let chatty = boot.log("chatty");
+    for expected in ["bad-hvc: -1", "hm-report: 0", "tick 2"] {
+        assert!(chatty.lines().any(|l| l == expected), "missing {expected:?}:\n{chatty}");
+    }
+    let strict = boot.log("strict");
+    assert!(!strict.contains("hm-report: 0"), "the reporter went on:\n{strict}");
+    assert!(strict.lines().filter(|l| l.starts_with("hello from partition strict")).count() >= 2, "{strict}");
+    let hm = hm_log("qemu-hm-report");
+    assert!(hm.lines().any(|l| l.contains("partition chatty vcpu 0 IllegalHypercall") && l.ends_with("action Log")), "{hm}");
+    assert!(hm.lines().any(|l| l.contains("partition chatty vcpu 0 Reported(9)") && l.ends_with("action Log")), "{hm}");
+    assert!(hm.lines().any(|l| l.contains("partition strict vcpu 0 Reported(7)") && l.ends_with("action Restart")), "{hm}");
+}
