@@ -15,6 +15,7 @@ use partita_core::hypercall::{status, Call, PartitionOp, ABI_VERSION};
 use partita_core::vcpu::{Op, Refused};
 
 pub fn handle(regs: &mut Regs, part: &Partition, vcpu: &Vcpu, call: Call) -> Action {
+    let function = regs.x[0];
     let (status, value) = match call {
         Call::Unknown => return trap::illegal_call(part, vcpu, regs),
         Call::HmReport { code } => return report(part, vcpu, regs, code),
@@ -42,6 +43,13 @@ pub fn handle(regs: &mut Regs, part: &Partition, vcpu: &Vcpu, call: Call) -> Act
     };
     regs.x[0] = status as u64;
     regs.x[1] = value;
+    if status == status::DENIED {
+        // A call beyond its rights is an illegal hypercall to the health monitor.
+        let action = crate::health::raise(part, vcpu, Event::IllegalHypercall, function);
+        if !matches!(action, HmAction::Ignore | HmAction::Log) {
+            return Action::Health(action, Fault { what: "hypercall beyond its rights", class: esr::ec::HVC64, address: Some(function) });
+        }
+    }
     Action::Resume
 }
 

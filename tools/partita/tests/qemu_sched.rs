@@ -154,6 +154,10 @@ fn a_system_partition_suspends_and_resumes_another_and_rights_are_checked() {
     let refused = |l: &str| l.starts_with("part-ctl: halt -3 state ") && l.ends_with("; resume then -3");
     assert!(boot.log("rogue").lines().any(refused), "{}", lines(&boot, "rogue"));
     assert!(boot.hypervisor.contains("partition rogue: Halt of partition victim denied"), "{}", boot.hypervisor);
+    let hm = std::fs::read_to_string(repo_root().join("out/qemu-partition-suspend/hm.log")).expect("hm.log");
+    let denied: Vec<&str> = hm.lines().filter(|l| l.contains("partition rogue vcpu 0 IllegalHypercall")).collect();
+    assert_eq!(denied.len(), 2, "halt and resume, both beyond rogue's rights, are health events:\n{hm}");
+    assert!(denied.iter().all(|l| l.ends_with("action Log")), "{hm}");
 }
 
 /// One system partition restarts another from its images, a second one
