@@ -6,9 +6,8 @@ use crate::boot::system;
 use crate::console::log;
 use crate::irq;
 use crate::partition::{Partition, RunState, Vcpu};
-use crate::trap::{self, Action, Fault, Start, RESTARTS};
-use partita_core::esr;
-use partita_core::hm::{Action as HmAction, Event};
+use crate::trap::{self, Action, Start, RESTARTS};
+use partita_core::hm::Event;
 use partita_arch::exception::Regs;
 use partita_arch::timer;
 use partita_core::hypercall::{status, Call, PartitionOp, ABI_VERSION};
@@ -45,23 +44,15 @@ pub fn handle(regs: &mut Regs, part: &Partition, vcpu: &Vcpu, call: Call) -> Act
     regs.x[1] = value;
     if status == status::DENIED {
         // A call beyond its rights is an illegal hypercall to the health monitor.
-        let action = crate::health::raise(part, vcpu, Event::IllegalHypercall, function);
-        if !matches!(action, HmAction::Ignore | HmAction::Log) {
-            return Action::Health(action, Fault { what: "hypercall beyond its rights", class: esr::ec::HVC64, address: Some(function) });
-        }
+        return trap::call_event(part, vcpu, Event::IllegalHypercall, function, "hypercall beyond its rights");
     }
     Action::Resume
 }
 
 /// The partition's own error report: its `reported` action decides.
 fn report(part: &Partition, vcpu: &Vcpu, regs: &mut Regs, code: u64) -> Action {
-    let event = Event::Reported(code as u32);
-    let action = crate::health::raise(part, vcpu, event, code);
     regs.x[0] = status::OK as u64;
-    match action {
-        HmAction::Ignore | HmAction::Log => Action::Resume,
-        _ => Action::Health(action, Fault { what: "error reported by the partition", class: esr::ec::HVC64, address: Some(code) }),
-    }
+    trap::call_event(part, vcpu, Event::Reported(code as u32), code, "error reported by the partition")
 }
 
 fn start(part: &Partition, index: u64, entry: u64, context: u64) -> i64 {

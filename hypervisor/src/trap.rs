@@ -345,11 +345,16 @@ fn apply(part: &Partition, vcpu: &Vcpu, regs: &mut Regs, action: HmAction, fault
 /// monitor has had its say (`illegal-hypercall`, logged by default).
 pub fn illegal_call(part: &Partition, vcpu: &Vcpu, regs: &mut Regs) -> Action {
     let function = regs.x[0];
-    let action = crate::health::raise(part, vcpu, Event::IllegalHypercall, function);
     regs.x[0] = ret::NOT_SUPPORTED as u64;
-    match action {
+    call_event(part, vcpu, Event::IllegalHypercall, function, "illegal hypercall")
+}
+
+/// Raises `event` for a hypercall whose result is already in the
+/// registers: the call returns unless the policy says otherwise.
+pub fn call_event(part: &Partition, vcpu: &Vcpu, event: Event, detail: u64, what: &'static str) -> Action {
+    match crate::health::raise(part, vcpu, event, detail) {
         HmAction::Ignore | HmAction::Log => Action::Resume,
-        _ => Action::Health(action, Fault { what: "illegal hypercall", class: esr::ec::HVC64, address: Some(function) }),
+        action => Action::Health(action, Fault { what, class: esr::ec::HVC64, address: Some(detail) }),
     }
 }
 

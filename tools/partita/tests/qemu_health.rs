@@ -7,14 +7,6 @@ use common::*;
 use partita::build::repo_root;
 use partita::run::RunOptions;
 
-fn with_health(part: String, health: &str) -> String {
-    part.replacen("cpus = ", &format!("health = {health}\ncpus = "), 1)
-}
-
-fn part(name: &str, cpus: &str, bootargs: &str) -> String {
-    Part { name, cpus, bootargs, phys: None }.toml(&guest("elf"))
-}
-
 fn hm_log(name: &str) -> String {
     std::fs::read_to_string(repo_root().join("out").join(name).join("hm.log")).expect("hm.log")
 }
@@ -27,7 +19,7 @@ fn a_logged_fault_lets_the_partition_go_on_and_the_default_halts() {
     let args = "ticks=4 period_ms=50 misbehave=write-outside at=2";
     let text = format!(
         "{}{}",
-        with_health(part("tolerated", "[1]", args), "{ stage2-fault = \"log\" }"),
+        with_field(part("tolerated", "[1]", args), "health", "{ stage2-fault = \"log\" }"),
         part("halted", "[2]", args),
     );
     let boot = boot_toml("qemu-hm-log", &text, HANG_LIMIT);
@@ -50,7 +42,7 @@ fn a_logged_fault_lets_the_partition_go_on_and_the_default_halts() {
 fn a_restart_policy_restarts_the_partition_each_time() {
     let text = format!(
         "{}{}",
-        with_health(part("flaky", "[1]", "ticks=3 period_ms=50 misbehave=sysreg at=2"), "{ forbidden = \"restart\" }"),
+        with_field(part("flaky", "[1]", "ticks=3 period_ms=50 misbehave=sysreg at=2"), "health", "{ forbidden = \"restart\" }"),
         part("steady", "[2]", "ticks=0 period_ms=100"),
     );
     let boot = boot_with("qemu-hm-restart", &text, RunOptions { seconds: Some(8), ..RunOptions::default() });
@@ -70,7 +62,7 @@ fn reports_and_illegal_hypercalls_follow_the_policy() {
     let text = format!(
         "{}{}",
         part("chatty", "[1]", "hm-report=9 bad-hvc=1 ticks=2 period_ms=50"),
-        with_health(part("strict", "[2]", "hm-report=7 ticks=2 period_ms=50"), "{ reported = \"restart\" }"),
+        with_field(part("strict", "[2]", "hm-report=7 ticks=2 period_ms=50"), "health", "{ reported = \"restart\" }"),
     );
     let boot = boot_with("qemu-hm-report", &text, RunOptions { seconds: Some(6), ..RunOptions::default() });
     let chatty = boot.log("chatty");

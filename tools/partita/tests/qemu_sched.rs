@@ -13,10 +13,6 @@ use partita::trace::{read_file, Clock};
 /// Counter ticks per microsecond on QEMU virt (62.5 MHz).
 const TICKS_PER_US: u64 = 62;
 
-fn part(name: &str, cpus: &str, bootargs: &str) -> String {
-    Part { name, cpus, bootargs, phys: None }.toml(&guest("elf"))
-}
-
 fn slot(partition: &str, vcpu: u32, start: &str, duration: &str) -> String {
     format!("    [[plan.core.slot]]\n    partition = \"{partition}\"\n    vcpu = {vcpu}\n    start_us = \"{start}\"\n    duration_us = \"{duration}\"\n")
 }
@@ -28,6 +24,9 @@ fn core(cpu: u32, frame: &str, slots: &[String]) -> String {
 fn plan(name: &str, cores: &[String]) -> String {
     format!("[[plan]]\nname = \"{name}\"\n{}\n", cores.concat())
 }
+
+/// `gpos`'s vCPU 0 may move to pCPU 2.
+const MIGRATE: &str = "[{ vcpu = 0, to = [2] }]";
 
 const TRACED: &str = "[trace]\nenabled = true\nevents_per_cpu = 65536\n\n";
 
@@ -124,10 +123,6 @@ fn a_partition_starts_suspends_resumes_and_halts_its_own_vcpu() {
     }
 }
 
-fn with_rights(part: String, rights: &str) -> String {
-    part.replacen("cpus = ", &format!("rights = {rights}\ncpus = "), 1)
-}
-
 /// A system partition suspends and resumes another: the victim prints
 /// nothing in between and goes on afterwards. A partition without the
 /// right is refused, and the refusal is logged.
@@ -135,7 +130,7 @@ fn with_rights(part: String, rights: &str) -> String {
 fn a_system_partition_suspends_and_resumes_another_and_rights_are_checked() {
     let text = format!(
         "{}{}{}",
-        with_rights(part("sys", "[3]", "part-ctl=suspend target=1 ticks=1"), "[\"suspend\", \"resume\"]"),
+        with_field(part("sys", "[3]", "part-ctl=suspend target=1 ticks=1"), "rights", "[\"suspend\", \"resume\"]"),
         part("victim", "[1]", "ticks=30 period_ms=20"),
         part("rogue", "[2]", "part-ctl=halt target=1 ctl_after_ms=700 ticks=1"),
     );
@@ -167,9 +162,9 @@ fn a_system_partition_suspends_and_resumes_another_and_rights_are_checked() {
 fn a_system_partition_restarts_and_halts_another() {
     let text = format!(
         "{}{}{}",
-        with_rights(part("restarter", "[3]", "part-ctl=restart target=1 ticks=1"), "[\"restart\"]"),
+        with_field(part("restarter", "[3]", "part-ctl=restart target=1 ticks=1"), "rights", "[\"restart\"]"),
         part("victim", "[1]", "ticks=0 period_ms=20"),
-        with_rights(part("halter", "[2]", "part-ctl=halt target=1 ctl_after_ms=2000 ticks=1"), "[\"halt\", \"resume\"]"),
+        with_field(part("halter", "[2]", "part-ctl=halt target=1 ctl_after_ms=2000 ticks=1"), "rights", "[\"halt\", \"resume\"]"),
     );
     let boot = boot_with("qemu-partition-restart", &text, icount());
     assert_powered_off(&boot);
@@ -195,7 +190,7 @@ fn a_plan_switch_happens_exactly_at_the_next_major_frame() {
     let text = format!(
         "{TRACED}{}{}{}{}{}",
         part("worker", "[1]", "ticks=20 period_ms=25"),
-        with_rights(part("sys", "[2]", "plan-switch=1 ctl_after_ms=53 ticks=1"), "[\"switch-plan\"]"),
+        with_field(part("sys", "[2]", "plan-switch=1 ctl_after_ms=53 ticks=1"), "rights", "[\"switch-plan\"]"),
         part("rogue", "[2]", "plan-switch=0 ticks=1"),
         plan("normal", &[core(1, "10ms", &[slot("worker", 0, "0us", "5ms")])]),
         plan("degraded", &[core(1, "20ms", &[slot("worker", 0, "15ms", "5ms")])]),
@@ -236,10 +231,8 @@ fn a_plan_switch_happens_exactly_at_the_next_major_frame() {
 fn a_migrating_vcpu_keeps_counting_and_loses_no_interrupt() {
     let text = format!(
         "{TRACED}{}{}",
-        part("rtos", "[1]", "mask-spin=300 timer_hz=200 timer_ticks=400 ticks=1 period_ms=10")
-            .replacen("cpus = ", "priority = 200\ncpus = ", 1),
-        part("gpos", "[1, 2]", "sgi=100 timer_hz=1000 timer_ticks=2000 ticks=20 period_ms=50")
-            .replacen("cpus = ", "migrate = [{ vcpu = 0, to = [2] }]\ncpus = ", 1),
+        with_field(part("rtos", "[1]", "mask-spin=300 timer_hz=200 timer_ticks=400 ticks=1 period_ms=10"), "priority", "200"),
+        with_field(part("gpos", "[1, 2]", "sgi=100 timer_hz=1000 timer_ticks=2000 ticks=20 period_ms=50"), "migrate", MIGRATE),
     );
     let boot = boot_with("qemu-migration", &text, icount());
     assert_powered_off(&boot);
@@ -315,7 +308,7 @@ fn max(v: &[f64]) -> f64 {
 #[test]
 fn fixed_priorities_preempt_in_the_configured_order() {
     let with_priority = |name: &str, priority: u8, args: &str| {
-        part(name, "[1]", args).replacen("cpus = ", &format!("priority = {priority}\ncpus = "), 1)
+        with_field(part(name, "[1]", args), "priority", &priority.to_string())
     };
     let text = format!(
         "[hypervisor]\nquantum_us = 2000\n\n{}{}{}",
@@ -374,9 +367,8 @@ fn round_robin_is_fair_within_a_priority() {
 fn a_migrating_vcpu_makes_the_round_trip_for_every_burst() {
     let text = format!(
         "{TRACED}{}{}",
-        part("rtos", "[1]", "duty_busy_ms=2 duty_idle_ms=8 duty_cycles=100 ticks=1 period_ms=1")
-            .replacen("cpus = ", "priority = 200\ncpus = ", 1),
-        part("gpos", "[1]", "ticks=300 period_ms=10").replacen("cpus = ", "migrate = [{ vcpu = 0, to = [2] }]\ncpus = ", 1),
+        with_field(part("rtos", "[1]", "duty_busy_ms=2 duty_idle_ms=8 duty_cycles=100 ticks=1 period_ms=1"), "priority", "200"),
+        with_field(part("gpos", "[1]", "ticks=300 period_ms=10"), "migrate", MIGRATE),
     );
     let boot = boot_toml("qemu-migration-round-trip", &text, HANG_LIMIT);
     assert_powered_off(&boot);

@@ -117,3 +117,13 @@ pub fn timer_counts(log: &str) -> (u64, u64) {
     let words: Vec<&str> = line.split_whitespace().collect();
     (words[1].parse().unwrap(), words[6].parse().unwrap())
 }
+
+/// The `[[partition]]` of the test guest with 16 MiB at 0x40000000, as TOML.
+pub fn part(name: &str, cpus: &str, bootargs: &str) -> String {
+    Part { name, cpus, bootargs, phys: None }.toml(&guest("elf"))
+}
+
+/// `part` with one more field (`priority = 200`, `rights = [...]`, ...).
+pub fn with_field(part: String, field: &str, value: &str) -> String {
+    part.replacen("cpus = ", &format!("{field} = {value}\ncpus = "), 1)
+}
