@@ -2,9 +2,10 @@
  * partita.h: Partita's hypercall ABI for C guests. No other header needed.
  *
  * Calls are SMC Calling Convention fast calls made with `hvc #0`: x0 holds
- * the function ID, x1..x3 the arguments. x0 returns a status (PARTITA_OK or
- * a negative PARTITA_E*), x1 (and for some calls x2) a value. x4..x17 may be
- * clobbered, as SMCCC allows. The Rust side is partita_core::hypercall.
+ * the function ID, x1..x4 the arguments. x0 returns a status (PARTITA_OK or
+ * a negative PARTITA_E*), x1..x3 values where a call has them. x4..x17 may
+ * be clobbered, as SMCCC allows. The Rust side is partita_core::hypercall;
+ * docs/hypercalls.md describes every call.
  */
 #ifndef PARTITA_H
 #define PARTITA_H
@@ -37,8 +38,28 @@
 #define PARTITA_PLAN_SWITCH		PARTITA_CALL(0x20)	/* (plan) -> x1 = counter value it starts at */
 #define PARTITA_PLAN_CURRENT		PARTITA_CALL(0x21)	/* -> x1 = plan in force, x2 = pending or ~0 */
 
+/*
+ * Channels, by index in the configuration ([[channel]] in file order). Only
+ * the partitions a channel lists may name it (else PARTITA_EDENIED, and a
+ * health-monitor event). Buffers lie in the caller's RAM (else
+ * PARTITA_EFAULT). `deadline` is a counter value (CNTVCT_EL0) to wait until
+ * for room or a message: PARTITA_POLL returns at once, PARTITA_FOREVER never
+ * times out.
+ */
+#define PARTITA_PORT_SEND		PARTITA_CALL(0x30)	/* (channel, buf, len, deadline) */
+#define PARTITA_PORT_RECEIVE		PARTITA_CALL(0x31)	/* (channel, buf, size, deadline) -> x1 = length,
+								   sampling: x2 = age (us), x3 = valid;
+								   queuing: x2 = messages left */
+#define PARTITA_PORT_INFO		PARTITA_CALL(0x32)	/* (channel) -> x1 = PARTITA_CHANNEL_*,
+								   x2 = max message (window size),
+								   x3 = depth, refresh (us) or window IPA */
+#define PARTITA_DOORBELL_RING		PARTITA_CALL(0x38)	/* (channel): doorbell INTID at the others */
+
 /* Health monitor. */
 #define PARTITA_HM_REPORT		PARTITA_CALL(0x40)	/* (code): an error of the partition's own */
+#define PARTITA_WATCHDOG_KICK		PARTITA_CALL(0x41)	/* -> x1 = new deadline (counter) */
+#define PARTITA_HM_READ			PARTITA_CALL(0x42)	/* (buf, size, from) -> x1 = records, x2 = next
+								   from, x3 = records lost; right "read-hm-log" */
 
 /* Status codes in x0. */
 #define PARTITA_OK			0
@@ -46,7 +67,48 @@
 #define PARTITA_EINVAL			(-2)	/* no such vCPU, partition or plan; or oneself */
 #define PARTITA_EDENIED			(-3)	/* the configuration grants no such right */
 #define PARTITA_ESTATE			(-4)	/* not in a state that allows it */
-#define PARTITA_EBUSY			(-5)	/* another restart is under way: call again */
+#define PARTITA_EBUSY			(-5)	/* reserved: no call returns it now */
+#define PARTITA_EFULL			(-6)	/* queuing port full: nothing sent */
+#define PARTITA_EEMPTY			(-7)	/* nothing to receive */
+#define PARTITA_ETOOLONG		(-8)	/* message longer than the port's max_message */
+#define PARTITA_ESMALL			(-9)	/* buffer too small: x1 = bytes needed */
+#define PARTITA_ETIMEOUT		(-10)	/* the deadline passed */
+#define PARTITA_EFAULT			(-11)	/* buffer outside the caller's (writable) RAM */
+
+/* Deadlines of blocking port calls. */
+#define PARTITA_POLL			0UL
+#define PARTITA_FOREVER			(~0UL)
+
+/* Channel kinds (PARTITA_PORT_INFO). */
+#define PARTITA_CHANNEL_SAMPLING	0
+#define PARTITA_CHANNEL_QUEUING		1
+#define PARTITA_CHANNEL_SHARED_MEMORY	2
+
+/* Health-monitor record (PARTITA_HM_READ): 32 bytes, little endian. */
+struct partita_hm_record {
+	unsigned long seq;
+	unsigned long time;	/* counter value */
+	unsigned long detail;	/* fault address, syndrome, function ID or code */
+	unsigned char partition;
+	unsigned char vcpu;
+	unsigned char event;	/* PARTITA_HM_EV_* */
+	unsigned char action;	/* PARTITA_HM_ACT_* */
+	unsigned int code;	/* PARTITA_HM_EV_REPORTED: the reported code */
+};
+
+#define PARTITA_HM_EV_STAGE2_FAULT	0
+#define PARTITA_HM_EV_FORBIDDEN		1
+#define PARTITA_HM_EV_ILLEGAL_HYPERCALL	2
+#define PARTITA_HM_EV_WATCHDOG		3
+#define PARTITA_HM_EV_BUDGET_OVERRUN	4
+#define PARTITA_HM_EV_REPORTED		5
+
+#define PARTITA_HM_ACT_IGNORE		0
+#define PARTITA_HM_ACT_LOG		1
+#define PARTITA_HM_ACT_SUSPEND		2
+#define PARTITA_HM_ACT_RESTART		3
+#define PARTITA_HM_ACT_HALT		4
+#define PARTITA_HM_ACT_RESET_SYSTEM	5
 
 /* vCPU states (XtratuM's, plus PSCI's off). */
 #define PARTITA_VCPU_OFF		0
@@ -67,26 +129,36 @@ struct partita_result {
 	long status;
 	unsigned long value;	/* x1 */
 	unsigned long value2;	/* x2 */
+	unsigned long value3;	/* x3 */
 };
 
-static inline struct partita_result partita_call(unsigned long fn, unsigned long a1,
-						 unsigned long a2, unsigned long a3)
+static inline struct partita_result partita_call4(unsigned long fn, unsigned long a1,
+						  unsigned long a2, unsigned long a3,
+						  unsigned long a4)
 {
 	register unsigned long x0 __asm__("x0") = fn;
 	register unsigned long x1 __asm__("x1") = a1;
 	register unsigned long x2 __asm__("x2") = a2;
 	register unsigned long x3 __asm__("x3") = a3;
+	register unsigned long x4 __asm__("x4") = a4;
 	struct partita_result r;
 
 	__asm__ volatile("hvc #0"
-			 : "+r"(x0), "+r"(x1), "+r"(x2), "+r"(x3)
+			 : "+r"(x0), "+r"(x1), "+r"(x2), "+r"(x3), "+r"(x4)
 			 :
-			 : "x4", "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12",
+			 : "x5", "x6", "x7", "x8", "x9", "x10", "x11", "x12",
 			   "x13", "x14", "x15", "x16", "x17", "memory");
 	r.status = (long)x0;
 	r.value = x1;
 	r.value2 = x2;
+	r.value3 = x3;
 	return r;
+}
+
+static inline struct partita_result partita_call(unsigned long fn, unsigned long a1,
+						 unsigned long a2, unsigned long a3)
+{
+	return partita_call4(fn, a1, a2, a3, 0);
 }
 
 #endif

@@ -1,14 +1,16 @@
 //! From the boot payload to running partitions.
 
+use crate::channel::{self, Channel};
 use crate::console::log;
 use crate::cyclic::Plans;
-use crate::partition::{self, Partition, Vcpu};
+use crate::partition::{self, Partition, Shared, Vcpu};
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use partita_arch::{boot as image, cpu, el2, firmware, gic, heap, mmu, stage2, uart};
 use partita_core::image::{decode, payload_len, BootTable};
 use partita_core::model::{Platform, Range};
 use partita_core::readyq::ReadyQueue;
+use partita_core::time::us_to_ticks;
 use spin::{Mutex, Once};
 
 /// QEMU virt's PL011: used only to report a payload too broken to name its
@@ -33,6 +35,8 @@ pub struct System {
     pub plans: Plans,
     /// The payload's data section, kept for partition restarts.
     pub data: &'static [u8],
+    /// Inter-partition channels, in configuration order.
+    pub channels: Vec<Channel>,
 }
 
 /// The vCPUs pinned to one pCPU and which of them is on it.
@@ -63,6 +67,9 @@ pub struct PerCpu {
     pub last_slot_start: AtomicU64,
     /// The physical virtual-timer PPI is masked here (see `irq::mask_timer`).
     pub timer_masked: AtomicBool,
+    /// Partitions whose watchdog this pCPU watches: those with one whose
+    /// vCPU 0 lives here.
+    pub watchdogs: Vec<usize>,
 }
 
 const NONE: usize = usize::MAX;
@@ -202,22 +209,36 @@ fn build_system(table: BootTable, data: &'static [u8]) -> System {
         .into_iter()
         .zip(boot)
         .enumerate()
-        .map(|(i, (config, boot))| partition::build(i, config, boot, data))
+        .map(|(i, (config, boot))| {
+            let (windows, doorbells) = channel::membership(&system.channels, i);
+            partition::build(i, config, boot, data, Shared { windows, doorbells })
+        })
         .collect();
+    for window in system.channels.iter().filter_map(|c| c.kind.shared_window()) {
+        // Shared pages start zeroed, like partition RAM.
+        if mmu::is_partition_ram(window.base, window.size) {
+            partita_arch::cache::zero(window.base, window.size);
+        }
+    }
+    let channels = channel::build(&system.channels);
     let hz = partita_arch::timer::frequency();
     let plans = Plans::new(system.plans, hz);
     let cpus = (0..system.platform.cpus as usize)
         .map(|cpu| {
-            let vcpus: Vec<_> =
-                partitions.iter().flat_map(|p| p.vcpus.iter().copied()).filter(|v| v.home == cpu || v.migrate_to.contains(&cpu)).collect();
+            let vcpus: Vec<_> = partitions
+                .iter()
+                .flat_map(|p| p.vcpus.iter().copied())
+                .filter(|v| v.home == cpu || v.migrate_to.contains(&cpu))
+                .collect();
             assert!(vcpus.len() <= MAX_SLOTS, "pCPU {cpu} lists {} vCPUs; at most {MAX_SLOTS}", vcpus.len());
             for (slot, vcpu) in vcpus.iter().enumerate() {
                 vcpu.place(cpu, slot);
             }
             let cyclic = plans.is_cyclic(cpu);
             PerCpu {
-                // A pCPU that others may migrate to is shared, even while empty.
-                exclusive: !cyclic && vcpus.len() == 1 && vcpus[0].home == cpu,
+                // A pCPU that others may migrate to is shared, even while
+                // empty; a budget needs WFI trapped, so idle time is not use.
+                exclusive: !cyclic && vcpus.len() == 1 && vcpus[0].home == cpu && vcpus[0].budget.is_none(),
                 cyclic,
                 vcpus,
                 current: AtomicUsize::new(NONE),
@@ -230,11 +251,17 @@ fn build_system(table: BootTable, data: &'static [u8]) -> System {
                 until: AtomicU64::new(0),
                 last_slot_start: AtomicU64::new(u64::MAX),
                 frame_hint: AtomicU64::new(0),
+                watchdogs: partitions
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, p)| p.config.health.watchdog_us.is_some() && p.vcpus[0].home == cpu)
+                    .map(|(i, _)| i)
+                    .collect(),
             }
         })
         .collect();
-    let quantum = hz * u64::from(system.hypervisor.quantum_us) / 1_000_000;
-    System { platform: system.platform, partitions, cpus, quantum: quantum.max(1), plans, data }
+    let quantum = us_to_ticks(system.hypervisor.quantum_us.into(), hz);
+    System { platform: system.platform, partitions, cpus, quantum: quantum.max(1), plans, data, channels }
 }
 
 /// Cyclic pCPUs idle until the first major frame, which starts a little
@@ -243,7 +270,7 @@ fn start_plans() {
     const START_DELAY_US: u64 = 2_000;
     let plans = &system().plans;
     if plans.count() > 0 {
-        let origin = partita_arch::timer::counter() + partita_arch::timer::frequency() * START_DELAY_US / 1_000_000;
+        let origin = partita_arch::timer::counter() + us_to_ticks(START_DELAY_US, partita_arch::timer::frequency());
         plans.start(origin);
         log!("{} plan(s); plan 0's first major frame starts at counter 0x{origin:x}", plans.count());
     }

@@ -3,13 +3,14 @@
 //! configuration grants, controls other partitions and the plan.
 
 use crate::boot::system;
+use crate::channel::{self, Reply};
 use crate::console::log;
 use crate::irq;
 use crate::partition::{Partition, RunState, Vcpu};
-use crate::trap::{self, Action, Start, RESTARTS};
-use partita_core::hm::Event;
+use crate::trap::{self, Action, Start};
 use partita_arch::exception::Regs;
 use partita_arch::timer;
+use partita_core::hm::Event;
 use partita_core::hypercall::{status, Call, PartitionOp, ABI_VERSION};
 use partita_core::vcpu::{Op, Refused};
 
@@ -18,6 +19,16 @@ pub fn handle(regs: &mut Regs, part: &Partition, vcpu: &Vcpu, call: Call) -> Act
     let (status, value) = match call {
         Call::Unknown => return trap::illegal_call(part, vcpu, regs),
         Call::HmReport { code } => return report(part, vcpu, regs, code),
+        Call::PortSend { channel, buffer, len, deadline } => {
+            return port(part, vcpu, regs, channel::send(part, vcpu, channel, buffer, len, deadline))
+        }
+        Call::PortReceive { channel, buffer, size, deadline } => {
+            return port(part, vcpu, regs, channel::receive(part, vcpu, channel, buffer, size, deadline))
+        }
+        Call::PortInfo { channel } => return port(part, vcpu, regs, channel::info(vcpu, channel)),
+        Call::DoorbellRing { channel } => return port(part, vcpu, regs, channel::ring(vcpu, channel)),
+        Call::WatchdogKick => crate::health::kick(part),
+        Call::HmRead { buffer, size, from } => return hm_read(part, vcpu, regs, buffer, size, from),
         Call::Version => (status::OK, ABI_VERSION),
         Call::VcpuStart { vcpu, entry, context } => (start(part, vcpu, entry, context), 0),
         Call::VcpuSuspend { vcpu } => (own_vcpu(part, vcpu, Op::Suspend), 0),
@@ -47,6 +58,56 @@ pub fn handle(regs: &mut Regs, part: &Partition, vcpu: &Vcpu, call: Call) -> Act
         return trap::call_event(part, vcpu, Event::IllegalHypercall, function, "hypercall beyond its rights");
     }
     Action::Resume
+}
+
+/// The outcome of a port or doorbell call. A parked vCPU re-issues the
+/// call when it next runs (after any interrupt it takes first), so it
+/// leaves its pCPU with its PC back on the HVC.
+fn port(part: &Partition, vcpu: &Vcpu, regs: &mut Regs, reply: Reply) -> Action {
+    match reply {
+        Reply::Done(status, values) => {
+            regs.x[0] = status as u64;
+            regs.x[1..4].copy_from_slice(&values);
+            Action::Resume
+        }
+        Reply::Wait => {
+            regs.pc -= 4;
+            if irq::has_pending(vcpu) {
+                vcpu.set_waiting(false);
+                return Action::Resume;
+            }
+            Action::Wait
+        }
+        Reply::Illegal(status) => {
+            let function = regs.x[0];
+            regs.x[0] = status as u64;
+            trap::call_event(part, vcpu, Event::IllegalHypercall, function, "illegal port or doorbell call")
+        }
+    }
+}
+
+/// HM_READ: a page of the health monitor's log, for a partition with the
+/// right `read-hm-log`. Records are 8-byte aligned for a C array of them.
+fn hm_read(part: &Partition, vcpu: &Vcpu, regs: &mut Regs, buffer: u64, size: u64, from: u64) -> Action {
+    let function = regs.x[0];
+    let result = if !part.config.rights.read_hm_log {
+        Err(status::DENIED)
+    } else if !buffer.is_multiple_of(8) {
+        Err(status::INVALID)
+    } else {
+        crate::health::read(part, buffer, size, from)
+    };
+    match result {
+        Ok(values) => {
+            regs.x[0] = status::OK as u64;
+            regs.x[1..4].copy_from_slice(&values);
+            Action::Resume
+        }
+        Err(status) => {
+            regs.x[0] = status as u64;
+            trap::call_event(part, vcpu, Event::IllegalHypercall, function, "illegal health-monitor read")
+        }
+    }
 }
 
 /// The partition's own error report: its `reported` action decides.
@@ -90,8 +151,10 @@ fn control(caller: &Partition, caller_index: usize, op: PartitionOp, index: u64)
         PartitionOp::Halt => rights.halt,
     };
     let Some(target) = system().partitions.get(index as usize) else { return status::INVALID };
+    // A refusal is the health monitor's to record (`illegal-hypercall`),
+    // under the caller's policy: a line here would let a partition flood
+    // the console whatever that policy says.
     if !allowed {
-        log!("partition {}: {:?} of partition {} denied (no such right)", caller.name(), op, target.name());
         return status::DENIED;
     }
     // A partition acts on itself through PSCI (SYSTEM_OFF, SYSTEM_RESET).
@@ -121,23 +184,19 @@ fn halt(target: &Partition) -> bool {
     halted
 }
 
-/// Restarts `target` from its images, on the caller's pCPU. BUSY while
-/// another restart is under way; STATE while `target` restarts itself.
+/// Restarts `target` from its images: its vCPUs leave their pCPUs and
+/// its vCPU 0's pCPU reloads it. STATE while it is restarting already.
 fn restart(caller: &Partition, target: &Partition) -> i64 {
-    let Some(only_one) = RESTARTS.try_lock() else { return status::BUSY };
-    let from = target.state();
-    if from == RunState::Restarting || !target.change(from, RunState::Restarting) {
+    if !target.begin_restart(target.state()) {
         return status::STATE;
     }
     log!("partition {}: restarting partition {}", caller.name(), target.name());
-    trap::reload(target);
-    drop(only_one);
+    trap::kick_others(target);
     status::OK
 }
 
 fn switch_plan(part: &Partition, plan: u64) -> (i64, u64) {
     if !part.config.rights.switch_plan {
-        log!("partition {}: plan switch denied (no such right)", part.name());
         return (status::DENIED, 0);
     }
     match system().plans.request(plan as usize, timer::counter()) {

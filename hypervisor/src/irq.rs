@@ -11,13 +11,13 @@ use crate::boot::system;
 use crate::console::log;
 use crate::partition::{Partition, Vcpu};
 use crate::trace;
+use core::sync::atomic::Ordering;
 use partita_arch::vgic::{self, HCR_EN, HCR_NPIE, HCR_UIE};
 use partita_arch::{cpu, gic};
 use partita_core::trace::Kind;
 use partita_core::vgic::lr::{self, Lr, Refill, State};
 use partita_core::vgic::regs::{Access, Effect};
 use partita_core::vgic::{sgi_targets, Virq, PRIVATE, VTIMER_INTID};
-use core::sync::atomic::Ordering;
 
 /// Reports of writes to interrupts a partition does not own are capped per
 /// partition, so a guest probing every INTID cannot flood the console.
@@ -35,7 +35,12 @@ pub fn inject(part: &Partition, index: usize, intid: u32, hw: bool) -> bool {
 
 fn queue(vcpu: &Vcpu, virq: Virq) {
     if vcpu.queue.lock().push(virq).is_err() {
-        log!("vCPU {} of partition {}: virtual interrupt {} dropped, queue full", vcpu.index, vcpu.partition, virq.intid);
+        log!(
+            "vCPU {} of partition {}: virtual interrupt {} dropped, queue full",
+            vcpu.index,
+            vcpu.partition,
+            virq.intid
+        );
         return;
     }
     vcpu.set_queued(true);
@@ -151,11 +156,7 @@ pub fn forward(intid: u32, running: Option<&Vcpu>) {
             return;
         }
     }
-    let target = if intid == VTIMER_INTID {
-        running.map(|v| (v.partition, v.index))
-    } else {
-        spi_owner(intid)
-    };
+    let target = if intid == VTIMER_INTID { running.map(|v| (v.partition, v.index)) } else { spi_owner(intid) };
     let delivered = target.is_some_and(|(p, i)| inject(&system().partitions[p], i, intid, true));
     if !delivered && intid == VTIMER_INTID {
         mask_timer();
@@ -323,6 +324,8 @@ fn apply(part: &Partition, effect: Effect) {
                 target.queue.lock().remove(intid);
             }
         }
+        // A doorbell is purely virtual: its physical namesake stays untouched.
+        Effect::SpiEnable { intid, .. } | Effect::SpiRoute { intid, .. } if part.doorbells.contains(&intid) => {}
         Effect::SpiEnable { intid, enabled } => gic::enable_spi(intid, enabled),
         Effect::TimerEnabled { vcpu } => {
             let running = system().cpus[cpu::index()].current_vcpu();

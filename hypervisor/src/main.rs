@@ -11,6 +11,7 @@
 extern crate alloc;
 
 mod boot;
+mod channel;
 mod console;
 mod cyclic;
 mod health;
@@ -18,6 +19,7 @@ mod hypercall;
 mod irq;
 mod partition;
 mod scheduler;
+mod selfcheck;
 mod trace;
 mod trap;
 

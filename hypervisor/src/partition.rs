@@ -6,6 +6,7 @@
 //! off vCPU, and a partition restart, which first waits until none of the
 //! partition's vCPUs is on a CPU.
 
+use crate::channel::Window;
 use crate::console::{self, log};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -14,10 +15,13 @@ use partita_arch::context::{El1Context, FpContext};
 use partita_arch::exception::Regs;
 use partita_arch::stage2::{self, Stage2Table};
 use partita_arch::vgic::{VgicContext, MAX_LRS};
-use partita_core::hm::{PartitionHm, Policy};
-use partita_core::image::{Load, PartitionBoot};
+use partita_core::budget::BudgetMeter;
+use partita_core::hm::{PartitionHm, Policy, Watchdog};
+use partita_core::image::PartitionBoot;
 use partita_core::model::{self, Range};
+use partita_core::reload::{self, Step};
 use partita_core::sysreg;
+use partita_core::time::{ticks_to_us, us_to_ticks};
 use partita_core::vcpu::{Op, Refused, State};
 use partita_core::vgic::queue::Queue;
 use partita_core::vgic::regs::PartitionGic;
@@ -28,6 +32,11 @@ use spin::Mutex;
 pub const MAX_CPUS: usize = *partita_core::validate::CPUS.end() as usize;
 /// `slot_on` of a pCPU where the vCPU is not listed.
 const NO_SLOT: u8 = u8::MAX;
+/// Bytes a restart zeroes, copies or cleans per step: a more urgent vCPU on
+/// the pCPU that reloads waits for one such step at most.
+const RELOAD_CHUNK: u64 = 128 << 10;
+/// `wake_at` of a vCPU that is not parked in a port call.
+const NO_DEADLINE: u64 = u64::MAX;
 
 /// Longest console line a partition can emit before it is wrapped.
 pub const CONSOLE_LINE: usize = 200;
@@ -94,6 +103,18 @@ pub struct Partition {
     /// Raised by every restart; a pCPU whose TLBs may hold entries of an
     /// older generation invalidates them before running a vCPU of it.
     tlb_generation: AtomicU32,
+    /// The doorbell INTIDs of its shared-memory channels: virtual SPIs with
+    /// no physical twin.
+    pub doorbells: Vec<u32>,
+    /// What a reload zeroes and cleans (its RAM) and copies (its loads).
+    reload_regions: Vec<Range>,
+    reload_loads: Vec<reload::Load>,
+    /// Where a restart's reload has got to, and when it began.
+    reload_cursor: AtomicU64,
+    reload_started: AtomicU64,
+    /// Running while it has a `watchdog` period: kicked by hypercall,
+    /// checked by the pCPU of its vCPU 0.
+    pub watchdog: Mutex<Option<Watchdog>>,
 }
 
 /// Registers of a vCPU while it is not on a CPU.
@@ -123,6 +144,9 @@ pub struct Vcpu {
     on_cpu: AtomicBool,
     /// In WFI with nothing pending: not runnable until an interrupt comes.
     waiting: AtomicBool,
+    /// Parked in a port call: the counter value at which it gives up
+    /// (`NO_DEADLINE`: none), woken like a due virtual timer.
+    wake_at: AtomicU64,
     /// Virtual interrupts waiting for a list register; `queued` says the
     /// queue is non-empty without taking its lock on every guest entry.
     pub queue: Mutex<Queue>,
@@ -131,6 +155,9 @@ pub struct Vcpu {
     /// trap can tell which interrupts the guest completed meanwhile.
     pub seen_lrs: Mutex<[u64; MAX_LRS]>,
     pub context: Mutex<Context>,
+    /// Its partition's `budget`: time used per period, for the health
+    /// monitor's `budget-overrun` event.
+    pub budget: Option<Mutex<BudgetMeter>>,
 }
 
 impl Partition {
@@ -169,6 +196,7 @@ impl Partition {
         changed
     }
 
+    /// One per life: raised by every reload (see `tlb_generation`'s field).
     pub fn tlb_generation(&self) -> u32 {
         self.tlb_generation.load(Ordering::Acquire)
     }
@@ -239,6 +267,16 @@ impl Vcpu {
         self.mark();
     }
 
+    /// When a parked port call times out.
+    pub fn wake_at(&self) -> Option<u64> {
+        let at = self.wake_at.load(Ordering::SeqCst);
+        (at != NO_DEADLINE).then_some(at)
+    }
+
+    pub fn set_wake_at(&self, at: Option<u64>) {
+        self.wake_at.store(at.unwrap_or(NO_DEADLINE), Ordering::SeqCst);
+    }
+
     pub fn has_queued(&self) -> bool {
         self.queued.load(Ordering::SeqCst)
     }
@@ -291,14 +329,22 @@ impl Vcpu {
         drop(ctx);
         self.queue.lock().clear();
         self.set_queued(false);
+        self.set_wake_at(None);
         self.set_waiting(false);
     }
 }
 
+/// What a partition shares with others: the shared-memory windows it maps
+/// and their doorbells.
+pub struct Shared {
+    pub windows: Vec<Window>,
+    pub doorbells: Vec<u32>,
+}
+
 /// Builds a partition's stage-2 table, loads its memory and creates its vCPUs.
-pub fn build(index: usize, config: model::Partition, boot: PartitionBoot, data: &[u8]) -> Partition {
+pub fn build(index: usize, config: model::Partition, boot: PartitionBoot, data: &[u8], shared: Shared) -> Partition {
     let vmid = u16::try_from(index + 1).expect("VMID");
-    let table = build_stage2(vmid, &config);
+    let table = build_stage2(vmid, &config, &shared.windows);
     let vttbr = table.vttbr();
     // The table lives as long as the partition, which is forever.
     core::mem::forget(table);
@@ -308,18 +354,24 @@ pub fn build(index: usize, config: model::Partition, boot: PartitionBoot, data: 
         .enumerate()
         .map(|(i, &pcpu)| {
             let to = config.migrate.iter().find(|m| m.vcpu as usize == i).map_or(Vec::new(), |m| m.to.clone());
-            &*Box::leak(Box::new(new_vcpu(index, i, pcpu as usize, to.into_iter().map(|c| c as usize).collect())))
+            let mut vcpu = new_vcpu(index, i, pcpu as usize, to.into_iter().map(|c| c as usize).collect());
+            vcpu.budget = config.budget.map(|b| Mutex::new(budget_meter(b)));
+            &*Box::leak(Box::new(vcpu))
         })
         .collect();
-    let spis: Vec<(u32, usize)> =
-        config.devices.iter().flat_map(|d| d.interrupts.iter().map(|i| (i.intid, i.vcpu as usize))).collect();
     let partition = Partition {
-        gic: Mutex::new(PartitionGic::new(config.vcpus.len(), &spis)),
+        gic: Mutex::new(virtual_gic(&config, &shared.doorbells)),
         rank: config.priority,
         setway_cursor: AtomicU64::new(0),
         denied_reports: AtomicU32::new(0),
         hm: Mutex::new(PartitionHm::new(Policy::from(&config.health))),
         tlb_generation: AtomicU32::new(0),
+        doorbells: shared.doorbells,
+        reload_regions: config.memory.iter().map(|r| r.host()).collect(),
+        reload_loads: boot.loads.iter().map(|l| reload_load(&config, l)).collect(),
+        reload_cursor: AtomicU64::new(0),
+        reload_started: AtomicU64::new(0),
+        watchdog: Mutex::new(None),
         config,
         boot,
         vttbr,
@@ -343,6 +395,7 @@ fn new_vcpu(partition: usize, index: usize, home: usize, migrate_to: Vec<usize>)
         state: AtomicU8::new(State::Off as u8),
         on_cpu: AtomicBool::new(false),
         waiting: AtomicBool::new(false),
+        wake_at: AtomicU64::new(NO_DEADLINE),
         queue: Mutex::new(Queue::new()),
         queued: AtomicBool::new(false),
         seen_lrs: Mutex::new([0; MAX_LRS]),
@@ -352,10 +405,30 @@ fn new_vcpu(partition: usize, index: usize, home: usize, migrate_to: Vec<usize>)
             fp: FpContext::default(),
             vgic: VgicContext::reset(),
         }),
+        budget: None,
     }
 }
 
-fn build_stage2(vmid: u16, config: &model::Partition) -> Stage2Table {
+fn reload_load(config: &model::Partition, load: &partita_core::image::Load) -> reload::Load {
+    // BootTable::check proved the load inside one RAM region.
+    let pa = config.translate_ram(load.ipa).expect("checked load address");
+    reload::Load { pa, offset: load.offset, len: load.len }
+}
+
+fn budget_meter(budget: model::Budget) -> BudgetMeter {
+    let ticks = |us| us_to_ticks(us, partita_arch::timer::frequency());
+    BudgetMeter::new(ticks(budget.time_us), ticks(budget.period_us))
+}
+
+/// The distributor a partition starts with: its devices' SPIs, each routed
+/// as configured, and its doorbells, routed to vCPU 0.
+fn virtual_gic(config: &model::Partition, doorbells: &[u32]) -> PartitionGic {
+    let devices = config.devices.iter().flat_map(|d| d.interrupts.iter().map(|i| (i.intid, i.vcpu as usize)));
+    let spis: Vec<(u32, usize)> = devices.chain(doorbells.iter().map(|&intid| (intid, 0))).collect();
+    PartitionGic::new(config.vcpus.len(), &spis)
+}
+
+fn build_stage2(vmid: u16, config: &model::Partition, windows: &[Window]) -> Stage2Table {
     let mut table = Stage2Table::new(vmid);
     for region in &config.memory {
         let kind = stage2::Kind::Ram { write: region.perms.write, exec: region.perms.exec };
@@ -364,32 +437,94 @@ fn build_stage2(vmid: u16, config: &model::Partition) -> Stage2Table {
     for device in &config.devices {
         table.map(device.ipa, device.pa, device.size, stage2::Kind::Device).expect("stage-2 map of a device");
     }
+    for window in windows {
+        let kind = stage2::Kind::Ram { write: window.write, exec: false };
+        table.map(window.ipa, window.pa, window.size, kind).expect("stage-2 map of a shared-memory window");
+    }
     table
 }
 
 impl Partition {
-    /// Zeroes the partition's RAM (nothing of a previous run or of the boot
-    /// loader stays behind), copies its images and device tree in, and
-    /// writes everything back to memory for a guest that starts with its
-    /// caches off.
+    /// Loads the partition at boot: every step of a reload at once.
     pub fn load(&self, data: &[u8]) {
-        let spis: Vec<(u32, usize)> =
-            self.config.devices.iter().flat_map(|d| d.interrupts.iter().map(|i| (i.intid, i.vcpu as usize))).collect();
-        *self.gic.lock() = PartitionGic::new(self.vcpus.len(), &spis);
-        for region in &self.config.memory {
-            partita_arch::cache::zero(region.pa, region.size);
+        self.reset_devices();
+        let mut cursor = 0;
+        while let Some(next) = self.reload_step(cursor, data) {
+            cursor = next;
         }
-        for load in &self.boot.loads {
-            self.copy(load, data);
-        }
-        self.clean_memory();
     }
 
-    fn copy(&self, load: &Load, data: &[u8]) {
-        // BootTable::check proved both ranges in bounds.
-        let pa = self.config.translate_ram(load.ipa).expect("checked load address");
-        let bytes = &data[load.offset as usize..(load.offset + load.len) as usize];
-        partita_arch::cache::copy_to(pa, bytes);
+    /// Virtual devices start afresh (distributor, console); its devices'
+    /// physical interrupts stay quiet until the guest enables them again in
+    /// its fresh distributor.
+    fn reset_devices(&self) {
+        *self.gic.lock() = virtual_gic(&self.config, &self.doorbells);
+        *self.console.lock() = Console { uart: Pl011::new(), line: LineBuffer::new() };
+        for device in &self.config.devices {
+            for interrupt in &device.interrupts {
+                partita_arch::gic::enable_spi(interrupt.intid, false);
+            }
+        }
+    }
+
+    /// One bounded step of a reload (`partita_core::reload`): zero its RAM
+    /// (nothing of a previous run or of the boot loader stays behind), copy
+    /// its images and device tree in, write everything back to memory for
+    /// a guest that starts with its caches off. Returns the next cursor,
+    /// `None` once done.
+    fn reload_step(&self, cursor: u64, data: &[u8]) -> Option<u64> {
+        let (step, next) = reload::step(&self.reload_regions, &self.reload_loads, cursor, RELOAD_CHUNK)?;
+        match step {
+            Step::Zero { pa, len } => partita_arch::cache::zero(pa, len),
+            // BootTable::check proved the load inside the data and its RAM.
+            Step::Copy { pa, offset, len } => {
+                partita_arch::cache::copy_to(pa, &data[offset as usize..(offset + len) as usize])
+            }
+            Step::Clean { pa, len } => partita_arch::cache::clean_invalidate(pa, len),
+        }
+        Some(next)
+    }
+
+    /// Starts a restart from state `from`: its vCPUs leave their pCPUs
+    /// (the caller kicks them), then vCPU 0's pCPU reloads it a step at a
+    /// time in vCPU 0's place (see [`Partition::restart_step`]). False if
+    /// it was not in `from` or is restarting already.
+    pub fn begin_restart(&self, from: RunState) -> bool {
+        if from == RunState::Restarting || !self.change(from, RunState::Restarting) {
+            return false;
+        }
+        self.reload_started.store(partita_arch::timer::counter(), Ordering::Release);
+        self.reload_cursor.store(0, Ordering::Release);
+        let first = self.vcpus[0];
+        first.move_to(first.home);
+        first.set_waiting(false);
+        true
+    }
+
+    /// One step of the restart, by the pCPU that holds vCPU 0 (so only one
+    /// at a time); nothing while another of its vCPUs is still on a pCPU.
+    /// The last step powers it on again.
+    pub fn restart_step(&self, data: &[u8]) {
+        if self.vcpus[1..].iter().any(|v| v.is_on_cpu()) {
+            return;
+        }
+        let cursor = self.reload_cursor.load(Ordering::Acquire);
+        if cursor == 0 {
+            // Translations of its previous life must go: each pCPU drops
+            // them before it next runs one of its vCPUs.
+            self.new_tlb_generation();
+            self.reset_devices();
+        }
+        match self.reload_step(cursor, data) {
+            Some(next) => self.reload_cursor.store(next, Ordering::Release),
+            None => {
+                let ticks = partita_arch::timer::counter() - self.reload_started.load(Ordering::Acquire);
+                let us = ticks_to_us(ticks, partita_arch::timer::frequency());
+                log!("partition {} reloaded in {us} us", self.name());
+                self.power_on();
+                self.set_state(RunState::Running);
+            }
+        }
     }
 
     /// One trapped set/way operation: cleans and invalidates the next slice
@@ -405,13 +540,6 @@ impl Partition {
         }
     }
 
-    /// Cleans and invalidates all of the partition's RAM by address.
-    pub fn clean_memory(&self) {
-        for region in &self.config.memory {
-            partita_arch::cache::clean_invalidate(region.pa, region.size);
-        }
-    }
-
     /// vCPU 0 starts at the entry point with x0 = device tree; the others
     /// wait for PSCI CPU_ON.
     pub fn power_on(&self) {
@@ -421,6 +549,10 @@ impl Partition {
         }
         self.vcpus[0].reset(self.boot.entry, self.boot.dtb);
         self.vcpus[0].apply(Op::Start).expect("a vCPU that is off can start");
+        if let Some(period_us) = self.config.health.watchdog_us {
+            let period = us_to_ticks(period_us, partita_arch::timer::frequency());
+            *self.watchdog.lock() = Some(Watchdog::new(period, partita_arch::timer::counter()));
+        }
         log!(
             "partition {} starts: {} vCPU(s), entry 0x{:x}, device tree at 0x{:x}",
             self.name(),

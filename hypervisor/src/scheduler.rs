@@ -16,10 +16,11 @@ use core::sync::atomic::Ordering;
 use partita_arch::exception::{enter_guest, Regs};
 use partita_arch::{cpu, el2, gic, stage2, timer};
 use partita_core::readyq::ReadyQueue;
-use spin::MutexGuard;
+use partita_core::time::ticks_to_us;
 use partita_core::trace::{Kind, OutReason};
 use partita_core::vcpu::{Op, State};
 use partita_core::vgic::VTIMER_INTID;
+use spin::MutexGuard;
 
 /// True when `vcpu` may run on this pCPU: it is up, has work, and has not
 /// moved to another pCPU.
@@ -27,9 +28,14 @@ pub fn runnable(vcpu: &Vcpu) -> bool {
     wants_cpu(vcpu) && vcpu.pcpu() == cpu::index()
 }
 
-/// True when `vcpu` would run if it had a pCPU.
+/// True when `vcpu` would run if it had a pCPU. A restarting partition's
+/// vCPU 0 "runs" its reload, a step each time it is chosen.
 fn wants_cpu(vcpu: &Vcpu) -> bool {
-    vcpu.state().schedulable() && !vcpu.is_waiting() && system().partitions[vcpu.partition].state() == RunState::Running
+    match system().partitions[vcpu.partition].state() {
+        RunState::Running => vcpu.state().schedulable() && !vcpu.is_waiting(),
+        RunState::Restarting => vcpu.index == 0,
+        _ => false,
+    }
 }
 
 /// The priority of a vCPU this pCPU could load now (runnable here and not
@@ -47,11 +53,21 @@ pub fn run(cpu: usize) -> ! {
     let me = &system().cpus[cpu];
     loop {
         wake_due_timers(me);
+        crate::health::serve_watchdogs(me);
         if let Some(slot) = choose(cpu, me) {
-            if me.vcpus[slot].claim(cpu) {
-                switch_to(me, slot);
+            let vcpu = me.vcpus[slot];
+            if vcpu.claim(cpu) {
+                let part = &system().partitions[vcpu.partition];
+                if part.state() != RunState::Restarting {
+                    switch_to(me, slot);
+                }
+                // One step of its reload in its place, then look again,
+                // after any interrupt that came meanwhile.
+                part.restart_step(system().data);
+                vcpu.release();
+                drain_interrupts(None);
             }
-            // Lost to another pCPU: look again.
+            // Lost to another pCPU, or a reload step done: look again.
             continue;
         }
         me.set_current(None);
@@ -142,10 +158,19 @@ pub fn rebalance(cpu: usize, me: &PerCpu, urgent: Option<u8>) -> bool {
     back
 }
 
+/// On a fixed-priority pCPU shared by several vCPUs: the priority of the
+/// most urgent one waiting for it, besides the one running.
+pub fn contender(me: &PerCpu) -> Option<u8> {
+    if me.exclusive || me.cyclic {
+        return None;
+    }
+    highest(me, &mut refresh(me)).map(|(priority, _)| priority)
+}
+
 /// True when the vCPU in `slot` must give way now. Fixed priority: a more
-/// urgent one is runnable, or its quantum is over and a peer of equal
-/// priority waits. Cyclic: its slot is over.
-pub fn must_yield(me: &PerCpu, slot: usize, quantum_over: bool) -> bool {
+/// urgent one is runnable (`contender`), or its quantum is over and a peer
+/// of equal priority waits. Cyclic: its slot is over.
+pub fn must_yield(me: &PerCpu, slot: usize, quantum_over: bool, contender: Option<u8>) -> bool {
     if me.exclusive {
         return false;
     }
@@ -153,10 +178,7 @@ pub fn must_yield(me: &PerCpu, slot: usize, quantum_over: bool) -> bool {
         return timer::counter() >= me.until.load(Ordering::Relaxed);
     }
     let mine = priority(me.vcpus[slot]);
-    match highest(me, &mut refresh(me)) {
-        Some((other, _)) => other > mine || (quantum_over && other == mine),
-        None => false,
-    }
+    contender.is_some_and(|other| other > mine || (quantum_over && other == mine))
 }
 
 fn switch_to(me: &PerCpu, slot: usize) -> ! {
@@ -183,6 +205,9 @@ fn switch_to(me: &PerCpu, slot: usize) -> ! {
         partita_arch::cache::invalidate_guest_tlb_local();
     }
     el2::trap_wfi(!me.exclusive);
+    if let Some(meter) = &vcpu.budget {
+        meter.lock().enter(timer::counter());
+    }
     irq::unmask_timer();
     irq::flush(vcpu);
     arm_timer(me, Some(slot));
@@ -211,6 +236,9 @@ fn save(vcpu: &Vcpu, regs: &Regs) {
     ctx.vgic.save();
     irq::release_private_hw(&mut ctx.vgic.lrs);
     drop(ctx);
+    if let Some(meter) = &vcpu.budget {
+        meter.lock().leave(timer::counter());
+    }
     vcpu.release();
     // It moved while it ran here: its pCPU now may load it.
     let pcpu = vcpu.pcpu();
@@ -219,12 +247,30 @@ fn save(vcpu: &Vcpu, regs: &Regs) {
     }
 }
 
-/// The virtual-timer deadline of a vCPU that is off its pCPU: enabled and
-/// not masked, its compare value.
+/// Once per period, when the running `vcpu` has used more than its
+/// budget: what it used so far in this period, in microseconds.
+pub fn overran(vcpu: &Vcpu) -> Option<u64> {
+    let now = timer::counter();
+    let mut meter = vcpu.budget.as_ref()?.lock();
+    meter.overrun(now).then(|| ticks_to_us(meter.used(now), timer::frequency()))
+}
+
+/// Every queued vCPU sits at its own priority (priorities never change at
+/// run time), for the state check.
+pub fn ready_queue_consistent(me: &PerCpu) -> bool {
+    let ready = me.ready.lock();
+    (0..me.vcpus.len()).all(|slot| ready.priority_of(slot).is_none_or(|p| p == priority(me.vcpus[slot])))
+}
+
+/// When a vCPU that is off its pCPU must wake: its virtual timer's compare
+/// value (enabled and not masked), or the deadline of the port call it is
+/// parked in, whichever comes first.
 fn timer_deadline(vcpu: &Vcpu) -> Option<u64> {
     let ctx = vcpu.context.lock();
     let enabled_unmasked = ctx.el1.cntv_ctl & 0b11 == 0b01;
-    enabled_unmasked.then_some(ctx.el1.cntv_cval)
+    let timer = enabled_unmasked.then_some(ctx.el1.cntv_cval);
+    drop(ctx);
+    timer.into_iter().chain(vcpu.wake_at()).min()
 }
 
 /// A vCPU in WFI that this pCPU wakes: it is here, not migrated away.
@@ -253,17 +299,21 @@ pub fn arm_timer(me: &PerCpu, running: Option<usize>) {
     let quantum = running.filter(|&slot| !alone && must_share(me, slot)).map(|_| timer::counter() + system().quantum);
     me.sharing.store(quantum.is_some(), Ordering::Relaxed);
     let policy = if me.cyclic { Some(me.until.load(Ordering::Relaxed)) } else { quantum };
-    match waiting.into_iter().chain(policy).min() {
+    let watchdog = crate::health::next_watchdog(me);
+    let budget =
+        running.and_then(|slot| me.vcpus[slot].budget.as_ref()).and_then(|m| m.lock().deadline(timer::counter()));
+    match waiting.into_iter().chain(policy).chain(watchdog).chain(budget).min() {
         Some(deadline) => timer::arm_at(deadline),
         None => timer::disarm(),
     }
 }
 
 /// Before the vCPU in `slot` resumes: a peer of its priority that became
-/// runnable meanwhile (woken by an interrupt) starts the round-robin
-/// quantum, which was not running while the vCPU was alone.
-pub fn start_sharing(me: &PerCpu, slot: usize) {
-    if !me.cyclic && !me.exclusive && !me.sharing.load(Ordering::Relaxed) && must_share(me, slot) {
+/// runnable meanwhile (woken by an interrupt; `contender`) starts the
+/// round-robin quantum, which was not running while the vCPU was alone.
+pub fn start_sharing(me: &PerCpu, slot: usize, contender: Option<u8>) {
+    let peer = contender.is_some_and(|other| other >= priority(me.vcpus[slot]));
+    if !me.cyclic && !me.exclusive && !me.sharing.load(Ordering::Relaxed) && peer {
         arm_timer(me, Some(slot));
     }
 }

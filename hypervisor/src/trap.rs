@@ -1,7 +1,7 @@
 //! What happens when a guest leaves EL1: decode, act, then resume it,
 //! switch to another vCPU, or stop its partition.
 
-use crate::boot::system;
+use crate::boot::{system, PerCpu};
 use crate::console::log;
 use crate::irq;
 use crate::partition::{Partition, RunState, Vcpu};
@@ -52,6 +52,13 @@ pub fn handle(regs: &mut Regs, kind: u64) {
     let quantum_over = matches!(action, Action::Tick);
     if quantum_over {
         scheduler::wake_due_timers(me);
+        if crate::health::watchdog_due(me) {
+            // Served from the scheduler loop, where no vCPU is loaded.
+            switch_away(vcpu, regs, OutReason::Preempted);
+        }
+        if let Some(used_us) = scheduler::overran(vcpu) {
+            budget_overrun(part, vcpu, regs, used_us);
+        }
     }
     if kind == kind::IRQ && !me.cyclic && !me.exclusive {
         // A vCPU woke here while this one keeps the pCPU: it may move away.
@@ -60,24 +67,32 @@ pub fn handle(regs: &mut Regs, kind: u64) {
     match action {
         Action::Stop(fault) => on_fault(part, vcpu, regs, &fault),
         Action::Health(action, fault) => apply(part, vcpu, regs, action, &fault),
-        Action::Restart => {
-            restart(part, vcpu, regs, "PSCI SYSTEM_RESET");
-            irq::flush(vcpu)
-        }
+        Action::Restart => restart(part, vcpu, regs, "PSCI SYSTEM_RESET"),
         Action::Wait if vcpu.is_waiting() => switch_away(vcpu, regs, OutReason::Waiting),
-        _ if !runnable(vcpu) => switch_away(vcpu, regs, gone(part)),
-        _ if must_yield(me, slot, quantum_over) => switch_away(vcpu, regs, OutReason::Preempted),
-        _ => {
-            // The timer is re-armed only for a vCPU that stays: a switch
-            // arms it for the next one anyway.
-            if quantum_over {
-                scheduler::arm_timer(me, Some(slot));
-            } else {
-                scheduler::start_sharing(me, slot);
-            }
-            irq::flush(vcpu)
-        }
+        // A restarting partition's vCPU 0 is chosen for its reload, but its
+        // guest must not go on.
+        _ if !runnable(vcpu) || part.state() != RunState::Running => switch_away(vcpu, regs, gone(part)),
+        _ => stay_or_yield(me, slot, regs, quantum_over),
     }
+}
+
+/// The vCPU may go on: it does unless something more urgent (or, with
+/// its quantum over, as urgent) waits for the pCPU. The ready queue is
+/// looked at once for both questions.
+fn stay_or_yield(me: &PerCpu, slot: usize, regs: &Regs, quantum_over: bool) {
+    let vcpu = me.vcpus[slot];
+    let contender = scheduler::contender(me);
+    if must_yield(me, slot, quantum_over, contender) {
+        switch_away(vcpu, regs, OutReason::Preempted);
+    }
+    // The timer is re-armed only for a vCPU that stays: a switch arms it
+    // for the next one anyway.
+    if quantum_over {
+        scheduler::arm_timer(me, Some(slot));
+    } else {
+        scheduler::start_sharing(me, slot, contender);
+    }
+    irq::flush(vcpu)
 }
 
 /// Why a vCPU that may no longer run left its pCPU.
@@ -217,11 +232,11 @@ fn traced_call(regs: &mut Regs, part: &Partition, vcpu: &Vcpu, smc: bool) -> Act
 /// Partita's hypercalls, PSCI and SMCCC calls, over HVC or SMC. Anything
 /// else over SMC is a fault; over HVC it is answered NOT_SUPPORTED.
 fn firmware_call(regs: &mut Regs, part: &Partition, vcpu: &Vcpu, smc: bool) -> Action {
-    let args = [regs.x[0], regs.x[1], regs.x[2], regs.x[3]];
+    let args = [regs.x[0], regs.x[1], regs.x[2], regs.x[3], regs.x[4]];
     if let Some(call) = partita_core::hypercall::decode(args) {
         return crate::hypercall::handle(regs, part, vcpu, call);
     }
-    let call = psci::decode(args);
+    let call = psci::decode([args[0], args[1], args[2], args[3]]);
     let result = match call {
         Call::Immediate(value) => value,
         Call::CpuOn { target, entry, context } => cpu_on(part, target, entry, context),
@@ -329,7 +344,7 @@ fn apply(part: &Partition, vcpu: &Vcpu, regs: &mut Regs, action: HmAction, fault
             }
             switch_away(vcpu, regs, OutReason::Stopped)
         }
-        HmAction::Restart => restart(part, vcpu, regs, "health monitor"),
+        HmAction::Restart => restart(part, vcpu, regs, HEALTH_MONITOR),
         HmAction::Halt => {
             stop(part, vcpu, regs, fault);
             switch_away(vcpu, regs, OutReason::Stopped)
@@ -338,6 +353,16 @@ fn apply(part: &Partition, vcpu: &Vcpu, regs: &mut Regs, action: HmAction, fault
             log!("partition {}: the health monitor resets the system", part.name());
             firmware::system_reset()
         }
+    }
+}
+
+/// The running vCPU used more than its budget this period: the partition's
+/// `budget-overrun` action (logged by default) decides what follows.
+fn budget_overrun(part: &Partition, vcpu: &Vcpu, regs: &mut Regs, used_us: u64) {
+    let action = crate::health::raise(part, vcpu, Event::BudgetOverrun, used_us);
+    if !matches!(action, HmAction::Ignore | HmAction::Log) {
+        let fault = Fault { what: "budget overrun", class: 0, address: None };
+        apply(part, vcpu, regs, action, &fault);
     }
 }
 
@@ -400,56 +425,25 @@ pub fn kick_others(part: &Partition) {
 pub fn power_off_when_all_stopped() {
     let all = system().partitions.iter().all(|p| p.state().ended());
     if all {
+        crate::selfcheck::run();
         log!("all partitions stopped; powering off");
         firmware::system_off();
     }
 }
 
-/// PSCI SYSTEM_RESET: the partition starts again from its images; nothing
-/// else is touched. When another restart is under way, the call is made
-/// again (the guest's PC goes back to it), so no pCPU ever spins waiting for
-/// one that itself waits.
-fn restart(part: &Partition, vcpu: &Vcpu, regs: &mut Regs, why: &str) {
-    let Some(only_one) = RESTARTS.try_lock() else {
-        regs.pc -= 4;
-        if !runnable(vcpu) {
-            switch_away(vcpu, regs, gone(part));
+/// PSCI SYSTEM_RESET or the health monitor: the partition starts again
+/// from its images; nothing else is touched. Its vCPUs leave their pCPUs
+/// and vCPU 0's pCPU reloads it in vCPU 0's time (`Partition::restart_step`).
+fn restart(part: &Partition, vcpu: &Vcpu, regs: &Regs, why: &str) -> ! {
+    if part.begin_restart(RunState::Running) {
+        match why {
+            HEALTH_MONITOR => log!("partition {} restarting ({why}; restart {})", part.name(), part.hm.lock().restarts),
+            _ => log!("partition {} restarting ({why})", part.name()),
         }
-        return;
-    };
-    if part.leave_running(RunState::Restarting) {
-        log!("partition {} restarting ({why})", part.name());
-        deschedule(vcpu, regs, OutReason::Off);
-        reload(part);
-        drop(only_one);
-        scheduler::run(cpu::index())
+        kick_others(part);
     }
-    drop(only_one);
-    switch_away(vcpu, regs, gone(part))
+    switch_away(vcpu, regs, OutReason::Off)
 }
 
-/// One partition restart at a time, whoever asked for it.
-pub static RESTARTS: spin::Mutex<()> = spin::Mutex::new(());
-
-/// Restarts a partition already marked `Restarting`, from its images: its
-/// vCPUs are first taken off their pCPUs. The caller holds [`RESTARTS`].
-pub fn reload(part: &Partition) {
-    kick_others(part);
-    while part.vcpus.iter().any(|v| v.is_on_cpu()) {
-        core::hint::spin_loop();
-    }
-    // Translations of its previous life must go: each pCPU drops them
-    // before it next runs one of its vCPUs.
-    part.new_tlb_generation();
-    // Its devices' interrupts stay quiet until the restarted guest
-    // enables them again in its fresh virtual distributor.
-    for device in &part.config.devices {
-        for interrupt in &device.interrupts {
-            gic::enable_spi(interrupt.intid, false);
-        }
-    }
-    part.load(system().data);
-    part.power_on();
-    part.set_state(RunState::Running);
-    kick_others(part);
-}
+/// Why a restart happens when the partition's policy asked for it.
+const HEALTH_MONITOR: &str = "health monitor";

@@ -210,6 +210,12 @@ pub struct Entry {
     pub action: Action,
 }
 
+impl Entry {
+    /// What an unused slot of the log holds (all zero bytes in practice).
+    pub const EMPTY: Entry =
+        Entry { seq: 0, time: 0, partition: 0, vcpu: 0, event: Event::Stage2Fault, detail: 0, action: Action::Ignore };
+}
+
 /// Bytes in an encoded [`Entry`].
 pub const RECORD_LEN: usize = 32;
 
@@ -325,7 +331,10 @@ pub struct Page {
 /// the entries held are exactly `oldest()..next_seq()`.
 #[derive(Clone, Debug)]
 pub struct HmLog<const N: usize> {
-    entries: [Option<Entry>; N],
+    /// Slot `seq % capacity` holds entry `seq` for every `seq` in
+    /// `oldest()..next_seq()`; the other slots mean nothing. Plain entries,
+    /// not `Option`s: an all-zero log lives in `.bss`, not in the image.
+    entries: [Entry; N],
     /// Slots in use, at most `N`: the configuration's `hm_log_entries`.
     capacity: u64,
     next_seq: u64,
@@ -346,13 +355,16 @@ impl<const N: usize> HmLog<N> {
     /// A log that keeps only the last `capacity` entries (at most `N`).
     pub const fn with_capacity(capacity: usize) -> Self {
         let capacity = if capacity < N { capacity } else { N };
-        HmLog { entries: [None; N], capacity: capacity as u64, next_seq: 0, dropped: 0 }
+        HmLog { entries: [Entry::EMPTY; N], capacity: capacity as u64, next_seq: 0, dropped: 0 }
     }
 
     /// Empties the log and keeps only the last `capacity` entries from now
     /// on (at most `N`): for a log that lives in a `static`.
     pub fn set_capacity(&mut self, capacity: usize) {
-        *self = Self { entries: [None; N], ..Self::with_capacity(capacity) };
+        // In place: a whole new log would be a temporary the size of the log.
+        self.capacity = capacity.min(N) as u64;
+        self.next_seq = 0;
+        self.dropped = 0;
     }
 
     /// The sequence number the next entry will get.
@@ -399,11 +411,11 @@ impl<const N: usize> HmLog<N> {
         if self.capacity == 0 {
             self.dropped = self.dropped.saturating_add(1);
         } else {
-            let slot = &mut self.entries[(seq % self.capacity) as usize];
-            if slot.is_some() {
+            if seq >= self.capacity {
+                // The slot holds entry `seq - capacity`, never read if unread.
                 self.dropped = self.dropped.saturating_add(1);
             }
-            *slot = Some(entry);
+            self.entries[(seq % self.capacity) as usize] = entry;
         }
         self.next_seq += 1;
         Some(seq)
@@ -414,7 +426,7 @@ impl<const N: usize> HmLog<N> {
         if seq < self.oldest() || seq >= self.next_seq {
             return None;
         }
-        self.entries[(seq % self.capacity) as usize].as_ref()
+        Some(&self.entries[(seq % self.capacity) as usize])
     }
 
     /// Copies entries from `from` on into `out`, oldest first, as many as
@@ -429,6 +441,18 @@ impl<const N: usize> HmLog<N> {
             }
         }
         Page { first, count, next: first + count as u64 }
+    }
+
+    /// The log's own invariants, for the hypervisor's state check: no more
+    /// entries than its capacity, and each held where its number says.
+    pub fn check(&self) -> Result<(), &'static str> {
+        if self.capacity > N as u64 || self.len() as u64 > self.capacity {
+            return Err("health-monitor log holds more than its capacity");
+        }
+        if (self.oldest()..self.next_seq).any(|seq| self.get(seq).is_some_and(|e| e.seq != seq)) {
+            return Err("health-monitor log entry out of place");
+        }
+        Ok(())
     }
 
     /// [`HmLog::read`] into a byte buffer of [`RECORD_LEN`]-byte records,
@@ -541,6 +565,16 @@ mod tests {
         for event in EVENTS {
             assert_eq!(EventKind::ALL[event.kind() as usize], event.kind());
         }
+    }
+
+    #[test]
+    fn a_wrapped_log_passes_its_own_check() {
+        let mut log: HmLog<8> = HmLog::with_capacity(5);
+        for t in 0..23 {
+            log.record(report(t, EVENTS[t as usize % 6]), Action::Log);
+            assert_eq!(log.check(), Ok(()));
+        }
+        assert_eq!(log.len(), 5);
     }
 
     #[test]

@@ -3,8 +3,8 @@
 //! collide with PSCI or other standard services. `guests/include/partita.h`
 //! is the same table for C guests; keep the two in step.
 //!
-//! x0 holds the function ID, x1..x3 the arguments; the status comes back in
-//! x0 (0 or a negative [`status`]) and a value, if any, in x1.
+//! x0 holds the function ID, x1..x4 the arguments; the status comes back in
+//! x0 (0 or a negative [`status`]) and values, if any, in x1..x3.
 
 /// Major version in bits 16..31, minor in 0..15.
 pub const ABI_VERSION: u64 = 1 << 16;
@@ -27,7 +27,13 @@ pub mod id {
     pub const PARTITION_STATE: u64 = super::BASE + 0x15;
     pub const PLAN_SWITCH: u64 = super::BASE + 0x20;
     pub const PLAN_CURRENT: u64 = super::BASE + 0x21;
+    pub const PORT_SEND: u64 = super::BASE + 0x30;
+    pub const PORT_RECEIVE: u64 = super::BASE + 0x31;
+    pub const PORT_INFO: u64 = super::BASE + 0x32;
+    pub const DOORBELL_RING: u64 = super::BASE + 0x38;
     pub const HM_REPORT: u64 = super::BASE + 0x40;
+    pub const WATCHDOG_KICK: u64 = super::BASE + 0x41;
+    pub const HM_READ: u64 = super::BASE + 0x42;
 }
 
 /// Status codes in x0.
@@ -42,9 +48,27 @@ pub mod status {
     /// The target's state does not allow it (resume of a running vCPU,
     /// anything on a halted one).
     pub const STATE: i64 = -4;
-    /// Another partition restart is in progress; call again.
+    /// Reserved: once "another restart is in progress"; restarts no longer
+    /// wait for each other, so no call returns it.
     pub const BUSY: i64 = -5;
+    /// A queuing port holds `depth` messages; nothing was sent.
+    pub const FULL: i64 = -6;
+    /// No message to receive; nothing was copied.
+    pub const EMPTY: i64 = -7;
+    /// The message is longer than the port's `max_message`.
+    pub const TOO_LONG: i64 = -8;
+    /// The caller's buffer cannot hold the message (x1: bytes needed).
+    pub const BUFFER_TOO_SMALL: i64 = -9;
+    /// A blocking call reached its deadline.
+    pub const TIMEOUT: i64 = -10;
+    /// A buffer is not inside the caller's RAM (or not writable there).
+    pub const FAULT: i64 = -11;
 }
+
+/// Deadline argument of a blocking call: return at once.
+pub const POLL: u64 = 0;
+/// Deadline argument of a blocking call: wait without a time limit.
+pub const FOREVER: u64 = u64::MAX;
 
 /// What a partition may do to other partitions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,16 +120,36 @@ pub enum Call {
     },
     /// The plan in force in x1; the pending one (or -1) in x2.
     PlanCurrent,
+    /// Sends `len` bytes at `buffer` on channel `channel` (sampling: write;
+    /// queuing: append). A full queue waits until `deadline` (a counter
+    /// value; [`POLL`]: not at all).
+    PortSend { channel: u64, buffer: u64, len: u64, deadline: u64 },
+    /// Receives into `size` bytes at `buffer`: x1 = length; sampling: x2 =
+    /// age in microseconds, x3 = 1 if valid; queuing: x2 = messages left. An
+    /// empty queue waits until `deadline`.
+    PortReceive { channel: u64, buffer: u64, size: u64, deadline: u64 },
+    /// What channel `channel` is, for one of its partitions: x1 = kind, x2 =
+    /// max message (or window size), x3 = depth, refresh (µs) or window IPA.
+    PortInfo { channel: u64 },
+    /// Raises the doorbell of shared-memory channel `channel` at every other
+    /// partition of it.
+    DoorbellRing { channel: u64 },
     /// The partition reports an error of its own (`code`) to the health
     /// monitor, which applies its `reported` action.
     HmReport { code: u64 },
+    /// Restarts the partition's watchdog period: x1 = the new deadline.
+    WatchdogKick,
+    /// Copies health-monitor records from sequence number `from` into
+    /// `size` bytes at `buffer`: x1 = records, x2 = next `from`, x3 =
+    /// records ever overwritten unread. Right `read-hm-log`.
+    HmRead { buffer: u64, size: u64, from: u64 },
     /// In Partita's range, but no such function.
     Unknown,
 }
 
-/// Decodes x0..x3; `None` when x0 is outside Partita's range (PSCI and
+/// Decodes x0..x4; `None` when x0 is outside Partita's range (PSCI and
 /// other services are decoded elsewhere).
-pub fn decode(x: [u64; 4]) -> Option<Call> {
+pub fn decode(x: [u64; 5]) -> Option<Call> {
     if x[0] & !0xffff != BASE {
         return None;
     }
@@ -125,7 +169,13 @@ pub fn decode(x: [u64; 4]) -> Option<Call> {
         id::PARTITION_STATE => Call::PartitionState { partition: x[1] },
         id::PLAN_SWITCH => Call::PlanSwitch { plan: x[1] },
         id::PLAN_CURRENT => Call::PlanCurrent,
+        id::PORT_SEND => Call::PortSend { channel: x[1], buffer: x[2], len: x[3], deadline: x[4] },
+        id::PORT_RECEIVE => Call::PortReceive { channel: x[1], buffer: x[2], size: x[3], deadline: x[4] },
+        id::PORT_INFO => Call::PortInfo { channel: x[1] },
+        id::DOORBELL_RING => Call::DoorbellRing { channel: x[1] },
         id::HM_REPORT => Call::HmReport { code: x[1] },
+        id::WATCHDOG_KICK => Call::WatchdogKick,
+        id::HM_READ => Call::HmRead { buffer: x[1], size: x[2], from: x[3] },
         _ => Call::Unknown,
     })
 }
@@ -136,19 +186,24 @@ mod tests {
 
     #[test]
     fn decodes_partitas_range_only() {
-        assert_eq!(decode([0x8400_0000, 0, 0, 0]), None, "PSCI_VERSION is not ours");
-        assert_eq!(decode([0xC600_0000 | 1 << 16, 0, 0, 0]), None, "beyond the 16-bit function field");
-        assert_eq!(decode([id::VERSION, 0, 0, 0]), Some(Call::Version));
+        assert_eq!(decode([0x8400_0000, 0, 0, 0, 0]), None, "PSCI_VERSION is not ours");
+        assert_eq!(decode([0xC600_0000 | 1 << 16, 0, 0, 0, 0]), None, "beyond the 16-bit function field");
+        assert_eq!(decode([id::VERSION, 0, 0, 0, 0]), Some(Call::Version));
         assert_eq!(
-            decode([id::VCPU_START, 1, 0x4000_0000, 7]),
+            decode([id::VCPU_START, 1, 0x4000_0000, 7, 0]),
             Some(Call::VcpuStart { vcpu: 1, entry: 0x4000_0000, context: 7 })
         );
         assert_eq!(
-            decode([id::PARTITION_RESTART, 2, 0, 0]),
+            decode([id::PARTITION_RESTART, 2, 0, 0, 0]),
             Some(Call::Partition { op: PartitionOp::Restart, partition: 2 })
         );
-        assert_eq!(decode([id::PLAN_SWITCH, 1, 0, 0]), Some(Call::PlanSwitch { plan: 1 }));
-        assert_eq!(decode([id::HM_REPORT, 7, 0, 0]), Some(Call::HmReport { code: 7 }));
-        assert_eq!(decode([BASE + 0xffff, 0, 0, 0]), Some(Call::Unknown));
+        assert_eq!(decode([id::PLAN_SWITCH, 1, 0, 0, 0]), Some(Call::PlanSwitch { plan: 1 }));
+        assert_eq!(decode([id::HM_REPORT, 7, 0, 0, 0]), Some(Call::HmReport { code: 7 }));
+        assert_eq!(
+            decode([id::PORT_RECEIVE, 3, 0x4000_1000, 64, FOREVER]),
+            Some(Call::PortReceive { channel: 3, buffer: 0x4000_1000, size: 64, deadline: FOREVER })
+        );
+        assert_eq!(decode([id::HM_READ, 0x4000_0000, 256, 9, 0]), Some(Call::HmRead { buffer: 0x4000_0000, size: 256, from: 9 }));
+        assert_eq!(decode([BASE + 0xffff, 0, 0, 0, 0]), Some(Call::Unknown));
     }
 }

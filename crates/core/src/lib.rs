@@ -8,6 +8,7 @@
 
 extern crate alloc;
 
+pub mod budget;
 pub mod esr;
 pub mod hm;
 pub mod hypercall;
@@ -18,7 +19,9 @@ pub mod plan;
 pub mod ports;
 pub mod psci;
 pub mod readyq;
+pub mod reload;
 pub mod sysreg;
+pub mod time;
 pub mod trace;
 pub mod validate;
 pub mod utilisation;

@@ -150,6 +150,8 @@ pub struct Rights {
     pub halt: bool,
     /// Request a plan switch (at the next major frame).
     pub switch_plan: bool,
+    /// Read the health monitor's log (every partition's events).
+    pub read_hm_log: bool,
 }
 
 /// A vCPU that may run elsewhere: when a vCPU of higher priority becomes
@@ -251,6 +253,17 @@ impl Partition {
     /// Host-physical address of a guest-physical RAM address of this partition.
     pub fn translate_ram(&self, ipa: u64) -> Option<u64> {
         self.memory.iter().find_map(|r| r.translate(ipa))
+    }
+
+    /// Host-physical address of the buffer `[ipa, ipa + len)` when all of it
+    /// lies in one RAM region of this partition (a writable one if `write`):
+    /// the only buffers a hypercall copies to or from. A buffer that
+    /// straddles two regions is refused even if they are adjacent, since
+    /// their host pages need not be.
+    pub fn translate_buffer(&self, ipa: u64, len: u64, write: bool) -> Option<u64> {
+        let end = ipa.checked_add(len)?;
+        let region = self.memory.iter().find(|r| r.guest().contains(ipa) && end <= r.guest().end())?;
+        (!write || region.perms.write).then(|| region.pa + (ipa - region.ipa))
     }
 }
 
@@ -374,7 +387,40 @@ pub enum ChannelKind {
     SharedMemory { partitions: Vec<usize>, ipa: u64, pa: u64, size: u64, read_only: Vec<usize>, doorbell: Option<u32> },
 }
 
+/// What one partition may do on a channel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Endpoint {
+    pub send: bool,
+    pub receive: bool,
+}
+
 impl ChannelKind {
+    /// Where `partition` stands on this channel; `None`: it is not one of
+    /// its partitions, and may not name it at all. On a shared-memory
+    /// channel `send` means it may write the window, `receive` that it maps
+    /// it; any member may ring the doorbell.
+    pub fn endpoint(&self, partition: usize) -> Option<Endpoint> {
+        let (send, receive) = match self {
+            ChannelKind::Sampling { source, destinations, .. } => {
+                (*source == partition, destinations.contains(&partition))
+            }
+            ChannelKind::Queuing { source, destination, .. } => (*source == partition, *destination == partition),
+            ChannelKind::SharedMemory { partitions, read_only, .. } => {
+                let member = partitions.contains(&partition);
+                (member && !read_only.contains(&partition), member)
+            }
+        };
+        (send || receive).then_some(Endpoint { send, receive })
+    }
+
+    /// The host pages of a shared-memory channel.
+    pub fn shared_window(&self) -> Option<Range> {
+        match *self {
+            ChannelKind::SharedMemory { pa, size, .. } => Some(Range::new(pa, size)),
+            _ => None,
+        }
+    }
+
     /// The name the configuration gives the kind.
     pub const fn label(&self) -> &'static str {
         match self {
@@ -382,5 +428,71 @@ impl ChannelKind {
             ChannelKind::Queuing { .. } => "queuing",
             ChannelKind::SharedMemory { .. } => "shared-memory",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    fn partition_with(memory: Vec<MemoryRegion>) -> Partition {
+        Partition {
+            name: "p".into(),
+            criticality: Criticality::Low,
+            priority: 64,
+            vcpus: vec![0],
+            exclusive: false,
+            rights: Rights::default(),
+            migrate: Vec::new(),
+            budget: None,
+            memory,
+            devices: Vec::new(),
+            console: 0x0900_0000,
+            bootargs: String::new(),
+            health: Health::DEFAULT,
+        }
+    }
+
+    fn region(ipa: u64, pa: u64, size: u64, perms: Perms) -> MemoryRegion {
+        MemoryRegion { ipa, pa, size, perms, identity: false }
+    }
+
+    #[test]
+    fn a_buffer_must_lie_in_one_region_writable_for_a_write() {
+        let ro = Perms { read: true, write: false, exec: true };
+        let p = partition_with(vec![
+            region(0x4000_0000, 0x8000_0000, 0x1000, Perms::RW),
+            region(0x4000_1000, 0x9000_0000, 0x1000, ro),
+        ]);
+        assert_eq!(p.translate_buffer(0x4000_0010, 16, true), Some(0x8000_0010));
+        assert_eq!(p.translate_buffer(0x4000_0000, 0x1000, true), Some(0x8000_0000), "the whole region");
+        assert_eq!(p.translate_buffer(0x4000_0ff0, 32, false), None, "straddles two regions");
+        assert_eq!(p.translate_buffer(0x4000_1000, 8, false), Some(0x9000_0000));
+        assert_eq!(p.translate_buffer(0x4000_1000, 8, true), None, "read-only region");
+        assert_eq!(p.translate_buffer(0x3fff_fff8, 16, false), None, "starts outside");
+        assert_eq!(p.translate_buffer(u64::MAX - 4, 16, false), None, "wraps");
+    }
+
+    #[test]
+    fn endpoints_follow_the_channel_kind() {
+        let sampling = ChannelKind::Sampling { source: 0, destinations: vec![1, 2], max_message: 8, refresh_us: 10 };
+        assert_eq!(sampling.endpoint(0), Some(Endpoint { send: true, receive: false }));
+        assert_eq!(sampling.endpoint(2), Some(Endpoint { send: false, receive: true }));
+        assert_eq!(sampling.endpoint(3), None);
+        let queuing = ChannelKind::Queuing { source: 1, destination: 0, max_message: 8, depth: 4 };
+        assert_eq!(queuing.endpoint(0), Some(Endpoint { send: false, receive: true }));
+        assert_eq!(queuing.endpoint(2), None);
+        let shared = ChannelKind::SharedMemory {
+            partitions: vec![0, 1],
+            ipa: 0,
+            pa: 0,
+            size: 0x1000,
+            read_only: vec![1],
+            doorbell: None,
+        };
+        assert_eq!(shared.endpoint(0), Some(Endpoint { send: true, receive: true }));
+        assert_eq!(shared.endpoint(1), Some(Endpoint { send: false, receive: true }));
+        assert_eq!(shared.endpoint(2), None);
     }
 }

@@ -9,6 +9,11 @@
 #define MAX_MS		86400000u
 /* The timer cannot usefully interrupt more often than this. */
 #define MAX_TICK_HZ	100000u
+/* The configuration allows 64 channels. */
+#define MAX_CHANNEL	63u
+#define IPC_COUNT	100
+#define MAX_IPC_COUNT	1000000u
+#define MAX_IPC_TICKS	100000u
 
 /* A switch, not a table: the image must hold no absolute addresses. */
 const char *bench_name(enum bench_id id)
@@ -45,8 +50,8 @@ static bool eq(const char *s, size_t n, const char *lit)
 	return lit[n] == '\0';
 }
 
-/* Decimal only, 1..max: a zero-length period measures nothing. */
-static bool parse_num(const char *s, size_t n, uint32_t max, uint32_t *out)
+/* Decimal only, min..max. */
+static bool parse_range(const char *s, size_t n, uint32_t min, uint32_t max, uint32_t *out)
 {
 	uint64_t v = 0;
 	size_t i;
@@ -60,10 +65,16 @@ static bool parse_num(const char *s, size_t n, uint32_t max, uint32_t *out)
 		if (v > max)
 			return false;
 	}
-	if (v == 0)
+	if (v < min)
 		return false;
 	*out = (uint32_t)v;
 	return true;
+}
+
+/* 1..max: a zero-length period measures nothing. */
+static bool parse_num(const char *s, size_t n, uint32_t max, uint32_t *out)
+{
+	return parse_range(s, n, 1, max, out);
 }
 
 static bool parse_bench(const char *s, size_t n, struct bench_args *a)
@@ -111,6 +122,26 @@ static bool parse_token(const char *tok, size_t n, struct bench_args *a)
 		return parse_num(v, vlen, MAX_MS, &a->coremark_ms);
 	if (eq(tok, klen, "tick_hz"))
 		return parse_num(v, vlen, MAX_TICK_HZ, &a->tick_hz);
+	if (eq(tok, klen, "ipc")) {
+		if (eq(v, vlen, "ping"))
+			a->ipc = IPC_PING;
+		else if (eq(v, vlen, "pong"))
+			a->ipc = IPC_PONG;
+		else
+			return false;
+	}
+	if (eq(tok, klen, "ipc_tx"))
+		return parse_range(v, vlen, 0, MAX_CHANNEL, &a->ipc_tx);
+	if (eq(tok, klen, "ipc_rx"))
+		return parse_range(v, vlen, 0, MAX_CHANNEL, &a->ipc_rx);
+	if (eq(tok, klen, "ipc_count"))
+		return parse_num(v, vlen, MAX_IPC_COUNT, &a->ipc_count);
+	if (eq(tok, klen, "ipc_kick"))
+		return parse_range(v, vlen, 0, MAX_IPC_TICKS, &a->ipc_kick);
+	if (eq(tok, klen, "ipc_hold"))
+		return parse_range(v, vlen, 0, MAX_IPC_TICKS, &a->ipc_hold);
+	if (eq(tok, klen, "ipc_report"))
+		return parse_range(v, vlen, 0, UINT32_MAX, &a->ipc_report);
 	if (eq(tok, klen, "sched")) {
 		if (eq(v, vlen, "bitmap"))
 			a->linear = false;
@@ -132,6 +163,13 @@ void bench_args_parse(const char *cmdline, struct bench_args *a, bench_bad_fn ba
 	a->coremark_ms = DEFAULT_MS;
 	a->tick_hz = 0;
 	a->linear = false;
+	a->ipc = IPC_NONE;
+	a->ipc_tx = 0;
+	a->ipc_rx = 1;
+	a->ipc_count = IPC_COUNT;
+	a->ipc_kick = 0;
+	a->ipc_hold = 0;
+	a->ipc_report = 0;
 	if (!s)
 		return;
 	while (*s) {

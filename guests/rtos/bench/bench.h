@@ -20,6 +20,9 @@ enum bench_id {
 
 #define BENCH_ALL	((1u << B_COUNT) - 1)
 
+/* ipc=: a Partita channel exchange instead of the benchmarks. */
+enum ipc_role { IPC_NONE, IPC_PING, IPC_PONG };
+
 struct bench_args {
 	uint32_t select;	/* a bit per enum bench_id; 0 for selftest */
 	bool selftest;
@@ -27,6 +30,12 @@ struct bench_args {
 	uint32_t coremark_ms;
 	uint32_t tick_hz;	/* 0: the kernel's default */
 	bool linear;		/* sched=linear */
+	uint32_t ipc;		/* enum ipc_role */
+	uint32_t ipc_tx, ipc_rx;	/* channel indices */
+	uint32_t ipc_count;	/* round trips */
+	uint32_t ipc_kick;	/* ticks between watchdog kicks; 0: no kicking task */
+	uint32_t ipc_hold;	/* ticks to stay up after the exchange */
+	uint32_t ipc_report;	/* ping: a code to report and read back; 0: none */
 };
 
 /* ---- Pure helpers (args.c), also built for the host ---- */
@@ -84,5 +93,7 @@ void bench_wait_period(uint64_t start, uint32_t period_ms);
 void tm_run(enum bench_id id);
 void coremark_run(uint32_t ms);
 void schedprio_run(bool linear);
+/* ipc=ping|pong (ipc.c): runs the exchange, prints its checks, powers off. */
+void ipc_run(const struct bench_args *a) __attribute__((noreturn));
 
 #endif

@@ -2,7 +2,8 @@
  * The benchmark application: reads the bootargs, starts the RTOS with one
  * controller task at the most urgent priority (Thread-Metric's reporter),
  * and runs the chosen benchmarks one after another, each on workers of its
- * own that are deleted before the next begins.
+ * own that are deleted before the next begins; or, with ipc=, the Partita
+ * channel exchange of ipc.c.
  */
 #include "rtos.h"
 #include "bench.h"
@@ -31,6 +32,8 @@ static void controller_main(void *arg)
 	unsigned int id;
 
 	(void)arg;
+	if (bench_args.ipc != IPC_NONE)
+		ipc_run(&bench_args);
 	for (id = 0; id < B_COUNT; id++) {
 		if (!(bench_args.select & (1u << id)))
 			continue;

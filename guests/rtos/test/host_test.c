@@ -7,18 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "kernel.h"
-
-/* The first failed expectation of the running test, if any. */
-static const char *fail_expr;
-static int fail_line;
-
-#define EXPECT(cond)						\
-	do {							\
-		if (!(cond) && !fail_expr) {			\
-			fail_expr = #cond;			\
-			fail_line = __LINE__;			\
-		}						\
-	} while (0)
+#include "harness.h"
 
 static void fill(uint8_t *m, uint32_t size, uint32_t seed)
 {
@@ -324,12 +313,6 @@ static void readyq_every_priority(void)
 	EXPECT(wl_empty(&wl));
 }
 
-struct test {
-	const char *name;
-	void (*run)(void);
-};
-
-#define TEST(fn) { #fn, fn }
 
 static const struct test tests[] = {
 	TEST(queue_fifo_order),
@@ -351,19 +334,5 @@ static const struct test tests[] = {
 
 int main(void)
 {
-	unsigned i, passed = 0, failed = 0;
-
-	for (i = 0; i < sizeof(tests) / sizeof(tests[0]); i++) {
-		fail_expr = NULL;
-		tests[i].run();
-		if (fail_expr) {
-			printf("FAIL %s: line %d: %s\n", tests[i].name, fail_line, fail_expr);
-			failed++;
-		} else {
-			printf("ok   %s\n", tests[i].name);
-			passed++;
-		}
-	}
-	printf("%u passed, %u failed\n", passed, failed);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return run_tests(tests, sizeof(tests) / sizeof(tests[0]), "", "", NULL);
 }

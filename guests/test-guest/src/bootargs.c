@@ -7,6 +7,12 @@
 #define DEFAULT_AT 3
 #define DEFAULT_SCAN_AT 2
 #define DEFAULT_CTL_AFTER_MS 100
+#define DEFAULT_SAMPLE_MS 10
+#define DEFAULT_SAMPLE_AT_MS 500
+#define DEFAULT_SHM_ROUNDS 100
+#define DEFAULT_KICK_MS 20
+#define DEFAULT_FUZZ_SEED 1
+#define DEFAULT_IPC_N 1000
 /* Keeps period_ms * CNTFRQ / 1000 far from 64-bit overflow. */
 #define MAX_PERIOD_MS 0xffffffffull
 
@@ -214,6 +220,106 @@ static bool parse_token(const char *tok, u32 n, struct bootargs *a)
 		if (!parse_u64(v, vlen, &num) || num > 1)
 			return false;
 		a->bad_hvc = num == 1;
+	} else if (KEY("chan")) {
+		if (!parse_u64(v, vlen, &num))
+			return false;
+		a->chan = num;
+	} else if (KEY("queue-send")) {
+		if (!parse_u64(v, vlen, &num))
+			return false;
+		a->queue_send = num;
+	} else if (KEY("queue-recv")) {
+		if (!parse_u64(v, vlen, &num))
+			return false;
+		a->queue_recv = num;
+	} else if (KEY("pause_every")) {
+		if (!parse_u64(v, vlen, &num))
+			return false;
+		a->pause_every = num;
+	} else if (KEY("pause_ms")) {
+		if (!parse_u64(v, vlen, &num) || num > MAX_PERIOD_MS)
+			return false;
+		a->pause_ms = num;
+	} else if (KEY("sample-write")) {
+		if (!parse_u64(v, vlen, &num))
+			return false;
+		a->sample_write = num;
+	} else if (KEY("sample-read")) {
+		if (!parse_u64(v, vlen, &num))
+			return false;
+		a->sample_read = num;
+	} else if (KEY("sample_ms")) {
+		if (!parse_u64(v, vlen, &num) || num == 0 || num > MAX_PERIOD_MS)
+			return false;
+		a->sample_ms = num;
+	} else if (KEY("sample_at_ms")) {
+		if (!parse_u64(v, vlen, &num) || num > MAX_PERIOD_MS)
+			return false;
+		a->sample_at_ms = num;
+	} else if (KEY("shm")) {
+		if (str_eq_n(v, vlen, "write"))
+			a->shm = SHM_WRITE;
+		else if (str_eq_n(v, vlen, "read"))
+			a->shm = SHM_READ;
+		else if (str_eq_n(v, vlen, "view"))
+			a->shm = SHM_VIEW;
+		else if (str_eq_n(v, vlen, "outside"))
+			a->shm = SHM_OUTSIDE;
+		else
+			return false;
+	} else if (KEY("shm_rounds")) {
+		if (!parse_u64(v, vlen, &num) || num == 0)
+			return false;
+		a->shm_rounds = num;
+	} else if (KEY("doorbell")) {
+		if (!parse_u64(v, vlen, &num) || num < 32 || num > SPI_MAX_INTID)
+			return false;
+		a->doorbell = (u32)num;
+	} else if (KEY("port-probe")) {
+		if (str_eq_n(v, vlen, "source"))
+			a->port_probe = PROBE_SOURCE;
+		else if (str_eq_n(v, vlen, "destination"))
+			a->port_probe = PROBE_DESTINATION;
+		else if (str_eq_n(v, vlen, "other"))
+			a->port_probe = PROBE_OTHER;
+		else
+			return false;
+	} else if (KEY("watchdog-kicks")) {
+		if (!parse_u64(v, vlen, &num))
+			return false;
+		a->watchdog_kicks = num;
+	} else if (KEY("kick_ms")) {
+		if (!parse_u64(v, vlen, &num) || num > MAX_PERIOD_MS)
+			return false;
+		a->kick_ms = num;
+	} else if (KEY("hm-read")) {
+		if (!parse_u64(v, vlen, &num))
+			return false;
+		a->hm_read = num;
+	} else if (KEY("fuzz")) {
+		if (!parse_u64(v, vlen, &num))
+			return false;
+		a->fuzz = num;
+	} else if (KEY("fuzz_seed")) {
+		if (!parse_u64(v, vlen, &num))
+			return false;
+		a->fuzz_seed = num;
+	} else if (KEY("ipc-bench")) {
+		if (str_eq_n(v, vlen, "bench"))
+			a->ipc_bench = IPC_BENCH_MEASURE;
+		else if (str_eq_n(v, vlen, "echo"))
+			a->ipc_bench = IPC_BENCH_ECHO;
+		else
+			return false;
+	} else if (KEY("ipc_n")) {
+		if (!parse_u64(v, vlen, &num) || num == 0)
+			return false;
+		a->ipc_n = num;
+	} else if (KEY("until-off")) {
+		if (!parse_u64(v, vlen, &num))
+			return false;
+		a->until_off = num;
+		a->has_until_off = true;
 	} else if (KEY("end")) {
 		if (str_eq_n(v, vlen, "off"))
 			a->end_reset = false;
@@ -275,6 +381,28 @@ void bootargs_parse(const char *cmdline, struct bootargs *a)
 	a->count_ms = 0;
 	a->count_at_ms = 0;
 	a->has_count_at = false;
+	a->chan = 0;
+	a->queue_send = 0;
+	a->queue_recv = 0;
+	a->pause_every = 0;
+	a->pause_ms = 0;
+	a->sample_write = 0;
+	a->sample_read = 0;
+	a->sample_ms = DEFAULT_SAMPLE_MS;
+	a->sample_at_ms = DEFAULT_SAMPLE_AT_MS;
+	a->shm = SHM_NONE;
+	a->shm_rounds = DEFAULT_SHM_ROUNDS;
+	a->doorbell = 0;
+	a->port_probe = PROBE_NONE;
+	a->watchdog_kicks = 0;
+	a->kick_ms = DEFAULT_KICK_MS;
+	a->hm_read = 0;
+	a->fuzz = 0;
+	a->fuzz_seed = DEFAULT_FUZZ_SEED;
+	a->ipc_bench = IPC_BENCH_NONE;
+	a->ipc_n = DEFAULT_IPC_N;
+	a->until_off = 0;
+	a->has_until_off = false;
 	if (!p)
 		return;
 

@@ -20,6 +20,29 @@ enum part_ctl_kind {
 	PART_CTL_RESTART,
 };
 
+/* shm=...: the part this partition plays on a shared-memory channel (ipc.c). */
+enum ipc_bench_role {
+	IPC_BENCH_NONE = 0,
+	IPC_BENCH_MEASURE,	/* measures hypercalls, ports and the doorbell */
+	IPC_BENCH_ECHO,		/* answers it */
+};
+
+enum shm_role {
+	SHM_NONE = 0,
+	SHM_WRITE,	/* fills the window, rings, waits for the ack */
+	SHM_READ,	/* takes the doorbell, checks, acks */
+	SHM_VIEW,	/* a read-only member: reads, then tries to write */
+	SHM_OUTSIDE,	/* not a member: rings, then touches the window at `addr` */
+};
+
+/* port-probe=...: which side of channels 0 and 1 this partition is on (ipc.c). */
+enum port_probe_role {
+	PROBE_NONE = 0,
+	PROBE_SOURCE,
+	PROBE_DESTINATION,
+	PROBE_OTHER,
+};
+
 struct bootargs {
 	u64 ticks;		/* 0: forever */
 	u64 period_ms;
@@ -54,6 +77,24 @@ struct bootargs {
 	u64 count_ms;			/* count loop iterations for this long; 0: off */
 	u64 count_at_ms;		/* start counting at this counter time */
 	bool has_count_at;
+	/* Channels (ipc.c); 0 leaves each one off. */
+	u64 chan;			/* the channel index the port modes use */
+	u64 queue_send, queue_recv;	/* sequence-numbered messages on `chan` */
+	u64 pause_every, pause_ms;	/* queue-recv: a busy pause every so many messages */
+	u64 sample_write, sample_read;	/* samples written / reads made on `chan` */
+	u64 sample_ms, sample_at_ms;	/* one every sample_ms, from counter time sample_at_ms */
+	enum shm_role shm;
+	u64 shm_rounds;
+	u32 doorbell;			/* the doorbell SPI shm=read enables */
+	enum port_probe_role port_probe;
+	/* Health monitor (hm.c) and fuzzing (fuzz.c). */
+	u64 watchdog_kicks, kick_ms;	/* kick this often, then stop */
+	u64 hm_read;			/* HM_READ until this many records are there */
+	u64 fuzz, fuzz_seed;		/* random hypercalls */
+	enum ipc_bench_role ipc_bench;	/* the communication benchmark (ipcbench.c) */
+	u64 ipc_n;			/* operations of each kind it measures */
+	u64 until_off;			/* tick until this partition has stopped */
+	bool has_until_off;
 };
 
 /* irq-bench keeps every sample for its histogram. */

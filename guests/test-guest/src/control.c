@@ -87,6 +87,14 @@ static u64 part_state(u64 p)
 	return partita_call(PARTITA_PARTITION_STATE, p, 0, 0).value;
 }
 
+bool partition_ended(u64 p)
+{
+	struct partita_result r = partita_call(PARTITA_PARTITION_STATE, p, 0, 0);
+
+	return r.status != PARTITA_OK || r.value == PARTITA_PART_OFF ||
+	       r.value == PARTITA_PART_STOPPED || r.value == PARTITA_PART_HALTED;
+}
+
 void part_ctl_test(const struct bootargs *a)
 {
 	long r;

@@ -47,8 +47,23 @@ void timer_irq(u64 now);
 void timer_periodic_test(u64 hz, u64 n);
 void irq_bench(u64 n);
 void duty_test(u64 busy_ms, u64 idle_ms, u64 cycles);
+void timer_sleep_until(u64 t);
 
 /* Counting partition (count.c). */
 void count_test(const struct bootargs *a);
+
+/* An SPI counted by the IRQ handler, for tests in other files (irqtest.c). */
+void irq_watch_spi(u32 intid);
+u32 irq_spi_taken(void);
+
+/* True once partition p has stopped for good: off, halted or stopped (control.c). */
+bool partition_ended(u64 p);
+
+/* Channels (ipc.c), health monitor (hm.c), fuzzing (fuzz.c). */
+void channel_tests(const struct dt_info *dt, const struct bootargs *a);
+void hm_tests(const struct bootargs *a);
+void watchdog_test(const struct dt_info *dt, const struct bootargs *a);
+void fuzz_test(const struct dt_info *dt, const struct bootargs *a);
+void ipc_bench(const struct bootargs *a);
 
 #endif

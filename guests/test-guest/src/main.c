@@ -180,6 +180,8 @@ static void tick_loop(void)
 			next = now;
 		tick_events(k);
 		printf("tick %lu\n", k);
+		if (args.has_until_off && partition_ended(args.until_off))
+			break;
 	}
 }
 
@@ -197,7 +199,8 @@ static u32 boot_cpu_index(void)
 static bool wants_gic(void)
 {
 	return (args.timer_hz && args.timer_ticks) || args.sgi || args.lr_overflow ||
-	       args.spi || args.irq_bench || args.vcpu_ctl || args.duty_cycles;
+	       args.spi || args.irq_bench || args.vcpu_ctl || args.duty_cycles || args.shm == SHM_READ ||
+	       args.sample_write || args.sample_read || args.ipc_bench == IPC_BENCH_MEASURE;
 }
 
 /* The SGI partner: the first other vCPU that came up. */
@@ -255,6 +258,9 @@ void guest_main(u64 dtb)
 		printf("marker written at 0x%lx\n", (u64)&marker_buf[0]);
 	}
 
+	/* Before the slow set/way sweep: a watchdog runs from the partition's start. */
+	if (args.watchdog_kicks)
+		watchdog_test(&dt, &args);
 	dcache_clean_invalidate_all();
 	printf("set/way clean done\n");
 
@@ -280,6 +286,12 @@ void guest_main(u64 dtb)
 		plan_switch_test(&args);
 	if (args.bad_hvc || args.hm_report)
 		hm_calls_test(&args);
+	channel_tests(&dt, &args);
+	hm_tests(&args);
+	if (args.fuzz)
+		fuzz_test(&dt, &args);
+	if (args.ipc_bench != IPC_BENCH_NONE)
+		ipc_bench(&args);
 	if (args.count_ms)
 		count_test(&args);
 	tick_loop();

@@ -226,6 +226,21 @@ void irq_bench(u64 n)
 }
 
 /*
+ * Sleeps in WFI until counter value t: under -icount an idle vCPU lets time
+ * run on, where a spinning one would hold it back for every other vCPU.
+ */
+void timer_sleep_until(u64 t)
+{
+	mode = TIMER_WAKE;
+	timer_irq_enable(true);
+	bench_fired = 0;
+	timer_arm(t);
+	idle_until(&bench_fired);
+	mode = TIMER_IDLE;
+	timer_irq_enable(false);
+}
+
+/*
  * duty: a critical task's rhythm. Each cycle sleeps idle_ms in WFI until its
  * timer fires, then computes for busy_ms: on a shared pCPU, a less urgent
  * vCPU gets the pCPU (or, if it may migrate, leaves it) exactly that often.

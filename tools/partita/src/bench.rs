@@ -325,16 +325,8 @@ impl Drop for Qemu {
 /// Boots QEMU, logs its consoles into `dir` as `partita run` does, and
 /// returns what `watched` printed up to its `irq-bench hist:` line; QEMU is
 /// stopped there rather than left to power off.
-fn boot(mut qemu: Command, names: &[String], watched: Source, dir: &Path) -> Result<String> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let raw = File::create(dir.join("console.log")).context("cannot create console.log")?;
-    let mut console = Console::create(names, dir, None)?;
-    qemu.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = Qemu(qemu.spawn().context("cannot start qemu-system-aarch64 (is it installed?)")?);
-    let stdout = child.0.stdout.take().context("QEMU's stdout is not piped")?;
-    let (tx, lines) = mpsc::channel();
-    std::thread::spawn(move || run::pump(stdout, raw, tx));
-    let errors = read_stderr(&mut child.0);
+fn boot(qemu: Command, names: &[String], watched: Source, dir: &Path) -> Result<String> {
+    let Spawned { child, lines, mut console, errors } = spawn_logged(qemu, names, dir)?;
     let text = follow(&lines, &mut console, &Splitter::new(names), watched);
     drop(child);
     // The socket `partita run`'s command line asks for is of no use to a killed QEMU.
@@ -343,6 +335,30 @@ fn boot(mut qemu: Command, names: &[String], watched: Source, dir: &Path) -> Res
         "" => error,
         said => anyhow::anyhow!("{error:#}; QEMU said: {said}"),
     })
+}
+
+/// A QEMU a bench follows: its console lines as they come, the per-partition
+/// logs they go to, and what it says on stderr (read when it has ended).
+pub struct Spawned {
+    pub child: Qemu,
+    pub lines: Receiver<String>,
+    pub console: Console,
+    pub errors: JoinHandle<String>,
+}
+
+/// Starts `qemu` with its console logged into `dir` as `partita run` does
+/// (`console.log` and one log per partition).
+pub fn spawn_logged(mut qemu: Command, names: &[String], dir: &Path) -> Result<Spawned> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let raw = File::create(dir.join("console.log")).context("cannot create console.log")?;
+    let console = Console::create(names, dir, None)?;
+    qemu.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = Qemu(qemu.spawn().context("cannot start qemu-system-aarch64 (is it installed?)")?);
+    let stdout = child.0.stdout.take().context("QEMU's stdout is not piped")?;
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || run::pump(stdout, raw, tx));
+    let errors = read_stderr(&mut child.0);
+    Ok(Spawned { child, lines, console, errors })
 }
 
 pub fn read_stderr(child: &mut Child) -> JoinHandle<String> {
@@ -563,4 +579,19 @@ const SETUPS: &str = "
 
 fn ratio(value: Option<f64>) -> String {
     value.map_or_else(|| "n/a".to_string(), |r| format!("{r:.2}"))
+}
+
+/// Writes a generated configuration to `target/bench/<name>-<variant>.toml`
+/// and assembles its image into `out/<name>/<variant>/`.
+pub fn assemble_generated(name: &str, variant: &str, text: &str, hypervisor: &Path) -> Result<(Config, BuildOutput)> {
+    let folder = build::repo_root().join("target").join("bench");
+    std::fs::create_dir_all(&folder).with_context(|| format!("cannot create {}", folder.display()))?;
+    let path = folder.join(format!("{name}-{variant}.toml"));
+    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    let config = config::load(&path).map_err(|errors| {
+        let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
+        anyhow::anyhow!("the generated configuration is invalid:\n{}", lines.join("\n"))
+    })?;
+    let output = build::assemble(&config, hypervisor, &report_dir(name).join(variant))?;
+    Ok((config, output))
 }

@@ -13,7 +13,7 @@
 //! `loaded` and `shared` setups a test guest spins forever and the machine
 //! would never power off by itself.
 
-use crate::bench::{self, Mode, Qemu};
+use crate::bench::{self, Mode};
 use crate::bench_sched::{self, Pass};
 use crate::build::{self, BuildOutput};
 use crate::config::{self, Config};
@@ -25,10 +25,9 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
-use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::process::Command;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 pub const DEFAULT_RUNS: u32 = 3;
@@ -575,16 +574,8 @@ impl Machine {
 /// Boots QEMU, logs its consoles into `dir` as `partita run` does, and
 /// returns what `watched` printed up to `bench done`, where QEMU is killed.
 /// A boot that ends otherwise still returns what it printed, with why.
-fn boot(mut qemu: Command, names: &[String], watched: Source, dir: &Path, limit: Duration) -> Result<Capture> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let raw = File::create(dir.join("console.log")).context("cannot create console.log")?;
-    let mut console = Console::create(names, dir, None)?;
-    qemu.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = Qemu(qemu.spawn().context("cannot start qemu-system-aarch64 (is it installed?)")?);
-    let stdout = child.0.stdout.take().context("QEMU's stdout is not piped")?;
-    let (tx, lines) = mpsc::channel();
-    std::thread::spawn(move || run::pump(stdout, raw, tx));
-    let errors = bench::read_stderr(&mut child.0);
+fn boot(qemu: Command, names: &[String], watched: Source, dir: &Path, limit: Duration) -> Result<Capture> {
+    let bench::Spawned { child, lines, mut console, errors } = bench::spawn_logged(qemu, names, dir)?;
     let (text, failure) = follow(&lines, &mut console, &Splitter::new(names), watched, limit)?;
     drop(child);
     let failure = failure.map(|failure| match errors.join().unwrap_or_default().trim() {

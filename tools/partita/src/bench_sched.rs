@@ -12,7 +12,7 @@
 
 use crate::bench::{self, Mode};
 use crate::build::{self, BuildOutput};
-use crate::config::{self, Config};
+use crate::config::Config;
 use crate::guests;
 use crate::profile::{self, PlatformProfile};
 use crate::run::{self, Ending, Monitor, RunOptions, RunReport};
@@ -768,16 +768,7 @@ impl Runner {
     /// Writes `text` to `target/bench/<name>-<variant>.toml` and assembles
     /// its image into `out/<name>/<variant>/`.
     fn assemble(&self, name: &str, variant: &str, text: &str) -> Result<(Config, BuildOutput)> {
-        let folder = build::repo_root().join("target").join("bench");
-        std::fs::create_dir_all(&folder).with_context(|| format!("cannot create {}", folder.display()))?;
-        let path = folder.join(format!("{name}-{variant}.toml"));
-        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
-        let config = config::load(&path).map_err(|errors| {
-            let lines: Vec<String> = errors.iter().map(ToString::to_string).collect();
-            anyhow::anyhow!("the generated configuration is invalid:\n{}", lines.join("\n"))
-        })?;
-        let output = build::assemble(&config, &self.hypervisor, &bench::report_dir(name).join(variant))?;
-        Ok((config, output))
+        bench::assemble_generated(name, variant, text, &self.hypervisor)
     }
 
     /// Boots until the machine powers off. The first boot goes through

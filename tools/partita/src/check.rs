@@ -87,8 +87,9 @@ fn channels(system: &System) -> String {
     }
     let name = |p: usize| system.partitions.get(p).map_or("?", |partition| partition.name.as_str());
     let names = |list: &[usize]| list.iter().map(|&p| name(p)).collect::<Vec<_>>().join(", ");
-    let mut rows = vec![["CHANNEL", "KIND", "ENDPOINTS", "SIZES"].map(String::from)];
-    for channel in &system.channels {
+    // The index is what a partition passes to the port and doorbell calls.
+    let mut rows = vec![["#", "CHANNEL", "KIND", "ENDPOINTS", "SIZES"].map(String::from)];
+    for (index, channel) in system.channels.iter().enumerate() {
         let (endpoints, sizes) = match &channel.kind {
             ChannelKind::Sampling { source, destinations, max_message, refresh_us } => (
                 format!("{} -> {}", name(*source), names(destinations)),
@@ -107,7 +108,7 @@ fn channels(system: &System) -> String {
                 )
             }
         };
-        rows.push([channel.name.clone(), channel.kind.label().into(), endpoints, sizes]);
+        rows.push([index.to_string(), channel.name.clone(), channel.kind.label().into(), endpoints, sizes]);
     }
     let mut out = String::from("\nchannels\n");
     for line in table(&rows).lines() {
@@ -155,6 +156,7 @@ fn control(system: &System) -> String {
             (r.restart, "restart"),
             (r.halt, "halt"),
             (r.switch_plan, "switch-plan"),
+            (r.read_hm_log, "read-hm-log"),
         ]
         .into_iter()
         .filter_map(|(has, name)| has.then_some(name))

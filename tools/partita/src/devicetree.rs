@@ -6,7 +6,8 @@
 //! given, the generic timer, its emulated PL011 and its passthrough devices.
 
 use anyhow::{bail, Context, Result};
-use partita_core::model::{Partition, System};
+use partita_core::hypercall::ABI_VERSION;
+use partita_core::model::{ChannelKind, Partition, System};
 use vm_fdt::FdtWriter;
 
 /// Room reserved for the tree at the top of the partition's first RAM region.
@@ -78,6 +79,7 @@ fn write_tree(system: &System, partition: &Partition) -> FdtResult<Vec<u8>> {
     clock(&mut fdt)?;
     console(&mut fdt, partition)?;
     devices(&mut fdt, partition)?;
+    hypervisor(&mut fdt, system, partition)?;
     fdt.end_node(root)?;
     fdt.finish()
 }
@@ -189,6 +191,57 @@ fn devices(fdt: &mut FdtWriter, partition: &Partition) -> FdtResult<()> {
         fdt.end_node(node)?;
     }
     Ok(())
+}
+
+/// `/partita`: the hypercall ABI this partition talks to, its own index,
+/// and a node per channel it is listed on, so that a guest finds its
+/// channels by name (the index the calls take, its direction, sizes, the
+/// shared window and the doorbell interrupt) instead of hard-coding them.
+fn hypervisor(fdt: &mut FdtWriter, system: &System, partition: &Partition) -> FdtResult<()> {
+    let me = system.partitions.iter().position(|p| p.name == partition.name).unwrap_or(usize::MAX);
+    let node = fdt.begin_node("partita")?;
+    fdt.property_string("compatible", "partita,hypervisor")?;
+    fdt.property_u32("abi-version", ABI_VERSION as u32)?;
+    fdt.property_u32("partition", me as u32)?;
+    fdt.property_u32("#address-cells", 2)?;
+    fdt.property_u32("#size-cells", 2)?;
+    for (index, channel) in system.channels.iter().enumerate() {
+        let Some(endpoint) = channel.kind.endpoint(me) else { continue };
+        let (name, compatible) = match channel.kind {
+            ChannelKind::Sampling { .. } => (channel.name.clone(), "partita,sampling-port"),
+            ChannelKind::Queuing { .. } => (channel.name.clone(), "partita,queuing-port"),
+            ChannelKind::SharedMemory { ipa, .. } => (format!("{}@{ipa:x}", channel.name), "partita,shared-memory"),
+        };
+        let shared = matches!(channel.kind, ChannelKind::SharedMemory { .. });
+        let child = fdt.begin_node(&name)?;
+        fdt.property_string("compatible", compatible)?;
+        fdt.property_u32("channel", index as u32)?;
+        // Ports: which way this partition may use it; a window: whether it may write.
+        match (shared, endpoint.send, endpoint.receive) {
+            (true, true, _) => fdt.property_null("writable")?,
+            (false, true, _) => fdt.property_null("send")?,
+            (false, false, true) => fdt.property_null("receive")?,
+            _ => {}
+        }
+        match channel.kind {
+            ChannelKind::Sampling { max_message, refresh_us, .. } => {
+                fdt.property_u32("max-message", max_message)?;
+                fdt.property_u64("refresh-us", refresh_us)?;
+            }
+            ChannelKind::Queuing { max_message, depth, .. } => {
+                fdt.property_u32("max-message", max_message)?;
+                fdt.property_u32("depth", depth)?;
+            }
+            ChannelKind::SharedMemory { ipa, size, doorbell, .. } => {
+                fdt.property_array_u64("reg", &[ipa, size])?;
+                if let Some(intid) = doorbell {
+                    fdt.property_array_u32("interrupts", &interrupt_cells(intid))?;
+                }
+            }
+        }
+        fdt.end_node(child)?;
+    }
+    fdt.end_node(node)
 }
 
 /// GIC binding specifier of a physical INTID: SPIs count from 32, PPIs from 16.

@@ -2,6 +2,7 @@
 //! code paths as the command line.
 
 pub mod bench;
+pub mod bench_ipc;
 pub mod bench_readyq;
 pub mod bench_rtos;
 pub mod bench_sched;

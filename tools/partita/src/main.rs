@@ -7,7 +7,7 @@ use partita::bench_rtos::{self, Suite};
 use partita::build::{self, BuildOutput};
 use partita::config::Config;
 use partita::run::{self, Ending, RunOptions};
-use partita::{bench_readyq, bench_sched, check, guests, testcmd, trace};
+use partita::{bench_ipc, bench_readyq, bench_sched, check, guests, testcmd, trace};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -113,6 +113,21 @@ enum Bench {
               value_parser = clap::value_parser!(u32).range(0..=10))]
         icount: u32,
     },
+    /// Communication costs: a null hypercall, a queuing-port send and
+    /// receive, the round trip through an echo partition, and a doorbell;
+    /// wall-clock and under -icount. Writes bench/results/ipc-<date>.md.
+    Ipc {
+        /// QEMU boots per pass; the report shows medians over them.
+        #[arg(long, default_value_t = bench_ipc::DEFAULT_RUNS, value_parser = clap::value_parser!(u32).range(1..))]
+        runs: u32,
+        /// Operations of each kind per boot.
+        #[arg(long, default_value_t = bench_ipc::DEFAULT_COUNT, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+        count: u32,
+        /// Shift of the -icount pass (with 4, one counter tick is one instruction).
+        #[arg(long, value_name = "SHIFT", default_value_t = bench_ipc::DEFAULT_SHIFT,
+              value_parser = clap::value_parser!(u32).range(0..=10))]
+        icount: u32,
+    },
     /// The RTOS's Thread-Metric tests (0-7 and the SVC variants of 3 and 4):
     /// natively, and under Partita alone, loaded and sharing its pCPU; R_P =
     /// S_vm / S_native per test. Writes bench/results/thread-metric-<date>.md
@@ -194,6 +209,12 @@ fn execute(command: Cmd) -> Result<ExitCode> {
             let opts = bench_sched::SlotsOptions { runs, shift: icount, ..bench_sched::SlotsOptions::default() };
             print!("{}", bench_sched::slots(&opts)?.table());
             println!("report: {}/report.md, report.json", bench::report_dir(bench_sched::SLOTS_NAME).display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Bench { what: Bench::Ipc { runs, count, icount } } => {
+            let report = bench_ipc::ipc(&bench_ipc::Options { runs, count, shift: icount })?;
+            print!("{}", report.markdown());
+            println!("report: {}", bench_ipc::write(&report)?.display());
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Bench { what: Bench::ThreadMetric(args) } => rtos(Suite::ThreadMetric, args),

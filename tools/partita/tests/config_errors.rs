@@ -131,7 +131,9 @@ fn load_beside_stand_in_guest(name: &str, text: &str) -> Config {
     let root = scratch_dir(name);
     std::fs::create_dir_all(root.join("configs")).unwrap();
     std::fs::create_dir_all(root.join("target/guests")).unwrap();
-    std::fs::write(root.join("target/guests/test-guest.elf"), aarch64_elf(0x4000_0000, 0x10_0000)).unwrap();
+    for guest in ["test-guest.elf", "rtos.elf"] {
+        std::fs::write(root.join("target/guests").join(guest), aarch64_elf(0x4000_0000, 0x10_0000)).unwrap();
+    }
     let path = root.join("configs").join(format!("{name}.toml"));
     std::fs::write(&path, text).unwrap();
     config::load(&path).unwrap_or_else(|d| panic!("{name}.toml rejected:\n{}", listing(&d)))
@@ -144,6 +146,17 @@ fn modes_configuration_is_valid() {
     assert_eq!(names, ["normal", "degraded"]);
     assert!(config.system.partitions[2].rights.switch_plan, "monitor may switch plans");
     assert_eq!(config.system.partitions[3].migrate.len(), 1, "gpos's vCPU 0 migrates");
+}
+
+#[test]
+fn ipc_configuration_is_valid() {
+    let config = load_beside_stand_in_guest("ipc", include_str!("../../../configs/ipc.toml"));
+    let kinds: Vec<&str> = config.system.channels.iter().map(|c| c.kind.label()).collect();
+    assert_eq!(kinds, ["queuing", "queuing"]);
+    let (ping, pong) = (&config.system.partitions[0], &config.system.partitions[1]);
+    assert!(ping.rights.read_hm_log, "ping reads the log");
+    assert_eq!((ping.health.watchdog_us, pong.health.watchdog_us), (Some(1_000_000), Some(100_000)));
+    assert_eq!(pong.health.watchdog, Action::Log);
 }
 
 #[test]
@@ -1008,10 +1021,10 @@ fn good_channels_resolve_names_sizes_and_health() {
     let summary = partita::check::summary(&config, &profile());
     let rows: Vec<Vec<&str>> = summary.lines().map(|line| line.split_whitespace().collect()).collect();
     for row in [
-        &["status", "sampling", "rtos", "->", "monitor,", "gpos", "64", "B,", "refresh", "10000", "us"][..],
-        &["commands", "queuing", "monitor", "->", "rtos", "16", "x", "1024", "B"],
-        &["frames", "shared-memory", "rtos,", "gpos", "(read-only:", "gpos)", "64K", "0x50000000", "->", "0x45000000,"],
-        &["log", "shared-memory", "monitor,", "gpos", "4K", "0x51000000", "->", "0x7f000000"],
+        &["0", "status", "sampling", "rtos", "->", "monitor,", "gpos", "64", "B,", "refresh", "10000", "us"][..],
+        &["1", "commands", "queuing", "monitor", "->", "rtos", "16", "x", "1024", "B"],
+        &["2", "frames", "shared-memory", "rtos,", "gpos", "(read-only:", "gpos)", "64K", "0x50000000", "->", "0x45000000,"],
+        &["3", "log", "shared-memory", "monitor,", "gpos", "4K", "0x51000000", "->", "0x7f000000"],
     ] {
         assert!(rows.iter().any(|r| r.starts_with(row)), "no row {row:?} in:\n{summary}");
     }

@@ -178,3 +178,59 @@ fn dtc_reads_it_without_warnings() {
     assert!(dts.contains("compatible = \"arm,gic-v3\";"), "{dts}");
     assert!(dts.contains("stdout-path = \"/pl011@9000000\";"), "{dts}");
 }
+
+/// `/partita` lists exactly the channels the partition is on, with the
+/// index the calls take, its direction, sizes, window and doorbell.
+#[test]
+fn channels_the_partition_is_listed_on() {
+    use partita_core::model::{Channel, ChannelKind};
+    let (mut system, part) = sample();
+    system.partitions.push(partition("gpos", vec![2], vec![region(0x6000_0000, 0x20_0000)]));
+    let channel = |name: &str, kind| Channel { name: name.to_string(), kind };
+    system.channels = vec![
+        channel(
+            "status",
+            ChannelKind::Sampling { source: 0, destinations: vec![1], max_message: 64, refresh_us: 10_000 },
+        ),
+        channel("commands", ChannelKind::Queuing { source: 1, destination: 0, max_message: 32, depth: 8 }),
+        channel("private", ChannelKind::Queuing { source: 1, destination: 1, max_message: 8, depth: 1 }),
+        channel(
+            "frames",
+            ChannelKind::SharedMemory {
+                partitions: vec![0, 1],
+                ipa: 0x7000_0000,
+                pa: 0x8000_0000,
+                size: 0x1_0000,
+                read_only: vec![0],
+                doorbell: Some(48),
+            },
+        ),
+    ];
+    let blob = generate(&system, &part).unwrap();
+    let fdt = Fdt::new(&blob).unwrap();
+    let hv = node(&fdt, "/partita");
+    assert_eq!(text(hv, "compatible"), "partita,hypervisor");
+    assert_eq!(cells(prop(hv, "abi-version")), [0x1_0000]);
+    assert_eq!(cells(prop(hv, "partition")), [0]);
+    let names: Vec<&str> = hv.children().map(|c| c.name).collect();
+    assert_eq!(names, ["status", "commands", "frames@70000000"], "not `private`, which rtos is not on");
+
+    let status = node(&fdt, "/partita/status");
+    assert_eq!(text(status, "compatible"), "partita,sampling-port");
+    assert_eq!(cells(prop(status, "channel")), [0]);
+    assert!(status.property("send").is_some() && status.property("receive").is_none());
+    assert_eq!(cells(prop(status, "max-message")), [64]);
+    assert_eq!(u64s(prop(status, "refresh-us")), [10_000]);
+
+    let commands = node(&fdt, "/partita/commands");
+    assert_eq!(cells(prop(commands, "channel")), [1]);
+    assert!(commands.property("receive").is_some() && commands.property("send").is_none());
+    assert_eq!((cells(prop(commands, "max-message")), cells(prop(commands, "depth"))), (vec![32], vec![8]));
+
+    let frames = node(&fdt, "/partita/frames@70000000");
+    assert_eq!(text(frames, "compatible"), "partita,shared-memory");
+    assert_eq!(cells(prop(frames, "channel")), [3]);
+    assert_eq!(u64s(prop(frames, "reg")), [0x7000_0000, 0x1_0000]);
+    assert!(frames.property("writable").is_none(), "rtos maps it read-only");
+    assert_eq!(cells(prop(frames, "interrupts")), [0, 16, 4], "SPI 48");
+}

@@ -11,6 +11,12 @@ fn hm_log(name: &str) -> String {
     std::fs::read_to_string(repo_root().join("out").join(name).join("hm.log")).expect("hm.log")
 }
 
+/// The time of an hm.log line (`<seq> at <us> us partition ...`).
+fn hm_time_us(line: &str) -> u64 {
+    let at = line.split(" at ").nth(1).and_then(|rest| rest.split(' ').next());
+    at.and_then(|us| us.parse().ok()).unwrap_or_else(|| panic!("no time in {line:?}"))
+}
+
 /// `stage2-fault = "log"`: the write outside its memory is logged and
 /// skipped, and the partition goes on to its last tick. Another partition
 /// with the default policy is halted by the same fault, as before.
@@ -48,7 +54,9 @@ fn a_restart_policy_restarts_the_partition_each_time() {
     let boot = boot_with("qemu-hm-restart", &text, RunOptions { seconds: Some(8), ..RunOptions::default() });
     let greetings = boot.log("flaky").lines().filter(|l| l.starts_with("hello from partition flaky")).count();
     assert!(greetings >= 3, "{greetings} boots of flaky:\n{}", boot.log("flaky"));
-    assert!(boot.hypervisor.contains("partition flaky restarting (health monitor)"), "{}", boot.hypervisor);
+    // Counted: the restart before the last greeting is number greetings - 1.
+    let counted = format!("partition flaky restarting (health monitor; restart {})", greetings - 1);
+    assert!(boot.hypervisor.contains(&counted), "no {counted:?} in:\n{}", boot.hypervisor);
     let restarts = hm_log("qemu-hm-restart").lines().filter(|l| l.contains("Forbidden") && l.ends_with("action Restart")).count();
     assert!(restarts + 1 >= greetings, "{restarts} logged restarts for {greetings} boots");
     assert!(boot.log("steady").lines().filter(|l| l.starts_with("tick")).count() >= 10, "{}", boot.log("steady"));
@@ -76,4 +84,61 @@ fn reports_and_illegal_hypercalls_follow_the_policy() {
     assert!(hm.lines().any(|l| l.contains("partition chatty vcpu 0 IllegalHypercall") && l.ends_with("action Log")), "{hm}");
     assert!(hm.lines().any(|l| l.contains("partition chatty vcpu 0 Reported(9)") && l.ends_with("action Log")), "{hm}");
     assert!(hm.lines().any(|l| l.contains("partition strict vcpu 0 Reported(7)") && l.ends_with("action Restart")), "{hm}");
+}
+
+/// Budgets at run time: a partition that computes 5 ms in every 10 ms
+/// against a budget of 3 ms per 10 ms overruns in (nearly) every period,
+/// and each overrun is logged once; one with a budget of 8 ms never does.
+/// `budget-overrun = "suspend"` stops the third at its first overrun.
+#[test]
+fn budget_overruns_are_raised_once_per_period() {
+    let duty = "duty_busy_ms=5 duty_idle_ms=5 duty_cycles=30 ticks=1 period_ms=1";
+    let budget = |time: &str| format!("{{ time = \"{time}\", period = \"10ms\" }}");
+    let text = format!(
+        "{}{}{}",
+        with_field(with_field(part("greedy", "[1]", duty), "budget", &budget("3ms")), "health", "{ budget-overrun = \"log\" }"),
+        with_field(part("modest", "[2]", duty), "budget", &budget("8ms")),
+        with_field(with_field(part("stopped", "[3]", duty), "budget", &budget("3ms")), "health", "{ budget-overrun = \"suspend\" }"),
+    );
+    let boot = boot_with("qemu-hm-budget", &text, RunOptions { seconds: Some(8), ..RunOptions::default() });
+    assert!(boot.log("greedy").contains("duty: 30 cycles"), "{}", boot.log("greedy"));
+    assert!(boot.log("modest").contains("duty: 30 cycles"), "{}", boot.log("modest"));
+    assert!(!boot.log("stopped").contains("duty: 30 cycles"), "{}", boot.log("stopped"));
+    let hm = hm_log("qemu-hm-budget");
+    let overruns = |name: &str| -> Vec<u64> {
+        let tag = format!("partition {name} ");
+        hm.lines().filter(|l| l.contains(&tag) && l.contains("BudgetOverrun")).map(hm_time_us).collect()
+    };
+    let (greedy, modest) = (overruns("greedy"), overruns("modest"));
+    // Booting (the guest's set/way sweep) keeps both busy for whole periods,
+    // so both overrun then; only the greedy one overruns in its duty cycles
+    // (30 cycles of at least 10 ms; one that straddles a period boundary
+    // may split its 5 ms below the budget).
+    assert!(greedy.len() >= modest.len() + 15, "greedy {greedy:?}, modest {modest:?}:\n{hm}");
+    // Once per period: a second report needs a new period and the budget
+    // used again in it.
+    for pair in greedy.windows(2) {
+        assert!(pair[1] - pair[0] > 3_000, "two overruns {pair:?} us apart in one period:\n{hm}");
+    }
+    assert_eq!(overruns("stopped").len(), 1, "{hm}");
+    assert!(boot.hypervisor.contains("partition stopped suspended by the health monitor"), "{}", boot.hypervisor);
+}
+
+/// `reported = "reset-system"`: the report resets the whole machine, so
+/// Partita boots again (and again, each time the partition reports), and
+/// restarts by the health monitor are counted in the hypervisor's log.
+#[test]
+fn reset_system_reboots_the_machine_and_restarts_are_counted() {
+    let text = format!(
+        "{}{}",
+        with_field(part("fatal", "[1]", "hm-report=5 ticks=2 period_ms=50"), "health", "{ reported = \"reset-system\" }"),
+        with_field(part("flaky", "[2]", "hm-report=6 ticks=2 period_ms=50"), "health", "{ reported = \"restart\" }"),
+    );
+    let boot = boot_with("qemu-hm-reset", &text, RunOptions { seconds: Some(6), ..RunOptions::default() });
+    let boots = boot.hypervisor.lines().filter(|l| l.starts_with("Partita ") && l.contains(" starting on ")).count();
+    assert!(boots >= 2, "{boots} boot(s) of Partita:\n{}", boot.hypervisor);
+    assert!(boot.hypervisor.contains("partition fatal: the health monitor resets the system"), "{}", boot.hypervisor);
+    assert!(boot.hypervisor.contains("partition flaky restarting (health monitor; restart 1)"), "{}", boot.hypervisor);
+    let hm = hm_log("qemu-hm-reset");
+    assert!(hm.lines().any(|l| l.contains("Reported(5)") && l.ends_with("action ResetSystem")), "{hm}");
 }

@@ -54,6 +54,17 @@ int main(void)
 	parse("period_ms=99999999999999999999", &a);
 	CHECK(bads == 1 && a.period_ms == 3000);
 
+	parse("bench=tm1", &a);
+	CHECK(a.ipc == IPC_NONE && a.ipc_tx == 0 && a.ipc_rx == 1 && a.ipc_count == 100);
+	CHECK(a.ipc_kick == 0 && a.ipc_hold == 0 && a.ipc_report == 0);
+
+	parse("ipc=pong ipc_tx=1 ipc_rx=0 ipc_count=20 ipc_kick=5 ipc_hold=0 ipc_report=4242", &a);
+	CHECK(a.ipc == IPC_PONG && a.ipc_tx == 1 && a.ipc_rx == 0 && a.ipc_count == 20);
+	CHECK(a.ipc_kick == 5 && a.ipc_hold == 0 && a.ipc_report == 4242 && bads == 0);
+
+	parse("ipc=pang ipc_tx=64 ipc_count=0 ipc_kick=x", &a);
+	CHECK(bads == 4 && a.ipc == IPC_NONE && a.ipc_tx == 0 && a.ipc_count == 100);
+
 	CHECK(median_u64(v, 5) == 5 && v[0] == 1 && v[4] == 9);
 	CHECK(median_u64(w, 2) == 2);
 	CHECK(median_u64(w, 0) == 0);

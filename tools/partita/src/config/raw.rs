@@ -116,6 +116,7 @@ pub enum RawRight {
     Restart,
     Halt,
     SwitchPlan,
+    ReadHmLog,
 }
 
 /// `{ time = "2ms", period = "10ms" }`: both halves are required, since

@@ -191,6 +191,7 @@ fn rights(raw: &[RawRight]) -> Rights {
         restart: has(RawRight::Restart),
         halt: has(RawRight::Halt),
         switch_plan: has(RawRight::SwitchPlan),
+        read_hm_log: has(RawRight::ReadHmLog),
     }
 }
 

@@ -1,0 +1,224 @@
+/*
+ * ipc=ping|pong: two RTOS partitions talk over Partita's queuing ports
+ * through rtos_partita.h while a task kicks the watchdog. Ping sends
+ * numbered messages of every length on channel ipc_tx and checks that each
+ * comes back unchanged on ipc_rx; pong echoes them. Around the exchange
+ * each side checks the ports' edges (too small a buffer, nothing to take,
+ * a full queue, timeouts, a channel it may not send on) and, with
+ * ipc_report, ping reports an error and finds it in the health monitor's
+ * log. ipc_hold keeps a side running that many ticks after the exchange,
+ * long enough for its watchdog to matter. One line per check, a summary,
+ * then power off:
+ *
+ *   ipc <role>: <check> ok|FAIL
+ *   ipc <role>: <n> passed, <m> failed
+ */
+#include "rtos_partita.h"
+#include "bench.h"
+
+#define MAX_MSG		4096
+#define WATCHDOG_PRIO	20
+#define WATCHDOG_STACK	4096
+/* Long enough for any peer to answer; short enough to fail instead of hang. */
+#define PEER_WAIT_S	10
+#define SHORT_WAIT	2
+#define HM_PAGE		8
+
+static const char *role;
+static unsigned passed, failed;
+/* One byte over the largest message, for the too-long check. */
+static uint8_t out_msg[MAX_MSG + 8] __attribute__((aligned(8)));
+static uint8_t in_msg[MAX_MSG + 8] __attribute__((aligned(8)));
+static struct rtos_watchdog wd;
+static uint64_t wd_stack[WATCHDOG_STACK / 8] __attribute__((aligned(16)));
+static struct partita_hm_record hm[HM_PAGE];
+
+static bool check(const char *name, bool ok)
+{
+	rtos_printf("ipc %s: %s %s\n", role, name, ok ? "ok" : "FAIL");
+	if (ok)
+		passed++;
+	else
+		failed++;
+	return ok;
+}
+
+/* A check on a status, which is printed when it is not the one expected. */
+static bool expect(const char *name, long got, long want)
+{
+	if (got != want)
+		rtos_printf("ipc %s: %s: %s, expected %s\n", role, name, rtos_partita_status_name(got),
+			    rtos_partita_status_name(want));
+	return check(name, got == want);
+}
+
+__attribute__((noreturn)) static void finish(void)
+{
+	rtos_printf("ipc %s: %u passed, %u failed\n", role, passed, failed);
+	rtos_power_off();
+}
+
+static bool queuing_port(const char *name, uint32_t channel, struct rtos_port_info *info)
+{
+	long s = rtos_port_info(channel, info);
+
+	if (s == PARTITA_OK)
+		rtos_printf("ipc %s: channel %u kind %u max %u depth %u\n", role, channel, info->kind,
+			    info->max_message, info->depth);
+	return expect(name, s, PARTITA_OK) &&
+	       check("queuing", info->kind == PARTITA_CHANNEL_QUEUING &&
+			info->max_message > 0 && info->max_message <= MAX_MSG);
+}
+
+/* Lengths cycle down through max..1, so every size crosses the port. */
+static uint32_t msg_len(uint32_t i, uint32_t max)
+{
+	return max - i % max;
+}
+
+static uint8_t msg_byte(uint32_t i, uint32_t j)
+{
+	return (uint8_t)(i * 13 + j * 7 + 1);
+}
+
+static void fill(uint32_t i, uint32_t len)
+{
+	uint32_t j;
+
+	for (j = 0; j < len; j++)
+		out_msg[j] = msg_byte(i, j);
+}
+
+static bool intact(uint32_t i, uint32_t len)
+{
+	uint32_t j;
+
+	for (j = 0; j < len; j++)
+		if (in_msg[j] != msg_byte(i, j))
+			return false;
+	return true;
+}
+
+/* The log holds every partition's events: ours is the report with our index and code. */
+static bool find_report(uint32_t code)
+{
+	struct partita_result self = partita_call(PARTITA_PARTITION_SELF, 0, 0, 0);
+	struct rtos_hm_page page;
+	uint64_t from = 0;
+	uint32_t i;
+
+	for (;;) {
+		if (rtos_hm_read(hm, HM_PAGE, from, &page) != PARTITA_OK || page.count == 0)
+			return false;
+		for (i = 0; i < page.count && i < HM_PAGE; i++) {
+			if (hm[i].event != PARTITA_HM_EV_REPORTED || hm[i].code != code ||
+			    hm[i].partition != self.value)
+				continue;
+			rtos_printf("ipc %s: hm seq %lu partition %u vcpu %u %s action %s code %u lost %lu\n",
+				    role, hm[i].seq, hm[i].partition, hm[i].vcpu,
+				    rtos_hm_event_name(hm[i].event), rtos_hm_action_name(hm[i].action),
+				    hm[i].code, page.lost);
+			return true;
+		}
+		from = page.next;
+	}
+}
+
+static void ping(const struct bench_args *a, uint32_t wait)
+{
+	struct rtos_port_info tx, rx;
+	uint32_t i, len = 0, sent;
+	uint64_t start;
+	bool ok = true;
+	long s;
+
+	if (!queuing_port("info tx", a->ipc_tx, &tx) || !queuing_port("info rx", a->ipc_rx, &rx))
+		finish();
+
+	/* The first echo, taken into one byte: it must stay queued for the real read. */
+	fill(0, msg_len(0, tx.max_message));
+	s = rtos_port_send(a->ipc_tx, out_msg, msg_len(0, tx.max_message), wait);
+	if (s == PARTITA_OK && msg_len(0, tx.max_message) > 1)
+		check("small buffer", rtos_port_receive(a->ipc_rx, in_msg, 1, &len, wait) ==
+			PARTITA_ESMALL && len == msg_len(0, tx.max_message));
+
+	start = rtos_ticks();
+	for (i = 0; ok && i < a->ipc_count; i++) {
+		uint32_t want = msg_len(i, tx.max_message);
+
+		if (i > 0) {
+			fill(i, want);
+			s = rtos_port_send(a->ipc_tx, out_msg, want, wait);
+		}
+		if (s == PARTITA_OK)
+			s = rtos_port_receive(a->ipc_rx, in_msg, rx.max_message, &len, wait);
+		ok = s == PARTITA_OK && len == want && intact(i, want);
+		if (!ok)
+			rtos_printf("ipc ping: message %u: %s, %u bytes of %u\n", i,
+				    rtos_partita_status_name(s), len, want);
+	}
+	rtos_printf("ipc ping: %u round trips in %lu ticks\n", i, rtos_ticks() - start);
+	check("round trips", ok);
+	rtos_sleep(a->ipc_hold);
+
+	expect("nothing to take", rtos_port_receive(a->ipc_rx, in_msg, rx.max_message, &len,
+						     RTOS_NO_WAIT), PARTITA_EEMPTY);
+	expect("receive timeout", rtos_port_receive(a->ipc_rx, in_msg, rx.max_message, &len,
+						     SHORT_WAIT), PARTITA_ETIMEOUT);
+	expect("too long", rtos_port_send(a->ipc_tx, out_msg, tx.max_message + 1, wait),
+	       PARTITA_ETOOLONG);
+	/* Pong takes no more than its count, so the queue now fills for good. */
+	for (sent = 0; sent <= tx.depth; sent++) {
+		s = rtos_port_send(a->ipc_tx, out_msg, 1, RTOS_NO_WAIT);
+		if (s != PARTITA_OK)
+			break;
+	}
+	rtos_printf("ipc ping: queue full after %u\n", sent);
+	check("full queue", s == PARTITA_EFULL && sent == tx.depth);
+	expect("send timeout", rtos_port_send(a->ipc_tx, out_msg, 1, SHORT_WAIT), PARTITA_ETIMEOUT);
+
+	if (a->ipc_report) {
+		expect("hm report", rtos_hm_report(a->ipc_report), PARTITA_OK);
+		check("hm read", find_report(a->ipc_report));
+	}
+}
+
+static void pong(const struct bench_args *a, uint32_t wait)
+{
+	struct rtos_port_info tx, rx;
+	uint32_t echoed = 0, len = 0;
+	long s = PARTITA_OK;
+
+	if (!queuing_port("info rx", a->ipc_rx, &rx) || !queuing_port("info tx", a->ipc_tx, &tx))
+		finish();
+	/* Pong is the destination of its rx channel, not the source. */
+	expect("denied", rtos_port_send(a->ipc_rx, out_msg, 1, RTOS_NO_WAIT), PARTITA_EDENIED);
+
+	while (s == PARTITA_OK && echoed < a->ipc_count) {
+		s = rtos_port_receive(a->ipc_rx, in_msg, rx.max_message, &len, wait);
+		if (s == PARTITA_OK)
+			s = rtos_port_send(a->ipc_tx, in_msg, len, wait);
+		if (s == PARTITA_OK)
+			echoed++;
+	}
+	rtos_printf("ipc pong: %u echoed\n", echoed);
+	expect("echoes", s, PARTITA_OK);
+	rtos_sleep(a->ipc_hold);
+}
+
+void ipc_run(const struct bench_args *a)
+{
+	uint32_t hz = a->tick_hz ? a->tick_hz : RTOS_TICK_HZ_DEFAULT;
+
+	role = a->ipc == IPC_PING ? "ping" : "pong";
+	if (a->ipc_kick)
+		expect("watchdog task", rtos_watchdog_start(&wd, a->ipc_kick, WATCHDOG_PRIO, wd_stack,
+							    sizeof(wd_stack)), PARTITA_OK);
+	if (a->ipc == IPC_PING)
+		ping(a, PEER_WAIT_S * hz);
+	else
+		pong(a, PEER_WAIT_S * hz);
+	if (a->ipc_kick)
+		expect("watchdog kicks", wd.status, PARTITA_OK);
+	finish();
+}

@@ -1,0 +1,166 @@
+/*
+ * rtos_partita.h: Partita's channels and health monitor for RTOS tasks,
+ * a thin layer over the hypercalls of partita.h.
+ *
+ * One rule shapes it: no hypercall here ever blocks. A blocking hypercall
+ * stops the vCPU, and with it every task of the RTOS, the more urgent ones
+ * included. So a task that waits for room or for a message waits in the
+ * RTOS instead: the library asks the hypervisor with PARTITA_POLL and,
+ * while the port is full or empty, sleeps the calling task one tick before
+ * asking again. A message is therefore noticed up to one tick after it
+ * arrives; a doorbell is the way to hear of something at once.
+ *
+ * Status: every call returns a PARTITA_* status of partita.h (0 is
+ * PARTITA_OK). The hypervisor's pass through unchanged; the library adds
+ *   PARTITA_ETIMEOUT  a non-zero timeout ran out (with RTOS_NO_WAIT the
+ *                     port's own PARTITA_EFULL or PARTITA_EEMPTY instead,
+ *                     as the RTOS's queues answer RTOS_EFULL/RTOS_EEMPTY);
+ *   PARTITA_ESTATE    asked to wait where no task can sleep: in an ISR,
+ *                     before rtos_start() or in the idle task;
+ *   PARTITA_EINVAL    a NULL pointer, a doorbell INTID that is no SPI, or
+ *                     an argument the RTOS refused.
+ * rtos_partita_status_name() spells any of them.
+ *
+ * Timeouts are in ticks, as everywhere in the RTOS: RTOS_NO_WAIT asks once,
+ * RTOS_WAIT_FOREVER never gives up. Channels are numbered by the order of
+ * [[channel]] in the configuration. Under Partita only: natively there is
+ * no hypervisor to answer `hvc`.
+ */
+#ifndef RTOS_PARTITA_H
+#define RTOS_PARTITA_H
+
+#include "rtos.h"
+#include "partita.h"
+
+/* ---- Queuing ports ---- */
+
+/*
+ * Appends len bytes at msg to queuing channel `channel`, waiting up to
+ * `timeout` ticks while the queue is full. PARTITA_ETOOLONG if len exceeds
+ * the channel's max_message; PARTITA_EDENIED unless the caller is its
+ * source.
+ */
+long rtos_port_send(uint32_t channel, const void *msg, uint32_t len, uint32_t timeout);
+
+/*
+ * Takes the oldest message of channel `channel` into buf (size bytes),
+ * waiting up to `timeout` ticks while the queue is empty; *len is its
+ * length. If buf is too small the message stays queued, the call returns
+ * PARTITA_ESMALL at once and *len is the size needed. On a sampling
+ * channel it reads the current message, waiting only for the first write.
+ */
+long rtos_port_receive(uint32_t channel, void *buf, uint32_t size, uint32_t *len,
+		       uint32_t timeout);
+
+/* ---- Sampling ports ---- */
+
+struct rtos_sample {
+	uint32_t len;		/* bytes copied (PARTITA_ESMALL: bytes needed) */
+	uint64_t age_us;	/* since it was written */
+	bool valid;		/* age_us within the channel's refresh */
+};
+
+/* Replaces the message of sampling channel `channel`; never waits. */
+long rtos_sample_write(uint32_t channel, const void *msg, uint32_t len);
+
+/*
+ * Copies the newest message of sampling channel `channel` into buf (size
+ * bytes) and says how old it is; never waits. A read does not consume:
+ * the same message can be read again until the next write. PARTITA_EEMPTY
+ * if nothing was ever written.
+ */
+long rtos_sample_read(uint32_t channel, void *buf, uint32_t size, struct rtos_sample *sample);
+
+/* ---- Any channel ---- */
+
+struct rtos_port_info {
+	uint32_t kind;			/* PARTITA_CHANNEL_* */
+	uint32_t max_message;		/* sampling, queuing: bytes */
+	uint32_t depth;			/* queuing: messages */
+	uint64_t refresh_us;		/* sampling */
+	uint64_t window, window_size;	/* shared memory: guest-physical base, bytes */
+};
+
+/* What channel `channel` is; the fields its kind lacks are 0. */
+long rtos_port_info(uint32_t channel, struct rtos_port_info *info);
+
+/* ---- Doorbells (shared-memory channels) ---- */
+
+/*
+ * Raises the doorbell of shared-memory channel `channel` at vCPU 0 of every
+ * other partition the channel lists; a partition that has not enabled it
+ * yet gets it once it does.
+ */
+long rtos_doorbell_ring(uint32_t channel);
+
+/*
+ * Enables doorbell `intid` (the channel's doorbell_intid, an SPI 32-1019)
+ * in this partition's distributor through rtos_irq_attach(), so isr runs
+ * in IRQ context at each ring. NULL isr disables it. Like every SPI the
+ * RTOS attaches, it starts with its pending state cleared: a ring that
+ * came before is dropped, so look at the shared memory once after
+ * attaching.
+ */
+long rtos_doorbell_attach(uint32_t intid, uint8_t priority, rtos_isr isr, void *arg);
+
+/*
+ * rtos_doorbell_attach() with a handler that gives sem at each ring, so a
+ * task waits for the doorbell with rtos_sem_take(sem, timeout). Rings that
+ * come while nobody waits are counted, not merged.
+ */
+long rtos_doorbell_attach_sem(uint32_t intid, uint8_t priority, rtos_sem_t *sem);
+
+/* ---- Health monitor ---- */
+
+/*
+ * Reports an error of the partition's own: the health monitor applies the
+ * partition's `reported` action, which may stop or restart it.
+ */
+long rtos_hm_report(uint32_t code);
+
+/*
+ * Moves the partition's watchdog deadline to one period from now;
+ * *deadline (if not NULL) gets it, a counter value (rtos_counter()).
+ * PARTITA_ESTATE if the configuration gives the partition no watchdog.
+ */
+long rtos_watchdog_kick(uint64_t *deadline);
+
+struct rtos_watchdog {
+	rtos_task_t task;
+	uint32_t every;		/* ticks between kicks */
+	volatile long status;	/* of the latest kick */
+};
+
+/*
+ * Creates a task at `priority` that kicks the watchdog at once and then
+ * every `every` ticks, for good; wd and stack must outlive it. The task
+ * proves only that the RTOS still schedules it: at a low priority, a more
+ * urgent task that keeps the CPU lets the watchdog expire, as it should.
+ * Pick `every` so that it plus the longest such delay stays under the
+ * partition's `watchdog` period.
+ */
+long rtos_watchdog_start(struct rtos_watchdog *wd, uint32_t every, uint32_t priority,
+			 void *stack, size_t stack_size);
+
+struct rtos_hm_page {
+	uint32_t count;		/* records copied */
+	uint64_t next;		/* `from` of the next read */
+	uint64_t lost;		/* records the log overwrote before they were read */
+};
+
+/*
+ * Copies up to max health-monitor records, oldest first, from sequence
+ * number `from` on (0 for the oldest held) into records. Records are the
+ * hypervisor's own, read in place. Needs the right "read-hm-log".
+ */
+long rtos_hm_read(struct partita_hm_record *records, uint32_t max, uint64_t from,
+		  struct rtos_hm_page *page);
+
+/* "stage2-fault", "watchdog", ... as the configuration spells them; "?" if unknown. */
+const char *rtos_hm_event_name(unsigned int event);
+/* "log", "restart", ... as the configuration spells them; "?" if unknown. */
+const char *rtos_hm_action_name(unsigned int action);
+/* "OK", "EFULL", ...: a PARTITA_* status without its prefix; "?" if unknown. */
+const char *rtos_partita_status_name(long status);
+
+#endif

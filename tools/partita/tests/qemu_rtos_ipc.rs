@@ -1,0 +1,100 @@
+//! Two partitions of the guest RTOS talk over queuing ports through its
+//! Partita library (`guests/rtos/include/rtos_partita.h`, `bench=` replaced
+//! by `ipc=ping|pong`): every message comes back intact, the ports' edges
+//! answer as the ABI says, a task that kicks the watchdog keeps its
+//! partition alive while the partition that never kicks is reported, and a
+//! partition with `read-hm-log` finds its own report in the log.
+
+mod common;
+
+use common::*;
+use partita::build::repo_root;
+use partita::guests;
+
+const ROUND_TRIPS: u32 = 100;
+const REPORT_CODE: u32 = 4242;
+
+fn rtos_part(name: &str, cpu: u32, bootargs: &str, extra: &str) -> String {
+    let image = guests::output_dir(&repo_root()).join("rtos.elf");
+    format!(
+        "[[partition]]\nname = \"{name}\"\ncpus = [{cpu}]\nbootargs = \"{bootargs}\"\n{extra}\
+         [[partition.memory]]\nbase = 0x40000000\nsize = \"16M\"\n\
+         [[partition.image]]\npath = \"{}\"\n\n",
+        image.display()
+    )
+}
+
+fn queue(name: &str, source: &str, destination: &str) -> String {
+    format!(
+        "[[channel]]\nname = \"{name}\"\nkind = \"queuing\"\nsource = \"{source}\"\n\
+         destination = \"{destination}\"\nmax_message = 64\ndepth = 4\n\n"
+    )
+}
+
+/// The line `ipc <role>: <n> passed, <m> failed` -> (n, m).
+fn summary(log: &str, role: &str) -> (u32, u32) {
+    let prefix = format!("ipc {role}: ");
+    let line = log
+        .lines()
+        .find(|l| l.starts_with(&prefix) && l.contains(" passed, "))
+        .unwrap_or_else(|| panic!("no {role} summary in\n{log}"));
+    let words: Vec<&str> = line[prefix.len()..].split_whitespace().collect();
+    (words[0].parse().unwrap(), words[2].parse().unwrap())
+}
+
+#[test]
+fn rtos_partitions_exchange_messages_and_kick_their_watchdog() {
+    // 100 Hz ticks: ping kicks every 50 ms against a 1 s watchdog (QEMU's
+    // vCPUs may stall on a loaded host while the counter runs on) and stays
+    // up 3 s after the exchange, so kicks that did not count would halt it
+    // (the default action). Pong never kicks and only logs.
+    let ping_args =
+        format!("ipc=ping ipc_tx=0 ipc_rx=1 ipc_count={ROUND_TRIPS} ipc_kick=5 ipc_hold=300 ipc_report={REPORT_CODE}");
+    let pong_args = format!("ipc=pong ipc_tx=1 ipc_rx=0 ipc_count={ROUND_TRIPS} ipc_hold=30");
+    let text = format!(
+        "{}{}{}{}",
+        rtos_part("ping", 1, &ping_args, "watchdog = \"1s\"\nrights = [\"read-hm-log\"]\n"),
+        rtos_part("pong", 2, &pong_args, "watchdog = \"100ms\"\nhealth = { watchdog = \"log\" }\n"),
+        queue("requests", "ping", "pong"),
+        queue("replies", "pong", "ping"),
+    );
+    let boot = boot_toml("qemu-rtos-ipc", &text, HANG_LIMIT);
+    assert_powered_off(&boot);
+
+    let ping = boot.log("ping");
+    let (passed, failed) = summary(ping, "ping");
+    assert_eq!(failed, 0, "{ping}");
+    assert!(passed >= 15, "only {passed} checks ran:\n{ping}");
+    let round_trips = format!("ipc ping: {ROUND_TRIPS} round trips in ");
+    for expected in [
+        round_trips.as_str(),
+        "ipc ping: channel 0 kind 1 max 64 depth 4",
+        "ipc ping: small buffer ok",
+        "ipc ping: round trips ok",
+        "ipc ping: full queue ok",
+        "ipc ping: watchdog kicks ok",
+        "ipc ping: hm read ok",
+    ] {
+        assert!(ping.lines().any(|l| l.starts_with(expected)), "missing {expected:?}:\n{ping}");
+    }
+    let own_report = format!("reported action log code {REPORT_CODE}");
+    assert!(ping.lines().any(|l| l.starts_with("ipc ping: hm seq ") && l.contains(&own_report)), "{ping}");
+
+    let pong = boot.log("pong");
+    assert_eq!(summary(pong, "pong").1, 0, "{pong}");
+    let echoed = format!("ipc pong: {ROUND_TRIPS} echoed");
+    assert!(pong.lines().any(|l| l == echoed), "{pong}");
+    assert!(pong.lines().any(|l| l == "ipc pong: denied ok"), "{pong}");
+
+    let hm = std::fs::read_to_string(repo_root().join("out").join("qemu-rtos-ipc").join("hm.log")).expect("hm.log");
+    let has = |partition: &str, event: &str, action: &str| {
+        hm.lines().any(|l| l.contains(&format!("partition {partition} vcpu 0 {event}")) && l.ends_with(action))
+    };
+    assert!(
+        !hm.lines().any(|l| l.contains("partition ping") && l.contains("Watchdog")),
+        "ping's watchdog expired:\n{hm}"
+    );
+    assert!(has("pong", "Watchdog", "action Log"), "pong never kicked, yet no watchdog event:\n{hm}");
+    assert!(has("pong", "IllegalHypercall", "action Log"), "pong's send on a channel it reads:\n{hm}");
+    assert!(has("ping", &format!("Reported({REPORT_CODE})"), "action Log"), "{hm}");
+}
