@@ -35,9 +35,16 @@ pub fn init(entries: u32) {
 /// Reports `event` of `vcpu` (with a fault address, syndrome or function
 /// ID as `detail`) and returns what its partition's policy says to do.
 pub fn raise(part: &Partition, vcpu: &Vcpu, event: Event, detail: u64) -> Action {
+    raise_at(part, vcpu, event, detail, partita_arch::timer::counter())
+}
+
+/// [`raise`] for an event detected at counter value `time`: the log then
+/// says when it happened, not when it was written down (a host that stalls
+/// the pCPU in between would otherwise move the report).
+pub fn raise_at(part: &Partition, vcpu: &Vcpu, event: Event, detail: u64, time: u64) -> Action {
     let action = part.hm.lock().decide(event);
     let report = Report {
-        time: partita_arch::timer::counter(),
+        time,
         partition: u8::try_from(vcpu.partition).unwrap_or(u8::MAX),
         vcpu: u8::try_from(vcpu.index).unwrap_or(u8::MAX),
         event,

@@ -248,11 +248,12 @@ fn save(vcpu: &Vcpu, regs: &Regs) {
 }
 
 /// Once per period, when the running `vcpu` has used more than its
-/// budget: what it used so far in this period, in microseconds.
-pub fn overran(vcpu: &Vcpu) -> Option<u64> {
+/// budget: when that was seen (counter) and what it used so far in this
+/// period, in microseconds.
+pub fn overran(vcpu: &Vcpu) -> Option<(u64, u64)> {
     let now = timer::counter();
     let mut meter = vcpu.budget.as_ref()?.lock();
-    meter.overrun(now).then(|| ticks_to_us(meter.used(now), timer::frequency()))
+    meter.overrun(now).then(|| (now, ticks_to_us(meter.used(now), timer::frequency())))
 }
 
 /// Every queued vCPU sits at its own priority (priorities never change at

@@ -56,8 +56,8 @@ pub fn handle(regs: &mut Regs, kind: u64) {
             // Served from the scheduler loop, where no vCPU is loaded.
             switch_away(vcpu, regs, OutReason::Preempted);
         }
-        if let Some(used_us) = scheduler::overran(vcpu) {
-            budget_overrun(part, vcpu, regs, used_us);
+        if let Some((seen, used_us)) = scheduler::overran(vcpu) {
+            budget_overrun(part, vcpu, regs, seen, used_us);
         }
     }
     if kind == kind::IRQ && !me.cyclic && !me.exclusive {
@@ -358,8 +358,8 @@ fn apply(part: &Partition, vcpu: &Vcpu, regs: &mut Regs, action: HmAction, fault
 
 /// The running vCPU used more than its budget this period: the partition's
 /// `budget-overrun` action (logged by default) decides what follows.
-fn budget_overrun(part: &Partition, vcpu: &Vcpu, regs: &mut Regs, used_us: u64) {
-    let action = crate::health::raise(part, vcpu, Event::BudgetOverrun, used_us);
+fn budget_overrun(part: &Partition, vcpu: &Vcpu, regs: &mut Regs, seen: u64, used_us: u64) {
+    let action = crate::health::raise_at(part, vcpu, Event::BudgetOverrun, used_us, seen);
     if !matches!(action, HmAction::Ignore | HmAction::Log) {
         let fault = Fault { what: "budget overrun", class: 0, address: None };
         apply(part, vcpu, regs, action, &fault);

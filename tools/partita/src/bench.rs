@@ -265,7 +265,8 @@ fn native_command(samples: u32, icount: Option<u32>) -> Command {
     let guest = guests::output_dir(&build::repo_root()).join("test-guest.bin");
     let mut qemu = Command::new("qemu-system-aarch64");
     qemu.args(["-machine", "virt,gic-version=3", "-cpu", "cortex-a72", "-smp", "1", "-m", "256M"])
-        .args(["-display", "none", "-monitor", "none", "-serial", "stdio", "-kernel"])
+        .args(crate::run::HEADLESS)
+        .arg("-kernel")
         .arg(guest)
         .args(["-append", &bootargs(samples)]);
     if let Some(shift) = icount {

@@ -470,7 +470,8 @@ pub fn native_command(bootargs: &str, icount: Option<u32>) -> Command {
     let guest = guests::output_dir(&build::repo_root()).join("rtos.bin");
     let mut qemu = Command::new("qemu-system-aarch64");
     qemu.args(["-machine", "virt,gic-version=3,virtualization=on", "-cpu", "cortex-a72", "-smp", "2", "-m", "256M"])
-        .args(["-display", "none", "-monitor", "none", "-serial", "stdio", "-kernel"])
+        .args(crate::run::HEADLESS)
+        .arg("-kernel")
         .arg(guest)
         .args(["-append", bootargs]);
     if let Some(shift) = icount {

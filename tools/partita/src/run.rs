@@ -148,6 +148,11 @@ pub fn run(build: &BuildOutput, system: &System, opts: &RunOptions) -> Result<Ru
     Ok(report)
 }
 
+/// Flags every QEMU here shares: no display or monitor, the first UART on
+/// stdio, and no network card (whose default boot ROM a minimal QEMU
+/// install does not ship, and which no partition uses).
+pub const HEADLESS: [&str; 8] = ["-display", "none", "-monitor", "none", "-serial", "stdio", "-nic", "none"];
+
 /// The QEMU invocation for `virt` with EL2, GICv3 and the image as a Linux
 /// Image, with its QMP socket at [`qmp_socket`].
 pub fn qemu_command(build: &BuildOutput, system: &System, opts: &RunOptions) -> Command {
@@ -156,7 +161,7 @@ pub fn qemu_command(build: &BuildOutput, system: &System, opts: &RunOptions) -> 
     qemu.args(["-machine", "virt,virtualization=on,gic-version=3", "-cpu", "cortex-a72"])
         .args(["-smp", &platform.cpus.to_string()])
         .args(["-m", &format!("{}M", platform.ram.size.div_ceil(MIB))])
-        .args(["-display", "none", "-monitor", "none", "-serial", "stdio"])
+        .args(HEADLESS)
         .arg("-kernel")
         .arg(&build.image)
         .arg("-qmp")

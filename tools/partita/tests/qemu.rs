@@ -307,7 +307,8 @@ fn native(bootargs: &str, cpus: u32) -> String {
     hypervisor_elf();
     let output = std::process::Command::new("timeout")
         .args(["60", "qemu-system-aarch64", "-machine", "virt,gic-version=3", "-cpu", "cortex-a72"])
-        .args(["-smp", &cpus.to_string(), "-m", "256M", "-display", "none", "-monitor", "none", "-serial", "stdio"])
+        .args(["-smp", &cpus.to_string(), "-m", "256M"])
+        .args(partita::run::HEADLESS)
         .args(["-kernel", &guest("bin"), "-append", bootargs])
         .stdin(std::process::Stdio::null())
         .output()
