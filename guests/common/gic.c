@@ -269,7 +269,8 @@ u8 gic_dist_priority(u32 intid)
 
 /*
  * Changing the group or trigger of an enabled interrupt is UNPREDICTABLE, so
- * it is disabled first; a stale pending state from before us is dropped.
+ * it is disabled first. A pending state from before is kept: for a doorbell
+ * it is a ring that came before the handler, which must not be lost.
  */
 void gic_spi_own(u32 intid, u8 prio, u64 aff)
 {
@@ -296,6 +297,5 @@ void gic_spi_own(u32 intid, u8 prio, u64 aff)
 		mmio_write32(cfg, v & ~edge_bit);
 	/* IRM 0: deliver to exactly the PE this affinity names. */
 	mmio_write64(gicd + GICD_IROUTER + 8 * (u64)intid, aff & 0xff00ffffffULL);
-	gic_dist_set_bit(GICD_ICPENDR, intid);
 	gic_dist_set_bit(GICD_ISENABLER, intid);
 }

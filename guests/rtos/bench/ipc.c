@@ -6,7 +6,11 @@
  * each side checks the ports' edges (too small a buffer, nothing to take,
  * a full queue, timeouts, a channel it may not send on) and, with
  * ipc_report, ping reports an error and finds it in the health monitor's
- * log. ipc_hold keeps a side running that many ticks after the exchange,
+ * log. With ipc_bell and ipc_bell_intid, ping rings the doorbell of a
+ * shared-memory channel before the exchange, long before pong attaches to
+ * it, and pong must still hear that ring once it does; pong then rings
+ * back. Each ring follows a word written into the window, which the other
+ * side reads. ipc_hold keeps a side running that many ticks after the exchange,
  * long enough for its watchdog to matter. One line per check, a summary,
  * then power off:
  *
@@ -23,6 +27,10 @@
 #define PEER_WAIT_S	10
 #define SHORT_WAIT	2
 #define HM_PAGE		8
+#define BELL_PRIO	0x40
+/* The words each side leaves in the window before it rings. */
+#define PING_WORD	0x70696e6770696e67ull
+#define PONG_WORD	0x706f6e67706f6e67ull
 
 static const char *role;
 static unsigned passed, failed;
@@ -32,6 +40,9 @@ static uint8_t in_msg[MAX_MSG + 8] __attribute__((aligned(8)));
 static struct rtos_watchdog wd;
 static uint64_t wd_stack[WATCHDOG_STACK / 8] __attribute__((aligned(16)));
 static struct partita_hm_record hm[HM_PAGE];
+static rtos_sem_t bell;
+/* The shared-memory window (the MMU is off, so guest-physical). */
+static volatile uint64_t *window;
 
 static bool check(const char *name, bool ok)
 {
@@ -99,6 +110,36 @@ static bool intact(uint32_t i, uint32_t len)
 	return true;
 }
 
+/* The doorbell's channel is a writable shared-memory window; it is attached here. */
+static bool bell_attach(const struct bench_args *a)
+{
+	struct rtos_port_info info;
+
+	if (!expect("bell info", rtos_port_info(a->ipc_bell, &info), PARTITA_OK) ||
+	    !check("bell window", info.kind == PARTITA_CHANNEL_SHARED_MEMORY && info.window_size >= 16))
+		return false;
+	window = (volatile uint64_t *)(uintptr_t)info.window;
+	return expect("bell attach", rtos_doorbell_attach_sem(a->ipc_bell_intid, BELL_PRIO, &bell),
+		      PARTITA_OK);
+}
+
+/* Leaves `word` in slot `slot` of the window and rings the others. */
+static void bell_ring(const struct bench_args *a, uint32_t slot, uint64_t word)
+{
+	window[slot] = word;
+	expect("bell ring", rtos_doorbell_ring(a->ipc_bell), PARTITA_OK);
+}
+
+/* Waits for a ring, then for `word` in slot `slot`. */
+static void bell_wait(const char *name, uint32_t slot, uint64_t word, uint32_t wait)
+{
+	rtos_status s = rtos_sem_take(&bell, wait);
+
+	if (s != RTOS_OK)
+		rtos_printf("ipc %s: %s: no ring (%d)\n", role, name, (int)s);
+	check(name, s == RTOS_OK && window[slot] == word);
+}
+
 /* The log holds every partition's events: ours is the report with our index and code. */
 static bool find_report(uint32_t code)
 {
@@ -134,6 +175,9 @@ static void ping(const struct bench_args *a, uint32_t wait)
 
 	if (!queuing_port("info tx", a->ipc_tx, &tx) || !queuing_port("info rx", a->ipc_rx, &rx))
 		finish();
+	/* Pong attaches only after the whole exchange: this ring must wait for it. */
+	if (a->ipc_bell_intid && bell_attach(a))
+		bell_ring(a, 0, PING_WORD);
 
 	/* The first echo, taken into one byte: it must stay queued for the real read. */
 	fill(0, msg_len(0, tx.max_message));
@@ -159,6 +203,8 @@ static void ping(const struct bench_args *a, uint32_t wait)
 	}
 	rtos_printf("ipc ping: %u round trips in %lu ticks\n", i, rtos_ticks() - start);
 	check("round trips", ok);
+	if (a->ipc_bell_intid && window)
+		bell_wait("doorbell from pong", 1, PONG_WORD, wait);
 	rtos_sleep(a->ipc_hold);
 
 	expect("nothing to take", rtos_port_receive(a->ipc_rx, in_msg, rx.max_message, &len,
@@ -203,6 +249,10 @@ static void pong(const struct bench_args *a, uint32_t wait)
 	}
 	rtos_printf("ipc pong: %u echoed\n", echoed);
 	expect("echoes", s, PARTITA_OK);
+	if (a->ipc_bell_intid && bell_attach(a)) {
+		bell_wait("doorbell rung before attach", 0, PING_WORD, SHORT_WAIT);
+		bell_ring(a, 1, PONG_WORD);
+	}
 	rtos_sleep(a->ipc_hold);
 }
 
@@ -211,6 +261,7 @@ void ipc_run(const struct bench_args *a)
 	uint32_t hz = a->tick_hz ? a->tick_hz : RTOS_TICK_HZ_DEFAULT;
 
 	role = a->ipc == IPC_PING ? "ping" : "pong";
+	rtos_sem_init(&bell, 0);
 	if (a->ipc_kick)
 		expect("watchdog task", rtos_watchdog_start(&wd, a->ipc_kick, WATCHDOG_PRIO, wd_stack,
 							    sizeof(wd_stack)), PARTITA_OK);

@@ -96,10 +96,9 @@ long rtos_doorbell_ring(uint32_t channel);
 /*
  * Enables doorbell `intid` (the channel's doorbell_intid, an SPI 32-1019)
  * in this partition's distributor through rtos_irq_attach(), so isr runs
- * in IRQ context at each ring. NULL isr disables it. Like every SPI the
- * RTOS attaches, it starts with its pending state cleared: a ring that
- * came before is dropped, so look at the shared memory once after
- * attaching.
+ * in IRQ context at each ring. NULL isr disables it. A ring that came
+ * before (Partita latches it while the doorbell is disabled) runs isr as
+ * soon as it is attached.
  */
 long rtos_doorbell_attach(uint32_t intid, uint8_t priority, rtos_isr isr, void *arg);
 

@@ -3,7 +3,9 @@
 //! by `ipc=ping|pong`): every message comes back intact, the ports' edges
 //! answer as the ABI says, a task that kicks the watchdog keeps its
 //! partition alive while the partition that never kicks is reported, and a
-//! partition with `read-hm-log` finds its own report in the log.
+//! partition with `read-hm-log` finds its own report in the log. A
+//! doorbell rung long before its peer attaches to it still reaches it, and
+//! the words left in the shared window before each ring are read back.
 
 mod common;
 
@@ -13,6 +15,7 @@ use partita::guests;
 
 const ROUND_TRIPS: u32 = 100;
 const REPORT_CODE: u32 = 4242;
+const BELL_INTID: u32 = 48;
 
 fn rtos_part(name: &str, cpu: u32, bootargs: &str, extra: &str) -> String {
     let image = guests::output_dir(&repo_root()).join("rtos.elf");
@@ -28,6 +31,13 @@ fn queue(name: &str, source: &str, destination: &str) -> String {
     format!(
         "[[channel]]\nname = \"{name}\"\nkind = \"queuing\"\nsource = \"{source}\"\n\
          destination = \"{destination}\"\nmax_message = 64\ndepth = 4\n\n"
+    )
+}
+
+fn shared_window(name: &str) -> String {
+    format!(
+        "[[channel]]\nname = \"{name}\"\nkind = \"shared-memory\"\npartitions = [\"ping\", \"pong\"]\n\
+         base = 0x50000000\nsize = \"4K\"\ndoorbell_intid = {BELL_INTID}\n\n"
     )
 }
 
@@ -49,14 +59,17 @@ fn rtos_partitions_exchange_messages_and_kick_their_watchdog() {
     // up 3 s after the exchange, so kicks that did not count would halt it
     // (the default action). Pong never kicks and only logs.
     let ping_args =
-        format!("ipc=ping ipc_tx=0 ipc_rx=1 ipc_count={ROUND_TRIPS} ipc_kick=5 ipc_hold=300 ipc_report={REPORT_CODE}");
-    let pong_args = format!("ipc=pong ipc_tx=1 ipc_rx=0 ipc_count={ROUND_TRIPS} ipc_hold=30");
+        format!("ipc=ping ipc_tx=0 ipc_rx=1 ipc_count={ROUND_TRIPS} ipc_kick=5 ipc_hold=300 ipc_report={REPORT_CODE} ipc_bell=2 ipc_bell_intid={BELL_INTID}");
+    let pong_args = format!(
+        "ipc=pong ipc_tx=1 ipc_rx=0 ipc_count={ROUND_TRIPS} ipc_hold=30 ipc_bell=2 ipc_bell_intid={BELL_INTID}"
+    );
     let text = format!(
-        "{}{}{}{}",
+        "{}{}{}{}{}",
         rtos_part("ping", 1, &ping_args, "watchdog = \"1s\"\nrights = [\"read-hm-log\"]\n"),
         rtos_part("pong", 2, &pong_args, "watchdog = \"100ms\"\nhealth = { watchdog = \"log\" }\n"),
         queue("requests", "ping", "pong"),
         queue("replies", "pong", "ping"),
+        shared_window("bell"),
     );
     let boot = boot_toml("qemu-rtos-ipc", &text, HANG_LIMIT);
     assert_powered_off(&boot);
@@ -74,6 +87,8 @@ fn rtos_partitions_exchange_messages_and_kick_their_watchdog() {
         "ipc ping: full queue ok",
         "ipc ping: watchdog kicks ok",
         "ipc ping: hm read ok",
+        "ipc ping: bell ring ok",
+        "ipc ping: doorbell from pong ok",
     ] {
         assert!(ping.lines().any(|l| l.starts_with(expected)), "missing {expected:?}:\n{ping}");
     }
@@ -84,7 +99,9 @@ fn rtos_partitions_exchange_messages_and_kick_their_watchdog() {
     assert_eq!(summary(pong, "pong").1, 0, "{pong}");
     let echoed = format!("ipc pong: {ROUND_TRIPS} echoed");
     assert!(pong.lines().any(|l| l == echoed), "{pong}");
-    assert!(pong.lines().any(|l| l == "ipc pong: denied ok"), "{pong}");
+    for expected in ["ipc pong: denied ok", "ipc pong: doorbell rung before attach ok", "ipc pong: bell ring ok"] {
+        assert!(pong.lines().any(|l| l == expected), "missing {expected:?}:\n{pong}");
+    }
 
     let hm = std::fs::read_to_string(repo_root().join("out").join("qemu-rtos-ipc").join("hm.log")).expect("hm.log");
     let has = |partition: &str, event: &str, action: &str| {
