@@ -65,21 +65,3 @@ int strcmp(const char *a, const char *b)
 	}
 	return (unsigned char)*a - (unsigned char)*b;
 }
-
-bool str_eq_n(const char *s, size_t n, const char *lit)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (lit[i] == '\0' || lit[i] != s[i])
-			return false;
-	return lit[n] == '\0';
-}
-
-bool str_starts(const char *s, const char *prefix)
-{
-	while (*prefix)
-		if (*s++ != *prefix++)
-			return false;
-	return true;
-}

@@ -14,8 +14,6 @@
 #define IPC_COUNT	100
 #define MAX_IPC_COUNT	1000000u
 #define MAX_IPC_TICKS	100000u
-#define MIN_SPI		32u
-#define MAX_SPI		1019u
 
 /* A switch, not a table: the image must hold no absolute addresses. */
 const char *bench_name(enum bench_id id)
@@ -145,9 +143,7 @@ static bool parse_token(const char *tok, size_t n, struct bench_args *a)
 	if (eq(tok, klen, "ipc_report"))
 		return parse_range(v, vlen, 0, UINT32_MAX, &a->ipc_report);
 	if (eq(tok, klen, "ipc_bell"))
-		return parse_range(v, vlen, 0, MAX_CHANNEL, &a->ipc_bell);
-	if (eq(tok, klen, "ipc_bell_intid"))
-		return parse_range(v, vlen, MIN_SPI, MAX_SPI, &a->ipc_bell_intid);
+		return parse_range(v, vlen, 0, 1, &a->ipc_bell);
 	if (eq(tok, klen, "sched")) {
 		if (eq(v, vlen, "bitmap"))
 			a->linear = false;
@@ -177,7 +173,6 @@ void bench_args_parse(const char *cmdline, struct bench_args *a, bench_bad_fn ba
 	a->ipc_hold = 0;
 	a->ipc_report = 0;
 	a->ipc_bell = 0;
-	a->ipc_bell_intid = 0;
 	if (!s)
 		return;
 	while (*s) {

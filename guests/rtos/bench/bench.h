@@ -36,8 +36,7 @@ struct bench_args {
 	uint32_t ipc_kick;	/* ticks between watchdog kicks; 0: no kicking task */
 	uint32_t ipc_hold;	/* ticks to stay up after the exchange */
 	uint32_t ipc_report;	/* ping: a code to report and read back; 0: none */
-	uint32_t ipc_bell;	/* shared-memory channel whose doorbell both ring */
-	uint32_t ipc_bell_intid;	/* its doorbell's SPI; 0: no doorbell checks */
+	uint32_t ipc_bell;	/* 1: ring through the channel named "bell" */
 };
 
 /* ---- Pure helpers (args.c), also built for the host ---- */

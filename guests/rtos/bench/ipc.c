@@ -6,11 +6,12 @@
  * each side checks the ports' edges (too small a buffer, nothing to take,
  * a full queue, timeouts, a channel it may not send on) and, with
  * ipc_report, ping reports an error and finds it in the health monitor's
- * log. With ipc_bell and ipc_bell_intid, ping rings the doorbell of a
- * shared-memory channel before the exchange, long before pong attaches to
- * it, and pong must still hear that ring once it does; pong then rings
- * back. Each ring follows a word written into the window, which the other
- * side reads. ipc_hold keeps a side running that many ticks after the exchange,
+ * log. With ipc_bell=1, each side finds the channels named requests,
+ * replies and bell in its device tree (they must match ipc_tx and ipc_rx);
+ * ping rings bell's doorbell before the exchange, long before pong
+ * attaches to it, and pong must still hear that ring once it does; pong
+ * then rings back. Each ring follows a word written into the window, which
+ * the other side reads. ipc_hold keeps a side running that many ticks after the exchange,
  * long enough for its watchdog to matter. One line per check, a summary,
  * then power off:
  *
@@ -41,6 +42,7 @@ static struct rtos_watchdog wd;
 static uint64_t wd_stack[WATCHDOG_STACK / 8] __attribute__((aligned(16)));
 static struct partita_hm_record hm[HM_PAGE];
 static rtos_sem_t bell;
+static struct rtos_channel bell_channel;
 /* The shared-memory window (the MMU is off, so guest-physical). */
 static volatile uint64_t *window;
 
@@ -110,24 +112,44 @@ static bool intact(uint32_t i, uint32_t len)
 	return true;
 }
 
-/* The doorbell's channel is a writable shared-memory window; it is attached here. */
-static bool bell_attach(const struct bench_args *a)
+/* The device tree names the queues this side's bootargs gave by index. */
+static void find_queues(const struct bench_args *a)
 {
+	const char *tx = a->ipc == IPC_PING ? "requests" : "replies";
+	const char *rx = a->ipc == IPC_PING ? "replies" : "requests";
+	struct rtos_channel ch;
+
+	check("find tx", rtos_channel_find(tx, &ch) == PARTITA_OK && ch.index == a->ipc_tx && ch.send &&
+			 ch.kind == PARTITA_CHANNEL_QUEUING);
+	check("find rx", rtos_channel_find(rx, &ch) == PARTITA_OK && ch.index == a->ipc_rx && ch.receive);
+	expect("find unknown", rtos_channel_find("nonexistent", &ch), PARTITA_EINVAL);
+}
+
+/* The doorbell's channel, found by name, is a writable window with a doorbell. */
+static bool bell_attach(void)
+{
+	struct rtos_channel *ch = &bell_channel;
 	struct rtos_port_info info;
 
-	if (!expect("bell info", rtos_port_info(a->ipc_bell, &info), PARTITA_OK) ||
-	    !check("bell window", info.kind == PARTITA_CHANNEL_SHARED_MEMORY && info.window_size >= 16))
+	if (!expect("find bell", rtos_channel_find("bell", ch), PARTITA_OK) ||
+	    !check("bell window", ch->kind == PARTITA_CHANNEL_SHARED_MEMORY && ch->writable &&
+				  ch->window_size >= 16 && ch->doorbell_intid != 0))
 		return false;
-	window = (volatile uint64_t *)(uintptr_t)info.window;
-	return expect("bell attach", rtos_doorbell_attach_sem(a->ipc_bell_intid, BELL_PRIO, &bell),
+	/* The tree and the hypervisor agree on where the window is. */
+	check("bell info", rtos_port_info(ch->index, &info) == PARTITA_OK && info.window == ch->window &&
+			   info.window_size == ch->window_size);
+	rtos_printf("ipc %s: bell is channel %u at 0x%lx, doorbell %u\n", role, ch->index, ch->window,
+		    ch->doorbell_intid);
+	window = (volatile uint64_t *)(uintptr_t)ch->window;
+	return expect("bell attach", rtos_doorbell_attach_sem(ch->doorbell_intid, BELL_PRIO, &bell),
 		      PARTITA_OK);
 }
 
 /* Leaves `word` in slot `slot` of the window and rings the others. */
-static void bell_ring(const struct bench_args *a, uint32_t slot, uint64_t word)
+static void bell_ring(uint32_t slot, uint64_t word)
 {
 	window[slot] = word;
-	expect("bell ring", rtos_doorbell_ring(a->ipc_bell), PARTITA_OK);
+	expect("bell ring", rtos_doorbell_ring(bell_channel.index), PARTITA_OK);
 }
 
 /* Waits for a ring, then for `word` in slot `slot`. */
@@ -176,8 +198,8 @@ static void ping(const struct bench_args *a, uint32_t wait)
 	if (!queuing_port("info tx", a->ipc_tx, &tx) || !queuing_port("info rx", a->ipc_rx, &rx))
 		finish();
 	/* Pong attaches only after the whole exchange: this ring must wait for it. */
-	if (a->ipc_bell_intid && bell_attach(a))
-		bell_ring(a, 0, PING_WORD);
+	if (a->ipc_bell && bell_attach())
+		bell_ring(0, PING_WORD);
 
 	/* The first echo, taken into one byte: it must stay queued for the real read. */
 	fill(0, msg_len(0, tx.max_message));
@@ -203,7 +225,7 @@ static void ping(const struct bench_args *a, uint32_t wait)
 	}
 	rtos_printf("ipc ping: %u round trips in %lu ticks\n", i, rtos_ticks() - start);
 	check("round trips", ok);
-	if (a->ipc_bell_intid && window)
+	if (a->ipc_bell && window)
 		bell_wait("doorbell from pong", 1, PONG_WORD, wait);
 	rtos_sleep(a->ipc_hold);
 
@@ -249,9 +271,9 @@ static void pong(const struct bench_args *a, uint32_t wait)
 	}
 	rtos_printf("ipc pong: %u echoed\n", echoed);
 	expect("echoes", s, PARTITA_OK);
-	if (a->ipc_bell_intid && bell_attach(a)) {
+	if (a->ipc_bell && bell_attach()) {
 		bell_wait("doorbell rung before attach", 0, PING_WORD, SHORT_WAIT);
-		bell_ring(a, 1, PONG_WORD);
+		bell_ring(1, PONG_WORD);
 	}
 	rtos_sleep(a->ipc_hold);
 }
@@ -262,6 +284,8 @@ void ipc_run(const struct bench_args *a)
 
 	role = a->ipc == IPC_PING ? "ping" : "pong";
 	rtos_sem_init(&bell, 0);
+	if (a->ipc_bell)
+		find_queues(a);
 	if (a->ipc_kick)
 		expect("watchdog task", rtos_watchdog_start(&wd, a->ipc_kick, WATCHDOG_PRIO, wd_stack,
 							    sizeof(wd_stack)), PARTITA_OK);

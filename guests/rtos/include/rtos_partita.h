@@ -84,6 +84,30 @@ struct rtos_port_info {
 /* What channel `channel` is; the fields its kind lacks are 0. */
 long rtos_port_info(uint32_t channel, struct rtos_port_info *info);
 
+/* ---- Channels by name (from the device tree, no hypercall) ---- */
+
+struct rtos_channel {
+	uint32_t index;			/* what the calls above take */
+	uint32_t kind;			/* PARTITA_CHANNEL_* */
+	bool send, receive;		/* sampling, queuing: this partition's side */
+	bool writable;			/* shared memory: mapped read-write here */
+	uint32_t max_message;		/* sampling, queuing: bytes */
+	uint32_t depth;			/* queuing: messages */
+	uint64_t refresh_us;		/* sampling */
+	uint64_t window, window_size;	/* shared memory: guest-physical base, bytes */
+	uint32_t doorbell_intid;	/* shared memory: the doorbell's SPI; 0: none */
+};
+
+/*
+ * Finds channel `name` (as in the configuration) among those the
+ * `/partita` node of the boot device tree lists for this partition, so
+ * that a guest need not hard-code indices or INTIDs. PARTITA_EINVAL for a
+ * NULL argument or a name this partition is not on; PARTITA_ESTATE if the
+ * tree has no `/partita` node (not running on Partita) or cannot be read.
+ * The fields its kind lacks are 0.
+ */
+long rtos_channel_find(const char *name, struct rtos_channel *ch);
+
 /* ---- Doorbells (shared-memory channels) ---- */
 
 /*

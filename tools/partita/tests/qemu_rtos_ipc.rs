@@ -5,7 +5,8 @@
 //! partition alive while the partition that never kicks is reported, and a
 //! partition with `read-hm-log` finds its own report in the log. A
 //! doorbell rung long before its peer attaches to it still reaches it, and
-//! the words left in the shared window before each ring are read back.
+//! the words left in the shared window before each ring are read back. Both
+//! find their channels by name in their device trees.
 
 mod common;
 
@@ -59,10 +60,8 @@ fn rtos_partitions_exchange_messages_and_kick_their_watchdog() {
     // up 3 s after the exchange, so kicks that did not count would halt it
     // (the default action). Pong never kicks and only logs.
     let ping_args =
-        format!("ipc=ping ipc_tx=0 ipc_rx=1 ipc_count={ROUND_TRIPS} ipc_kick=5 ipc_hold=300 ipc_report={REPORT_CODE} ipc_bell=2 ipc_bell_intid={BELL_INTID}");
-    let pong_args = format!(
-        "ipc=pong ipc_tx=1 ipc_rx=0 ipc_count={ROUND_TRIPS} ipc_hold=30 ipc_bell=2 ipc_bell_intid={BELL_INTID}"
-    );
+        format!("ipc=ping ipc_tx=0 ipc_rx=1 ipc_count={ROUND_TRIPS} ipc_kick=5 ipc_hold=300 ipc_report={REPORT_CODE} ipc_bell=1");
+    let pong_args = format!("ipc=pong ipc_tx=1 ipc_rx=0 ipc_count={ROUND_TRIPS} ipc_hold=30 ipc_bell=1");
     let text = format!(
         "{}{}{}{}{}",
         rtos_part("ping", 1, &ping_args, "watchdog = \"1s\"\nrights = [\"read-hm-log\"]\n"),
@@ -89,6 +88,10 @@ fn rtos_partitions_exchange_messages_and_kick_their_watchdog() {
         "ipc ping: hm read ok",
         "ipc ping: bell ring ok",
         "ipc ping: doorbell from pong ok",
+        "ipc ping: find tx ok",
+        "ipc ping: find rx ok",
+        "ipc ping: find unknown ok",
+        "ipc ping: bell info ok",
     ] {
         assert!(ping.lines().any(|l| l.starts_with(expected)), "missing {expected:?}:\n{ping}");
     }
@@ -99,7 +102,15 @@ fn rtos_partitions_exchange_messages_and_kick_their_watchdog() {
     assert_eq!(summary(pong, "pong").1, 0, "{pong}");
     let echoed = format!("ipc pong: {ROUND_TRIPS} echoed");
     assert!(pong.lines().any(|l| l == echoed), "{pong}");
-    for expected in ["ipc pong: denied ok", "ipc pong: doorbell rung before attach ok", "ipc pong: bell ring ok"] {
+    let bell = format!("ipc pong: bell is channel 2 at 0x50000000, doorbell {BELL_INTID}");
+    for expected in [
+        "ipc pong: denied ok",
+        "ipc pong: find tx ok",
+        "ipc pong: find rx ok",
+        bell.as_str(),
+        "ipc pong: doorbell rung before attach ok",
+        "ipc pong: bell ring ok",
+    ] {
         assert!(pong.lines().any(|l| l == expected), "missing {expected:?}:\n{pong}");
     }
 
