@@ -152,7 +152,7 @@ fn modes_configuration_is_valid() {
 fn ipc_configuration_is_valid() {
     let config = load_beside_stand_in_guest("ipc", include_str!("../../../configs/ipc.toml"));
     let kinds: Vec<&str> = config.system.channels.iter().map(|c| c.kind.label()).collect();
-    assert_eq!(kinds, ["queuing", "queuing"]);
+    assert_eq!(kinds, ["queuing", "queuing", "shared-memory"]);
     let (ping, pong) = (&config.system.partitions[0], &config.system.partitions[1]);
     assert!(ping.rights.read_hm_log, "ping reads the log");
     assert_eq!((ping.health.watchdog_us, pong.health.watchdog_us), (Some(1_000_000), Some(100_000)));
