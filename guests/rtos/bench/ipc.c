@@ -11,9 +11,9 @@
  * ping rings bell's doorbell before the exchange, long before pong
  * attaches to it, and pong must still hear that ring once it does; pong
  * then rings back. Each ring follows a word written into the window, which
- * the other side reads. ipc_hold keeps a side running that many ticks after the exchange,
- * long enough for its watchdog to matter. One line per check, a summary,
- * then power off:
+ * the other side reads. ipc_hold keeps a side running that many ticks
+ * after the exchange, long enough for its watchdog to matter. One line per
+ * check, a summary, then power off:
  *
  *   ipc <role>: <check> ok|FAIL
  *   ipc <role>: <n> passed, <m> failed
