@@ -46,7 +46,7 @@ struct Queue {
     senders: u64,
 }
 
-/// What a port call comes to.
+/// What a port, doorbell or health-monitor read call comes to.
 pub enum Reply {
     /// Status and x1..x3.
     Done(i64, [u64; 3]),

@@ -28,7 +28,9 @@ pub fn handle(regs: &mut Regs, part: &Partition, vcpu: &Vcpu, call: Call) -> Act
         Call::PortInfo { channel } => return port(part, vcpu, regs, channel::info(vcpu, channel)),
         Call::DoorbellRing { channel } => return port(part, vcpu, regs, channel::ring(vcpu, channel)),
         Call::WatchdogKick => crate::health::kick(part),
-        Call::HmRead { buffer, size, from } => return hm_read(part, vcpu, regs, buffer, size, from),
+        Call::HmRead { buffer, size, from } => {
+            return answer(part, vcpu, regs, hm_read(part, buffer, size, from), "illegal health-monitor read")
+        }
         Call::Version => (status::OK, ABI_VERSION),
         Call::VcpuStart { vcpu, entry, context } => (start(part, vcpu, entry, context), 0),
         Call::VcpuSuspend { vcpu } => (own_vcpu(part, vcpu, Op::Suspend), 0),
@@ -60,10 +62,16 @@ pub fn handle(regs: &mut Regs, part: &Partition, vcpu: &Vcpu, call: Call) -> Act
     Action::Resume
 }
 
-/// The outcome of a port or doorbell call. A parked vCPU re-issues the
-/// call when it next runs (after any interrupt it takes first), so it
-/// leaves its pCPU with its PC back on the HVC.
+/// The outcome of a port or doorbell call.
 fn port(part: &Partition, vcpu: &Vcpu, regs: &mut Regs, reply: Reply) -> Action {
+    answer(part, vcpu, regs, reply, "illegal port or doorbell call")
+}
+
+/// Puts a call's reply in the registers. A parked vCPU re-issues the call
+/// when it next runs (after any interrupt it takes first), so it leaves its
+/// pCPU with its PC back on the HVC. An illegal call is `what` to the
+/// health monitor.
+fn answer(part: &Partition, vcpu: &Vcpu, regs: &mut Regs, reply: Reply, what: &'static str) -> Action {
     match reply {
         Reply::Done(status, values) => {
             regs.x[0] = status as u64;
@@ -81,15 +89,14 @@ fn port(part: &Partition, vcpu: &Vcpu, regs: &mut Regs, reply: Reply) -> Action 
         Reply::Illegal(status) => {
             let function = regs.x[0];
             regs.x[0] = status as u64;
-            trap::call_event(part, vcpu, Event::IllegalHypercall, function, "illegal port or doorbell call")
+            trap::call_event(part, vcpu, Event::IllegalHypercall, function, what)
         }
     }
 }
 
 /// HM_READ: a page of the health monitor's log, for a partition with the
 /// right `read-hm-log`. Records are 8-byte aligned for a C array of them.
-fn hm_read(part: &Partition, vcpu: &Vcpu, regs: &mut Regs, buffer: u64, size: u64, from: u64) -> Action {
-    let function = regs.x[0];
+fn hm_read(part: &Partition, buffer: u64, size: u64, from: u64) -> Reply {
     let result = if !part.config.rights.read_hm_log {
         Err(status::DENIED)
     } else if !buffer.is_multiple_of(8) {
@@ -97,17 +104,7 @@ fn hm_read(part: &Partition, vcpu: &Vcpu, regs: &mut Regs, buffer: u64, size: u6
     } else {
         crate::health::read(part, buffer, size, from)
     };
-    match result {
-        Ok(values) => {
-            regs.x[0] = status::OK as u64;
-            regs.x[1..4].copy_from_slice(&values);
-            Action::Resume
-        }
-        Err(status) => {
-            regs.x[0] = status as u64;
-            trap::call_event(part, vcpu, Event::IllegalHypercall, function, "illegal health-monitor read")
-        }
-    }
+    result.map_or_else(Reply::Illegal, |values| Reply::Done(status::OK, values))
 }
 
 /// The partition's own error report: its `reported` action decides.

@@ -17,7 +17,6 @@ struct search {
 	const char *name;
 	bool have_node;			/* the tree has /partita */
 	bool found;
-	bool bad;			/* the channel's node lacks `channel` */
 	struct rtos_channel *ch;
 };
 
@@ -83,10 +82,9 @@ static int visit(const struct fdt *f, const struct fdt_node *n, void *ctx)
 		s->have_node = fdt_prop_has_string(f, n, "compatible", "partita,hypervisor");
 	if (n->depth != 2 || !s->have_node || !str_starts(n->path, "/partita/") || !fdt_name_is(n, s->name))
 		return FDT_OK;
-	if (!fdt_prop(f, n, "channel", &len) || len != 4) {
-		s->bad = true;
+	/* A channel node without its index cannot be used. */
+	if (!fdt_prop(f, n, "channel", &len) || len != 4)
 		return FDT_ERR_PROP;
-	}
 	read_channel(f, n, s->ch);
 	s->found = true;
 	/* Names are unique: nothing further to look for. */
@@ -107,8 +105,8 @@ long rtos_channel_find(const char *name, struct rtos_channel *ch)
 	err = fdt_walk(&f, visit, &s);
 	if (s.found)
 		return PARTITA_OK;
-	/* A tree that breaks off may hold the channel after the break. */
-	if (s.bad || err != FDT_OK || !s.have_node)
+	/* A broken node, or a tree that breaks off before the channel. */
+	if (err != FDT_OK || !s.have_node)
 		return PARTITA_ESTATE;
 	return PARTITA_EINVAL;
 }
