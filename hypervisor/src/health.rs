@@ -132,12 +132,7 @@ pub fn serve_watchdogs(me: &PerCpu) {
 fn act_from_outside(part: &Partition, action: Action, why: &str) {
     match action {
         Action::Ignore | Action::Log => {}
-        Action::Suspend => {
-            if part.change(RunState::Running, RunState::Suspended) {
-                log!("partition {} suspended by the health monitor ({why})", part.name());
-                trap::kick_others(part);
-            }
-        }
+        Action::Suspend => suspend(part, why),
         Action::Restart => {
             if part.begin_restart(RunState::Running) {
                 log!(
@@ -155,11 +150,22 @@ fn act_from_outside(part: &Partition, action: Action, why: &str) {
                 trap::power_off_when_all_stopped();
             }
         }
-        Action::ResetSystem => {
-            log!("partition {}: the health monitor resets the system ({why})", part.name());
-            partita_arch::firmware::system_reset()
-        }
+        Action::ResetSystem => reset_system(part, why),
     }
+}
+
+/// The `suspend` action: the partition stops where it is until resumed.
+pub fn suspend(part: &Partition, why: &str) {
+    if part.change(RunState::Running, RunState::Suspended) {
+        log!("partition {} suspended by the health monitor ({why})", part.name());
+        trap::kick_others(part);
+    }
+}
+
+/// The `reset-system` action.
+pub fn reset_system(part: &Partition, why: &str) -> ! {
+    log!("partition {}: the health monitor resets the system ({why})", part.name());
+    partita_arch::firmware::system_reset()
 }
 
 /// The log's invariants, for the state check at power-off.

@@ -338,10 +338,7 @@ fn apply(part: &Partition, vcpu: &Vcpu, regs: &mut Regs, action: HmAction, fault
     match action {
         HmAction::Ignore | HmAction::Log => irq::flush(vcpu),
         HmAction::Suspend => {
-            if part.change(RunState::Running, RunState::Suspended) {
-                log!("partition {} suspended by the health monitor", part.name());
-                kick_others(part);
-            }
+            crate::health::suspend(part, fault.what);
             switch_away(vcpu, regs, OutReason::Stopped)
         }
         HmAction::Restart => restart(part, vcpu, regs, HEALTH_MONITOR),
@@ -349,10 +346,7 @@ fn apply(part: &Partition, vcpu: &Vcpu, regs: &mut Regs, action: HmAction, fault
             stop(part, vcpu, regs, fault);
             switch_away(vcpu, regs, OutReason::Stopped)
         }
-        HmAction::ResetSystem => {
-            log!("partition {}: the health monitor resets the system", part.name());
-            firmware::system_reset()
-        }
+        HmAction::ResetSystem => crate::health::reset_system(part, fault.what),
     }
 }
 
