@@ -7,9 +7,9 @@ use crate::partition::{self, Partition, Shared, Vcpu};
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use partita_arch::{boot as image, cpu, el2, firmware, gic, heap, mmu, stage2, uart};
-use partita_core::image::{decode, payload_len, BootTable};
-use partita_core::model::{Platform, Range};
-use partita_core::readyq::ReadyQueue;
+use partita_core::config::image::{decode, payload_len, BootTable};
+use partita_core::config::model::{Platform, Range};
+use partita_core::scheduler::readyq::ReadyQueue;
 use partita_core::time::us_to_ticks;
 use spin::{Mutex, Once};
 
@@ -195,7 +195,7 @@ fn fail_early(message: core::fmt::Arguments) -> ! {
 /// The hypervisor runs the same validator as `partita check`, so a payload
 /// built by anything else is held to the same rules.
 fn check_model(table: &BootTable) {
-    let issues = partita_core::validate::validate(&table.system);
+    let issues = partita_core::config::validate::validate(&table.system);
     for issue in &issues {
         log!("configuration error: {}.{}: {}", issue.path, issue.field, issue.message);
     }

@@ -16,9 +16,9 @@ use alloc::vec;
 use alloc::vec::Vec;
 use partita_arch::cache::{with_guest_bytes, with_guest_bytes_mut};
 use partita_arch::timer;
+use partita_core::channel::{queuing_storage_len, sampling_storage_len, PortError, QueuingPort, SamplingPort};
+use partita_core::config::model::{self, ChannelKind, Endpoint};
 use partita_core::hypercall::{status, POLL};
-use partita_core::model::{self, ChannelKind, Endpoint};
-use partita_core::ports::{queuing_storage_len, sampling_storage_len, PortError, QueuingPort, SamplingPort};
 use partita_core::time::{ticks_to_us, us_to_ticks};
 use spin::Mutex;
 

@@ -10,8 +10,8 @@ use crate::boot::PerCpu;
 use crate::trace;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering;
-use partita_core::model::{CyclicCore, Plan};
-use partita_core::plan::{self, Schedule, Window};
+use partita_core::config::model::{CyclicCore, Plan};
+use partita_core::scheduler::cyclic::{self, Schedule, Window};
 use partita_core::trace::Kind;
 use spin::Mutex;
 
@@ -59,8 +59,8 @@ impl Plans {
         let (index, origin) = self.schedule.lock().at(now);
         let Some(core) = core_of(&self.plans[index], cpu) else { return Now { owner: None, until: u64::MAX } };
         let hint = me.frame_hint.load(Ordering::Relaxed);
-        let Some(position) = plan::position(core, origin, self.hz, now, hint) else {
-            return Now { owner: None, until: plan::next_boundary(core, origin, self.hz, now) };
+        let Some(position) = cyclic::position(core, origin, self.hz, now, hint) else {
+            return Now { owner: None, until: cyclic::next_boundary(core, origin, self.hz, now) };
         };
         me.frame_hint.store(position.frame, Ordering::Relaxed);
         let owner = position.window.and_then(|window| {

@@ -1,4 +1,4 @@
-//! The health monitor (`partita_core::hm`): every fault and illegal call a
+//! The health monitor (`partita_core::health`): every fault and illegal call a
 //! partition makes becomes an event, its partition's policy (from the
 //! configuration's `health`) picks the action, and the event goes into the
 //! bounded log. Each logged event is also printed as an `hm:` line, which
@@ -13,7 +13,7 @@ use crate::boot::{system, PerCpu};
 use crate::console::log;
 use crate::partition::{Partition, RunState, Vcpu};
 use crate::{trace, trap};
-use partita_core::hm::{Action, Event, HmLog, Report, RECORD_LEN};
+use partita_core::health::{Action, Event, HmLog, Report, RECORD_LEN};
 use partita_core::hypercall::status;
 use partita_core::time::ticks_to_us;
 use partita_core::trace::Kind;

@@ -10,9 +10,9 @@ use crate::partition::{Partition, RunState, Vcpu};
 use crate::trap::{self, Action, Start};
 use partita_arch::exception::Regs;
 use partita_arch::timer;
-use partita_core::hm::Event;
+use partita_core::health::Event;
 use partita_core::hypercall::{status, Call, PartitionOp, ABI_VERSION};
-use partita_core::vcpu::{Op, Refused};
+use partita_core::partition::vcpu::{Op, Refused};
 
 pub fn handle(regs: &mut Regs, part: &Partition, vcpu: &Vcpu, call: Call) -> Action {
     let function = regs.x[0];

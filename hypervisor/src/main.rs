@@ -48,11 +48,11 @@ extern "C" fn hv_trap(regs: &mut Regs, kind: u64) {
 #[unsafe(no_mangle)]
 extern "C" fn hv_fatal(regs: &mut Regs, _kind: u64) -> ! {
     let s = partita_arch::cpu::syndrome();
-    let class = partita_core::esr::class(s.esr);
+    let class = partita_core::trap::esr::class(s.esr);
     console::emergency(format_args!(
         "PANIC on cpu {}: {} at EL2 (EC 0x{:02x}, ESR 0x{:x}), ELR 0x{:x}, FAR 0x{:x}",
         partita_arch::cpu::index(),
-        partita_core::esr::class_name(class),
+        partita_core::trap::esr::class_name(class),
         class,
         s.esr,
         regs.pc,
@@ -69,7 +69,7 @@ fn panic(info: &core::panic::PanicInfo) -> ! {
         "PANIC on cpu {}: {} at {file}:{line} (last exception: EC 0x{:02x}, ELR 0x{:x}, FAR 0x{:x})",
         partita_arch::cpu::index(),
         info.message(),
-        partita_core::esr::class(s.esr),
+        partita_core::trap::esr::class(s.esr),
         partita_arch::read_sysreg!("elr_el2"),
         s.far
     ));

@@ -15,21 +15,21 @@ use partita_arch::context::{El1Context, FpContext};
 use partita_arch::exception::Regs;
 use partita_arch::stage2::{self, Stage2Table};
 use partita_arch::vgic::{VgicContext, MAX_LRS};
-use partita_core::budget::BudgetMeter;
-use partita_core::hm::{PartitionHm, Policy, Watchdog};
-use partita_core::image::PartitionBoot;
-use partita_core::model::{self, Range};
-use partita_core::reload::{self, Step};
-use partita_core::sysreg;
+use partita_core::config::image::PartitionBoot;
+use partita_core::config::model::{self, Range};
+use partita_core::health::{PartitionHm, Policy, Watchdog};
+use partita_core::partition::reload::{self, Step};
+use partita_core::partition::vcpu::{Op, Refused, State};
+use partita_core::scheduler::budget::BudgetMeter;
 use partita_core::time::{ticks_to_us, us_to_ticks};
-use partita_core::vcpu::{Op, Refused, State};
+use partita_core::trap::sysreg;
+use partita_core::trap::vuart::{LineBuffer, Pl011};
 use partita_core::vgic::queue::Queue;
 use partita_core::vgic::regs::PartitionGic;
-use partita_core::vuart::{LineBuffer, Pl011};
 use spin::Mutex;
 
 /// The most pCPUs a configuration may have.
-pub const MAX_CPUS: usize = *partita_core::validate::CPUS.end() as usize;
+pub const MAX_CPUS: usize = *partita_core::config::validate::CPUS.end() as usize;
 /// `slot_on` of a pCPU where the vCPU is not listed.
 const NO_SLOT: u8 = u8::MAX;
 /// Bytes a restart zeroes, copies or cleans per step: a more urgent vCPU on
@@ -323,7 +323,7 @@ impl Vcpu {
     pub fn reset(&self, entry: u64, arg: u64) {
         let mut ctx = self.context.lock();
         ctx.regs = Regs::boot(entry, arg);
-        ctx.el1 = El1Context::reset(partita_core::psci::vmpidr(self.index));
+        ctx.el1 = El1Context::reset(partita_core::trap::psci::vmpidr(self.index));
         ctx.fp = FpContext::default();
         ctx.vgic = VgicContext::reset();
         drop(ctx);
@@ -409,7 +409,7 @@ fn new_vcpu(partition: usize, index: usize, home: usize, migrate_to: Vec<usize>)
     }
 }
 
-fn reload_load(config: &model::Partition, load: &partita_core::image::Load) -> reload::Load {
+fn reload_load(config: &model::Partition, load: &partita_core::config::image::Load) -> reload::Load {
     // BootTable::check proved the load inside one RAM region.
     let pa = config.translate_ram(load.ipa).expect("checked load address");
     reload::Load { pa, offset: load.offset, len: load.len }
@@ -467,7 +467,7 @@ impl Partition {
         }
     }
 
-    /// One bounded step of a reload (`partita_core::reload`): zero its RAM
+    /// One bounded step of a reload (`partita_core::partition::reload`): zero its RAM
     /// (nothing of a previous run or of the boot loader stays behind), copy
     /// its images and device tree in, write everything back to memory for
     /// a guest that starts with its caches off. Returns the next cursor,

@@ -15,10 +15,10 @@ use crate::trace;
 use core::sync::atomic::Ordering;
 use partita_arch::exception::{enter_guest, Regs};
 use partita_arch::{cpu, el2, gic, stage2, timer};
-use partita_core::readyq::ReadyQueue;
+use partita_core::partition::vcpu::{Op, State};
+use partita_core::scheduler::readyq::ReadyQueue;
 use partita_core::time::ticks_to_us;
 use partita_core::trace::{Kind, OutReason};
-use partita_core::vcpu::{Op, State};
 use partita_core::vgic::VTIMER_INTID;
 use spin::MutexGuard;
 

@@ -9,13 +9,13 @@ use crate::scheduler::{self, deschedule, must_yield, runnable};
 use crate::trace;
 use partita_arch::exception::{kind, Regs};
 use partita_arch::{cpu, firmware, gic};
-use partita_core::esr::{self, MmioAccess, SysRegAccess, Trap};
-use partita_core::hm::{Action as HmAction, Event};
-use partita_core::psci::{self, ret, Call};
-use partita_core::sysreg::{self, Policy};
+use partita_core::health::{Action as HmAction, Event};
+use partita_core::partition::vcpu::{Op, Refused, State};
 use partita_core::trace::{Kind, OutReason};
-use partita_core::vcpu::{Op, Refused, State};
-use partita_core::vuart;
+use partita_core::trap::esr::{self, MmioAccess, SysRegAccess, Trap};
+use partita_core::trap::psci::{self, ret, Call};
+use partita_core::trap::sysreg::{self, Policy};
+use partita_core::trap::vuart;
 
 /// Why a partition is stopped.
 pub struct Fault {

@@ -8,7 +8,7 @@
 //! stack and restores that vCPU's frame instead.
 
 use crate::{MAX_CPUS, STACK_SIZE};
-pub use partita_core::vcpu::Regs;
+pub use partita_core::partition::vcpu::Regs;
 
 /// Why the hypervisor was entered from a guest (the `kind` argument).
 pub mod kind {

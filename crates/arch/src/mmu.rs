@@ -5,7 +5,7 @@ use crate::cpu::write_sysreg;
 use aarch64_paging::descriptor::El23Attributes;
 use aarch64_paging::idmap::IdMap;
 use aarch64_paging::paging::{El2, MemoryRegion};
-use partita_core::model::Range;
+use partita_core::config::model::Range;
 use spin::Once;
 
 /// MAIR_EL2: index 0 device-nGnRE, index 1 normal write-back.

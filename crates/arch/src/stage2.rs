@@ -1,9 +1,9 @@
 //! Stage-2 translation: one table per partition, tagged with its VMID.
 
 use crate::cpu::write_sysreg;
+use aarch64_paging::descriptor::PhysicalAddress;
 use aarch64_paging::descriptor::Stage2Attributes;
 use aarch64_paging::idmap::IdTranslation;
-use aarch64_paging::descriptor::PhysicalAddress;
 use aarch64_paging::paging::{Constraints, MemoryRegion, Stage2};
 use aarch64_paging::Mapping;
 
@@ -57,7 +57,9 @@ fn attributes(kind: Kind) -> Stage2Attributes {
                 | Stage2Attributes::MEMATTR_NORMAL_INNER_WB
                 | Stage2Attributes::MEMATTR_NORMAL_OUTER_WB
         }
-        Kind::Device => base | Stage2Attributes::S2AP_ACCESS_RW | Stage2Attributes::XN | Stage2Attributes::MEMATTR_DEVICE_nGnRE,
+        Kind::Device => {
+            base | Stage2Attributes::S2AP_ACCESS_RW | Stage2Attributes::XN | Stage2Attributes::MEMATTR_DEVICE_nGnRE
+        }
     }
 }
 

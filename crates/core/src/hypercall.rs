@@ -98,7 +98,7 @@ pub enum Call {
     VcpuHalt {
         vcpu: u64,
     },
-    /// The [`crate::vcpu::State`] of one of the caller's vCPUs, in x1.
+    /// The [`crate::partition::vcpu::State`] of one of the caller's vCPUs, in x1.
     VcpuState {
         vcpu: u64,
     },
@@ -123,26 +123,46 @@ pub enum Call {
     /// Sends `len` bytes at `buffer` on channel `channel` (sampling: write;
     /// queuing: append). A full queue waits until `deadline` (a counter
     /// value; [`POLL`]: not at all).
-    PortSend { channel: u64, buffer: u64, len: u64, deadline: u64 },
+    PortSend {
+        channel: u64,
+        buffer: u64,
+        len: u64,
+        deadline: u64,
+    },
     /// Receives into `size` bytes at `buffer`: x1 = length; sampling: x2 =
     /// age in microseconds, x3 = 1 if valid; queuing: x2 = messages left. An
     /// empty queue waits until `deadline`.
-    PortReceive { channel: u64, buffer: u64, size: u64, deadline: u64 },
+    PortReceive {
+        channel: u64,
+        buffer: u64,
+        size: u64,
+        deadline: u64,
+    },
     /// What channel `channel` is, for one of its partitions: x1 = kind, x2 =
     /// max message (or window size), x3 = depth, refresh (µs) or window IPA.
-    PortInfo { channel: u64 },
+    PortInfo {
+        channel: u64,
+    },
     /// Raises the doorbell of shared-memory channel `channel` at every other
     /// partition of it.
-    DoorbellRing { channel: u64 },
+    DoorbellRing {
+        channel: u64,
+    },
     /// The partition reports an error of its own (`code`) to the health
     /// monitor, which applies its `reported` action.
-    HmReport { code: u64 },
+    HmReport {
+        code: u64,
+    },
     /// Restarts the partition's watchdog period: x1 = the new deadline.
     WatchdogKick,
     /// Copies health-monitor records from sequence number `from` into
     /// `size` bytes at `buffer`: x1 = records, x2 = next `from`, x3 =
     /// records ever overwritten unread. Right `read-hm-log`.
-    HmRead { buffer: u64, size: u64, from: u64 },
+    HmRead {
+        buffer: u64,
+        size: u64,
+        from: u64,
+    },
     /// In Partita's range, but no such function.
     Unknown,
 }
@@ -203,7 +223,10 @@ mod tests {
             decode([id::PORT_RECEIVE, 3, 0x4000_1000, 64, FOREVER]),
             Some(Call::PortReceive { channel: 3, buffer: 0x4000_1000, size: 64, deadline: FOREVER })
         );
-        assert_eq!(decode([id::HM_READ, 0x4000_0000, 256, 9, 0]), Some(Call::HmRead { buffer: 0x4000_0000, size: 256, from: 9 }));
+        assert_eq!(
+            decode([id::HM_READ, 0x4000_0000, 256, 9, 0]),
+            Some(Call::HmRead { buffer: 0x4000_0000, size: 256, from: 9 })
+        );
         assert_eq!(decode([BASE + 0xffff, 0, 0, 0, 0]), Some(Call::Unknown));
     }
 }

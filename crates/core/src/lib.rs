@@ -3,28 +3,21 @@
 //!
 //! The same crate serves the host tools (validation, image building) and the
 //! hypervisor (decoding the image, trap decisions), so both read one model.
+//! Modules are grouped by concern, under the names the hypervisor and the
+//! docs use for the same things: `config` is what is known before boot,
+//! the rest is what runs.
 #![cfg_attr(not(test), no_std)]
 #![forbid(unsafe_code)]
 
 extern crate alloc;
 
-pub mod budget;
-pub mod esr;
-pub mod hm;
+pub mod channel;
+pub mod config;
+pub mod health;
 pub mod hypercall;
-pub mod image;
-pub mod model;
-pub mod overhead;
-pub mod plan;
-pub mod ports;
-pub mod psci;
-pub mod readyq;
-pub mod reload;
-pub mod sysreg;
+pub mod partition;
+pub mod scheduler;
 pub mod time;
 pub mod trace;
-pub mod validate;
-pub mod utilisation;
-pub mod vcpu;
+pub mod trap;
 pub mod vgic;
-pub mod vuart;

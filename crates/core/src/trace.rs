@@ -54,9 +54,21 @@ pub enum Kind {
 impl Kind {
     pub fn from_u8(value: u8) -> Option<Kind> {
         use Kind::*;
-        [VcpuIn, VcpuOut, IrqTaken, IrqInjected, IrqEoi, HypercallEntry, HypercallExit, Trap, Health, SlotStart, Migrate]
-            .into_iter()
-            .find(|k| *k as u8 == value)
+        [
+            VcpuIn,
+            VcpuOut,
+            IrqTaken,
+            IrqInjected,
+            IrqEoi,
+            HypercallEntry,
+            HypercallExit,
+            Trap,
+            Health,
+            SlotStart,
+            Migrate,
+        ]
+        .into_iter()
+        .find(|k| *k as u8 == value)
     }
 
     pub fn name(self) -> &'static str {
@@ -106,7 +118,10 @@ pub const NONE: u8 = 0xff;
 
 impl Event {
     fn pack(&self) -> u64 {
-        u64::from(self.kind as u8) | u64::from(self.partition) << 8 | u64::from(self.vcpu) << 16 | u64::from(self.arg) << 32
+        u64::from(self.kind as u8)
+            | u64::from(self.partition) << 8
+            | u64::from(self.vcpu) << 16
+            | u64::from(self.arg) << 32
     }
 
     fn unpack(time: u64, word: u64) -> Option<Event> {

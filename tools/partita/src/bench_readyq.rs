@@ -10,7 +10,7 @@
 
 use crate::bench::report_dir;
 use anyhow::{ensure, Context, Result};
-use partita_core::readyq::{LinearReadyQueue, Priority, QueueError, ReadyQueue};
+use partita_core::scheduler::readyq::{LinearReadyQueue, Priority, QueueError, ReadyQueue};
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use std::fmt::Write as _;
@@ -197,7 +197,7 @@ impl Report {
         let mut out = String::from("# Ready queue: scheduler cost versus priority found\n\n");
         out += &self.summary();
         out += ".\n\nEach operation finds the highest ready priority, dequeues its only slot and enqueues it back \
-                at the same priority. `bitmap` is `partita_core::readyq::ReadyQueue` (two count-leading-zeros); \
+                at the same priority. `bitmap` is `partita_core::scheduler::readyq::ReadyQueue` (two count-leading-zeros); \
                 `linear` is `LinearReadyQueue`, which scans the 256 priorities from 255 down. 255 is the highest \
                 priority. The curves are in `curve.svg` (the seL4 scheduler study's Figure 3). Nothing is asserted.\n\n";
         out += "| priority | bitmap ns/op | linear ns/op | linear/bitmap |\n|---:|---:|---:|---:|\n";

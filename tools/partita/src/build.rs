@@ -13,8 +13,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use object::elf::{PT_LOAD, SHF_ALLOC, SHF_WRITE, SHT_NOBITS};
 use object::read::elf::{ElfFile64, ProgramHeader, SectionHeader};
 use object::{Endianness, Object, ObjectSymbol};
-use partita_core::image::{self, BootTable, Load, PartitionBoot};
-use partita_core::model::{Range, System};
+use partita_core::config::image::{self, BootTable, Load, PartitionBoot};
+use partita_core::config::model::{Range, System};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -221,7 +221,7 @@ fn append(data: &mut Vec<u8>, ipa: u64, blob: &[u8]) -> Load {
 
 /// A load must land in one RAM region of its partition and stay clear of the
 /// window the device tree occupies.
-fn check_load(partition: &partita_core::model::Partition, dtb_ipa: u64, ipa: u64, len: u64) -> Result<()> {
+fn check_load(partition: &partita_core::config::model::Partition, dtb_ipa: u64, ipa: u64, len: u64) -> Result<()> {
     let target = Range::new(ipa, len);
     let end = ipa.checked_add(len).context("load address overflows")?;
     ensure!(

@@ -4,11 +4,11 @@
 
 use crate::config::{self, Config};
 use crate::profile::{self, PlatformProfile};
-use partita_core::model::{
+use partita_core::config::model::{
     Action, ChannelKind, Criticality, Device, Health, Interrupt, MemoryRegion, Partition, Perms, Plan, System,
 };
-use partita_core::overhead::switch_losses;
-use partita_core::utilisation::{fixed_priority_loads, share_tenths_of_percent, tenths_text};
+use partita_core::config::overhead::switch_losses;
+use partita_core::config::utilisation::{fixed_priority_loads, share_tenths_of_percent, tenths_text};
 use std::io::Write;
 use std::path::Path;
 

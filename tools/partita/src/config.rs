@@ -2,15 +2,15 @@
 //!
 //! The TOML layer knows where every field sits in the file, so every
 //! diagnostic names the file, line and field. Validation rules that need no
-//! file system live in `partita_core::validate`.
+//! file system live in `partita_core::config::validate`.
 
 mod images;
 mod raw;
 mod resolve;
 mod spans;
 
-use partita_core::model::System;
-use partita_core::validate::{validate, Issue};
+use partita_core::config::model::System;
+use partita_core::config::validate::{validate, Issue};
 use spans::SpanIndex;
 use std::path::{Path, PathBuf};
 

@@ -6,8 +6,8 @@
 //! given, the generic timer, its emulated PL011 and its passthrough devices.
 
 use anyhow::{bail, Context, Result};
+use partita_core::config::model::{ChannelKind, Partition, System};
 use partita_core::hypercall::ABI_VERSION;
-use partita_core::model::{ChannelKind, Partition, System};
 use vm_fdt::FdtWriter;
 
 /// Room reserved for the tree at the top of the partition's first RAM region.

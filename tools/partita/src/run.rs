@@ -15,7 +15,7 @@ use crate::build::BuildOutput;
 use crate::qmp::Qmp;
 use crate::trace::{self as host_trace, TraceMeta};
 use anyhow::{ensure, Context, Result};
-use partita_core::model::System;
+use partita_core::config::model::System;
 use std::fs::File;
 use std::io::{IsTerminal, LineWriter, Read, Write};
 use std::os::unix::process::CommandExt;

@@ -6,7 +6,7 @@
 //! `time - lateness` and the plan in the trace description gives the end.
 
 use crate::trace::{vcpu_intervals, Clock, Interval, TraceMeta};
-use partita_core::model::{Plan, Slot};
+use partita_core::config::model::{Plan, Slot};
 use partita_core::trace::{Kind, Trace};
 
 /// One slot instance as the trace recorded it.
@@ -151,7 +151,7 @@ pub const JITTER_BOUND_US: u64 = 100;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use partita_core::model::CyclicCore;
+    use partita_core::config::model::CyclicCore;
     use partita_core::trace::Event;
 
     const HZ: u64 = 1_000_000;

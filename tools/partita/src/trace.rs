@@ -43,7 +43,7 @@ pub struct TraceMeta {
     pub partitions: Vec<String>,
     /// The configuration's cyclic plans, to place each traced slot start.
     #[serde(default)]
-    pub plans: Vec<partita_core::model::Plan>,
+    pub plans: Vec<partita_core::config::model::Plan>,
 }
 
 /// `trace.bin`'s bytes for `ring` (the copied trace memory).
@@ -348,10 +348,9 @@ fn instant_args(meta: &TraceMeta, event: &Event) -> Value {
         Kind::HypercallEntry => ("function", json!(format!("{:#x}", event.arg))),
         Kind::HypercallExit => ("result", json!(format!("{:#x}", event.arg))),
         Kind::Health => ("code", json!(event.arg)),
-        Kind::SlotStart => (
-            "slot",
-            json!({ "index": event.arg & 0xff, "plan": event.arg >> 8 & 0xff, "late_ticks": event.arg >> 16 }),
-        ),
+        Kind::SlotStart => {
+            ("slot", json!({ "index": event.arg & 0xff, "plan": event.arg >> 8 & 0xff, "late_ticks": event.arg >> 16 }))
+        }
         Kind::Migrate => ("to_cpu", json!(event.arg)),
         Kind::VcpuIn | Kind::VcpuOut => ("arg", json!(event.arg)),
     };

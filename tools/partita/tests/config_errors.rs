@@ -10,7 +10,7 @@ mod config_support;
 use config_support::{aarch64_elf, scratch_dir};
 use partita::config::{self, Config, Diagnostic, Image, ImageFormat};
 use partita::profile::PlatformProfile;
-use partita_core::model::{
+use partita_core::config::model::{
     Action, Budget, Channel, ChannelKind, Criticality, CyclicCore, Health, Interrupt, Perms, Range, Slot,
 };
 use std::path::{Path, PathBuf};
@@ -1023,7 +1023,19 @@ fn good_channels_resolve_names_sizes_and_health() {
     for row in [
         &["0", "status", "sampling", "rtos", "->", "monitor,", "gpos", "64", "B,", "refresh", "10000", "us"][..],
         &["1", "commands", "queuing", "monitor", "->", "rtos", "16", "x", "1024", "B"],
-        &["2", "frames", "shared-memory", "rtos,", "gpos", "(read-only:", "gpos)", "64K", "0x50000000", "->", "0x45000000,"],
+        &[
+            "2",
+            "frames",
+            "shared-memory",
+            "rtos,",
+            "gpos",
+            "(read-only:",
+            "gpos)",
+            "64K",
+            "0x50000000",
+            "->",
+            "0x45000000,",
+        ],
         &["3", "log", "shared-memory", "monitor,", "gpos", "4K", "0x51000000", "->", "0x7f000000"],
     ] {
         assert!(rows.iter().any(|r| r.starts_with(row)), "no row {row:?} in:\n{summary}");

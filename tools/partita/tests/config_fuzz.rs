@@ -103,7 +103,7 @@ fn load_and_check(text: &str) {
 
 fn accepted(config: &Config) {
     // What the host accepts, the hypervisor's own check must accept too.
-    assert_eq!(partita_core::validate::validate(&config.system), vec![]);
+    assert_eq!(partita_core::config::validate::validate(&config.system), vec![]);
     let profile = partita::profile::for_board(&config.system.platform.board).unwrap();
     let _ = partita::check::summary(config, &profile);
     let _ = partita::check::warnings(&config.system, &profile);

@@ -6,7 +6,7 @@ use fdt::node::FdtNode;
 use fdt::Fdt;
 use host_fixtures::*;
 use partita::devicetree::{dtb_address, generate, DTB_WINDOW};
-use partita_core::model::{Device, Interrupt, Partition, System};
+use partita_core::config::model::{Device, Interrupt, Partition, System};
 
 fn sample() -> (System, Partition) {
     let mut part = partition("rtos", vec![1, 3], vec![region(0x4800_0000, 0x20_0000), region(0x5000_0000, 0x10_0000)]);
@@ -183,7 +183,7 @@ fn dtc_reads_it_without_warnings() {
 /// index the calls take, its direction, sizes, window and doorbell.
 #[test]
 fn channels_the_partition_is_listed_on() {
-    use partita_core::model::{Channel, ChannelKind};
+    use partita_core::config::model::{Channel, ChannelKind};
     let (mut system, part) = sample();
     system.partitions.push(partition("gpos", vec![2], vec![region(0x6000_0000, 0x20_0000)]));
     let channel = |name: &str, kind| Channel { name: name.to_string(), kind };

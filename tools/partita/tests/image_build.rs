@@ -7,7 +7,7 @@ mod host_fixtures;
 use host_fixtures::*;
 use partita::build::{assemble, bootable_image, qemu_load_address, section_sizes, BuildOutput, Sizes};
 use partita::config::{Config, Image, ImageFormat};
-use partita_core::image::decode;
+use partita_core::config::image::decode;
 use std::path::{Path, PathBuf};
 
 const HV_BASE: u64 = RAM_BASE + 0x20_0000;
@@ -114,7 +114,8 @@ fn payload_carries_model_loads_entries_and_device_trees() {
     let (table, data) = decode(&image[PAYLOAD_AT as usize..]).unwrap();
     assert_eq!(output.sizes.payload, (image.len() as u64) - PAYLOAD_AT);
     assert_eq!(table.system, fixture.config.system);
-    let bytes = |load: &partita_core::image::Load| &data[load.offset as usize..(load.offset + load.len) as usize];
+    let bytes =
+        |load: &partita_core::config::image::Load| &data[load.offset as usize..(load.offset + load.len) as usize];
 
     let alpha = &table.boot[0];
     assert_eq!(alpha.entry, GUEST_ELF_BASE + 0x40, "ELF entry by default");
@@ -148,7 +149,7 @@ fn raw_image_entry_defaults_to_its_load_address() {
 #[test]
 fn image_larger_than_hypervisor_memory_is_refused() {
     let mut fixture = fixture("too-big");
-    fixture.config.system.hypervisor.memory = partita_core::model::Range::new(RAM_BASE, 0x20_4000);
+    fixture.config.system.hypervisor.memory = partita_core::config::model::Range::new(RAM_BASE, 0x20_4000);
     let error = format!("{:#}", build(&fixture).unwrap_err());
     assert!(error.contains("does not fit in the hypervisor's memory"), "{error}");
 }

@@ -37,8 +37,14 @@ fn a_logged_fault_lets_the_partition_go_on_and_the_default_halts() {
     let hm = hm_log("qemu-hm-log");
     let entries: Vec<&str> = hm.lines().collect();
     assert_eq!(entries.len(), 2, "{hm}");
-    assert!(entries.iter().any(|l| l.contains("partition tolerated vcpu 0 Stage2Fault") && l.ends_with("action Log")), "{hm}");
-    assert!(entries.iter().any(|l| l.contains("partition halted vcpu 0 Stage2Fault") && l.ends_with("action Halt")), "{hm}");
+    assert!(
+        entries.iter().any(|l| l.contains("partition tolerated vcpu 0 Stage2Fault") && l.ends_with("action Log")),
+        "{hm}"
+    );
+    assert!(
+        entries.iter().any(|l| l.contains("partition halted vcpu 0 Stage2Fault") && l.ends_with("action Halt")),
+        "{hm}"
+    );
 }
 
 /// `forbidden = "restart"`: a forbidden system-register access restarts the
@@ -48,7 +54,11 @@ fn a_logged_fault_lets_the_partition_go_on_and_the_default_halts() {
 fn a_restart_policy_restarts_the_partition_each_time() {
     let text = format!(
         "{}{}",
-        with_field(part("flaky", "[1]", "ticks=3 period_ms=50 misbehave=sysreg at=2"), "health", "{ forbidden = \"restart\" }"),
+        with_field(
+            part("flaky", "[1]", "ticks=3 period_ms=50 misbehave=sysreg at=2"),
+            "health",
+            "{ forbidden = \"restart\" }"
+        ),
         part("steady", "[2]", "ticks=0 period_ms=100"),
     );
     let boot = boot_with("qemu-hm-restart", &text, RunOptions { seconds: Some(8), ..RunOptions::default() });
@@ -57,7 +67,8 @@ fn a_restart_policy_restarts_the_partition_each_time() {
     // Counted: the restart before the last greeting is number greetings - 1.
     let counted = format!("partition flaky restarting (health monitor; restart {})", greetings - 1);
     assert!(boot.hypervisor.contains(&counted), "no {counted:?} in:\n{}", boot.hypervisor);
-    let restarts = hm_log("qemu-hm-restart").lines().filter(|l| l.contains("Forbidden") && l.ends_with("action Restart")).count();
+    let restarts =
+        hm_log("qemu-hm-restart").lines().filter(|l| l.contains("Forbidden") && l.ends_with("action Restart")).count();
     assert!(restarts + 1 >= greetings, "{restarts} logged restarts for {greetings} boots");
     assert!(boot.log("steady").lines().filter(|l| l.starts_with("tick")).count() >= 10, "{}", boot.log("steady"));
 }
@@ -81,9 +92,15 @@ fn reports_and_illegal_hypercalls_follow_the_policy() {
     assert!(!strict.contains("hm-report: 0"), "the reporter went on:\n{strict}");
     assert!(strict.lines().filter(|l| l.starts_with("hello from partition strict")).count() >= 2, "{strict}");
     let hm = hm_log("qemu-hm-report");
-    assert!(hm.lines().any(|l| l.contains("partition chatty vcpu 0 IllegalHypercall") && l.ends_with("action Log")), "{hm}");
+    assert!(
+        hm.lines().any(|l| l.contains("partition chatty vcpu 0 IllegalHypercall") && l.ends_with("action Log")),
+        "{hm}"
+    );
     assert!(hm.lines().any(|l| l.contains("partition chatty vcpu 0 Reported(9)") && l.ends_with("action Log")), "{hm}");
-    assert!(hm.lines().any(|l| l.contains("partition strict vcpu 0 Reported(7)") && l.ends_with("action Restart")), "{hm}");
+    assert!(
+        hm.lines().any(|l| l.contains("partition strict vcpu 0 Reported(7)") && l.ends_with("action Restart")),
+        "{hm}"
+    );
 }
 
 /// Budgets at run time: a partition that computes 5 ms in every 10 ms
@@ -96,9 +113,17 @@ fn budget_overruns_are_raised_once_per_period() {
     let budget = |time: &str| format!("{{ time = \"{time}\", period = \"10ms\" }}");
     let text = format!(
         "{}{}{}",
-        with_field(with_field(part("greedy", "[1]", duty), "budget", &budget("3ms")), "health", "{ budget-overrun = \"log\" }"),
+        with_field(
+            with_field(part("greedy", "[1]", duty), "budget", &budget("3ms")),
+            "health",
+            "{ budget-overrun = \"log\" }"
+        ),
         with_field(part("modest", "[2]", duty), "budget", &budget("8ms")),
-        with_field(with_field(part("stopped", "[3]", duty), "budget", &budget("3ms")), "health", "{ budget-overrun = \"suspend\" }"),
+        with_field(
+            with_field(part("stopped", "[3]", duty), "budget", &budget("3ms")),
+            "health",
+            "{ budget-overrun = \"suspend\" }"
+        ),
     );
     let boot = boot_with("qemu-hm-budget", &text, RunOptions { seconds: Some(8), ..RunOptions::default() });
     assert!(boot.log("greedy").contains("duty: 30 cycles"), "{}", boot.log("greedy"));
@@ -131,7 +156,11 @@ fn budget_overruns_are_raised_once_per_period() {
 fn reset_system_reboots_the_machine_and_restarts_are_counted() {
     let text = format!(
         "{}{}",
-        with_field(part("fatal", "[1]", "hm-report=5 ticks=2 period_ms=50"), "health", "{ reported = \"reset-system\" }"),
+        with_field(
+            part("fatal", "[1]", "hm-report=5 ticks=2 period_ms=50"),
+            "health",
+            "{ reported = \"reset-system\" }"
+        ),
         with_field(part("flaky", "[2]", "hm-report=6 ticks=2 period_ms=50"), "health", "{ reported = \"restart\" }"),
     );
     let boot = boot_with("qemu-hm-reset", &text, RunOptions { seconds: Some(6), ..RunOptions::default() });

@@ -70,12 +70,19 @@ fn the_kernel_selftest_passes_natively_and_under_partita() {
     let machine = Machine::new(LOGS).expect("building the guests and the hypervisor");
     for setup in [Setup::Native, Setup::Alone] {
         let capture = machine
-            .boot(setup, &format!("{}-selftest", setup.name()), "bench=selftest", None, std::time::Duration::from_secs(60))
+            .boot(
+                setup,
+                &format!("{}-selftest", setup.name()),
+                "bench=selftest",
+                None,
+                std::time::Duration::from_secs(60),
+            )
             .expect("booting QEMU");
         let summary = capture.text.lines().find(|l| l.contains("selftest: ") && l.contains(" passed, "));
         let summary = summary.unwrap_or_else(|| panic!("{setup:?}: no selftest summary in\n{}", capture.text));
         assert!(summary.ends_with(" passed, 0 failed"), "{setup:?}: {summary}\n{}", capture.text);
-        let passed: u32 = summary.split("selftest: ").nth(1).and_then(|s| s.split(' ').next()).and_then(|n| n.parse().ok()).unwrap();
+        let passed: u32 =
+            summary.split("selftest: ").nth(1).and_then(|s| s.split(' ').next()).and_then(|n| n.parse().ok()).unwrap();
         assert!(passed >= 10, "{setup:?}: only {passed} selftests ran");
     }
 }

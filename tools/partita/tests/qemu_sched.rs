@@ -77,8 +77,10 @@ fn cyclic_slots_start_on_time_and_nobody_runs_outside_them() {
             assert!(entered - run.planned <= bound, "vCPU entered {} ticks late: {run:?}", entered - run.planned);
         }
     }
-    let outside: Vec<_> =
-        slots::outside_slots(&meta, &trace, bound).into_iter().filter(|v| v.interval.start >= first + frame_ticks).collect();
+    let outside: Vec<_> = slots::outside_slots(&meta, &trace, bound)
+        .into_iter()
+        .filter(|v| v.interval.start >= first + frame_ticks)
+        .collect();
     assert!(outside.is_empty(), "{} interval(s) outside their slots, first {:?}", outside.len(), outside[0]);
     // No drift: slot 0 of pCPU 1 starts exactly one frame (625,000 ticks) after its predecessor.
     let starts: Vec<u64> = on(1).iter().filter(|r| r.slot == 0).map(|r| r.planned).collect();
@@ -163,7 +165,11 @@ fn a_system_partition_restarts_and_halts_another() {
         "{}{}{}",
         with_field(part("restarter", "[3]", "part-ctl=restart target=1 ticks=1"), "rights", "[\"restart\"]"),
         part("victim", "[1]", "ticks=0 period_ms=20"),
-        with_field(part("halter", "[2]", "part-ctl=halt target=1 ctl_after_ms=2000 ticks=1"), "rights", "[\"halt\", \"resume\"]"),
+        with_field(
+            part("halter", "[2]", "part-ctl=halt target=1 ctl_after_ms=2000 ticks=1"),
+            "rights",
+            "[\"halt\", \"resume\"]"
+        ),
     );
     let boot = boot_with("qemu-partition-restart", &text, icount());
     assert_powered_off(&boot);
@@ -233,8 +239,16 @@ fn a_plan_switch_happens_exactly_at_the_next_major_frame() {
 fn a_migrating_vcpu_keeps_counting_and_loses_no_interrupt() {
     let text = format!(
         "{TRACED}{}{}",
-        with_field(part("rtos", "[1]", "mask-spin=300 timer_hz=200 timer_ticks=400 ticks=1 period_ms=10"), "priority", "200"),
-        with_field(part("gpos", "[1, 2]", "sgi=100 timer_hz=1000 timer_ticks=2000 ticks=20 period_ms=50"), "migrate", MIGRATE),
+        with_field(
+            part("rtos", "[1]", "mask-spin=300 timer_hz=200 timer_ticks=400 ticks=1 period_ms=10"),
+            "priority",
+            "200"
+        ),
+        with_field(
+            part("gpos", "[1, 2]", "sgi=100 timer_hz=1000 timer_ticks=2000 ticks=20 period_ms=50"),
+            "migrate",
+            MIGRATE
+        ),
     );
     let boot = boot_with("qemu-migration", &text, icount());
     assert_powered_off(&boot);
@@ -262,7 +276,14 @@ fn a_migrating_vcpu_keeps_counting_and_loses_no_interrupt() {
     println!(
         "{away} moves away, {back} back; ran on pCPU 2 after {} of them, in median {:.1} mean {:.1} max {:.1} us; \
          back on pCPU 1 after {}, in median {:.1} mean {:.1} max {:.1} us",
-        there.len(), median(&there), mean(&there), max(&there), home.len(), median(&home), mean(&home), max(&home)
+        there.len(),
+        median(&there),
+        mean(&there),
+        max(&there),
+        home.len(),
+        median(&home),
+        mean(&home),
+        max(&home)
     );
 }
 
@@ -309,9 +330,8 @@ fn max(v: &[f64]) -> f64 {
 /// busy all the time: `low` does not even boot before `mid` has finished.
 #[test]
 fn fixed_priorities_preempt_in_the_configured_order() {
-    let with_priority = |name: &str, priority: u8, args: &str| {
-        with_field(part(name, "[1]", args), "priority", &priority.to_string())
-    };
+    let with_priority =
+        |name: &str, priority: u8, args: &str| with_field(part(name, "[1]", args), "priority", &priority.to_string());
     let text = format!(
         "[hypervisor]\nquantum_us = 2000\n\n{}{}{}",
         with_priority("low", 50, "ticks=10 period_ms=10"),
@@ -329,7 +349,10 @@ fn fixed_priorities_preempt_in_the_configured_order() {
 
 /// `count: <n> in <ms> ms` -> n.
 fn count(log: &str) -> u64 {
-    let line = log.lines().find(|l| l.starts_with("count: ") && l.ends_with(" ms")).unwrap_or_else(|| panic!("no count in\n{log}"));
+    let line = log
+        .lines()
+        .find(|l| l.starts_with("count: ") && l.ends_with(" ms"))
+        .unwrap_or_else(|| panic!("no count in\n{log}"));
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
@@ -356,7 +379,10 @@ fn round_robin_is_fair_within_a_priority() {
     let quantum_worth = (left + right) * QUANTUM_MS / WINDOW_MS;
     println!("left {left}, right {right}, difference {}, one quantum {quantum_worth}", left.abs_diff(right));
     assert!(left > 0 && right > 0);
-    assert!(left.abs_diff(right) <= quantum_worth, "left {left}, right {right}: more than one quantum ({quantum_worth}) apart");
+    assert!(
+        left.abs_diff(right) <= quantum_worth,
+        "left {left}, right {right}: more than one quantum ({quantum_worth}) apart"
+    );
 }
 
 /// vlk's migration round trip: `rtos` sleeps 8 ms and computes 2 ms, a
@@ -369,7 +395,11 @@ fn round_robin_is_fair_within_a_priority() {
 fn a_migrating_vcpu_makes_the_round_trip_for_every_burst() {
     let text = format!(
         "{TRACED}{}{}",
-        with_field(part("rtos", "[1]", "duty_busy_ms=2 duty_idle_ms=8 duty_cycles=100 ticks=1 period_ms=1"), "priority", "200"),
+        with_field(
+            part("rtos", "[1]", "duty_busy_ms=2 duty_idle_ms=8 duty_cycles=100 ticks=1 period_ms=1"),
+            "priority",
+            "200"
+        ),
         with_field(part("gpos", "[1]", "ticks=300 period_ms=10"), "migrate", MIGRATE),
     );
     let boot = boot_toml("qemu-migration-round-trip", &text, HANG_LIMIT);

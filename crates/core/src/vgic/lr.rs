@@ -25,7 +25,8 @@ pub struct Lr(pub u64);
 impl Lr {
     /// A group-1 interrupt in the pending state.
     pub fn pending(virq: Virq) -> Lr {
-        let mut value = (1 << STATE_SHIFT) | GROUP1 | u64::from(virq.priority) << PRIORITY_SHIFT | u64::from(virq.intid);
+        let mut value =
+            (1 << STATE_SHIFT) | GROUP1 | u64::from(virq.priority) << PRIORITY_SHIFT | u64::from(virq.intid);
         if virq.hw {
             value |= HW | u64::from(virq.intid) << PINTID_SHIFT;
         }

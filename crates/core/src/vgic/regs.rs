@@ -252,7 +252,14 @@ impl PartitionGic {
     }
 
     /// Reads or writes every INTID an access to a per-interrupt bank covers.
-    fn bank_access(&mut self, vcpu: usize, field: Field, first: u32, access: Access, effects: &mut impl FnMut(Effect)) -> u64 {
+    fn bank_access(
+        &mut self,
+        vcpu: usize,
+        field: Field,
+        first: u32,
+        access: Access,
+        effects: &mut impl FnMut(Effect),
+    ) -> u64 {
         let bits = field.bits();
         let count = u32::from(access.size) * 8 / bits;
         let mask = (1u64 << bits) - 1;

@@ -6,8 +6,8 @@ use crate::devicetree::DTB_WINDOW;
 use object::elf::{EM_AARCH64, PT_LOAD};
 use object::read::elf::{ElfFile64, FileHeader, ProgramHeader};
 use object::{Endianness, FileKind, Object};
-use partita_core::model::{MemoryRegion, Partition, Range, System};
-use partita_core::validate::{hex_range, Issue};
+use partita_core::config::model::{MemoryRegion, Partition, Range, System};
+use partita_core::config::validate::{hex_range, Issue};
 
 pub const MAX_IMAGES: usize = 4;
 

@@ -408,10 +408,10 @@ impl Visitor<'_> for SizeVisitor {
 
 /// Access rights written as letters from `r`, `w`, `x`, each at most once.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Perms(pub partita_core::model::Perms);
+pub struct Perms(pub partita_core::config::model::Perms);
 
-fn parse_perms(text: &str) -> Option<partita_core::model::Perms> {
-    let mut perms = partita_core::model::Perms { read: false, write: false, exec: false };
+fn parse_perms(text: &str) -> Option<partita_core::config::model::Perms> {
+    let mut perms = partita_core::config::model::Perms { read: false, write: false, exec: false };
     for letter in text.chars() {
         let flag = match letter {
             'r' => &mut perms.read,
@@ -467,8 +467,11 @@ mod tests {
 
     #[test]
     fn perms() {
-        assert_eq!(parse_perms("rx"), Some(partita_core::model::Perms { read: true, write: false, exec: true }));
-        assert_eq!(parse_perms("rwx"), Some(partita_core::model::Perms::RWX));
+        assert_eq!(
+            parse_perms("rx"),
+            Some(partita_core::config::model::Perms { read: true, write: false, exec: true })
+        );
+        assert_eq!(parse_perms("rwx"), Some(partita_core::config::model::Perms::RWX));
         assert_eq!(parse_perms("rr"), None);
         assert_eq!(parse_perms("rq"), None);
     }

@@ -5,11 +5,11 @@ use super::raw::{
     RawInterrupt, RawMemory, RawPartition, RawPlan, RawPlatform, RawRange, RawRight, RawSlot, RawTrace,
 };
 use super::{Image, ImageFormat};
-use partita_core::model::{
+use partita_core::config::model::{
     Action, Budget, Channel, ChannelKind, Criticality, CyclicCore, Device, Health, Hypervisor, Interrupt, MemoryRegion,
     Migration, Partition, Perms, Plan, Platform, Range, Rights, Slot, System,
 };
-use partita_core::validate::{hex_range, slot_label, Issue};
+use partita_core::config::validate::{hex_range, slot_label, Issue};
 use std::path::Path;
 
 const KIB: u64 = 1 << 10;

@@ -6,7 +6,7 @@
 use object::elf;
 use object::write::elf::{FileHeader, ProgramHeader, SectionHeader, Sym, Writer};
 use object::Endianness;
-use partita_core::model::*;
+use partita_core::config::model::*;
 use std::path::PathBuf;
 
 pub const RAM_BASE: u64 = 0x4000_0000;

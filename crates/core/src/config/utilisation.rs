@@ -7,7 +7,7 @@
 //! does not fit in any machine integer, so the sum is kept as a fraction of
 //! [`Natural`]s.
 
-use crate::model::{Budget, System};
+use crate::config::model::{Budget, System};
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::vec;
 use alloc::vec::Vec;

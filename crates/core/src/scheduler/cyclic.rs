@@ -11,7 +11,7 @@
 //! The conversion rounds down, so a slot owns the counter tick in which it
 //! starts and gives up the one in which it ends.
 
-use crate::model::CyclicCore;
+use crate::config::model::CyclicCore;
 
 const US_PER_S: u128 = 1_000_000;
 
@@ -134,10 +134,11 @@ pub struct Position {
 /// origin and for a zero frame.
 pub fn position(core: &CyclicCore, origin: u64, hz: u64, now: u64, hint: u64) -> Option<Position> {
     let (frame, n) = Frame::near(core, origin, hz, now, hint)?;
-    let window = frame
-        .slots()
-        .find(|&(_, start, end)| start <= now && now < end)
-        .map(|(index, start, end)| Window { index, start, end });
+    let window = frame.slots().find(|&(_, start, end)| start <= now && now < end).map(|(index, start, end)| Window {
+        index,
+        start,
+        end,
+    });
     let until = match window {
         Some(w) => w.end,
         None => {
@@ -217,7 +218,7 @@ pub fn next_boundary(core: &CyclicCore, origin: u64, hz: u64, now: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Slot;
+    use crate::config::model::Slot;
     use alloc::vec;
     use alloc::vec::Vec;
     use proptest::prelude::*;

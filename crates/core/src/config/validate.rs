@@ -8,11 +8,11 @@
 //! Every [`Issue`] names its place with the TOML spelling (`partition[1].memory[0]`
 //! plus a field such as `phys`), so the host can point at the line in the file.
 
-use crate::model::{
+use crate::config::model::{
     Budget, Channel, ChannelKind, CyclicCore, Device, Interrupt, MemoryRegion, Migration, Partition, Plan, Range, Slot,
     System,
 };
-use crate::utilisation::{cyclic_cpus, fixed_priority_loads, share_tenths_of_percent, tenths_text};
+use crate::config::utilisation::{cyclic_cpus, fixed_priority_loads, share_tenths_of_percent, tenths_text};
 use alloc::collections::BTreeMap;
 use alloc::format;
 use alloc::string::String;
@@ -1345,7 +1345,7 @@ fn all_devices(system: &System) -> Vec<(usize, usize, &Device)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Action, Criticality, Health, Hypervisor, Perms, Platform, Rights};
+    use crate::config::model::{Action, Criticality, Health, Hypervisor, Perms, Platform, Rights};
     use alloc::string::ToString;
     use alloc::vec;
     use proptest::prelude::*;

@@ -313,7 +313,7 @@ impl Slot {
     }
 }
 
-pub use crate::hm::Action;
+pub use crate::health::Action;
 
 /// The events the health monitor tells apart, each with its own action.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

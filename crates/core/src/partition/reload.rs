@@ -8,7 +8,7 @@
 //! The work is one sequence of bytes, indexed by a cursor: the regions
 //! (zero), then the loads (copy), then the regions again (clean).
 
-use crate::model::Range;
+use crate::config::model::Range;
 
 /// One bounded piece of a reload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

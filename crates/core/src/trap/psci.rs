@@ -37,9 +37,16 @@ pub const SMCCC_1_1: i64 = 0x1_0001;
 pub enum Call {
     /// Answered on the spot with this value in x0.
     Immediate(i64),
-    CpuOn { target: u64, entry: u64, context: u64 },
+    CpuOn {
+        target: u64,
+        entry: u64,
+        context: u64,
+    },
     CpuOff,
-    AffinityInfo { target: u64, lowest_level: u64 },
+    AffinityInfo {
+        target: u64,
+        lowest_level: u64,
+    },
     SystemOff,
     SystemReset,
     /// Not a standard firmware call at all (neither PSCI nor SMCCC arch).

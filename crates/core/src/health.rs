@@ -146,8 +146,8 @@ impl Default for Policy {
     }
 }
 
-impl From<&crate::model::Health> for Policy {
-    fn from(health: &crate::model::Health) -> Policy {
+impl From<&crate::config::model::Health> for Policy {
+    fn from(health: &crate::config::model::Health) -> Policy {
         Policy::DEFAULT
             .with(EventKind::Stage2Fault, health.stage2_fault)
             .with(EventKind::Forbidden, health.forbidden)
@@ -592,8 +592,9 @@ mod tests {
 
     #[test]
     fn the_configuration_and_the_policy_agree() {
-        assert_eq!(Policy::from(&crate::model::Health::DEFAULT), Policy::DEFAULT);
-        let health = crate::model::Health { watchdog: Action::Restart, ..crate::model::Health::DEFAULT };
+        assert_eq!(Policy::from(&crate::config::model::Health::DEFAULT), Policy::DEFAULT);
+        let health =
+            crate::config::model::Health { watchdog: Action::Restart, ..crate::config::model::Health::DEFAULT };
         assert_eq!(Policy::from(&health).action(Event::WatchdogExpired), Action::Restart);
     }
 

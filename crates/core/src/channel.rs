@@ -332,7 +332,9 @@ impl<'a> QueuingPort<'a> {
             return Err("queuing port indices out of range");
         }
         let lengths = (0..self.len).map(|i| self.slot((self.head + i) % self.depth).0);
-        if lengths.map(|len| u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize).any(|l| l > self.max_message)
+        if lengths
+            .map(|len| u32::from_le_bytes([len[0], len[1], len[2], len[3]]) as usize)
+            .any(|l| l > self.max_message)
         {
             return Err("queuing port holds a message longer than max_message");
         }

@@ -7,7 +7,7 @@
 //! where `table` is a postcard-encoded [`BootTable`] and the checksum is
 //! FNV-1a over `table` and `data`.
 
-use crate::model::System;
+use crate::config::model::System;
 use alloc::vec::Vec;
 use serde::{Deserialize, Serialize};
 
@@ -147,7 +147,7 @@ impl BootTable {
             for (n, load) in boot.loads.iter().enumerate() {
                 let bad = ImageError::BadLoad { partition: index, load: n };
                 let in_data = load.offset.checked_add(load.len).is_some_and(|end| end <= data_len);
-                let target = crate::model::Range::new(load.ipa, load.len);
+                let target = crate::config::model::Range::new(load.ipa, load.len);
                 let in_ram =
                     part.memory.iter().any(|r| r.guest().covers(&target) && load.ipa.checked_add(load.len).is_some());
                 if !in_data || !in_ram {
@@ -165,7 +165,7 @@ impl BootTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::*;
+    use crate::config::model::*;
     use alloc::string::ToString;
     use alloc::vec;
 

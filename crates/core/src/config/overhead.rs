@@ -8,14 +8,14 @@
 //! short ones make the loss grow. PCS is measured per board and given in
 //! nanoseconds, slot durations are in microseconds.
 
-use crate::model::Plan;
+use crate::config::model::Plan;
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 
 /// One partition's slots in one major frame of a plan, over all its cores.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SwitchLoss {
-    /// Index into [`crate::model::System::partitions`].
+    /// Index into [`crate::config::model::System::partitions`].
     pub partition: usize,
     /// `n`: slots per major frame.
     pub slots: u64,
@@ -65,7 +65,7 @@ pub fn switch_losses(plan: &Plan) -> Vec<SwitchLoss> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{CyclicCore, Slot};
+    use crate::config::model::{CyclicCore, Slot};
     use alloc::string::ToString;
     use alloc::vec;
 

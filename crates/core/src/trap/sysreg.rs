@@ -5,8 +5,8 @@
 //! would leak between partitions sharing a core), ACTLR_EL1, the EL1 physical
 //! timer (Partita's own), and implementation-defined registers.
 
-use crate::esr::SysReg;
-use crate::model::Range;
+use crate::config::model::Range;
+use crate::trap::esr::SysReg;
 
 /// What to do with a trapped access.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,7 +121,8 @@ mod tests {
         assert_eq!(policy(&SysReg::new(2, 0, 1, 0, 4)), Policy::ReadZeroWriteIgnore); // OSLAR_EL1
         assert_eq!(policy(&SysReg::new(3, 3, 9, 14, 0)), Policy::ReadZeroWriteIgnore); // PMUSERENR_EL0
         assert_eq!(policy(&SysReg::new(3, 3, 9, 12, 0)), Policy::ReadZeroWriteIgnore); // PMCR_EL0
-        assert_eq!(policy(&SysReg::new(3, 0, 1, 0, 1)), Policy::ReadZeroWriteIgnore); // ACTLR_EL1
+        assert_eq!(policy(&SysReg::new(3, 0, 1, 0, 1)), Policy::ReadZeroWriteIgnore);
+        // ACTLR_EL1
     }
 
     #[test]
@@ -143,7 +144,10 @@ mod tests {
             covered.push((pa, len));
             cursor = next;
         }
-        assert_eq!(covered, [(0x4000_0000, 0x6000), (0x4000_6000, 0x6000), (0x4000_c000, 0x4000), (0x5000_0000, 0x6000)]);
+        assert_eq!(
+            covered,
+            [(0x4000_0000, 0x6000), (0x4000_6000, 0x6000), (0x4000_c000, 0x4000), (0x5000_0000, 0x6000)]
+        );
         assert_eq!(setway_step(&regions, cursor, 0x6000), Some((0x5000_6000, 0x2000, 0)));
         assert_eq!(setway_step(&[], 0, 0x1000), None);
     }

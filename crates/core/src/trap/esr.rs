@@ -17,16 +17,29 @@ pub mod ec {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Trap {
     /// WFI (`wfe == false`) or WFE.
-    Wait { wfe: bool },
-    Hvc { imm: u16 },
-    Smc { imm: u16 },
+    Wait {
+        wfe: bool,
+    },
+    Hvc {
+        imm: u16,
+    },
+    Smc {
+        imm: u16,
+    },
     SysReg(SysRegAccess),
     /// A stage-2 data abort; `access` is present when the syndrome is valid
     /// (ISV), which is what MMIO emulation needs.
-    DataAbort { access: Option<MmioAccess>, fault_status: u8 },
-    InstructionAbort { fault_status: u8 },
+    DataAbort {
+        access: Option<MmioAccess>,
+        fault_status: u8,
+    },
+    InstructionAbort {
+        fault_status: u8,
+    },
     /// Anything else: the class is kept for the log.
-    Other { class: u8 },
+    Other {
+        class: u8,
+    },
 }
 
 /// A trapped MSR/MRS (or a system instruction such as DC ISW).

@@ -1,0 +1,9 @@
+//! The configuration: the model the tools resolve from TOML, the rules it
+//! must keep, the analyses `partita check` prints, and the boot payload
+//! that carries it to the hypervisor.
+
+pub mod image;
+pub mod model;
+pub mod overhead;
+pub mod utilisation;
+pub mod validate;

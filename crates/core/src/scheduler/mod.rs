@@ -1,0 +1,6 @@
+//! Scheduling: the fixed-priority ready queue, cyclic plans, and the
+//! budget meter that times each vCPU's use of its pCPU.
+
+pub mod budget;
+pub mod cyclic;
+pub mod readyq;
