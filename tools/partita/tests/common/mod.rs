@@ -109,6 +109,9 @@ pub fn boot_with(name: &str, text: &str, opts: RunOptions) -> Boot {
 pub fn assert_powered_off(boot: &Boot) {
     assert!(matches!(boot.ending, Ending::Exited(_)), "QEMU did not power off by itself: {:?}", boot.ending);
     assert!(boot.hypervisor.contains("all partitions stopped; powering off"), "{}", boot.hypervisor);
+    // Partita checks its own invariants before it powers off; a broken one
+    // fails every test that ends this way, not only those that look.
+    assert!(boot.hypervisor.contains("state check: ok"), "state check did not pass:\n{}", boot.hypervisor);
 }
 
 /// `timer: <n> ticks at <hz> Hz, <late> late` -> (n, late).
