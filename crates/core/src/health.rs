@@ -6,6 +6,8 @@
 //! configuration and the bounded log a system partition and the host read,
 //! lives here so that it can be tested without a board.
 
+use crate::partition::lifecycle::Change;
+
 /// What the health monitor heard about. `Reported` carries the code a
 /// partition raised itself; other details (a fault address, an ESR, a
 /// hypercall ID) travel in [`Report::detail`], so the policy looks only at
@@ -86,6 +88,30 @@ pub enum Action {
     /// The whole system restarts: for a fault the configuration says no
     /// partition can survive.
     ResetSystem = 5,
+}
+
+/// What an action does to the partition the event is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Consequence {
+    /// It goes on (a faulting instruction is stepped over).
+    GoOn,
+    /// Its life cycle changes.
+    Change(Change),
+    /// The whole machine restarts.
+    ResetSystem,
+}
+
+impl Action {
+    /// The one place an action is turned into what happens to a partition.
+    pub const fn consequence(self) -> Consequence {
+        match self {
+            Action::Ignore | Action::Log => Consequence::GoOn,
+            Action::Suspend => Consequence::Change(Change::Suspend),
+            Action::Restart => Consequence::Change(Change::Restart),
+            Action::Halt => Consequence::Change(Change::Stop),
+            Action::ResetSystem => Consequence::ResetSystem,
+        }
+    }
 }
 
 impl Action {
@@ -516,6 +542,23 @@ impl Watchdog {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn every_action_has_one_consequence_for_the_partition() {
+        let expected = [
+            (Action::Ignore, Consequence::GoOn),
+            (Action::Log, Consequence::GoOn),
+            (Action::Suspend, Consequence::Change(Change::Suspend)),
+            (Action::Restart, Consequence::Change(Change::Restart)),
+            (Action::Halt, Consequence::Change(Change::Stop)),
+            (Action::ResetSystem, Consequence::ResetSystem),
+        ];
+        assert_eq!(expected.len(), Action::ALL.len());
+        for (action, consequence) in expected {
+            assert_eq!(action.consequence(), consequence, "{action:?}");
+        }
+    }
+
     use super::*;
     use proptest::prelude::*;
     use std::vec::Vec;

@@ -1,5 +1,7 @@
-//! Partitions and their vCPUs: the vCPU state machine and register frame,
+//! Partitions and their vCPUs: the partition life cycle, the vCPU state
+//! machine and register frame,
 //! and the bounded steps of a partition's reload.
 
+pub mod lifecycle;
 pub mod reload;
 pub mod vcpu;

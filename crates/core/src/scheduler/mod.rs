@@ -1,6 +1,8 @@
-//! Scheduling: the fixed-priority ready queue, cyclic plans, and the
+//! Scheduling: the decisions (who runs, who gives way, who migrates), the
+//! fixed-priority ready queue, cyclic plans, and the
 //! budget meter that times each vCPU's use of its pCPU.
 
 pub mod budget;
+pub mod decide;
 pub mod cyclic;
 pub mod readyq;

@@ -1,0 +1,159 @@
+//! The scheduler's decisions, as functions of what the hypervisor reads
+//! from its atomics: who may run, who must give way, who migrates, and
+//! whether a vCPU leaves its pCPU after a trap. The hypervisor only reads
+//! the state, asks here, and carries the answer out.
+
+use crate::partition::lifecycle::{Change, RunState};
+use crate::partition::vcpu::State;
+use crate::trace::OutReason;
+
+/// True when a vCPU would run if it had a pCPU. A restarting partition's
+/// vCPU 0 "runs" its reload, a bounded step each time it is chosen.
+pub fn wants_cpu(partition: RunState, vcpu: State, waiting: bool, index: usize) -> bool {
+    match partition {
+        RunState::Running => vcpu.schedulable() && !waiting,
+        RunState::Restarting => index == 0,
+        _ => false,
+    }
+}
+
+/// Fixed priority: the running vCPU (priority `mine`) gives way to a more
+/// urgent `contender`, or, when its quantum is over, to an equal one.
+pub fn must_yield(mine: u8, contender: Option<u8>, quantum_over: bool) -> bool {
+    contender.is_some_and(|other| other > mine || (quantum_over && other == mine))
+}
+
+/// Fixed priority: a round-robin quantum is needed while a `contender` at
+/// least as urgent as the running vCPU waits for the pCPU.
+pub fn needs_quantum(mine: u8, contender: Option<u8>) -> bool {
+    contender.is_some_and(|other| other >= mine)
+}
+
+/// vlk's migration, decided by a vCPU's home pCPU: a vCPU that could run
+/// but is `outranked` at home moves to its first target; one that moved
+/// comes back once nothing more urgent is left. `None`: it stays where it
+/// is (`on`).
+pub fn migration(home: usize, on: usize, first_target: usize, outranked: bool, wants_cpu: bool) -> Option<usize> {
+    let away = on != home;
+    if !away && outranked && wants_cpu {
+        Some(first_target)
+    } else if away && !outranked {
+        Some(home)
+    } else {
+        None
+    }
+}
+
+/// What becomes of the vCPU that trapped, once its handler is done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AfterTrap {
+    /// It may go on, unless its pCPU's policy wants another vCPU there.
+    Stay,
+    /// It leaves its pCPU.
+    Leave(OutReason),
+}
+
+/// The vCPU asked to wait (WFI, a parked call) and is `waiting` (nothing
+/// came meanwhile), or it may no longer run here: its partition left
+/// `Running`, it was suspended, halted or powered off, or it moved away.
+pub fn after_trap(asked_to_wait: bool, waiting: bool, partition: RunState, runnable_here: bool) -> AfterTrap {
+    if asked_to_wait && waiting {
+        AfterTrap::Leave(OutReason::Waiting)
+    } else if !runnable_here || partition != RunState::Running {
+        AfterTrap::Leave(gone(partition))
+    } else {
+        AfterTrap::Stay
+    }
+}
+
+/// Why a vCPU that may no longer run left its pCPU, as the trace says it.
+pub fn gone(partition: RunState) -> OutReason {
+    match partition {
+        RunState::Stopped => OutReason::Stopped,
+        _ => OutReason::Off,
+    }
+}
+
+/// Why the running vCPU leaves when its own partition goes through `change`.
+pub fn leaving(change: Change) -> OutReason {
+    match change {
+        Change::Stop | Change::Suspend | Change::Halt => OutReason::Stopped,
+        _ => OutReason::Off,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_running_partition_s_up_vcpus_want_a_cpu_and_restarts_use_vcpu_0() {
+        assert!(wants_cpu(RunState::Running, State::Normal, false, 1));
+        assert!(wants_cpu(RunState::Running, State::Boot, false, 0));
+        assert!(!wants_cpu(RunState::Running, State::Normal, true, 0), "waiting");
+        assert!(!wants_cpu(RunState::Running, State::Suspended, false, 0));
+        assert!(!wants_cpu(RunState::Running, State::Off, false, 0));
+        assert!(wants_cpu(RunState::Restarting, State::Off, true, 0));
+        assert!(!wants_cpu(RunState::Restarting, State::Normal, false, 1));
+        for state in [RunState::Stopped, RunState::Off, RunState::Suspended, RunState::Halted] {
+            assert!(!wants_cpu(state, State::Normal, false, 0), "{state:?}");
+        }
+    }
+
+    #[test]
+    fn a_more_urgent_contender_preempts_an_equal_one_only_at_the_quantum() {
+        assert!(!must_yield(10, None, true));
+        assert!(must_yield(10, Some(11), false));
+        assert!(!must_yield(10, Some(10), false));
+        assert!(must_yield(10, Some(10), true));
+        assert!(!must_yield(10, Some(9), true));
+    }
+
+    #[test]
+    fn a_quantum_runs_only_while_an_equal_or_more_urgent_vcpu_waits() {
+        assert!(!needs_quantum(10, None));
+        assert!(!needs_quantum(10, Some(9)));
+        assert!(needs_quantum(10, Some(10)));
+        assert!(needs_quantum(10, Some(200)));
+    }
+
+    #[test]
+    fn a_vcpu_moves_away_when_outranked_and_comes_back_when_not() {
+        // At home, outranked, with work: away to the first target.
+        assert_eq!(migration(1, 1, 3, true, true), Some(3));
+        // At home, outranked, but idle: nothing to gain by moving.
+        assert_eq!(migration(1, 1, 3, true, false), None);
+        // At home and not outranked: stays.
+        assert_eq!(migration(1, 1, 3, false, true), None);
+        // Away and no longer outranked: home.
+        assert_eq!(migration(1, 3, 3, false, true), Some(1));
+        assert_eq!(migration(1, 3, 3, false, false), Some(1));
+        // Away and still outranked: stays away.
+        assert_eq!(migration(1, 3, 3, true, true), None);
+    }
+
+    #[test]
+    fn after_a_trap_a_vcpu_leaves_when_it_waits_or_may_no_longer_run() {
+        use AfterTrap::*;
+        assert_eq!(after_trap(true, true, RunState::Running, false), Leave(OutReason::Waiting));
+        // An interrupt came between asking to wait and looking: stays.
+        assert_eq!(after_trap(true, false, RunState::Running, true), Stay);
+        assert_eq!(after_trap(false, false, RunState::Running, true), Stay);
+        assert_eq!(after_trap(false, false, RunState::Running, false), Leave(OutReason::Off));
+        assert_eq!(after_trap(false, false, RunState::Stopped, false), Leave(OutReason::Stopped));
+        // A restarting partition's vCPU 0 is runnable (for its reload) but
+        // its guest must not go on.
+        assert_eq!(after_trap(false, false, RunState::Restarting, true), Leave(OutReason::Off));
+        assert_eq!(after_trap(false, false, RunState::Suspended, true), Leave(OutReason::Off));
+    }
+
+    #[test]
+    fn the_trace_tells_a_stop_from_a_power_off() {
+        assert_eq!(leaving(Change::Stop), OutReason::Stopped);
+        assert_eq!(leaving(Change::Suspend), OutReason::Stopped);
+        assert_eq!(leaving(Change::Restart), OutReason::Off);
+        assert_eq!(leaving(Change::PowerOff), OutReason::Off);
+        assert_eq!(gone(RunState::Stopped), OutReason::Stopped);
+        assert_eq!(gone(RunState::Halted), OutReason::Off);
+    }
+}
