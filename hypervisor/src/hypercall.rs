@@ -2,32 +2,35 @@
 //! controls its own vCPUs; a system partition, with the rights its
 //! configuration grants, controls other partitions and the plan.
 
-use crate::boot::system;
-use crate::channel::{self, Reply};
+use crate::channel::calls as channel;
 use crate::console::log;
-use crate::irq;
-use crate::partition::{Partition, RunState, Vcpu};
-use crate::trap::{self, Action, Start};
+use crate::health;
+use crate::partition::lifecycle::{self, Cause, Start};
+use crate::partition::{Partition, Vcpu};
+use crate::state::System;
+use crate::trap::exit::{Exit, Reply};
+use crate::vgic;
 use partita_arch::exception::Regs;
 use partita_arch::timer;
 use partita_core::health::Event;
 use partita_core::hypercall::{status, Call, PartitionOp, ABI_VERSION};
+use partita_core::partition::lifecycle::Change;
 use partita_core::partition::vcpu::{Op, Refused};
 
-pub fn handle(regs: &mut Regs, part: &Partition, vcpu: &Vcpu, call: Call) -> Action {
+pub fn handle(sys: &System, regs: &mut Regs, part: &Partition, vcpu: &Vcpu, call: Call) -> Exit {
     let function = regs.x[0];
     let (status, value) = match call {
-        Call::Unknown => return trap::illegal_call(part, vcpu, regs),
+        Call::Unknown => return health::illegal_call(part, vcpu, regs),
         Call::HmReport { code } => return report(part, vcpu, regs, code),
         Call::PortSend { channel, buffer, len, deadline } => {
-            return port(part, vcpu, regs, channel::send(part, vcpu, channel, buffer, len, deadline))
+            return port(part, vcpu, regs, channel::send(sys, part, vcpu, channel, buffer, len, deadline))
         }
         Call::PortReceive { channel, buffer, size, deadline } => {
-            return port(part, vcpu, regs, channel::receive(part, vcpu, channel, buffer, size, deadline))
+            return port(part, vcpu, regs, channel::receive(sys, part, vcpu, channel, buffer, size, deadline))
         }
-        Call::PortInfo { channel } => return port(part, vcpu, regs, channel::info(vcpu, channel)),
-        Call::DoorbellRing { channel } => return port(part, vcpu, regs, channel::ring(vcpu, channel)),
-        Call::WatchdogKick => crate::health::kick(part),
+        Call::PortInfo { channel } => return port(part, vcpu, regs, channel::info(sys, vcpu, channel)),
+        Call::DoorbellRing { channel } => return port(part, vcpu, regs, channel::ring(sys, vcpu, channel)),
+        Call::WatchdogKick => health::kick(part),
         Call::HmRead { buffer, size, from } => {
             return answer(part, vcpu, regs, hm_read(part, buffer, size, from), "illegal health-monitor read")
         }
@@ -41,14 +44,14 @@ pub fn handle(regs: &mut Regs, part: &Partition, vcpu: &Vcpu, call: Call) -> Act
             None => (status::INVALID, 0),
         },
         Call::PartitionSelf => (status::OK, vcpu.partition as u64),
-        Call::Partition { op, partition } => (control(part, vcpu.partition, op, partition), 0),
-        Call::PartitionState { partition } => match system().partitions.get(partition as usize) {
+        Call::Partition { op, partition } => (control(sys, part, vcpu.partition, op, partition), 0),
+        Call::PartitionState { partition } => match sys.partitions.get(partition as usize) {
             Some(target) => (status::OK, target.state() as u64),
             None => (status::INVALID, 0),
         },
-        Call::PlanSwitch { plan } => switch_plan(part, plan),
+        Call::PlanSwitch { plan } => switch_plan(sys, part, plan),
         Call::PlanCurrent => {
-            let (current, pending) = system().plans.current(timer::counter());
+            let (current, pending) = sys.plans.current(timer::counter());
             regs.x[2] = pending.map_or(u64::MAX, |p| p as u64);
             (status::OK, current as u64)
         }
@@ -57,13 +60,13 @@ pub fn handle(regs: &mut Regs, part: &Partition, vcpu: &Vcpu, call: Call) -> Act
     regs.x[1] = value;
     if status == status::DENIED {
         // A call beyond its rights is an illegal hypercall to the health monitor.
-        return trap::call_event(part, vcpu, Event::IllegalHypercall, function, "hypercall beyond its rights");
+        return health::call_event(part, vcpu, Event::IllegalHypercall, function, "hypercall beyond its rights");
     }
-    Action::Resume
+    Exit::Resume
 }
 
 /// The outcome of a port or doorbell call.
-fn port(part: &Partition, vcpu: &Vcpu, regs: &mut Regs, reply: Reply) -> Action {
+fn port(part: &Partition, vcpu: &Vcpu, regs: &mut Regs, reply: Reply) -> Exit {
     answer(part, vcpu, regs, reply, "illegal port or doorbell call")
 }
 
@@ -71,25 +74,25 @@ fn port(part: &Partition, vcpu: &Vcpu, regs: &mut Regs, reply: Reply) -> Action 
 /// when it next runs (after any interrupt it takes first), so it leaves its
 /// pCPU with its PC back on the HVC. An illegal call is `what` to the
 /// health monitor.
-fn answer(part: &Partition, vcpu: &Vcpu, regs: &mut Regs, reply: Reply, what: &'static str) -> Action {
+fn answer(part: &Partition, vcpu: &Vcpu, regs: &mut Regs, reply: Reply, what: &'static str) -> Exit {
     match reply {
         Reply::Done(status, values) => {
             regs.x[0] = status as u64;
             regs.x[1..4].copy_from_slice(&values);
-            Action::Resume
+            Exit::Resume
         }
         Reply::Wait => {
             regs.pc -= 4;
-            if irq::has_pending(vcpu) {
+            if vgic::has_pending(vcpu) {
                 vcpu.set_waiting(false);
-                return Action::Resume;
+                return Exit::Resume;
             }
-            Action::Wait
+            Exit::Wait
         }
         Reply::Illegal(status) => {
             let function = regs.x[0];
             regs.x[0] = status as u64;
-            trap::call_event(part, vcpu, Event::IllegalHypercall, function, what)
+            health::call_event(part, vcpu, Event::IllegalHypercall, function, what)
         }
     }
 }
@@ -102,22 +105,22 @@ fn hm_read(part: &Partition, buffer: u64, size: u64, from: u64) -> Reply {
     } else if !buffer.is_multiple_of(8) {
         Err(status::INVALID)
     } else {
-        crate::health::read(part, buffer, size, from)
+        health::log::read(part, buffer, size, from)
     };
     result.map_or_else(Reply::Illegal, |values| Reply::Done(status::OK, values))
 }
 
 /// The partition's own error report: its `reported` action decides.
-fn report(part: &Partition, vcpu: &Vcpu, regs: &mut Regs, code: u64) -> Action {
+fn report(part: &Partition, vcpu: &Vcpu, regs: &mut Regs, code: u64) -> Exit {
     regs.x[0] = status::OK as u64;
-    trap::call_event(part, vcpu, Event::Reported(code as u32), code, "error reported by the partition")
+    health::call_event(part, vcpu, Event::Reported(code as u32), code, "error reported by the partition")
 }
 
 fn start(part: &Partition, index: u64, entry: u64, context: u64) -> i64 {
     if index as usize >= part.vcpus.len() {
         return status::INVALID;
     }
-    match trap::start_vcpu(part, index as usize, entry, context) {
+    match lifecycle::start_vcpu(part, index as usize, entry, context) {
         Ok(()) => status::OK,
         Err(Start::BadEntry) => status::INVALID,
         Err(Start::Refused(_)) => status::STATE,
@@ -128,26 +131,22 @@ fn start(part: &Partition, index: u64, entry: u64, context: u64) -> i64 {
 /// it then leaves its pCPU on the way out of this trap).
 fn own_vcpu(part: &Partition, index: u64, op: Op) -> i64 {
     let Some(target) = part.vcpus.get(index as usize) else { return status::INVALID };
-    match target.apply(op) {
-        Ok(_) => {
-            // A resumed vCPU may run; a suspended or halted one must leave.
-            irq::wake(target);
-            status::OK
-        }
+    match lifecycle::vcpu_op(target, op) {
+        Ok(_) => status::OK,
         Err(Refused::AlreadyOn | Refused::Halted | Refused::WrongState) => status::STATE,
     }
 }
 
 /// An operation on another partition, if the caller's rights allow it.
-fn control(caller: &Partition, caller_index: usize, op: PartitionOp, index: u64) -> i64 {
+fn control(sys: &System, caller: &Partition, caller_index: usize, op: PartitionOp, index: u64) -> i64 {
     let rights = caller.config.rights;
-    let allowed = match op {
-        PartitionOp::Suspend => rights.suspend,
-        PartitionOp::Resume => rights.resume,
-        PartitionOp::Restart => rights.restart,
-        PartitionOp::Halt => rights.halt,
+    let (allowed, change) = match op {
+        PartitionOp::Suspend => (rights.suspend, Change::Suspend),
+        PartitionOp::Resume => (rights.resume, Change::Resume),
+        PartitionOp::Restart => (rights.restart, Change::RestartByOther),
+        PartitionOp::Halt => (rights.halt, Change::Halt),
     };
-    let Some(target) = system().partitions.get(index as usize) else { return status::INVALID };
+    let Some(target) = sys.partitions.get(index as usize) else { return status::INVALID };
     // A refusal is the health monitor's to record (`illegal-hypercall`),
     // under the caller's policy: a line here would let a partition flood
     // the console whatever that policy says.
@@ -158,45 +157,18 @@ fn control(caller: &Partition, caller_index: usize, op: PartitionOp, index: u64)
     if index as usize == caller_index {
         return status::INVALID;
     }
-    let changed = match op {
-        PartitionOp::Suspend => target.change(RunState::Running, RunState::Suspended),
-        PartitionOp::Resume => target.change(RunState::Suspended, RunState::Running),
-        PartitionOp::Halt => halt(target),
-        PartitionOp::Restart => return restart(caller, target),
-    };
-    if !changed {
-        return status::STATE;
+    if lifecycle::change(sys, target, change, Cause::By(caller)) {
+        status::OK
+    } else {
+        status::STATE
     }
-    log!("partition {}: {:?} of partition {}", caller.name(), op, target.name());
-    trap::kick_others(target);
-    status::OK
 }
 
-fn halt(target: &Partition) -> bool {
-    let halted =
-        target.change(RunState::Running, RunState::Halted) || target.change(RunState::Suspended, RunState::Halted);
-    if halted {
-        trap::power_off_when_all_stopped();
-    }
-    halted
-}
-
-/// Restarts `target` from its images: its vCPUs leave their pCPUs and
-/// its vCPU 0's pCPU reloads it. STATE while it is restarting already.
-fn restart(caller: &Partition, target: &Partition) -> i64 {
-    if !target.begin_restart(target.state()) {
-        return status::STATE;
-    }
-    log!("partition {}: restarting partition {}", caller.name(), target.name());
-    trap::kick_others(target);
-    status::OK
-}
-
-fn switch_plan(part: &Partition, plan: u64) -> (i64, u64) {
+fn switch_plan(sys: &System, part: &Partition, plan: u64) -> (i64, u64) {
     if !part.config.rights.switch_plan {
         return (status::DENIED, 0);
     }
-    match system().plans.request(plan as usize, timer::counter()) {
+    match sys.plans.request(plan as usize, timer::counter()) {
         Some(instant) => {
             log!("partition {} asks for plan {plan} from counter 0x{instant:x}", part.name());
             (status::OK, instant)

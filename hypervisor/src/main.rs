@@ -1,9 +1,9 @@
 //! Partita: a static-partitioning, mixed-criticality hypervisor for AArch64.
 //!
-//! Boot (`boot`) turns the payload into running partitions; every CPU then
-//! runs its scheduler loop (`scheduler`), and every guest exit lands in
-//! `trap`. All `unsafe` code lives in `partita-arch`; this crate only
-//! exports the three entry symbols the assembly calls.
+//! Boot (`boot`) turns the payload into running partitions (`state`); every
+//! CPU then runs its scheduler loop (`scheduler`), and every guest exit
+//! lands in `trap`. All `unsafe` code lives in `partita-arch`; this crate
+//! only exports the three entry symbols the assembly calls.
 #![no_std]
 #![no_main]
 #![deny(unsafe_code)]
@@ -13,15 +13,15 @@ extern crate alloc;
 mod boot;
 mod channel;
 mod console;
-mod cyclic;
 mod health;
 mod hypercall;
-mod irq;
 mod partition;
 mod scheduler;
 mod selfcheck;
+mod state;
 mod trace;
 mod trap;
+mod vgic;
 
 use partita_arch::exception::Regs;
 
@@ -70,7 +70,7 @@ fn panic(info: &core::panic::PanicInfo) -> ! {
         partita_arch::cpu::index(),
         info.message(),
         partita_core::trap::esr::class(s.esr),
-        partita_arch::read_sysreg!("elr_el2"),
+        partita_arch::cpu::exception_return_address(),
         s.far
     ));
     partita_arch::cpu::park()

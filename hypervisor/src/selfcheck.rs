@@ -3,21 +3,20 @@
 //! relies on, checked from the outside. A test that drives Partita hard
 //! (random hypercalls, restarts) asserts on the verdict line.
 
-use crate::boot::system;
 use crate::console::log;
-use crate::health;
-use crate::scheduler;
+use crate::health::log as hm_log;
+use crate::state::{FixedPriority, PerCpu, Policy, System};
 
 /// Logs `state check: ok (N checks)` or the first broken invariant.
-pub fn run() {
+pub fn run(system: &System) {
     let mut checks = 0usize;
-    match verify(&mut checks) {
+    match verify(system, &mut checks) {
         Ok(()) => log!("state check: ok ({checks} checks)"),
         Err(what) => log!("state check: FAILED {what}"),
     }
 }
 
-fn verify(checks: &mut usize) -> Result<(), &'static str> {
+fn verify(system: &System, checks: &mut usize) -> Result<(), &'static str> {
     let mut expect = |ok: bool, what: &'static str| {
         *checks += 1;
         if ok {
@@ -26,7 +25,6 @@ fn verify(checks: &mut usize) -> Result<(), &'static str> {
             Err(what)
         }
     };
-    let system = system();
     for part in &system.partitions {
         expect(part.state().ended(), "a partition still runs at power-off")?;
         for vcpu in &part.vcpus {
@@ -35,16 +33,26 @@ fn verify(checks: &mut usize) -> Result<(), &'static str> {
         }
     }
     for (cpu, me) in system.cpus.iter().enumerate() {
-        expect(scheduler::ready_queue_consistent(me), "a ready queue holds a vCPU at the wrong priority")?;
+        if let Policy::FixedPriority(fp) = &me.policy {
+            expect(ready_queue_consistent(system, me, fp), "a ready queue holds a vCPU at the wrong priority")?;
+        }
         for slot in 0..me.vcpus.len() {
             let vcpu = me.vcpus[slot];
             expect(vcpu.home == cpu || vcpu.migrate_to.contains(&cpu), "a pCPU lists a vCPU that is not its own")?;
         }
     }
     for channel in &system.channels {
-        expect(channel.check().is_ok(), "a queuing port is corrupt")?;
+        expect(channel.check(&system.partitions).is_ok(), "a queuing port is corrupt")?;
     }
-    expect(health::check().is_ok(), "the health-monitor log is corrupt")?;
+    expect(hm_log::check().is_ok(), "the health-monitor log is corrupt")?;
     let (plan, _) = system.plans.current(partita_arch::timer::counter());
     expect(system.plans.count() == 0 || plan < system.plans.count(), "the plan in force does not exist")
+}
+
+/// Every queued vCPU sits at its own priority: priorities never change at
+/// run time.
+fn ready_queue_consistent(system: &System, me: &PerCpu, fp: &FixedPriority) -> bool {
+    let ready = fp.ready.lock();
+    (0..me.vcpus.len())
+        .all(|slot| ready.priority_of(slot).is_none_or(|p| p == system.partition_of(me.vcpus[slot]).rank))
 }

@@ -72,37 +72,3 @@ pub fn invalidate_guest_tlb_local() {
     // SAFETY: TLB invalidation has no effect on memory contents.
     unsafe { asm!("dsb ishst", "tlbi vmalls12e1", "dsb nsh", "isb", options(nostack, preserves_flags)) };
 }
-
-/// Runs `f` over the partition RAM `[pa, pa + len)` as bytes, after making
-/// what the guest wrote visible (a guest may run with its caches off).
-/// Hypercalls read message buffers this way; `len` is bounded by the
-/// caller, who also checked that the buffer belongs to the calling partition.
-pub fn with_guest_bytes<R>(pa: u64, len: usize, f: impl FnOnce(&[u8]) -> R) -> R {
-    if len == 0 {
-        return f(&[]);
-    }
-    assert!(crate::mmu::is_partition_ram(pa, len as u64), "guest buffer outside partition RAM");
-    clean_invalidate(pa, len as u64);
-    // SAFETY: the range is partition RAM, identity mapped at EL2 and never
-    // Partita's own memory (asserted above). Other vCPUs of the partition
-    // may write it meanwhile; bytes have no invalid values, so the worst a
-    // racing guest gets is a message made of old and new bytes.
-    let bytes = unsafe { core::slice::from_raw_parts(pa as *const u8, len) };
-    f(bytes)
-}
-
-/// As [`with_guest_bytes`], for a buffer the hypercall fills; what `f`
-/// wrote is cleaned to memory, where a guest with its caches off reads it.
-pub fn with_guest_bytes_mut<R>(pa: u64, len: usize, f: impl FnOnce(&mut [u8]) -> R) -> R {
-    if len == 0 {
-        return f(&mut []);
-    }
-    assert!(crate::mmu::is_partition_ram(pa, len as u64), "guest buffer outside partition RAM");
-    clean_invalidate(pa, len as u64);
-    // SAFETY: as in `with_guest_bytes`; Partita holds no other reference
-    // into partition RAM while `f` runs.
-    let bytes = unsafe { core::slice::from_raw_parts_mut(pa as *mut u8, len) };
-    let result = f(bytes);
-    clean_invalidate(pa, len as u64);
-    result
-}

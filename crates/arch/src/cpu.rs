@@ -2,16 +2,22 @@
 
 use core::arch::asm;
 
-/// Reads a system register.
-#[macro_export]
+/// Reads a system register whose read changes nothing: no acknowledge, no
+/// clear-on-read, no other side effect. Such a read touches no memory, so
+/// it is marked `nomem` and the compiler may move it past loads and
+/// stores. Private to this crate: a register with a read side effect
+/// (ICC_IAR1_EL1 acknowledges an interrupt) gets a function of its own,
+/// whose contract says so, never this macro.
 macro_rules! read_sysreg {
     ($name:literal) => {{
         let value: u64;
-        // SAFETY: reading a system register has no side effect on memory.
+        // SAFETY: callers in this crate read only registers whose read has
+        // no side effect (see the macro's contract).
         unsafe { core::arch::asm!(concat!("mrs {0}, ", $name), out(reg) value, options(nomem, nostack, preserves_flags)) };
         value
     }};
 }
+pub(crate) use read_sysreg;
 
 /// Writes a system register. Only used inside this crate, where each
 /// register's effect is accounted for at the call site.
@@ -24,6 +30,11 @@ macro_rules! write_sysreg {
     }};
 }
 pub(crate) use write_sysreg;
+
+/// Where the exception being handled will return to (ELR_EL2).
+pub fn exception_return_address() -> u64 {
+    read_sysreg!("elr_el2")
+}
 
 /// Index of the running CPU, as set at boot.
 pub fn index() -> usize {

@@ -13,12 +13,15 @@ pub mod el2;
 pub mod exception;
 pub mod firmware;
 pub mod gic;
+pub mod guest_memory;
 pub mod heap;
 pub mod mmu;
 pub mod stage2;
 pub mod timer;
 pub mod uart;
 pub mod vgic;
+
+pub(crate) use cpu::read_sysreg;
 
 /// The most physical CPUs Partita supports (stacks are reserved per CPU).
 pub const MAX_CPUS: usize = 8;

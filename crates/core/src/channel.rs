@@ -180,9 +180,16 @@ impl<'a> SamplingPort<'a> {
 
     /// Replaces the message with `msg`, stamped `now`.
     pub fn write(&mut self, msg: &[u8], now: u64) -> Result<(), PortError> {
-        let slot = self.storage.get_mut(..msg.len()).ok_or(PortError::TooLong)?;
-        slot.copy_from_slice(msg);
-        self.len = msg.len();
+        self.write_with(msg.len(), now, |slot| slot.copy_from_slice(msg))
+    }
+
+    /// Replaces the message with `len` bytes that `fill` writes into the
+    /// port's storage, stamped `now`: the hypervisor copies a guest's
+    /// buffer straight in, with no bounce buffer.
+    pub fn write_with(&mut self, len: usize, now: u64, fill: impl FnOnce(&mut [u8])) -> Result<(), PortError> {
+        let slot = self.storage.get_mut(..len).ok_or(PortError::TooLong)?;
+        fill(slot);
+        self.len = len;
         self.written_at = now;
         // Zero means "never written", so the count skips it on the (purely
         // theoretical) wrap instead of saturating, which would make every
@@ -195,11 +202,25 @@ impl<'a> SamplingPort<'a> {
     /// `refresh` old at `now`. A clock reading before the write stamp (a
     /// reader on a pCPU whose clock lags) counts as age 0, not as a huge age.
     pub fn read(&self, out: &mut [u8], now: u64, refresh: u64) -> Result<SampleRead, PortError> {
+        self.read_with(out.len(), now, refresh, |msg| out[..msg.len()].copy_from_slice(msg))
+    }
+
+    /// As [`SamplingPort::read`], for a reader with room for `capacity`
+    /// bytes that takes the message from `take`.
+    pub fn read_with(
+        &self,
+        capacity: usize,
+        now: u64,
+        refresh: u64,
+        take: impl FnOnce(&[u8]),
+    ) -> Result<SampleRead, PortError> {
         if self.seq == 0 {
             return Ok(SampleRead { len: 0, age: u64::MAX, valid: false, seq: 0 });
         }
-        let dst = out.get_mut(..self.len).ok_or(PortError::BufferTooSmall { needed: self.len })?;
-        dst.copy_from_slice(&self.storage[..self.len]);
+        if self.len > capacity {
+            return Err(PortError::BufferTooSmall { needed: self.len });
+        }
+        take(&self.storage[..self.len]);
         let age = now.saturating_sub(self.written_at);
         Ok(SampleRead { len: self.len, age, valid: age <= refresh, seq: self.seq })
     }
@@ -291,17 +312,23 @@ impl<'a> QueuingPort<'a> {
     /// checked: that error is permanent, and the sender should hear it even
     /// when the queue is also full.
     pub fn send(&mut self, msg: &[u8]) -> Result<(), PortError> {
-        if msg.len() > self.max_message {
+        self.send_with(msg.len(), |slot| slot.copy_from_slice(msg))
+    }
+
+    /// Appends a message of `len` bytes that `fill` writes straight into
+    /// its slot; refused as [`QueuingPort::send`] refuses.
+    pub fn send_with(&mut self, len: usize, fill: impl FnOnce(&mut [u8])) -> Result<(), PortError> {
+        if len > self.max_message {
             return Err(PortError::TooLong);
         }
         if self.is_full() {
             return Err(PortError::Full);
         }
         let tail = (self.head + self.len) % self.depth;
-        let (len, bytes) = self.slot_mut(tail);
+        let (len_field, bytes) = self.slot_mut(tail);
         // The layout refused max_message > u32::MAX, so this cannot truncate.
-        len.copy_from_slice(&(msg.len() as u32).to_le_bytes());
-        bytes[..msg.len()].copy_from_slice(msg);
+        len_field.copy_from_slice(&(len as u32).to_le_bytes());
+        fill(&mut bytes[..len]);
         self.len += 1;
         Ok(())
     }
@@ -310,10 +337,18 @@ impl<'a> QueuingPort<'a> {
     /// is too short the message stays at the head, so the guest can retry
     /// with a larger buffer without losing it.
     pub fn receive(&mut self, out: &mut [u8]) -> Result<usize, PortError> {
+        self.receive_with(out.len(), |msg| out[..msg.len()].copy_from_slice(msg))
+    }
+
+    /// As [`QueuingPort::receive`], for a receiver with room for
+    /// `capacity` bytes that takes the message from `take`.
+    pub fn receive_with(&mut self, capacity: usize, take: impl FnOnce(&[u8])) -> Result<usize, PortError> {
         let needed = self.peek_len().ok_or(PortError::Empty)?;
-        let dst = out.get_mut(..needed).ok_or(PortError::BufferTooSmall { needed })?;
+        if needed > capacity {
+            return Err(PortError::BufferTooSmall { needed });
+        }
         let (_, bytes) = self.slot(self.head);
-        dst.copy_from_slice(&bytes[..needed]);
+        take(&bytes[..needed]);
         self.head = (self.head + 1) % self.depth;
         self.len -= 1;
         Ok(needed)

@@ -3,6 +3,6 @@
 //! budget meter that times each vCPU's use of its pCPU.
 
 pub mod budget;
-pub mod decide;
 pub mod cyclic;
+pub mod decide;
 pub mod readyq;

@@ -6,10 +6,10 @@
 //! else does: while it waits (WFI) the slot idles, and an interrupt for it
 //! brings it back before the slot ends. Time no slot claims is idle.
 
-use crate::boot::PerCpu;
+use crate::partition::Vcpu;
 use crate::trace;
 use alloc::vec::Vec;
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicU64, Ordering};
 use partita_core::config::model::{CyclicCore, Plan};
 use partita_core::scheduler::cyclic::{self, Schedule, Window};
 use partita_core::trace::Kind;
@@ -23,6 +23,23 @@ pub struct Plans {
     plans: Vec<Plan>,
     schedule: Mutex<Schedule>,
     hz: u64,
+}
+
+/// A cyclic pCPU's own state.
+pub struct CyclicCpu {
+    /// The end of the current slot or idle gap (counter value).
+    pub until: AtomicU64,
+    /// The major frame it was in when it last looked, where the next look
+    /// starts searching.
+    frame_hint: AtomicU64,
+    /// The planned start of the last slot traced, so each is traced once.
+    last_slot_start: AtomicU64,
+}
+
+impl CyclicCpu {
+    pub fn new() -> Self {
+        Self { until: AtomicU64::new(0), frame_hint: AtomicU64::new(0), last_slot_start: AtomicU64::new(u64::MAX) }
+    }
 }
 
 /// What a cyclic pCPU does now.
@@ -53,9 +70,10 @@ impl Plans {
         self.plans.first().is_some_and(|plan| core_of(plan, cpu).is_some())
     }
 
-    /// Where `me` (pCPU `cpu`) stands at `now`. Traces a slot's start the
-    /// first time its pCPU sees it, with how late that is.
-    pub fn now(&self, cpu: usize, me: &PerCpu, now: u64) -> Now {
+    /// Where pCPU `cpu` (its state `me`, its slots `vcpus`) stands at
+    /// `now`. Traces a slot's start the first time its pCPU sees it, with
+    /// how late that is.
+    pub fn now(&self, cpu: usize, me: &CyclicCpu, vcpus: &[&Vcpu], now: u64) -> Now {
         let (index, origin) = self.schedule.lock().at(now);
         let Some(core) = core_of(&self.plans[index], cpu) else { return Now { owner: None, until: u64::MAX } };
         let hint = me.frame_hint.load(Ordering::Relaxed);
@@ -66,7 +84,7 @@ impl Plans {
         let owner = position.window.and_then(|window| {
             let slot = core.slots[window.index];
             note_slot_start(me, index, &window, slot.partition, slot.vcpu as usize, now);
-            me.vcpus.iter().position(|v| v.partition == slot.partition && v.index == slot.vcpu as usize)
+            vcpus.iter().position(|v| v.partition == slot.partition && v.index == slot.vcpu as usize)
         });
         Now { owner, until: position.until }
     }
@@ -97,7 +115,7 @@ fn core_of(plan: &Plan, cpu: usize) -> Option<&CyclicCore> {
 
 /// Records `SlotStart` once per slot instance: `arg` packs the plan index
 /// (bits 8..16), the slot index (0..8) and the lateness in ticks (16..32).
-fn note_slot_start(me: &PerCpu, plan: usize, window: &Window, partition: usize, vcpu: usize, now: u64) {
+fn note_slot_start(me: &CyclicCpu, plan: usize, window: &Window, partition: usize, vcpu: usize, now: u64) {
     if me.last_slot_start.swap(window.start, Ordering::Relaxed) == window.start {
         return;
     }

@@ -6,8 +6,10 @@
 //! off vCPU, and a partition restart, which first waits until none of the
 //! partition's vCPUs is on a CPU.
 
+pub mod lifecycle;
+
 use crate::channel::Window;
-use crate::console::{self, log};
+use crate::console;
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
@@ -18,64 +20,25 @@ use partita_arch::vgic::{VgicContext, MAX_LRS};
 use partita_core::config::image::PartitionBoot;
 use partita_core::config::model::{self, Range};
 use partita_core::health::{PartitionHm, Policy, Watchdog};
-use partita_core::partition::reload::{self, Step};
+use partita_core::partition::lifecycle::{Change, RunState, WrongState};
+use partita_core::partition::reload;
 use partita_core::partition::vcpu::{Op, Refused, State};
 use partita_core::scheduler::budget::BudgetMeter;
-use partita_core::time::{ticks_to_us, us_to_ticks};
+use partita_core::time::us_to_ticks;
 use partita_core::trap::sysreg;
 use partita_core::trap::vuart::{LineBuffer, Pl011};
 use partita_core::vgic::queue::Queue;
 use partita_core::vgic::regs::PartitionGic;
-use spin::Mutex;
+use spin::{Mutex, Once};
 
-/// The most pCPUs a configuration may have.
-pub const MAX_CPUS: usize = *partita_core::config::validate::CPUS.end() as usize;
-/// `slot_on` of a pCPU where the vCPU is not listed.
-const NO_SLOT: u8 = u8::MAX;
-/// Bytes a restart zeroes, copies or cleans per step: a more urgent vCPU on
-/// the pCPU that reloads waits for one such step at most.
-const RELOAD_CHUNK: u64 = 128 << 10;
+/// vCPUs one pCPU may list: its own, plus those that may migrate to it.
+pub const MAX_VCPUS_PER_PCPU: usize = 128;
+
 /// `wake_at` of a vCPU that is not parked in a port call.
 const NO_DEADLINE: u64 = u64::MAX;
 
 /// Longest console line a partition can emit before it is wrapped.
 pub const CONSOLE_LINE: usize = 200;
-
-/// A partition's life cycle.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum RunState {
-    Running = 0,
-    /// Stopped by Partita after a fault.
-    Stopped = 1,
-    /// Powered off by its own PSCI SYSTEM_OFF.
-    Off = 2,
-    /// Being restarted (PSCI SYSTEM_RESET or a system partition); its
-    /// vCPUs must not run.
-    Restarting = 3,
-    /// Suspended by a system partition: no vCPU runs, interrupts stay pending.
-    Suspended = 4,
-    /// Halted by a system partition: final until a restart.
-    Halted = 5,
-}
-
-impl RunState {
-    fn from_u8(v: u8) -> Self {
-        match v {
-            0 => Self::Running,
-            1 => Self::Stopped,
-            2 => Self::Off,
-            3 => Self::Restarting,
-            4 => Self::Suspended,
-            _ => Self::Halted,
-        }
-    }
-
-    /// Ended for good unless restarted: counts towards powering off.
-    pub const fn ended(self) -> bool {
-        matches!(self, Self::Stopped | Self::Off | Self::Halted)
-    }
-}
 
 /// The console a partition writes to.
 pub struct Console {
@@ -135,9 +98,9 @@ pub struct Vcpu {
     pcpu: AtomicUsize,
     /// pCPUs it may move to, in order of preference; empty: it never moves.
     pub migrate_to: Vec<usize>,
-    /// Its index in each pCPU's `vcpus` (`NO_SLOT` where it is not listed),
-    /// so a change here can mark it for that pCPU's ready queue.
-    slot_on: [AtomicU8; MAX_CPUS],
+    /// The pCPUs that list it, with its slot there: a change here marks it
+    /// for each of them (set once at boot).
+    watchers: Once<Vec<Watcher>>,
     /// A [`State`], changed only through [`Vcpu::apply`].
     state: AtomicU8,
     /// True while a pCPU has this vCPU's state loaded in its registers.
@@ -169,9 +132,21 @@ impl Partition {
         RunState::from_u8(self.state.load(Ordering::Acquire))
     }
 
-    pub fn set_state(&self, state: RunState) {
-        self.state.store(state as u8, Ordering::Release);
-        self.mark_vcpus();
+    /// Moves it through `change` (see [`RunState::next`]), atomic against
+    /// a concurrent change from another pCPU; returns the state it left.
+    /// Only [`lifecycle`] calls this, and carries out the rest of a change.
+    fn apply(&self, change: Change) -> Result<RunState, WrongState> {
+        let mut current = self.state();
+        loop {
+            let next = current.next(change)?;
+            match self.state.compare_exchange(current as u8, next as u8, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => {
+                    self.mark_vcpus();
+                    return Ok(current);
+                }
+                Err(seen) => current = RunState::from_u8(seen),
+            }
+        }
     }
 
     /// Every vCPU may have become runnable or not.
@@ -181,28 +156,9 @@ impl Partition {
         }
     }
 
-    /// Moves from `Running` to `state`; false if it was no longer running
-    /// (another CPU stopped it first), so each stop is reported once.
-    pub fn leave_running(&self, state: RunState) -> bool {
-        self.change(RunState::Running, state)
-    }
-
-    /// Moves from `from` to `to`; false if it was not in `from`.
-    pub fn change(&self, from: RunState, to: RunState) -> bool {
-        let changed = self.state.compare_exchange(from as u8, to as u8, Ordering::AcqRel, Ordering::Acquire).is_ok();
-        if changed {
-            self.mark_vcpus();
-        }
-        changed
-    }
-
     /// One per life: raised by every reload (see `tlb_generation`'s field).
     pub fn tlb_generation(&self) -> u32 {
         self.tlb_generation.load(Ordering::Acquire)
-    }
-
-    pub fn new_tlb_generation(&self) {
-        self.tlb_generation.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Bytes a guest wrote to its console: complete lines go out tagged.
@@ -241,20 +197,16 @@ impl Vcpu {
         self.mark();
     }
 
-    /// Records in `cpu`'s tables that this vCPU is its slot `slot` (boot).
-    pub fn place(&self, cpu: usize, slot: usize) {
-        self.slot_on[cpu].store(u8::try_from(slot).expect("slot fits a u8"), Ordering::Relaxed);
+    /// Records which pCPUs list this vCPU, and where (boot, once).
+    pub fn watch(&self, watchers: Vec<Watcher>) {
+        self.watchers.call_once(|| watchers);
     }
 
     /// Something that decides whether it can run changed: every pCPU that
     /// lists it looks at it again at its next decision.
     pub fn mark(&self) {
-        let Some(system) = crate::boot::try_system() else { return };
-        for (cpu, slot) in self.slot_on.iter().enumerate() {
-            let slot = slot.load(Ordering::Relaxed);
-            if slot != NO_SLOT {
-                system.cpus[cpu].mark(usize::from(slot));
-            }
+        for watcher in self.watchers.get().into_iter().flatten() {
+            watcher.dirty.mark(watcher.slot);
         }
     }
 
@@ -334,6 +286,44 @@ impl Vcpu {
     }
 }
 
+/// A pCPU that lists a vCPU: its dirty set and the vCPU's slot there.
+pub struct Watcher {
+    pub dirty: &'static Dirty,
+    pub slot: usize,
+}
+
+/// One bit per slot of a pCPU: set by any pCPU when something that
+/// decides whether that vCPU can run changed, cleared only by the pCPU
+/// itself when it looks. Its scheduler's cost follows what changed, not
+/// how many vCPUs it lists.
+pub struct Dirty([AtomicU64; MAX_VCPUS_PER_PCPU / 64]);
+
+impl Dirty {
+    /// Everything is looked at once, at the first decision.
+    pub const fn all() -> Self {
+        Self([const { AtomicU64::new(u64::MAX) }; MAX_VCPUS_PER_PCPU / 64])
+    }
+
+    /// Asks the pCPU to look at `slot` again.
+    pub fn mark(&self, slot: usize) {
+        self.0[slot / 64].fetch_or(1 << (slot % 64), Ordering::SeqCst);
+    }
+
+    /// The slots marked since the last call, each once.
+    pub fn take(&self) -> impl Iterator<Item = usize> + '_ {
+        self.0.iter().enumerate().flat_map(|(w, word)| {
+            let mut bits = word.swap(0, Ordering::SeqCst);
+            core::iter::from_fn(move || {
+                (bits != 0).then(|| {
+                    let bit = bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    w * 64 + bit
+                })
+            })
+        })
+    }
+}
+
 /// What a partition shares with others: the shared-memory windows it maps
 /// and their doorbells.
 pub struct Shared {
@@ -341,8 +331,9 @@ pub struct Shared {
     pub doorbells: Vec<u32>,
 }
 
-/// Builds a partition's stage-2 table, loads its memory and creates its vCPUs.
-pub fn build(index: usize, config: model::Partition, boot: PartitionBoot, data: &[u8], shared: Shared) -> Partition {
+/// Builds a partition's stage-2 table and creates its vCPUs; [`lifecycle::first_boot`]
+/// then loads it.
+pub fn build(index: usize, config: model::Partition, boot: PartitionBoot, shared: Shared) -> Partition {
     let vmid = u16::try_from(index + 1).expect("VMID");
     let table = build_stage2(vmid, &config, &shared.windows);
     let vttbr = table.vttbr();
@@ -379,8 +370,6 @@ pub fn build(index: usize, config: model::Partition, boot: PartitionBoot, data: 
         vcpus,
         console: Mutex::new(Console { uart: Pl011::new(), line: LineBuffer::new() }),
     };
-    partition.load(data);
-    partition.power_on();
     partition
 }
 
@@ -391,7 +380,7 @@ fn new_vcpu(partition: usize, index: usize, home: usize, migrate_to: Vec<usize>)
         home,
         pcpu: AtomicUsize::new(home),
         migrate_to,
-        slot_on: [const { AtomicU8::new(NO_SLOT) }; MAX_CPUS],
+        watchers: Once::new(),
         state: AtomicU8::new(State::Off as u8),
         on_cpu: AtomicBool::new(false),
         waiting: AtomicBool::new(false),
@@ -445,88 +434,6 @@ fn build_stage2(vmid: u16, config: &model::Partition, windows: &[Window]) -> Sta
 }
 
 impl Partition {
-    /// Loads the partition at boot: every step of a reload at once.
-    pub fn load(&self, data: &[u8]) {
-        self.reset_devices();
-        let mut cursor = 0;
-        while let Some(next) = self.reload_step(cursor, data) {
-            cursor = next;
-        }
-    }
-
-    /// Virtual devices start afresh (distributor, console); its devices'
-    /// physical interrupts stay quiet until the guest enables them again in
-    /// its fresh distributor.
-    fn reset_devices(&self) {
-        *self.gic.lock() = virtual_gic(&self.config, &self.doorbells);
-        *self.console.lock() = Console { uart: Pl011::new(), line: LineBuffer::new() };
-        for device in &self.config.devices {
-            for interrupt in &device.interrupts {
-                partita_arch::gic::enable_spi(interrupt.intid, false);
-            }
-        }
-    }
-
-    /// One bounded step of a reload (`partita_core::partition::reload`): zero its RAM
-    /// (nothing of a previous run or of the boot loader stays behind), copy
-    /// its images and device tree in, write everything back to memory for
-    /// a guest that starts with its caches off. Returns the next cursor,
-    /// `None` once done.
-    fn reload_step(&self, cursor: u64, data: &[u8]) -> Option<u64> {
-        let (step, next) = reload::step(&self.reload_regions, &self.reload_loads, cursor, RELOAD_CHUNK)?;
-        match step {
-            Step::Zero { pa, len } => partita_arch::cache::zero(pa, len),
-            // BootTable::check proved the load inside the data and its RAM.
-            Step::Copy { pa, offset, len } => {
-                partita_arch::cache::copy_to(pa, &data[offset as usize..(offset + len) as usize])
-            }
-            Step::Clean { pa, len } => partita_arch::cache::clean_invalidate(pa, len),
-        }
-        Some(next)
-    }
-
-    /// Starts a restart from state `from`: its vCPUs leave their pCPUs
-    /// (the caller kicks them), then vCPU 0's pCPU reloads it a step at a
-    /// time in vCPU 0's place (see [`Partition::restart_step`]). False if
-    /// it was not in `from` or is restarting already.
-    pub fn begin_restart(&self, from: RunState) -> bool {
-        if from == RunState::Restarting || !self.change(from, RunState::Restarting) {
-            return false;
-        }
-        self.reload_started.store(partita_arch::timer::counter(), Ordering::Release);
-        self.reload_cursor.store(0, Ordering::Release);
-        let first = self.vcpus[0];
-        first.move_to(first.home);
-        first.set_waiting(false);
-        true
-    }
-
-    /// One step of the restart, by the pCPU that holds vCPU 0 (so only one
-    /// at a time); nothing while another of its vCPUs is still on a pCPU.
-    /// The last step powers it on again.
-    pub fn restart_step(&self, data: &[u8]) {
-        if self.vcpus[1..].iter().any(|v| v.is_on_cpu()) {
-            return;
-        }
-        let cursor = self.reload_cursor.load(Ordering::Acquire);
-        if cursor == 0 {
-            // Translations of its previous life must go: each pCPU drops
-            // them before it next runs one of its vCPUs.
-            self.new_tlb_generation();
-            self.reset_devices();
-        }
-        match self.reload_step(cursor, data) {
-            Some(next) => self.reload_cursor.store(next, Ordering::Release),
-            None => {
-                let ticks = partita_arch::timer::counter() - self.reload_started.load(Ordering::Acquire);
-                let us = ticks_to_us(ticks, partita_arch::timer::frequency());
-                log!("partition {} reloaded in {us} us", self.name());
-                self.power_on();
-                self.set_state(RunState::Running);
-            }
-        }
-    }
-
     /// One trapped set/way operation: cleans and invalidates the next slice
     /// of the partition's RAM by address, so a whole sweep covers all of it
     /// while no single trap keeps interrupts masked for long.
@@ -538,27 +445,5 @@ impl Partition {
             partita_arch::cache::clean_invalidate(pa, len);
             self.setway_cursor.store(next, Ordering::Relaxed);
         }
-    }
-
-    /// vCPU 0 starts at the entry point with x0 = device tree; the others
-    /// wait for PSCI CPU_ON.
-    pub fn power_on(&self) {
-        for vcpu in &self.vcpus {
-            vcpu.power_down();
-            vcpu.move_to(vcpu.home);
-        }
-        self.vcpus[0].reset(self.boot.entry, self.boot.dtb);
-        self.vcpus[0].apply(Op::Start).expect("a vCPU that is off can start");
-        if let Some(period_us) = self.config.health.watchdog_us {
-            let period = us_to_ticks(period_us, partita_arch::timer::frequency());
-            *self.watchdog.lock() = Some(Watchdog::new(period, partita_arch::timer::counter()));
-        }
-        log!(
-            "partition {} starts: {} vCPU(s), entry 0x{:x}, device tree at 0x{:x}",
-            self.name(),
-            self.vcpus.len(),
-            self.boot.entry,
-            self.boot.dtb
-        );
     }
 }

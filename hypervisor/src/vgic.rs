@@ -7,9 +7,9 @@
 //! target vCPU's queue; the queue is flushed into the list registers every
 //! time that vCPU enters the guest.
 
-use crate::boot::system;
 use crate::console::log;
 use crate::partition::{Partition, Vcpu};
+use crate::state::{PerCpu, System};
 use crate::trace;
 use core::sync::atomic::Ordering;
 use partita_arch::vgic::{self, HCR_EN, HCR_NPIE, HCR_UIE};
@@ -149,17 +149,17 @@ pub fn has_pending(vcpu: &Vcpu) -> bool {
 /// A physical interrupt Partita does not keep for itself: the running
 /// vCPU's timer, or a partition's passthrough SPI. The physical interrupt
 /// stays active until the guest's EOI deactivates it (HW bit).
-pub fn forward(intid: u32, running: Option<&Vcpu>) {
+pub fn forward(sys: &System, me: &PerCpu, intid: u32, running: Option<&Vcpu>) {
     gic::drop_priority(intid);
     if let Some(vcpu) = running.filter(|_| intid == VTIMER_INTID) {
-        if list_directly(vcpu, intid) {
+        if list_directly(me, sys.partition_of(vcpu), vcpu, intid) {
             return;
         }
     }
-    let target = if intid == VTIMER_INTID { running.map(|v| (v.partition, v.index)) } else { spi_owner(intid) };
-    let delivered = target.is_some_and(|(p, i)| inject(&system().partitions[p], i, intid, true));
+    let target = if intid == VTIMER_INTID { running.map(|v| (v.partition, v.index)) } else { spi_owner(sys, intid) };
+    let delivered = target.is_some_and(|(p, i)| inject(&sys.partitions[p], i, intid, true));
     if !delivered && intid == VTIMER_INTID {
-        mask_timer();
+        mask_timer(me);
     } else if !delivered {
         gic::deactivate(intid);
     }
@@ -170,18 +170,16 @@ pub fn forward(intid: u32, running: Option<&Vcpu>) {
 /// level-triggered physical PPI is masked on this pCPU so it does not fire
 /// again and again. It is unmasked when the guest enables the virtual one
 /// or another vCPU comes onto the pCPU.
-fn mask_timer() {
-    let me = &system().cpus[cpu::index()];
-    gic::enable_private(VTIMER_INTID, cpu::index(), false);
+fn mask_timer(me: &PerCpu) {
+    gic::enable_private(VTIMER_INTID, me.index, false);
     gic::deactivate(VTIMER_INTID);
     me.timer_masked.store(true, Ordering::Relaxed);
 }
 
 /// Unmasks the physical timer PPI of this pCPU if [`mask_timer`] masked it.
-pub fn unmask_timer() {
-    let me = &system().cpus[cpu::index()];
+pub fn unmask_timer(me: &PerCpu) {
     if me.timer_masked.swap(false, Ordering::Relaxed) {
-        gic::enable_private(VTIMER_INTID, cpu::index(), true);
+        gic::enable_private(VTIMER_INTID, me.index, true);
     }
 }
 
@@ -189,10 +187,9 @@ pub fn unmask_timer() {
 /// nothing queued ahead of it and a free list register, it goes straight
 /// there. No duplicate is possible: the physical interrupt stays active,
 /// so it cannot fire again, until the guest completes this one.
-fn list_directly(vcpu: &Vcpu, intid: u32) -> bool {
-    let part = &system().partitions[vcpu.partition];
+fn list_directly(me: &PerCpu, part: &Partition, vcpu: &Vcpu, intid: u32) -> bool {
     let Some(priority) = part.gic.lock().fire(vcpu.index, intid) else {
-        mask_timer();
+        mask_timer(me);
         return true;
     };
     list_now(vcpu, Virq { intid, priority, hw: true })
@@ -221,8 +218,8 @@ fn list_now(vcpu: &Vcpu, virq: Virq) -> bool {
     true
 }
 
-fn spi_owner(intid: u32) -> Option<(usize, usize)> {
-    system().partitions.iter().enumerate().find_map(|(p, part)| {
+fn spi_owner(sys: &System, intid: u32) -> Option<(usize, usize)> {
+    sys.partitions.iter().enumerate().find_map(|(p, part)| {
         let target = part.gic.lock().spi_target(intid)?;
         Some((p, target))
     })
@@ -272,9 +269,9 @@ pub enum Frame {
 }
 
 /// The GIC frame a guest-physical address names, for this partition.
-pub fn frame(part: &Partition, ipa: u64) -> Option<Frame> {
+pub fn frame(sys: &System, part: &Partition, ipa: u64) -> Option<Frame> {
     use partita_core::vgic::regs::{GICD_SIZE, GICR_FRAME};
-    let platform = &system().platform;
+    let platform = &sys.platform;
     let gicd = ipa.wrapping_sub(platform.gicd.base);
     let gicr = ipa.wrapping_sub(platform.gicr.base);
     if gicd < GICD_SIZE {
@@ -287,7 +284,7 @@ pub fn frame(part: &Partition, ipa: u64) -> Option<Frame> {
 }
 
 /// A trapped access to the emulated distributor or a redistributor.
-pub fn mmio(part: &Partition, frame: Frame, size: u8, value: Option<u64>) -> u64 {
+pub fn mmio(me: &PerCpu, part: &Partition, frame: Frame, size: u8, value: Option<u64>) -> u64 {
     let mut effects: heapless::Vec<Effect, 64> = heapless::Vec::new();
     let result = {
         let mut gic = part.gic.lock();
@@ -300,12 +297,12 @@ pub fn mmio(part: &Partition, frame: Frame, size: u8, value: Option<u64>) -> u64
         }
     };
     for effect in effects {
-        apply(part, effect);
+        apply(me, part, effect);
     }
     result
 }
 
-fn apply(part: &Partition, effect: Effect) {
+fn apply(me: &PerCpu, part: &Partition, effect: Effect) {
     match effect {
         Effect::Denied { intid } => {
             if part.denied_reports.fetch_add(1, Ordering::Relaxed) < DENIED_REPORTS {
@@ -328,9 +325,10 @@ fn apply(part: &Partition, effect: Effect) {
         Effect::SpiEnable { intid, .. } | Effect::SpiRoute { intid, .. } if part.doorbells.contains(&intid) => {}
         Effect::SpiEnable { intid, enabled } => gic::enable_spi(intid, enabled),
         Effect::TimerEnabled { vcpu } => {
-            let running = system().cpus[cpu::index()].current_vcpu();
-            if running.is_some_and(|v| core::ptr::eq(&system().partitions[v.partition], part) && v.index == vcpu) {
-                unmask_timer();
+            // Only the vCPU loaded here has its timer PPI on this pCPU.
+            let running = me.current_vcpu();
+            if running.is_some_and(|v| part.vcpus.get(vcpu).is_some_and(|&target| core::ptr::eq(target, v))) {
+                unmask_timer(me);
             }
         }
         Effect::SpiRoute { intid, vcpu } => {
@@ -344,8 +342,8 @@ fn apply(part: &Partition, effect: Effect) {
 /// Physical set-up of every partition's passthrough SPIs: group 1, a
 /// priority from the owner's criticality, routed to the pCPU of the vCPU the
 /// configuration names, disabled until the guest enables it.
-pub fn configure_spis() {
-    for part in &system().partitions {
+pub fn configure_spis(sys: &System) {
+    for part in &sys.partitions {
         let priority = 0xa0 - 0x20 * part.config.criticality as u8;
         for i in part.config.devices.iter().flat_map(|d| d.interrupts.iter()) {
             // The boot-time validation proved the vCPU exists.

@@ -1,0 +1,145 @@
+//! The health monitor (`partita_core::health`): every fault and illegal
+//! call a partition makes becomes an event, its partition's policy (from
+//! the configuration's `health`) picks the action, and the event goes into
+//! the bounded log ([`log`]). Each logged event is also printed as an `hm:`
+//! line, which `partita run` collects into `out/<config>/hm.log`. A system
+//! partition with the right `read-hm-log` reads the log by hypercall.
+//!
+//! Watchdogs: the pCPU of a partition's vCPU 0 watches its watchdog,
+//! arming its timer for the deadline and acting on expiry from its
+//! scheduler loop.
+
+pub mod log;
+
+use crate::console::log;
+use crate::partition::lifecycle::{self, Cause};
+use crate::partition::{Partition, Vcpu};
+use crate::state::{PerCpu, System};
+use crate::trace;
+use crate::trap::exit::{Exit, Fault};
+use partita_arch::exception::Regs;
+use partita_arch::timer;
+use partita_core::health::{Action, Consequence, Event, Report};
+use partita_core::hypercall::status;
+use partita_core::partition::lifecycle::RunState;
+use partita_core::time::ticks_to_us;
+use partita_core::trace::Kind;
+use partita_core::trap::esr;
+use partita_core::trap::psci::ret;
+
+/// Reports `event` of `vcpu` (with a fault address, syndrome or function
+/// ID as `detail`) and returns what its partition's policy says to do.
+pub fn raise(part: &Partition, vcpu: &Vcpu, event: Event, detail: u64) -> Action {
+    raise_at(part, vcpu, event, detail, timer::counter())
+}
+
+/// [`raise`] for an event detected at counter value `time`: the log then
+/// says when it happened, not when it was written down (a host that stalls
+/// the pCPU in between would otherwise move the report).
+pub fn raise_at(part: &Partition, vcpu: &Vcpu, event: Event, detail: u64, time: u64) -> Action {
+    let action = part.hm.lock().decide(event);
+    let report = Report {
+        time,
+        partition: u8::try_from(vcpu.partition).unwrap_or(u8::MAX),
+        vcpu: u8::try_from(vcpu.index).unwrap_or(u8::MAX),
+        event,
+        detail,
+    };
+    if let Some(seq) = log::record(report, action) {
+        let us = ticks_to_us(report.time, timer::frequency());
+        log!(
+            "hm: {seq} at {us} us partition {} vcpu {} {:?} detail 0x{detail:x} action {:?}",
+            part.name(),
+            vcpu.index,
+            event,
+            action
+        );
+    }
+    trace::record(Kind::Health, vcpu.partition, vcpu.index, event.kind() as u32);
+    action
+}
+
+/// Raises `event` for a hypercall whose result is already in the
+/// registers: the call returns unless the policy says otherwise.
+pub fn call_event(part: &Partition, vcpu: &Vcpu, event: Event, detail: u64, what: &'static str) -> Exit {
+    match raise(part, vcpu, event, detail) {
+        Action::Ignore | Action::Log => Exit::Resume,
+        action => Exit::Health(action, Fault { what, class: esr::ec::HVC64, address: Some(detail) }),
+    }
+}
+
+/// A hypercall that does not exist: NOT_SUPPORTED, after the health
+/// monitor has had its say (`illegal-hypercall`, logged by default).
+pub fn illegal_call(part: &Partition, vcpu: &Vcpu, regs: &mut Regs) -> Exit {
+    let function = regs.x[0];
+    regs.x[0] = ret::NOT_SUPPORTED as u64;
+    call_event(part, vcpu, Event::IllegalHypercall, function, "illegal hypercall")
+}
+
+/// PARTITA_WATCHDOG_KICK: the partition's watchdog starts a new period.
+/// STATE when the configuration gives it no watchdog.
+pub fn kick(part: &Partition) -> (i64, u64) {
+    match part.watchdog.lock().as_mut() {
+        Some(watchdog) => {
+            watchdog.kick(timer::counter());
+            (status::OK, watchdog.next_deadline())
+        }
+        None => (status::STATE, 0),
+    }
+}
+
+/// The earliest watchdog deadline `me` watches, for its timer.
+pub fn next_watchdog(sys: &System, me: &PerCpu) -> Option<u64> {
+    watched(sys, me).filter_map(|part| part.watchdog.lock().map(|w| w.next_deadline())).min()
+}
+
+/// True when a watchdog `me` watches has expired.
+pub fn watchdog_due(sys: &System, me: &PerCpu) -> bool {
+    let now = timer::counter();
+    watched(sys, me).any(|part| part.watchdog.lock().is_some_and(|w| w.expired(now)))
+}
+
+/// The running partitions whose watchdog `me` watches (those whose vCPU 0
+/// lives there): a suspended or stopped one cannot kick.
+fn watched<'s>(sys: &'s System, me: &'s PerCpu) -> impl Iterator<Item = &'s Partition> + 's {
+    me.watchdogs.iter().map(|&p| &sys.partitions[p]).filter(|part| part.state() == RunState::Running)
+}
+
+/// Raises every expired watchdog `me` watches and carries out its action.
+/// Called from the scheduler loop with no vCPU loaded here, so a restart
+/// may wait for the partition's vCPUs to leave other pCPUs.
+pub fn serve_watchdogs(sys: &System, me: &PerCpu) {
+    let now = timer::counter();
+    for part in watched(sys, me) {
+        let expired = {
+            let mut watchdog = part.watchdog.lock();
+            // A new period starts, so an ignored or logged expiry is raised
+            // once per period, not at every look.
+            watchdog.as_mut().filter(|w| w.expired(now)).map(|w| {
+                let deadline = w.next_deadline();
+                w.kick(now);
+                deadline
+            })
+        };
+        if let Some(deadline) = expired {
+            let action = raise(part, part.vcpus[0], Event::WatchdogExpired, deadline);
+            carry_out(sys, part, action, Cause::Health("watchdog expired"));
+        }
+    }
+}
+
+/// Carries out `action` on `part` for `cause`: the one place an action
+/// becomes a change of the partition's life (see
+/// `partita_core::health::Action::consequence`).
+pub fn carry_out(sys: &System, part: &Partition, action: Action, cause: Cause) {
+    match action.consequence() {
+        Consequence::GoOn => {}
+        Consequence::Change(change) => {
+            lifecycle::change(sys, part, change, cause);
+        }
+        Consequence::ResetSystem => {
+            log!("partition {}: the health monitor resets the system ({})", part.name(), cause.why());
+            partita_arch::firmware::system_reset()
+        }
+    }
+}

@@ -1,0 +1,246 @@
+//! The one owner of partition and vCPU life cycles: every change of a
+//! partition's state goes through [`change`], which applies the transition
+//! table (`partita_core::partition::lifecycle`), says so on the console,
+//! makes the other pCPUs look again, and powers the machine off once
+//! every partition has ended. Restarts, vCPU starts and a partition's
+//! power-on live here too, each once.
+
+use super::{Console, Partition, Vcpu};
+use crate::console::log;
+use crate::selfcheck;
+use crate::state::System;
+use crate::trap::exit::Fault;
+use crate::vgic;
+use core::sync::atomic::Ordering;
+use partita_arch::{firmware, gic, timer};
+use partita_core::health::Watchdog;
+use partita_core::partition::lifecycle::Change;
+use partita_core::partition::reload::{self, Step};
+use partita_core::partition::vcpu::{Op, Refused, State};
+use partita_core::time::{ticks_to_us, us_to_ticks};
+use partita_core::trap::vuart::{LineBuffer, Pl011};
+
+/// Bytes a restart zeroes, copies or cleans per step: a more urgent vCPU on
+/// the pCPU that reloads waits for one such step at most.
+const RELOAD_CHUNK: u64 = 128 << 10;
+
+/// Who or what asked for a change: it decides the console line.
+#[derive(Clone, Copy)]
+pub enum Cause<'a> {
+    /// The partition itself, through PSCI SYSTEM_OFF or SYSTEM_RESET.
+    Psci,
+    /// A fault of its vCPU `vcpu` at `pc`.
+    Fault { vcpu: usize, fault: &'a Fault, pc: u64 },
+    /// Its health monitor, about `why`.
+    Health(&'a str),
+    /// A system partition's hypercall.
+    By(&'a Partition),
+}
+
+/// Moves `part` through `change` for `cause`. False when its state does
+/// not allow it (another pCPU changed it first, say): nothing happens and
+/// nothing is logged, so each change is reported once.
+pub fn change(sys: &System, part: &Partition, change: Change, cause: Cause) -> bool {
+    let Ok(_) = part.apply(change) else { return false };
+    if change == Change::Restart || change == Change::RestartByOther {
+        begin_reload(part);
+    }
+    announce(part, change, cause);
+    kick_others(part);
+    if part.state().ended() {
+        power_off_when_all_ended(sys);
+    }
+    true
+}
+
+fn announce(part: &Partition, change: Change, cause: Cause) {
+    let name = part.name();
+    let why = cause.why();
+    match (change, cause) {
+        (Change::PowerOff, _) => log!("partition {name} powered off (PSCI SYSTEM_OFF)"),
+        (Change::Restart, Cause::Psci) => log!("partition {name} restarting (PSCI SYSTEM_RESET)"),
+        (Change::Stop, Cause::Fault { vcpu, fault, pc }) => match fault.address {
+            Some(address) => log!(
+                "partition {name} vcpu {vcpu} stopped: {why} (EC 0x{:02x}, ELR 0x{pc:x}, address 0x{address:x})",
+                fault.class
+            ),
+            None => log!("partition {name} vcpu {vcpu} stopped: {why} (EC 0x{:02x}, ELR 0x{pc:x})", fault.class),
+        },
+        (Change::RestartByOther, Cause::By(caller)) => {
+            log!("partition {}: restarting partition {name}", caller.name())
+        }
+        (_, Cause::By(caller)) => log!("partition {}: {change:?} of partition {name}", caller.name()),
+        (Change::Restart, _) => {
+            log!("partition {name} restarting (health monitor; restart {}): {why}", part.hm.lock().restarts)
+        }
+        (Change::Stop, _) => log!("partition {name} stopped: {why}"),
+        (Change::Suspend, _) => log!("partition {name} suspended by the health monitor ({why})"),
+        (change, _) => log!("partition {name}: {change:?} ({why})"),
+    }
+}
+
+impl Cause<'_> {
+    /// The reason in words, for the console.
+    pub fn why(&self) -> &str {
+        match self {
+            Cause::Psci => "PSCI",
+            Cause::Fault { fault, .. } => fault.what,
+            Cause::Health(why) => why,
+            Cause::By(_) => "system partition",
+        }
+    }
+}
+
+/// Makes every other pCPU running a vCPU of `part` look at it again.
+fn kick_others(part: &Partition) {
+    let me = partita_arch::cpu::index();
+    for vcpu in &part.vcpus {
+        let pcpu = vcpu.pcpu();
+        if pcpu != me {
+            gic::kick(pcpu);
+        }
+    }
+}
+
+fn power_off_when_all_ended(sys: &System) {
+    if sys.partitions.iter().all(|p| p.state().ended()) {
+        selfcheck::run(sys);
+        log!("all partitions stopped; powering off");
+        firmware::system_off();
+    }
+}
+
+/// A restart begins: its vCPUs leave their pCPUs (kicked by [`change`]),
+/// then vCPU 0's pCPU reloads it a step at a time in vCPU 0's place.
+fn begin_reload(part: &Partition) {
+    part.reload_started.store(timer::counter(), Ordering::Release);
+    part.reload_cursor.store(0, Ordering::Release);
+    let first = part.vcpus[0];
+    first.move_to(first.home);
+    first.set_waiting(false);
+}
+
+/// One step of a restart, by the pCPU that holds vCPU 0 (so only one at a
+/// time); nothing while another of its vCPUs is still on a pCPU. The last
+/// step powers it on again.
+pub fn restart_step(sys: &System, part: &Partition) {
+    if part.vcpus[1..].iter().any(|v| v.is_on_cpu()) {
+        return;
+    }
+    let cursor = part.reload_cursor.load(Ordering::Acquire);
+    if cursor == 0 {
+        // Translations of its previous life must go: each pCPU drops them
+        // before it next runs one of its vCPUs.
+        part.tlb_generation.fetch_add(1, Ordering::AcqRel);
+        reset_devices(part);
+    }
+    match reload_step(part, cursor, sys.data) {
+        Some(next) => part.reload_cursor.store(next, Ordering::Release),
+        None => {
+            let ticks = timer::counter() - part.reload_started.load(Ordering::Acquire);
+            log!("partition {} reloaded in {} us", part.name(), ticks_to_us(ticks, timer::frequency()));
+            power_on(part);
+            // Cannot fail: nothing leaves Restarting but this.
+            let _ = part.apply(Change::Reloaded);
+        }
+    }
+}
+
+/// Loads a partition at boot: every step of a reload at once, then it
+/// powers on.
+pub fn first_boot(part: &Partition, data: &[u8]) {
+    reset_devices(part);
+    let mut cursor = 0;
+    while let Some(next) = reload_step(part, cursor, data) {
+        cursor = next;
+    }
+    power_on(part);
+}
+
+/// Virtual devices start afresh (distributor, console); its devices'
+/// physical interrupts stay quiet until the guest enables them again in
+/// its fresh distributor.
+fn reset_devices(part: &Partition) {
+    *part.gic.lock() = super::virtual_gic(&part.config, &part.doorbells);
+    *part.console.lock() = Console { uart: Pl011::new(), line: LineBuffer::new() };
+    for device in &part.config.devices {
+        for interrupt in &device.interrupts {
+            gic::enable_spi(interrupt.intid, false);
+        }
+    }
+}
+
+/// One bounded step of a reload (`partita_core::partition::reload`): zero
+/// its RAM (nothing of a previous run or of the boot loader stays behind),
+/// copy its images and device tree in, write everything back to memory
+/// for a guest that starts with its caches off. Returns the next cursor,
+/// `None` once done.
+fn reload_step(part: &Partition, cursor: u64, data: &[u8]) -> Option<u64> {
+    let (step, next) = reload::step(&part.reload_regions, &part.reload_loads, cursor, RELOAD_CHUNK)?;
+    match step {
+        Step::Zero { pa, len } => partita_arch::cache::zero(pa, len),
+        // BootTable::check proved the load inside the data and its RAM.
+        Step::Copy { pa, offset, len } => {
+            partita_arch::cache::copy_to(pa, &data[offset as usize..(offset + len) as usize])
+        }
+        Step::Clean { pa, len } => partita_arch::cache::clean_invalidate(pa, len),
+    }
+    Some(next)
+}
+
+/// vCPU 0 starts at the entry point with x0 = device tree; the others
+/// wait for PSCI CPU_ON.
+fn power_on(part: &Partition) {
+    for vcpu in &part.vcpus {
+        vcpu.power_down();
+        vcpu.move_to(vcpu.home);
+    }
+    part.vcpus[0].reset(part.boot.entry, part.boot.dtb);
+    part.vcpus[0].apply(Op::Start).expect("a vCPU that is off can start");
+    if let Some(period_us) = part.config.health.watchdog_us {
+        let period = us_to_ticks(period_us, timer::frequency());
+        *part.watchdog.lock() = Some(Watchdog::new(period, timer::counter()));
+    }
+    log!(
+        "partition {} starts: {} vCPU(s), entry 0x{:x}, device tree at 0x{:x}",
+        part.name(),
+        part.vcpus.len(),
+        part.boot.entry,
+        part.boot.dtb
+    );
+}
+
+/// Why a vCPU did not start.
+pub enum Start {
+    BadEntry,
+    Refused(Refused),
+}
+
+/// Starts vCPU `index` of `part` at `entry` with x0 = `context`: PSCI
+/// CPU_ON and the start hypercall alike.
+pub fn start_vcpu(part: &Partition, index: usize, entry: u64, context: u64) -> Result<(), Start> {
+    if part.config.translate_ram(entry).is_none() {
+        return Err(Start::BadEntry);
+    }
+    let target = part.vcpus[index];
+    if target.state() != State::Off {
+        return Err(Start::Refused(target.state().next(Op::Start).err().unwrap_or(Refused::AlreadyOn)));
+    }
+    // It may still be saving its registers after CPU_OFF on its own pCPU,
+    // which does so with interrupts masked: a short, bounded wait.
+    while target.is_on_cpu() {
+        core::hint::spin_loop();
+    }
+    target.reset(entry, context);
+    target.apply(Op::Start).map_err(Start::Refused)?;
+    vgic::wake(target);
+    Ok(())
+}
+
+/// Suspends, resumes or halts a vCPU (the caller's own, or itself: it then
+/// leaves its pCPU on the way out of this trap); its pCPU looks again.
+pub fn vcpu_op(target: &Vcpu, op: Op) -> Result<State, Refused> {
+    let state = target.apply(op)?;
+    vgic::wake(target);
+    Ok(state)
+}

@@ -1,0 +1,269 @@
+//! Each pCPU's loop: choose a vCPU by its policy, load its state and enter
+//! it; with nothing to run, wait for an interrupt. A fixed-priority pCPU
+//! chooses its most urgent runnable vCPU, round robin among equals
+//! ([`fixed`]); a cyclic one the owner of the current slot of the plan in
+//! force ([`cyclic`]); an exclusive one its only vCPU. The decisions
+//! themselves are `partita_core::scheduler::decide`; this module reads
+//! the state they need and carries them out.
+//!
+//! One EL2 timer serves every deadline: the quantum (armed only when a peer
+//! of the same priority could run), the end of a cyclic slot, the wake-up
+//! of vCPUs that wait in WFI for their virtual timer while they are off the
+//! pCPU, watchdogs and budgets.
+
+pub mod cyclic;
+pub mod fixed;
+pub mod runnable;
+
+use runnable::rank;
+
+use crate::partition::{lifecycle, Vcpu};
+use crate::state::{PerCpu, Policy, System};
+use crate::{health, trace, vgic};
+use core::sync::atomic::Ordering;
+use partita_arch::exception::{enter_guest, Regs};
+use partita_arch::{cpu, el2, gic, stage2, timer};
+use partita_core::partition::lifecycle::RunState;
+use partita_core::partition::vcpu::{Op, State};
+use partita_core::scheduler::decide;
+use partita_core::time::ticks_to_us;
+use partita_core::trace::{Kind, OutReason};
+use partita_core::vgic::VTIMER_INTID;
+
+/// Runs vCPUs on `me` forever.
+pub fn run(sys: &'static System, me: &'static PerCpu) -> ! {
+    loop {
+        wake_due_timers(me);
+        health::serve_watchdogs(sys, me);
+        if let Some(slot) = choose(sys, me) {
+            let vcpu = me.vcpus[slot];
+            if vcpu.claim(me.index) {
+                let part = sys.partition_of(vcpu);
+                if part.state() != RunState::Restarting {
+                    switch_to(sys, me, slot);
+                }
+                // One step of its reload in its place, then look again,
+                // after any interrupt that came meanwhile.
+                lifecycle::restart_step(sys, part);
+                vcpu.release();
+                drain_interrupts(sys, me, None);
+            }
+            // Lost to another pCPU, or a reload step done: look again.
+            continue;
+        }
+        me.set_current(None);
+        arm_timer(sys, me, None);
+        cpu::wait_for_interrupt();
+        drain_interrupts(sys, me, None);
+    }
+}
+
+/// The slot of the vCPU `me` should run now, if any.
+fn choose(sys: &System, me: &PerCpu) -> Option<usize> {
+    match &me.policy {
+        Policy::Exclusive => rank(sys, me, me.vcpus[0]).map(|_| 0),
+        Policy::FixedPriority(fp) => fixed::choose(sys, me, fp),
+        Policy::Cyclic(state) => {
+            let now = sys.plans.now(me.index, state, &me.vcpus, timer::counter());
+            state.until.store(now.until, Ordering::Relaxed);
+            now.owner.filter(|&slot| rank(sys, me, me.vcpus[slot]).is_some())
+        }
+    }
+}
+
+/// The vCPU in `slot`, whose trap is done, may go on: true unless `me`'s
+/// policy wants another vCPU now (a more urgent one, or an equal one once
+/// the quantum is over; the end of its slot). The timer is re-armed for a
+/// vCPU that stays; a switch arms it for the next one anyway.
+pub fn keeps_cpu(sys: &System, me: &PerCpu, slot: usize, quantum_over: bool) -> bool {
+    let rearm = match &me.policy {
+        Policy::Exclusive => quantum_over,
+        Policy::Cyclic(state) => {
+            if timer::counter() >= state.until.load(Ordering::Relaxed) {
+                return false;
+            }
+            quantum_over
+        }
+        Policy::FixedPriority(fp) => {
+            let mine = sys.partition_of(me.vcpus[slot]).rank;
+            let contender = fixed::contender(sys, me, fp);
+            if decide::must_yield(mine, contender, quantum_over) {
+                return false;
+            }
+            // A peer that became runnable meanwhile starts the quantum,
+            // which was not running while the vCPU was alone.
+            quantum_over || (!fp.sharing.load(Ordering::Relaxed) && decide::needs_quantum(mine, contender))
+        }
+    };
+    if rearm {
+        arm_timer(sys, me, Some(slot));
+    }
+    true
+}
+
+/// After an interrupt while the vCPU of priority `running` keeps `me`: a
+/// vCPU that woke here may have to move away (vlk's migration).
+pub fn after_interrupt(sys: &System, me: &PerCpu, running: u8) {
+    if let Policy::FixedPriority(_) = me.policy {
+        let _ = fixed::rebalance(sys, me, Some(running));
+    }
+}
+
+fn switch_to(sys: &'static System, me: &'static PerCpu, slot: usize) -> ! {
+    let vcpu = me.vcpus[slot];
+    me.set_current(Some(slot));
+    if vcpu.state() == State::Boot {
+        // Only its own pCPU enters it; a concurrent suspend or halt wins.
+        let _ = vcpu.apply(Op::Enter);
+    }
+    let regs = {
+        let ctx = vcpu.context.lock();
+        ctx.el1.restore();
+        ctx.fp.restore();
+        ctx.vgic.restore();
+        if trace::enabled() {
+            *vcpu.seen_lrs.lock() = ctx.vgic.lrs;
+        }
+        ctx.regs
+    };
+    let part = sys.partition_of(vcpu);
+    stage2::activate(part.vttbr);
+    let generation = part.tlb_generation();
+    if me.tlb_seen[vcpu.partition].swap(generation, Ordering::Relaxed) != generation {
+        partita_arch::cache::invalidate_guest_tlb_local();
+    }
+    el2::trap_wfi(!me.policy.is_exclusive());
+    if let Some(meter) = &vcpu.budget {
+        meter.lock().enter(timer::counter());
+    }
+    vgic::unmask_timer(me);
+    vgic::flush(vcpu);
+    arm_timer(sys, me, Some(slot));
+    if let Policy::Cyclic(state) = &me.policy {
+        if timer::counter() >= state.until.load(Ordering::Relaxed) {
+            // Loading outlasted the slot: the next owner's time is not ours.
+            save(vcpu, &regs);
+            run(sys, me)
+        }
+    }
+    // Traced last, so that a switch's cost in the trace includes loading.
+    trace::record(Kind::VcpuIn, vcpu.partition, vcpu.index, 0);
+    enter_guest(regs)
+}
+
+/// Takes the running vCPU off its pCPU, saving everything it had loaded,
+/// and runs whatever `me` should run next: the only way a trap leaves its
+/// vCPU.
+pub fn switch_away(sys: &'static System, me: &'static PerCpu, vcpu: &Vcpu, regs: &Regs, reason: OutReason) -> ! {
+    trace::record(Kind::VcpuOut, vcpu.partition, vcpu.index, reason as u32);
+    save(vcpu, regs);
+    run(sys, me)
+}
+
+fn save(vcpu: &Vcpu, regs: &Regs) {
+    vgic::note_completions(vcpu);
+    let mut ctx = vcpu.context.lock();
+    ctx.regs = *regs;
+    ctx.el1.save();
+    ctx.fp.save();
+    ctx.vgic.save();
+    vgic::release_private_hw(&mut ctx.vgic.lrs);
+    drop(ctx);
+    if let Some(meter) = &vcpu.budget {
+        meter.lock().leave(timer::counter());
+    }
+    vcpu.release();
+    // It moved while it ran here: its pCPU now may load it.
+    let pcpu = vcpu.pcpu();
+    if pcpu != cpu::index() {
+        gic::kick(pcpu);
+    }
+}
+
+/// Once per period, when the running `vcpu` has used more than its
+/// budget: when that was seen (counter) and what it used so far in this
+/// period, in microseconds.
+pub fn overran(vcpu: &Vcpu) -> Option<(u64, u64)> {
+    let now = timer::counter();
+    let mut meter = vcpu.budget.as_ref()?.lock();
+    meter.overrun(now).then(|| (now, ticks_to_us(meter.used(now), timer::frequency())))
+}
+
+/// When a vCPU that is off its pCPU must wake: its virtual timer's compare
+/// value (enabled and not masked), or the deadline of the port call it is
+/// parked in, whichever comes first.
+fn timer_deadline(vcpu: &Vcpu) -> Option<u64> {
+    let ctx = vcpu.context.lock();
+    let enabled_unmasked = ctx.el1.cntv_ctl & 0b11 == 0b01;
+    let timer = enabled_unmasked.then_some(ctx.el1.cntv_cval);
+    drop(ctx);
+    timer.into_iter().chain(vcpu.wake_at()).min()
+}
+
+/// The vCPUs in WFI that `me` wakes: those here, not migrated away.
+fn waiting_here<'a>(me: &'a PerCpu) -> impl Iterator<Item = &'static Vcpu> + 'a {
+    me.vcpus.iter().copied().filter(|v| v.is_waiting() && v.pcpu() == me.index)
+}
+
+/// Waiting vCPUs whose virtual timer has expired become runnable; the timer
+/// interrupt itself arrives once they are back on the pCPU.
+pub fn wake_due_timers(me: &PerCpu) {
+    let now = timer::counter();
+    for vcpu in waiting_here(me) {
+        if timer_deadline(vcpu).is_some_and(|deadline| deadline <= now) {
+            vcpu.set_waiting(false);
+        }
+    }
+}
+
+/// Arms the EL2 timer for the earliest of: a waiting vCPU's timer; the
+/// policy's own deadline (the end of a cyclic slot or idle gap; the end of
+/// the running vCPU's quantum when a peer of equal priority could use a
+/// fixed-priority pCPU); a watchdog; the running vCPU's budget. Disarms it
+/// when none applies.
+fn arm_timer(sys: &System, me: &PerCpu, running: Option<usize>) {
+    let waiting = waiting_here(me).filter_map(timer_deadline).min();
+    let policy = match &me.policy {
+        Policy::Exclusive => None,
+        Policy::Cyclic(state) => Some(state.until.load(Ordering::Relaxed)),
+        Policy::FixedPriority(fp) => {
+            let shared = running.filter(|&slot| fixed::must_share(sys, me, fp, slot));
+            let quantum = shared.map(|_| timer::counter() + sys.quantum);
+            fp.sharing.store(quantum.is_some(), Ordering::Relaxed);
+            quantum
+        }
+    };
+    let watchdog = health::next_watchdog(sys, me);
+    let budget =
+        running.and_then(|slot| me.vcpus[slot].budget.as_ref()).and_then(|m| m.lock().deadline(timer::counter()));
+    match waiting.into_iter().chain(policy).chain(watchdog).chain(budget).min() {
+        Some(deadline) => timer::arm_at(deadline),
+        None => timer::disarm(),
+    }
+}
+
+/// Acknowledges every pending physical interrupt: Partita's own are ended
+/// here, the others are forwarded to their vCPU. Returns true if the EL2
+/// timer fired. Kicks need no action: the caller looks at the vCPUs again.
+pub fn drain_interrupts(sys: &System, me: &PerCpu, running: Option<&Vcpu>) -> bool {
+    let mut timer_fired = false;
+    while let Some(intid) = gic::acknowledge() {
+        trace::record_cpu(Kind::IrqTaken, intid);
+        match intid {
+            gic::HYP_TIMER_INTID => {
+                timer::disarm();
+                timer_fired = true;
+                gic::end(intid);
+            }
+            VTIMER_INTID | 32.. => vgic::forward(sys, me, intid, running),
+            gic::MAINTENANCE_INTID => {
+                if let Some(vcpu) = running {
+                    vgic::refill(vcpu);
+                }
+                gic::end(intid);
+            }
+            _ => gic::end(intid),
+        }
+    }
+    timer_fired
+}

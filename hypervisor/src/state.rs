@@ -1,0 +1,142 @@
+//! What the pCPUs share once boot is done (`System`) and each pCPU's own
+//! scheduling state (`PerCpu`, whose `Policy` owns its fields).
+//!
+//! The system is built once by the primary CPU and never moves. It is
+//! looked up only where control enters Partita (a trap, the scheduler
+//! loop, boot) and passed down from there: nothing below reaches back up
+//! to a global.
+
+use crate::channel::Channel;
+use crate::partition::{Dirty, Partition, Vcpu, MAX_VCPUS_PER_PCPU};
+use crate::scheduler::cyclic::{CyclicCpu, Plans};
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use partita_core::config::model::Platform;
+use partita_core::scheduler::readyq::ReadyQueue;
+use spin::{Mutex, Once};
+
+/// Everything the CPUs share once boot is done.
+pub struct System {
+    pub platform: Platform,
+    pub partitions: Vec<Partition>,
+    pub cpus: Vec<PerCpu>,
+    /// Round-robin quantum in counter ticks.
+    pub quantum: u64,
+    /// Cyclic plans and the one in force.
+    pub plans: Plans,
+    /// The payload's data section, kept for partition restarts.
+    pub data: &'static [u8],
+    /// Inter-partition channels, in configuration order.
+    pub channels: Vec<Channel>,
+}
+
+static SYSTEM: Once<System> = Once::new();
+
+/// Publishes the system (primary CPU, once, before the others start).
+pub fn publish(system: System) -> &'static System {
+    SYSTEM.call_once(|| system)
+}
+
+/// The system, for an entry point to pass down.
+pub fn system() -> &'static System {
+    SYSTEM.get().expect("system not built")
+}
+
+impl System {
+    /// This pCPU's state.
+    pub fn here(&self) -> &PerCpu {
+        &self.cpus[partita_arch::cpu::index()]
+    }
+
+    /// The partition a vCPU belongs to.
+    pub fn partition_of(&self, vcpu: &Vcpu) -> &Partition {
+        &self.partitions[vcpu.partition]
+    }
+}
+
+/// The vCPUs pinned to one pCPU, which of them is on it, and its policy.
+pub struct PerCpu {
+    pub index: usize,
+    /// Its own vCPUs, then those that may migrate here; a vCPU's index in
+    /// this list is its slot on this pCPU.
+    pub vcpus: Vec<&'static Vcpu>,
+    current: AtomicUsize,
+    pub policy: Policy,
+    /// Slots whose runnability may have changed since this pCPU last looked.
+    pub dirty: &'static Dirty,
+    /// Per partition: the TLB generation this pCPU last invalidated for.
+    pub tlb_seen: Vec<AtomicU32>,
+    /// The physical virtual-timer PPI is masked here (see `vgic::mask_timer`).
+    pub timer_masked: AtomicBool,
+    /// Partitions whose watchdog this pCPU watches: those with one whose
+    /// vCPU 0 lives here.
+    pub watchdogs: Vec<usize>,
+}
+
+/// How a pCPU chooses what runs on it.
+// One per pCPU, built once: the fixed-priority variant's size costs
+// nothing, while boxing it would add an indirection to every decision.
+#[allow(clippy::large_enum_variant)]
+pub enum Policy {
+    /// One vCPU owns the pCPU: no tick, and its WFI does not leave the guest.
+    Exclusive,
+    /// The most urgent runnable vCPU, round robin among equals.
+    FixedPriority(FixedPriority),
+    /// The owner of the current slot of the plan in force.
+    Cyclic(CyclicCpu),
+}
+
+/// A fixed-priority pCPU's own state.
+pub struct FixedPriority {
+    /// The runnable vCPUs not loaded anywhere, by priority (only this
+    /// pCPU touches it).
+    pub ready: Mutex<ReadyQueue<MAX_VCPUS_PER_PCPU>>,
+    /// The running vCPU's quantum is armed (it shares the pCPU).
+    pub sharing: AtomicBool,
+}
+
+impl Policy {
+    pub fn fixed_priority() -> Self {
+        Policy::FixedPriority(FixedPriority { ready: Mutex::new(ReadyQueue::new()), sharing: AtomicBool::new(false) })
+    }
+
+    pub fn cyclic() -> Self {
+        Policy::Cyclic(CyclicCpu::new())
+    }
+
+    pub fn is_exclusive(&self) -> bool {
+        matches!(self, Policy::Exclusive)
+    }
+}
+
+const NONE: usize = usize::MAX;
+
+impl PerCpu {
+    pub fn new(index: usize, vcpus: Vec<&'static Vcpu>, policy: Policy, dirty: &'static Dirty) -> Self {
+        Self {
+            index,
+            vcpus,
+            current: AtomicUsize::new(NONE),
+            policy,
+            dirty,
+            tlb_seen: Vec::new(),
+            timer_masked: AtomicBool::new(false),
+            watchdogs: Vec::new(),
+        }
+    }
+
+    /// The slot of the vCPU on this pCPU now, if any.
+    pub fn current(&self) -> Option<usize> {
+        let slot = self.current.load(Ordering::Relaxed);
+        (slot != NONE).then_some(slot)
+    }
+
+    /// The vCPU on this pCPU now, if any.
+    pub fn current_vcpu(&self) -> Option<&'static Vcpu> {
+        self.current().map(|slot| self.vcpus[slot])
+    }
+
+    pub fn set_current(&self, slot: Option<usize>) {
+        self.current.store(slot.unwrap_or(NONE), Ordering::Relaxed);
+    }
+}
