@@ -42,7 +42,7 @@ fn verify(system: &System, checks: &mut usize) -> Result<(), &'static str> {
         }
     }
     for channel in &system.channels {
-        expect(channel.check(&system.partitions).is_ok(), "a queuing port is corrupt")?;
+        expect(channel.check(|p| system.partitions[p].vcpus.len()).is_ok(), "a queuing port is corrupt")?;
     }
     expect(hm_log::check().is_ok(), "the health-monitor log is corrupt")?;
     let (plan, _) = system.plans.current(partita_arch::timer::counter());

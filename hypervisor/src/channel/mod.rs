@@ -4,7 +4,6 @@
 
 pub mod calls;
 
-use crate::partition::Partition;
 use alloc::boxed::Box;
 use alloc::vec;
 use alloc::vec::Vec;
@@ -65,12 +64,12 @@ fn storage(len: usize) -> &'static mut [u8] {
 
 impl Channel {
     /// The port's invariants, for the state check: a queue's own, and its
-    /// parked vCPUs all of the partition they belong to.
-    pub fn check(&self, partitions: &[Partition]) -> Result<(), &'static str> {
+    /// parked vCPUs all of the partition they belong to; `vcpus(p)` is
+    /// how many vCPUs partition `p` has.
+    pub fn check(&self, vcpus: impl Fn(usize) -> usize) -> Result<(), &'static str> {
         let State::Queuing(queue) = &self.state else { return Ok(()) };
         let q = queue.lock();
-        let fits =
-            |partition: usize, mask: u64| mask.checked_shr(partitions[partition].vcpus.len() as u32).unwrap_or(0) == 0;
+        let fits = |partition: usize, mask: u64| mask.checked_shr(vcpus(partition) as u32).unwrap_or(0) == 0;
         if !fits(self.destination(), q.receivers) || !fits(self.source(), q.senders) {
             return Err("a parked vCPU that does not exist");
         }
