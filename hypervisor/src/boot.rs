@@ -8,14 +8,12 @@ use crate::state::{self, PerCpu, Policy, System};
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::sync::atomic::AtomicU32;
-use partita_arch::{boot as image, cpu, el2, firmware, gic, heap, mmu, stage2, uart};
+use partita_arch::platform::{self, Console, Gic, InterruptController, Uart};
+use partita_arch::{boot as image, cpu, el2, firmware, heap, mmu, stage2};
 use partita_core::config::image::{decode, payload_len, BootTable};
 use partita_core::config::model::Range;
 use partita_core::time::us_to_ticks;
 
-/// QEMU virt's PL011: used only to report a payload too broken to name its
-/// own console.
-const FALLBACK_CONSOLE: u64 = 0x0900_0000;
 /// The boot heap follows the payload: first this much, enough to decode the
 /// payload; then the rest of hypervisor memory (page tables, partitions,
 /// vCPUs, trace rings).
@@ -29,7 +27,7 @@ const MAX_PAYLOAD: usize = 512 << 20;
 pub fn primary() -> ! {
     let (table, data) = read_payload();
     let platform = &table.system.platform;
-    uart::init(platform.console.base);
+    Uart::init(platform.console.base);
     log!(
         "Partita {} starting on {} CPUs, configuration \"{}\"",
         env!("CARGO_PKG_VERSION"),
@@ -38,8 +36,8 @@ pub fn primary() -> ! {
     );
     check_model(&table);
     let hypervisor = table.system.hypervisor.memory;
-    mmu::init(platform.ram, hypervisor, &[platform.console, platform.gicd, platform.gicr]);
-    gic::init(platform.gicd.base, platform.gicr.base, platform.cpus as usize);
+    mmu::init(platform.ram, hypervisor, &platform::own_devices(platform));
+    Gic::init(platform);
     el2::init_cpu();
     stage2::init_cpu();
     crate::trace::init(platform.cpus as usize, table.system.hypervisor.trace_events);
@@ -55,7 +53,7 @@ pub fn primary() -> ! {
 /// A secondary CPU: the shared state exists; set up this CPU and schedule.
 pub fn secondary(cpu: usize) -> ! {
     mmu::enable();
-    gic::init_cpu(cpu);
+    Gic::init_cpu(cpu);
     el2::init_cpu();
     stage2::init_cpu();
     let sys = state::system();
@@ -75,7 +73,7 @@ fn read_payload() -> (BootTable, &'static [u8]) {
             let end = Range::new(heap_start, HEAP_SIZE).end();
             let memory = table.system.hypervisor.memory;
             if end > memory.end() || image::image_start() < memory.base {
-                uart::init(table.system.platform.console.base);
+                Uart::init(table.system.platform.console.base);
                 panic!("image, payload and heap (up to 0x{end:x}) exceed hypervisor memory {memory:x?}");
             }
             if memory.end() > end {
@@ -88,7 +86,7 @@ fn read_payload() -> (BootTable, &'static [u8]) {
 }
 
 fn fail_early(message: core::fmt::Arguments) -> ! {
-    uart::init(FALLBACK_CONSOLE);
+    Uart::init(platform::FALLBACK_CONSOLE);
     panic!("{message}")
 }
 
@@ -123,7 +121,7 @@ fn build_system(table: BootTable, data: &'static [u8]) -> System {
         }
     }
     let channels = channel::build(&system.channels);
-    let hz = partita_arch::timer::frequency();
+    let hz = partita_arch::platform::counter_frequency();
     let plans = Plans::new(system.plans, hz);
     let cpus: Vec<PerCpu> = (0..system.platform.cpus as usize).map(|cpu| build_cpu(cpu, &partitions, &plans)).collect();
     watch_vcpus(&partitions, &cpus);
@@ -181,7 +179,8 @@ fn start_plans(sys: &System) {
     const START_DELAY_US: u64 = 2_000;
     let plans = &sys.plans;
     if plans.count() > 0 {
-        let origin = partita_arch::timer::counter() + us_to_ticks(START_DELAY_US, partita_arch::timer::frequency());
+        let origin =
+            partita_arch::timer::counter() + us_to_ticks(START_DELAY_US, partita_arch::platform::counter_frequency());
         plans.start(origin);
         log!("{} plan(s); plan 0's first major frame starts at counter 0x{origin:x}", plans.count());
     }
@@ -191,7 +190,7 @@ fn start_plans(sys: &System) {
 /// them by Aff0; only the affinity fields are passed (QEMU 7.2 refuses a
 /// target with bit 31 set).
 fn start_secondaries(cpus: usize) {
-    let base = gic::mpidr_of_boot_cpu() & !0xff;
+    let base = cpu::affinity() & !0xff;
     for cpu in 1..cpus {
         let mpidr = base | cpu as u64;
         if let Err(error) = firmware::cpu_on(mpidr, image::secondary_entry_address(), cpu as u64) {

@@ -5,16 +5,18 @@
 //! emulated console.
 
 use core::fmt::{self, Write};
+use partita_arch::platform::{Console, Uart};
 use spin::Mutex;
 
 /// Serialises lines from all CPUs so they never interleave.
 static LINE_LOCK: Mutex<()> = Mutex::new(());
 
-struct Uart;
+/// The board's UART as a `fmt::Write` sink.
+struct Line;
 
-impl Write for Uart {
+impl Write for Line {
     fn write_str(&mut self, s: &str) -> fmt::Result {
-        partita_arch::uart::write_bytes(s.as_bytes());
+        Uart::write_bytes(s.as_bytes());
         Ok(())
     }
 }
@@ -22,15 +24,15 @@ impl Write for Uart {
 /// Writes one tagged line.
 pub fn line(tag: &str, text: fmt::Arguments) {
     let _guard = LINE_LOCK.lock();
-    let _ = writeln!(Uart, "[{tag}] {text}");
+    let _ = writeln!(Line, "[{tag}] {text}");
 }
 
 /// Writes one line of a partition's console output (already sanitised).
 pub fn partition_line(name: &str, bytes: &[u8]) {
     let _guard = LINE_LOCK.lock();
-    let _ = write!(Uart, "[{name}] ");
-    partita_arch::uart::write_bytes(bytes);
-    partita_arch::uart::write_bytes(b"\n");
+    let _ = write!(Line, "[{name}] ");
+    Uart::write_bytes(bytes);
+    Uart::write_bytes(b"\n");
 }
 
 /// Writes a line even if another CPU died holding the lock (panics only).
@@ -39,11 +41,11 @@ pub fn emergency(text: fmt::Arguments) {
     // the lock, so the lock is only tried for a bounded number of spins.
     for _ in 0..1_000_000 {
         if let Some(_guard) = LINE_LOCK.try_lock() {
-            let _ = writeln!(Uart, "[partita] {text}");
+            let _ = writeln!(Line, "[partita] {text}");
             return;
         }
     }
-    let _ = writeln!(Uart, "[partita] {text}");
+    let _ = writeln!(Line, "[partita] {text}");
 }
 
 /// `log!("...")`: a line from the hypervisor itself.

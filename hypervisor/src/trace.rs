@@ -18,7 +18,7 @@ pub fn init(cpus: usize, events: u32) {
     }
     let words: Vec<AtomicU64> = (0..trace::words(cpus, events as usize)).map(|_| AtomicU64::new(0)).collect();
     let words: &'static [AtomicU64] = Box::leak(words.into_boxed_slice());
-    let hz = partita_arch::timer::frequency();
+    let hz = partita_arch::platform::counter_frequency();
     if let Some(buffer) = TraceBuffer::new(words, cpus, events as usize, hz) {
         log!(
             "trace: {cpus} ring(s) of {events} events at 0x{:x}, {} bytes",

@@ -12,10 +12,10 @@ use crate::partition::{Partition, Vcpu};
 use crate::state::{PerCpu, System};
 use crate::trace;
 use core::sync::atomic::Ordering;
-use partita_arch::vgic::{self, HCR_EN, HCR_NPIE, HCR_UIE};
-use partita_arch::{cpu, gic};
+use partita_arch::cpu;
+use partita_arch::platform::{Gic, InterruptController, ListRegisters, Lrs, MAX_LRS};
 use partita_core::trace::Kind;
-use partita_core::vgic::lr::{self, Lr, Refill, State};
+use partita_core::vgic::lr::{self, Lr, State};
 use partita_core::vgic::regs::{Access, Effect};
 use partita_core::vgic::{sgi_targets, Virq, PRIVATE, VTIMER_INTID};
 
@@ -55,7 +55,7 @@ pub fn wake(vcpu: &Vcpu) {
     }
     let pcpu = vcpu.pcpu();
     if pcpu != cpu::index() {
-        gic::kick(pcpu);
+        Gic::kick(pcpu);
     }
 }
 
@@ -72,10 +72,10 @@ pub fn flush(vcpu: &Vcpu) {
 /// until the list registers or the request change.
 pub fn refill(vcpu: &Vcpu) {
     let mut queue = vcpu.queue.lock();
-    let count = vgic::list_registers();
-    let mut lrs = [Lr::default(); vgic::MAX_LRS];
+    let count = Lrs::count();
+    let mut lrs = [Lr::default(); MAX_LRS];
     for (n, lr) in lrs.iter_mut().enumerate().take(count) {
-        *lr = Lr(vgic::read_lr(n));
+        *lr = Lr(Lrs::read(n));
     }
     let before = lrs;
     let refill = lr::flush(&mut lrs[..count], &mut queue);
@@ -87,16 +87,11 @@ pub fn refill(vcpu: &Vcpu) {
     }
     for n in 0..count {
         if lrs[n] != before[n] {
-            vgic::write_lr(n, lrs[n].0);
+            Lrs::write(n, lrs[n].0);
             trace::record(Kind::IrqInjected, vcpu.partition, vcpu.index, lrs[n].intid());
         }
     }
-    let request = match refill {
-        Refill::NotNeeded => 0,
-        Refill::WhenNonePending => HCR_NPIE,
-        Refill::WhenFewListed => HCR_UIE,
-    };
-    vgic::set_control(HCR_EN | request);
+    Lrs::request_maintenance(refill);
     vcpu.set_queued(!queue.is_empty());
 }
 
@@ -107,8 +102,8 @@ pub fn note_completions(vcpu: &Vcpu) {
         return;
     }
     let mut seen = vcpu.seen_lrs.lock();
-    for (n, previous) in seen.iter_mut().enumerate().take(vgic::list_registers()) {
-        let now = Lr(vgic::read_lr(n));
+    for (n, previous) in seen.iter_mut().enumerate().take(Lrs::count()) {
+        let now = Lr(Lrs::read(n));
         let before = Lr(*previous);
         if !before.is_free() && (now.is_free() || now.intid() != before.intid()) {
             trace::record(Kind::IrqEoi, vcpu.partition, vcpu.index, before.intid());
@@ -127,11 +122,11 @@ pub fn resample_timer() {
     if partita_arch::timer::virtual_timer_asserted() {
         return;
     }
-    for n in 0..vgic::list_registers() {
-        let entry = Lr(vgic::read_lr(n));
+    for n in 0..Lrs::count() {
+        let entry = Lr(Lrs::read(n));
         if entry.hw() && entry.intid() == VTIMER_INTID && entry.state() == State::Pending {
-            vgic::write_lr(n, 0);
-            gic::deactivate(VTIMER_INTID);
+            Lrs::write(n, 0);
+            Gic::deactivate(VTIMER_INTID);
         }
     }
 }
@@ -139,8 +134,8 @@ pub fn resample_timer() {
 /// True when the vCPU has an interrupt to take: queued, or pending in a
 /// list register (a WFI must then complete at once).
 pub fn has_pending(vcpu: &Vcpu) -> bool {
-    let listed = (0..vgic::list_registers()).any(|n| {
-        let state = Lr(vgic::read_lr(n)).state();
+    let listed = (0..Lrs::count()).any(|n| {
+        let state = Lr(Lrs::read(n)).state();
         state == State::Pending || state == State::PendingActive
     });
     listed || vcpu.has_queued()
@@ -150,7 +145,7 @@ pub fn has_pending(vcpu: &Vcpu) -> bool {
 /// vCPU's timer, or a partition's passthrough SPI. The physical interrupt
 /// stays active until the guest's EOI deactivates it (HW bit).
 pub fn forward(sys: &System, me: &PerCpu, intid: u32, running: Option<&Vcpu>) {
-    gic::drop_priority(intid);
+    Gic::drop_priority(intid);
     if let Some(vcpu) = running.filter(|_| intid == VTIMER_INTID) {
         if list_directly(me, sys.partition_of(vcpu), vcpu, intid) {
             return;
@@ -161,7 +156,7 @@ pub fn forward(sys: &System, me: &PerCpu, intid: u32, running: Option<&Vcpu>) {
     if !delivered && intid == VTIMER_INTID {
         mask_timer(me);
     } else if !delivered {
-        gic::deactivate(intid);
+        Gic::deactivate(intid);
     }
 }
 
@@ -171,15 +166,15 @@ pub fn forward(sys: &System, me: &PerCpu, intid: u32, running: Option<&Vcpu>) {
 /// again and again. It is unmasked when the guest enables the virtual one
 /// or another vCPU comes onto the pCPU.
 fn mask_timer(me: &PerCpu) {
-    gic::enable_private(VTIMER_INTID, me.index, false);
-    gic::deactivate(VTIMER_INTID);
+    Gic::enable_private(VTIMER_INTID, me.index, false);
+    Gic::deactivate(VTIMER_INTID);
     me.timer_masked.store(true, Ordering::Relaxed);
 }
 
 /// Unmasks the physical timer PPI of this pCPU if [`mask_timer`] masked it.
 pub fn unmask_timer(me: &PerCpu) {
     if me.timer_masked.swap(false, Ordering::Relaxed) {
-        gic::enable_private(VTIMER_INTID, me.index, true);
+        Gic::enable_private(VTIMER_INTID, me.index, true);
     }
 }
 
@@ -203,14 +198,14 @@ fn list_now(vcpu: &Vcpu, virq: Virq) -> bool {
     if vcpu.has_queued() {
         return false;
     }
-    let count = vgic::list_registers();
-    let free = vgic::free_list_registers() & ((1 << count) - 1);
-    if free == 0 || (0..count).any(|n| free & (1 << n) == 0 && Lr(vgic::read_lr(n)).intid() == virq.intid) {
+    let count = Lrs::count();
+    let free = Lrs::free() & ((1 << count) - 1);
+    if free == 0 || (0..count).any(|n| free & (1 << n) == 0 && Lr(Lrs::read(n)).intid() == virq.intid) {
         return false;
     }
     let n = free.trailing_zeros() as usize;
     let lr = Lr::pending(virq).0;
-    vgic::write_lr(n, lr);
+    Lrs::write(n, lr);
     if trace::enabled() {
         vcpu.seen_lrs.lock()[n] = lr;
         trace::record(Kind::IrqInjected, vcpu.partition, vcpu.index, virq.intid);
@@ -235,7 +230,7 @@ pub fn release_private_hw(lrs: &mut [u64]) {
         if entry.is_free() || !entry.hw() || entry.intid() >= PRIVATE {
             continue;
         }
-        gic::deactivate(entry.intid());
+        Gic::deactivate(entry.intid());
         *value = match entry.state() {
             State::Pending => 0,
             _ => entry.0 & !(1 << 61) & !(0x3ff << 32),
@@ -323,7 +318,7 @@ fn apply(me: &PerCpu, part: &Partition, effect: Effect) {
         }
         // A doorbell is purely virtual: its physical namesake stays untouched.
         Effect::SpiEnable { intid, .. } | Effect::SpiRoute { intid, .. } if part.doorbells.contains(&intid) => {}
-        Effect::SpiEnable { intid, enabled } => gic::enable_spi(intid, enabled),
+        Effect::SpiEnable { intid, enabled } => Gic::enable_spi(intid, enabled),
         Effect::TimerEnabled { vcpu } => {
             // Only the vCPU loaded here has its timer PPI on this pCPU.
             let running = me.current_vcpu();
@@ -333,7 +328,7 @@ fn apply(me: &PerCpu, part: &Partition, effect: Effect) {
         }
         Effect::SpiRoute { intid, vcpu } => {
             if let Some(target) = part.vcpus.get(vcpu) {
-                gic::route_spi(intid, target.home);
+                Gic::route_spi(intid, target.home);
             }
         }
     }
@@ -347,7 +342,7 @@ pub fn configure_spis(sys: &System) {
         let priority = 0xa0 - 0x20 * part.config.criticality as u8;
         for i in part.config.devices.iter().flat_map(|d| d.interrupts.iter()) {
             // The boot-time validation proved the vCPU exists.
-            gic::configure_spi(i.intid, priority, part.vcpus[i.vcpu as usize].home);
+            Gic::configure_spi(i.intid, priority, part.vcpus[i.vcpu as usize].home);
         }
     }
 }

@@ -78,6 +78,12 @@ pub fn syndrome() -> Syndrome {
     Syndrome { esr: read_sysreg!("esr_el2"), far: read_sysreg!("far_el2"), hpfar: read_sysreg!("hpfar_el2") }
 }
 
+/// This CPU's affinity fields (MPIDR_EL1 without its flag bits), as PSCI
+/// CPU_ON and SGI targets name CPUs.
+pub fn affinity() -> u64 {
+    read_sysreg!("mpidr_el1") & 0xff_00ff_ffff
+}
+
 /// Physical address size supported, as the PS/IPS field encoding.
 pub fn pa_range() -> u64 {
     read_sysreg!("id_aa64mmfr0_el1") & 0xf

@@ -12,14 +12,12 @@ pub mod cpu;
 pub mod el2;
 pub mod exception;
 pub mod firmware;
-pub mod gic;
 pub mod guest_memory;
 pub mod heap;
 pub mod mmu;
+pub mod platform;
 pub mod stage2;
 pub mod timer;
-pub mod uart;
-pub mod vgic;
 
 pub(crate) use cpu::read_sysreg;
 

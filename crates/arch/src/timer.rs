@@ -3,11 +3,6 @@
 use crate::cpu::write_sysreg;
 use crate::read_sysreg;
 
-/// Counter frequency in Hz.
-pub fn frequency() -> u64 {
-    read_sysreg!("cntfrq_el0")
-}
-
 /// The system counter.
 pub fn now() -> u64 {
     crate::cpu::isb();

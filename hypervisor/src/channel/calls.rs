@@ -15,7 +15,7 @@ use crate::state::System;
 use crate::trap::exit::Reply;
 use crate::vgic;
 use partita_arch::guest_memory;
-use partita_arch::timer;
+use partita_arch::{platform, timer};
 use partita_core::channel::{PortError, SamplingPort};
 use partita_core::config::model::{ChannelKind, Endpoint};
 use partita_core::hypercall::{status, POLL};
@@ -119,7 +119,7 @@ pub fn receive(sys: &System, part: &Partition, vcpu: &Vcpu, index: u64, ipa: u64
 
 fn read_sample(channel: &Channel, port: &Mutex<SamplingPort<'static>>, pa: u64, size: u64) -> Reply {
     let ChannelKind::Sampling { refresh_us, .. } = channel.config.kind else { unreachable!("a sampling port") };
-    let hz = timer::frequency();
+    let hz = platform::counter_frequency();
     let refresh = us_to_ticks(refresh_us, hz);
     let port = port.lock();
     if port.seq() == 0 {

@@ -18,7 +18,7 @@ use crate::state::{PerCpu, System};
 use crate::trace;
 use crate::trap::exit::{Exit, Fault};
 use partita_arch::exception::Regs;
-use partita_arch::timer;
+use partita_arch::{platform, timer};
 use partita_core::health::{Action, Consequence, Event, Report};
 use partita_core::hypercall::status;
 use partita_core::partition::lifecycle::RunState;
@@ -46,7 +46,7 @@ pub fn raise_at(part: &Partition, vcpu: &Vcpu, event: Event, detail: u64, time: 
         detail,
     };
     if let Some(seq) = log::record(report, action) {
-        let us = ticks_to_us(report.time, timer::frequency());
+        let us = ticks_to_us(report.time, platform::counter_frequency());
         log!(
             "hm: {seq} at {us} us partition {} vcpu {} {:?} detail 0x{detail:x} action {:?}",
             part.name(),

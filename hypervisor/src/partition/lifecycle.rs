@@ -12,7 +12,8 @@ use crate::state::System;
 use crate::trap::exit::Fault;
 use crate::vgic;
 use core::sync::atomic::Ordering;
-use partita_arch::{firmware, gic, timer};
+use partita_arch::platform::{self, Gic, InterruptController};
+use partita_arch::{firmware, timer};
 use partita_core::health::Watchdog;
 use partita_core::partition::lifecycle::Change;
 use partita_core::partition::reload::{self, Step};
@@ -97,7 +98,7 @@ fn kick_others(part: &Partition) {
     for vcpu in &part.vcpus {
         let pcpu = vcpu.pcpu();
         if pcpu != me {
-            gic::kick(pcpu);
+            Gic::kick(pcpu);
         }
     }
 }
@@ -138,7 +139,7 @@ pub fn restart_step(sys: &System, part: &Partition) {
         Some(next) => part.reload_cursor.store(next, Ordering::Release),
         None => {
             let ticks = timer::counter() - part.reload_started.load(Ordering::Acquire);
-            log!("partition {} reloaded in {} us", part.name(), ticks_to_us(ticks, timer::frequency()));
+            log!("partition {} reloaded in {} us", part.name(), ticks_to_us(ticks, platform::counter_frequency()));
             power_on(part);
             // Cannot fail: nothing leaves Restarting but this.
             let _ = part.apply(Change::Reloaded);
@@ -165,7 +166,7 @@ fn reset_devices(part: &Partition) {
     *part.console.lock() = Console { uart: Pl011::new(), line: LineBuffer::new() };
     for device in &part.config.devices {
         for interrupt in &device.interrupts {
-            gic::enable_spi(interrupt.intid, false);
+            Gic::enable_spi(interrupt.intid, false);
         }
     }
 }
@@ -198,7 +199,7 @@ fn power_on(part: &Partition) {
     part.vcpus[0].reset(part.boot.entry, part.boot.dtb);
     part.vcpus[0].apply(Op::Start).expect("a vCPU that is off can start");
     if let Some(period_us) = part.config.health.watchdog_us {
-        let period = us_to_ticks(period_us, timer::frequency());
+        let period = us_to_ticks(period_us, platform::counter_frequency());
         *part.watchdog.lock() = Some(Watchdog::new(period, timer::counter()));
     }
     log!(

@@ -15,8 +15,8 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use partita_arch::context::{El1Context, FpContext};
 use partita_arch::exception::Regs;
+use partita_arch::platform::{VgicContext, MAX_LRS};
 use partita_arch::stage2::{self, Stage2Table};
-use partita_arch::vgic::{VgicContext, MAX_LRS};
 use partita_core::config::image::PartitionBoot;
 use partita_core::config::model::{self, Range};
 use partita_core::health::{PartitionHm, Policy, Watchdog};
@@ -405,7 +405,7 @@ fn reload_load(config: &model::Partition, load: &partita_core::config::image::Lo
 }
 
 fn budget_meter(budget: model::Budget) -> BudgetMeter {
-    let ticks = |us| us_to_ticks(us, partita_arch::timer::frequency());
+    let ticks = |us| us_to_ticks(us, partita_arch::platform::counter_frequency());
     BudgetMeter::new(ticks(budget.time_us), ticks(budget.period_us))
 }
 

@@ -6,7 +6,7 @@ use super::runnable::{rank, wants_cpu};
 use crate::partition::MAX_VCPUS_PER_PCPU;
 use crate::state::{FixedPriority, PerCpu, System};
 use crate::trace;
-use partita_arch::gic;
+use partita_arch::platform::{Gic, InterruptController};
 use partita_core::scheduler::decide;
 use partita_core::scheduler::readyq::ReadyQueue;
 use partita_core::trace::Kind;
@@ -87,7 +87,7 @@ pub fn rebalance(sys: &System, me: &PerCpu, urgent: Option<u8>) -> bool {
         let Some(target) = decide::migration(me.index, from, vcpu.migrate_to[0], outranked, wants) else { continue };
         vcpu.move_to(target);
         trace::record(Kind::Migrate, vcpu.partition, vcpu.index, target as u32);
-        gic::kick(if target == me.index { from } else { target });
+        Gic::kick(if target == me.index { from } else { target });
         back |= target == me.index;
     }
     back

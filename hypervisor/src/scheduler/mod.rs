@@ -22,7 +22,8 @@ use crate::state::{PerCpu, Policy, System};
 use crate::{health, trace, vgic};
 use core::sync::atomic::Ordering;
 use partita_arch::exception::{enter_guest, Regs};
-use partita_arch::{cpu, el2, gic, stage2, timer};
+use partita_arch::platform::{self, Gic, InterruptController, HYP_TIMER_INTID, MAINTENANCE_INTID};
+use partita_arch::{cpu, el2, stage2, timer};
 use partita_core::partition::lifecycle::RunState;
 use partita_core::partition::vcpu::{Op, State};
 use partita_core::scheduler::decide;
@@ -176,7 +177,7 @@ fn save(vcpu: &Vcpu, regs: &Regs) {
     // It moved while it ran here: its pCPU now may load it.
     let pcpu = vcpu.pcpu();
     if pcpu != cpu::index() {
-        gic::kick(pcpu);
+        Gic::kick(pcpu);
     }
 }
 
@@ -186,7 +187,7 @@ fn save(vcpu: &Vcpu, regs: &Regs) {
 pub fn overran(vcpu: &Vcpu) -> Option<(u64, u64)> {
     let now = timer::counter();
     let mut meter = vcpu.budget.as_ref()?.lock();
-    meter.overrun(now).then(|| (now, ticks_to_us(meter.used(now), timer::frequency())))
+    meter.overrun(now).then(|| (now, ticks_to_us(meter.used(now), platform::counter_frequency())))
 }
 
 /// When a vCPU that is off its pCPU must wake: its virtual timer's compare
@@ -247,22 +248,22 @@ fn arm_timer(sys: &System, me: &PerCpu, running: Option<usize>) {
 /// timer fired. Kicks need no action: the caller looks at the vCPUs again.
 pub fn drain_interrupts(sys: &System, me: &PerCpu, running: Option<&Vcpu>) -> bool {
     let mut timer_fired = false;
-    while let Some(intid) = gic::acknowledge() {
+    while let Some(intid) = Gic::acknowledge() {
         trace::record_cpu(Kind::IrqTaken, intid);
         match intid {
-            gic::HYP_TIMER_INTID => {
+            HYP_TIMER_INTID => {
                 timer::disarm();
                 timer_fired = true;
-                gic::end(intid);
+                Gic::end(intid);
             }
             VTIMER_INTID | 32.. => vgic::forward(sys, me, intid, running),
-            gic::MAINTENANCE_INTID => {
+            MAINTENANCE_INTID => {
                 if let Some(vcpu) = running {
                     vgic::refill(vcpu);
                 }
-                gic::end(intid);
+                Gic::end(intid);
             }
-            _ => gic::end(intid),
+            _ => Gic::end(intid),
         }
     }
     timer_fired

@@ -1,26 +1,25 @@
 //! The GICv3 virtual CPU interface (ICH_*_EL2): list registers and the
 //! state that makes up a vCPU's view of its interrupts.
 
+use super::{ListRegisters, VgicContext, MAX_LRS};
 use crate::cpu::write_sysreg;
 use crate::read_sysreg;
+use partita_core::vgic::lr::Refill;
 
 /// ICH_ELRSR_EL2: bit n set when list register n is free.
-pub fn free_list_registers() -> u64 {
+fn free_list_registers() -> u64 {
     read_sysreg!("S3_4_C12_C11_5")
 }
 
 /// ICH_HCR_EL2.En: the virtual CPU interface is on.
-pub const HCR_EN: u64 = 1 << 0;
+const HCR_EN: u64 = 1 << 0;
 /// ICH_HCR_EL2.UIE: maintenance interrupt when at most one list register is valid.
-pub const HCR_UIE: u64 = 1 << 1;
+const HCR_UIE: u64 = 1 << 1;
 /// ICH_HCR_EL2.NPIE: maintenance interrupt when no list register is pending.
-pub const HCR_NPIE: u64 = 1 << 3;
-
-/// The most list registers an implementation has.
-pub const MAX_LRS: usize = 16;
+const HCR_NPIE: u64 = 1 << 3;
 
 /// Number of list registers this CPU implements (ICH_VTR_EL2.ListRegs + 1).
-pub fn list_registers() -> usize {
+fn list_registers() -> usize {
     ((read_sysreg!("S3_4_C12_C11_1") & 0x1f) as usize + 1).min(MAX_LRS)
 }
 
@@ -37,7 +36,7 @@ macro_rules! write_by_index {
 }
 
 /// Reads ICH_LR<n>_EL2.
-pub fn read_lr(n: usize) -> u64 {
+fn read_lr(n: usize) -> u64 {
     by_index!(n, read_sysreg,
         0 => "S3_4_C12_C12_0", 1 => "S3_4_C12_C12_1", 2 => "S3_4_C12_C12_2", 3 => "S3_4_C12_C12_3",
         4 => "S3_4_C12_C12_4", 5 => "S3_4_C12_C12_5", 6 => "S3_4_C12_C12_6", 7 => "S3_4_C12_C12_7",
@@ -46,7 +45,7 @@ pub fn read_lr(n: usize) -> u64 {
 }
 
 /// Writes ICH_LR<n>_EL2.
-pub fn write_lr(n: usize, value: u64) {
+fn write_lr(n: usize, value: u64) {
     write_by_index!(n, value,
         0 => "S3_4_C12_C12_0", 1 => "S3_4_C12_C12_1", 2 => "S3_4_C12_C12_2", 3 => "S3_4_C12_C12_3",
         4 => "S3_4_C12_C12_4", 5 => "S3_4_C12_C12_5", 6 => "S3_4_C12_C12_6", 7 => "S3_4_C12_C12_7",
@@ -55,52 +54,59 @@ pub fn write_lr(n: usize, value: u64) {
 }
 
 /// ICH_HCR_EL2.
-pub fn set_control(value: u64) {
+fn set_control(value: u64) {
     write_sysreg!("S3_4_C12_C11_0", value);
     crate::cpu::isb();
 }
 
-/// ICH_MISR_EL2: why a maintenance interrupt fired.
-pub fn maintenance_status() -> u64 {
-    read_sysreg!("S3_4_C12_C11_2")
-}
+/// The GICv3 virtual CPU interface, through the ICH_*_EL2 registers.
+pub struct IchListRegisters;
 
-/// The virtual interface state of a vCPU that is not on a CPU.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct VgicContext {
-    pub lrs: [u64; MAX_LRS],
-    pub vmcr: u64,
-    pub ap0r0: u64,
-    pub ap1r0: u64,
-    pub hcr: u64,
-}
-
-impl VgicContext {
-    /// A vCPU at reset: interface enabled, nothing listed.
-    pub fn reset() -> Self {
-        Self { hcr: HCR_EN, ..Self::default() }
+impl ListRegisters for IchListRegisters {
+    fn count() -> usize {
+        list_registers()
     }
 
-    /// Saves the running vCPU's virtual interface and turns it off.
-    pub fn save(&mut self) {
+    fn read(n: usize) -> u64 {
+        read_lr(n)
+    }
+
+    fn write(n: usize, value: u64) {
+        write_lr(n, value)
+    }
+
+    fn free() -> u64 {
+        free_list_registers()
+    }
+
+    fn request_maintenance(refill: Refill) {
+        let request = match refill {
+            Refill::NotNeeded => 0,
+            Refill::WhenNonePending => HCR_NPIE,
+            Refill::WhenFewListed => HCR_UIE,
+        };
+        set_control(HCR_EN | request);
+    }
+
+    fn save(ctx: &mut VgicContext) {
         for n in 0..list_registers() {
-            self.lrs[n] = read_lr(n);
+            ctx.lrs[n] = read_lr(n);
             write_lr(n, 0);
         }
-        self.vmcr = read_sysreg!("S3_4_C12_C11_7");
-        self.ap0r0 = read_sysreg!("S3_4_C12_C8_0");
-        self.ap1r0 = read_sysreg!("S3_4_C12_C9_0");
-        self.hcr = read_sysreg!("S3_4_C12_C11_0");
+        ctx.vmcr = read_sysreg!("S3_4_C12_C11_7");
+        ctx.apr[0] = read_sysreg!("S3_4_C12_C8_0");
+        ctx.apr[1] = read_sysreg!("S3_4_C12_C9_0");
+        ctx.hcr = read_sysreg!("S3_4_C12_C11_0");
         set_control(0);
     }
 
-    pub fn restore(&self) {
+    fn restore(ctx: &VgicContext) {
         for n in 0..list_registers() {
-            write_lr(n, self.lrs[n]);
+            write_lr(n, ctx.lrs[n]);
         }
-        write_sysreg!("S3_4_C12_C11_7", self.vmcr);
-        write_sysreg!("S3_4_C12_C8_0", self.ap0r0);
-        write_sysreg!("S3_4_C12_C9_0", self.ap1r0);
-        set_control(self.hcr | HCR_EN);
+        write_sysreg!("S3_4_C12_C11_7", ctx.vmcr);
+        write_sysreg!("S3_4_C12_C8_0", ctx.apr[0]);
+        write_sysreg!("S3_4_C12_C9_0", ctx.apr[1]);
+        set_control(ctx.hcr | HCR_EN);
     }
 }

@@ -1,0 +1,157 @@
+//! What differs from one board to the next, behind one interface: the
+//! physical interrupt controller and its CPU interface, the virtual CPU
+//! interface with its list registers, the console UART, the devices
+//! Partita maps for itself, and the counter frequency.
+//!
+//! Each board is one module implementing [`Platform`]; [`Board`] names the
+//! one this build is for, and the aliases below ([`Gic`], [`Lrs`],
+//! [`Uart`]) are what the rest of Partita calls. A second board (the
+//! ZynqMP's GIC-400 and Cadence UART) is a new module here, not edits
+//! across the tree.
+
+mod gicv3;
+mod gicv3_lrs;
+mod pl011;
+mod qemu_virt;
+
+use alloc::vec::Vec;
+use partita_core::config::model::{self, Range};
+use partita_core::vgic::lr::Refill;
+
+/// The board this build runs on.
+pub type Board = qemu_virt::QemuVirt;
+/// Its physical interrupt controller.
+pub type Gic = <Board as Platform>::Gic;
+/// Its virtual CPU interface.
+pub type Lrs = <Board as Platform>::Lrs;
+/// Its console UART.
+pub type Uart = <Board as Platform>::Uart;
+
+// The interrupts every AArch64 core has, whatever its GIC.
+
+/// The SGI Partita uses to make another CPU re-examine its vCPUs.
+pub const KICK_SGI: u32 = 0;
+/// The GIC maintenance interrupt (list registers need a refill).
+pub const MAINTENANCE_INTID: u32 = 25;
+/// The EL2 physical timer (CNTHP).
+pub const HYP_TIMER_INTID: u32 = 26;
+/// The EL1 virtual timer: it belongs to the running vCPU.
+pub use partita_core::vgic::VTIMER_INTID;
+/// The most list registers any supported virtual interface has that
+/// Partita uses.
+pub const MAX_LRS: usize = 16;
+
+/// A board.
+pub trait Platform {
+    type Gic: InterruptController;
+    type Lrs: ListRegisters;
+    type Uart: Console;
+    /// Where a payload too broken to name its own console reports.
+    const FALLBACK_CONSOLE: u64;
+    /// The system counter's frequency in Hz.
+    fn counter_frequency() -> u64;
+    /// The device frames Partita maps for itself at EL2: its console and
+    /// its interrupt controller's, as the configuration's platform names
+    /// them.
+    fn own_devices(platform: &model::Platform) -> Vec<Range>;
+}
+
+/// The physical interrupt controller. Partita owns it; guests only see
+/// virtual interrupts. Priority drop and deactivation are separate, so a
+/// guest can deactivate a hardware interrupt it was given.
+pub trait InterruptController {
+    /// The controller and this CPU's interface (primary CPU, once, after
+    /// the EL2 map covers its frames).
+    fn init(platform: &model::Platform);
+    /// A secondary CPU's interface.
+    fn init_cpu(cpu: usize);
+    /// Takes the highest-priority pending interrupt, if any.
+    fn acknowledge() -> Option<u32>;
+    /// Drops the running priority of an acknowledged interrupt; it stays
+    /// active until [`InterruptController::deactivate`] or, when forwarded
+    /// to a guest as a hardware interrupt, until the guest's EOI.
+    fn drop_priority(intid: u32);
+    fn deactivate(intid: u32);
+    /// Ends one of Partita's own interrupts completely.
+    fn end(intid: u32) {
+        Self::drop_priority(intid);
+        Self::deactivate(intid);
+    }
+    /// A passthrough SPI: `priority`, level, disabled, routed to `cpu`.
+    fn configure_spi(intid: u32, priority: u8, cpu: usize);
+    /// Enables or disables a private interrupt (SGI or PPI) of `cpu`.
+    fn enable_private(intid: u32, cpu: usize, enable: bool);
+    /// Enables or disables a passthrough SPI, following its guest.
+    fn enable_spi(intid: u32, enable: bool);
+    fn route_spi(intid: u32, cpu: usize);
+    /// Sends [`KICK_SGI`] to physical CPU `cpu`.
+    fn kick(cpu: usize);
+}
+
+/// The virtual CPU interface of the running pCPU. List-register values
+/// are in Partita's one form, the GICv3 ICH_LR<n>_EL2 layout
+/// (`partita_core::vgic::lr::Lr`); an interface with another layout
+/// translates in [`ListRegisters::read`] and [`ListRegisters::write`].
+pub trait ListRegisters {
+    /// How many list registers this CPU has (at most [`MAX_LRS`]).
+    fn count() -> usize;
+    fn read(n: usize) -> u64;
+    fn write(n: usize, value: u64);
+    /// Bit n set when list register n holds nothing.
+    fn free() -> u64;
+    /// Turns the interface on, asking for a maintenance interrupt when
+    /// `refill` says the queue needs one.
+    fn request_maintenance(refill: Refill);
+    /// Saves the running vCPU's interface into `ctx` and turns it off.
+    fn save(ctx: &mut VgicContext);
+    fn restore(ctx: &VgicContext);
+}
+
+/// The console Partita prints its lines on.
+pub trait Console {
+    /// Sets the UART's base; it must be mapped as device memory whenever
+    /// the MMU is on.
+    fn init(base: u64);
+    /// Writes bytes, waiting for room. Does nothing before `init`.
+    fn write_bytes(bytes: &[u8]);
+}
+
+/// A vCPU's virtual interface while it is off its pCPU: the list
+/// registers, the virtual machine control register, the active-priority
+/// registers and the interface's control register.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct VgicContext {
+    pub lrs: [u64; MAX_LRS],
+    pub vmcr: u64,
+    pub apr: [u64; 2],
+    pub hcr: u64,
+}
+
+impl VgicContext {
+    /// A vCPU at reset: nothing listed; the interface turns on when the
+    /// vCPU is first loaded.
+    pub fn reset() -> Self {
+        Self::default()
+    }
+
+    pub fn save(&mut self) {
+        Lrs::save(self)
+    }
+
+    pub fn restore(&self) {
+        Lrs::restore(self)
+    }
+}
+
+/// The counter frequency, in Hz.
+pub fn counter_frequency() -> u64 {
+    Board::counter_frequency()
+}
+
+/// The device frames Partita maps for itself.
+pub fn own_devices(platform: &model::Platform) -> Vec<Range> {
+    Board::own_devices(platform)
+}
+
+/// Where a payload too broken to name its console reports.
+pub const FALLBACK_CONSOLE: u64 = Board::FALLBACK_CONSOLE;
