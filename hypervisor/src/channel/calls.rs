@@ -73,23 +73,23 @@ pub fn send(sys: &System, part: &Partition, vcpu: &Vcpu, index: u64, ipa: u64, l
                     port.lock().write_with(len as usize, timer::counter(), |slot| guest_memory::read(pa, slot));
                 result.map_or_else(error, |()| Reply::Done(status::OK, [0; 3]))
             }
-            State::Queuing(queue) => send_queued(sys, channel, queue, vcpu, pa, len, deadline),
+            State::Queuing(queue) => send_queued(sys, channel, queue, vcpu, Transfer { pa, len, deadline }),
             State::SharedMemory => unreachable!("max_message is None for shared memory"),
         })
     })())
 }
 
-fn send_queued(
-    sys: &System,
-    channel: &Channel,
-    queue: &Mutex<Queue>,
-    vcpu: &Vcpu,
+/// A queuing call's guest buffer (checked, at physical address `pa`) and
+/// how long the caller will wait.
+struct Transfer {
     pa: u64,
     len: u64,
     deadline: u64,
-) -> Reply {
+}
+
+fn send_queued(sys: &System, channel: &Channel, queue: &Mutex<Queue>, vcpu: &Vcpu, t: Transfer) -> Reply {
     let mut q = queue.lock();
-    match q.port.send_with(len as usize, |slot| guest_memory::read(pa, slot)) {
+    match q.port.send_with(t.len as usize, |slot| guest_memory::read(t.pa, slot)) {
         Ok(()) => {
             let waiting = core::mem::take(&mut q.receivers);
             drop(q);
@@ -97,7 +97,7 @@ fn send_queued(
             wake(&sys.partitions[channel.destination()], waiting);
             Reply::Done(status::OK, [0; 3])
         }
-        Err(PortError::Full) => park(&mut q.senders, vcpu, deadline, PortError::Full),
+        Err(PortError::Full) => park(&mut q.senders, vcpu, t.deadline, PortError::Full),
         Err(e) => error(e),
     }
 }
@@ -111,7 +111,7 @@ pub fn receive(sys: &System, part: &Partition, vcpu: &Vcpu, index: u64, ipa: u64
         let pa = buffer(part, ipa, size, true)?;
         Ok(match &channel.state {
             State::Sampling(port) => read_sample(channel, port, pa, size),
-            State::Queuing(queue) => receive_queued(sys, channel, queue, vcpu, pa, size, deadline),
+            State::Queuing(queue) => receive_queued(sys, channel, queue, vcpu, Transfer { pa, len: size, deadline }),
             State::SharedMemory => unreachable!("max_message is None for shared memory"),
         })
     })())
@@ -131,17 +131,9 @@ fn read_sample(channel: &Channel, port: &Mutex<SamplingPort<'static>>, pa: u64, 
     }
 }
 
-fn receive_queued(
-    sys: &System,
-    channel: &Channel,
-    queue: &Mutex<Queue>,
-    vcpu: &Vcpu,
-    pa: u64,
-    size: u64,
-    deadline: u64,
-) -> Reply {
+fn receive_queued(sys: &System, channel: &Channel, queue: &Mutex<Queue>, vcpu: &Vcpu, t: Transfer) -> Reply {
     let mut q = queue.lock();
-    match q.port.receive_with(size as usize, |msg| guest_memory::write(pa, msg)) {
+    match q.port.receive_with(t.len as usize, |msg| guest_memory::write(t.pa, msg)) {
         Ok(len) => {
             let left = q.port.len() as u64;
             let waiting = core::mem::take(&mut q.senders);
@@ -150,7 +142,7 @@ fn receive_queued(
             wake(&sys.partitions[channel.source()], waiting);
             Reply::Done(status::OK, [len as u64, left, 0])
         }
-        Err(PortError::Empty) => park(&mut q.receivers, vcpu, deadline, PortError::Empty),
+        Err(PortError::Empty) => park(&mut q.receivers, vcpu, t.deadline, PortError::Empty),
         Err(e) => error(e),
     }
 }

@@ -136,17 +136,13 @@ impl Partition {
     /// a concurrent change from another pCPU; returns the state it left.
     /// Only [`lifecycle`] calls this, and carries out the rest of a change.
     fn apply(&self, change: Change) -> Result<RunState, WrongState> {
-        let mut current = self.state();
-        loop {
-            let next = current.next(change)?;
-            match self.state.compare_exchange(current as u8, next as u8, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => {
-                    self.mark_vcpus();
-                    return Ok(current);
-                }
-                Err(seen) => current = RunState::from_u8(seen),
-            }
-        }
+        let step = |v| RunState::from_u8(v).next(change).ok().map(|s| s as u8);
+        let old =
+            RunState::from_u8(self.state.fetch_update(Ordering::AcqRel, Ordering::Acquire, step).unwrap_or_else(|v| v));
+        // The same answer the update found: the refusal, or the way on.
+        old.next(change)?;
+        self.mark_vcpus();
+        Ok(old)
     }
 
     /// Every vCPU may have become runnable or not.
@@ -178,17 +174,13 @@ impl Vcpu {
     /// Moves the vCPU through `op` (see [`State::next`]); atomic against a
     /// concurrent change from another pCPU.
     pub fn apply(&self, op: Op) -> Result<State, Refused> {
-        let mut current = self.state();
-        loop {
-            let next = current.next(op)?;
-            match self.state.compare_exchange(current as u8, next as u8, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => {
-                    self.mark();
-                    return Ok(next);
-                }
-                Err(seen) => current = State::from_u8(seen),
-            }
-        }
+        let step = |v| State::from_u8(v).next(op).ok().map(|s| s as u8);
+        let old =
+            State::from_u8(self.state.fetch_update(Ordering::AcqRel, Ordering::Acquire, step).unwrap_or_else(|v| v));
+        // The same answer the update found: the refusal, or the new state.
+        let next = old.next(op)?;
+        self.mark();
+        Ok(next)
     }
 
     /// Off, whatever it was: only for a partition (re)start.
