@@ -62,6 +62,16 @@ impl EventKind {
 }
 
 impl Event {
+    /// The event a guest fault of exception class `class` raises: a stage-2
+    /// abort is an access outside its map, anything else something it may
+    /// not do.
+    pub const fn of_fault(class: u8) -> Event {
+        match class {
+            crate::trap::esr::ec::DABT_LOWER | crate::trap::esr::ec::IABT_LOWER => Event::Stage2Fault,
+            _ => Event::Forbidden,
+        }
+    }
+
     pub const fn kind(self) -> EventKind {
         match self {
             Event::Stage2Fault => EventKind::Stage2Fault,
@@ -542,6 +552,16 @@ impl Watchdog {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn aborts_are_stage_2_faults_and_every_other_class_is_forbidden() {
+        use crate::trap::esr::ec;
+        assert_eq!(Event::of_fault(ec::DABT_LOWER), Event::Stage2Fault);
+        assert_eq!(Event::of_fault(ec::IABT_LOWER), Event::Stage2Fault);
+        for class in [ec::UNKNOWN, ec::SMC64, ec::SYSREG, ec::HVC64, 0x2f] {
+            assert_eq!(Event::of_fault(class), Event::Forbidden, "class 0x{class:x}");
+        }
+    }
 
     #[test]
     fn every_action_has_one_consequence_for_the_partition() {

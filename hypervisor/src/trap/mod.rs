@@ -77,11 +77,7 @@ fn resolve(here: &Here, regs: &mut Regs, exit: Exit, interrupt: bool) -> AfterTr
     }
     let asked_to_wait = match exit {
         Exit::Fault(fault) => {
-            let event = match fault.class {
-                esr::ec::DABT_LOWER | esr::ec::IABT_LOWER => Event::Stage2Fault,
-                _ => Event::Forbidden,
-            };
-            let action = health::raise(part, vcpu, event, fault.address.unwrap_or(regs.pc));
+            let action = health::raise(part, vcpu, Event::of_fault(fault.class), fault.address.unwrap_or(regs.pc));
             if action.consequence() == Consequence::GoOn {
                 // Execution goes on after it; a load it made reads as zero.
                 regs.skip_instruction();
