@@ -1,4 +1,7 @@
 //! From the boot payload to running partitions.
+//!
+//! The boot steps are `#[inline(never)]`: each runs once (or once per
+//! pCPU), and inlined into `primary` they made the image larger.
 
 use crate::channel;
 use crate::console::log;
@@ -60,6 +63,7 @@ pub fn secondary(cpu: usize) -> ! {
     crate::scheduler::run(sys, &sys.cpus[cpu])
 }
 
+#[inline(never)]
 fn read_payload() -> (BootTable, &'static [u8]) {
     let header = image::payload(32);
     let len = match payload_len(header) {
@@ -92,6 +96,7 @@ fn fail_early(message: core::fmt::Arguments) -> ! {
 
 /// The hypervisor runs the same validator as `partita check`, so a payload
 /// built by anything else is held to the same rules.
+#[inline(never)]
 fn check_model(table: &BootTable) {
     let issues = partita_core::config::validate::validate(&table.system);
     for issue in &issues {
@@ -100,6 +105,7 @@ fn check_model(table: &BootTable) {
     assert!(issues.is_empty(), "invalid configuration in the boot payload");
 }
 
+#[inline(never)]
 fn build_system(table: BootTable, data: &'static [u8]) -> System {
     let BootTable { system, boot } = table;
     let partitions: Vec<Partition> = system
@@ -130,6 +136,7 @@ fn build_system(table: BootTable, data: &'static [u8]) -> System {
 }
 
 /// pCPU `cpu`: the vCPUs it lists and the policy that chooses among them.
+#[inline(never)]
 fn build_cpu(cpu: usize, partitions: &[Partition], plans: &Plans) -> PerCpu {
     let vcpus: Vec<_> = partitions
         .iter()
@@ -175,6 +182,7 @@ fn watch_vcpus(partitions: &[Partition], cpus: &[PerCpu]) {
 
 /// Cyclic pCPUs idle until the first major frame, which starts a little
 /// after the other CPUs are called, so that all of them see its first slot.
+#[inline(never)]
 fn start_plans(sys: &System) {
     const START_DELAY_US: u64 = 2_000;
     let plans = &sys.plans;
@@ -189,6 +197,7 @@ fn start_plans(sys: &System) {
 /// Powers on the other physical CPUs through the firmware. QEMU virt numbers
 /// them by Aff0; only the affinity fields are passed (QEMU 7.2 refuses a
 /// target with bit 31 set).
+#[inline(never)]
 fn start_secondaries(cpus: usize) {
     let base = cpu::affinity() & !0xff;
     for cpu in 1..cpus {

@@ -337,6 +337,8 @@ fn apply(me: &PerCpu, part: &Partition, effect: Effect) {
 /// Physical set-up of every partition's passthrough SPIs: group 1, a
 /// priority from the owner's criticality, routed to the pCPU of the vCPU the
 /// configuration names, disabled until the guest enables it.
+// Out of line: it runs once, and inlined into boot it made the image larger.
+#[inline(never)]
 pub fn configure_spis(sys: &System) {
     for part in &sys.partitions {
         let priority = 0xa0 - 0x20 * part.config.criticality as u8;

@@ -60,13 +60,10 @@ fn announce(part: &Partition, change: Change, cause: Cause) {
     match (change, cause) {
         (Change::PowerOff, _) => log!("partition {name} powered off (PSCI SYSTEM_OFF)"),
         (Change::Restart, Cause::Psci) => log!("partition {name} restarting (PSCI SYSTEM_RESET)"),
-        (Change::Stop, Cause::Fault { vcpu, fault, pc }) => match fault.address {
-            Some(address) => log!(
-                "partition {name} vcpu {vcpu} stopped: {why} (EC 0x{:02x}, ELR 0x{pc:x}, address 0x{address:x})",
-                fault.class
-            ),
-            None => log!("partition {name} vcpu {vcpu} stopped: {why} (EC 0x{:02x}, ELR 0x{pc:x})", fault.class),
-        },
+        (Change::Stop, Cause::Fault { vcpu, fault, pc }) => {
+            let address = Address(fault.address);
+            log!("partition {name} vcpu {vcpu} stopped: {why} (EC 0x{:02x}, ELR 0x{pc:x}{address})", fault.class)
+        }
         (Change::RestartByOther, Cause::By(caller)) => {
             log!("partition {}: restarting partition {name}", caller.name())
         }
@@ -77,6 +74,18 @@ fn announce(part: &Partition, change: Change, cause: Cause) {
         (Change::Stop, _) => log!("partition {name} stopped: {why}"),
         (Change::Suspend, _) => log!("partition {name} suspended by the health monitor ({why})"),
         (change, _) => log!("partition {name}: {change:?} ({why})"),
+    }
+}
+
+/// A fault's address in its console line, when it has one.
+struct Address(Option<u64>);
+
+impl core::fmt::Display for Address {
+    fn fmt(&self, f: &mut core::fmt::Formatter) -> core::fmt::Result {
+        match self.0 {
+            Some(address) => write!(f, ", address 0x{address:x}"),
+            None => Ok(()),
+        }
     }
 }
 
