@@ -10,6 +10,22 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::ops::Range;
 
+/// The colors every chart draws from (matplotlib's "tab10"), by name, so
+/// that a partition, a setup or a queue looks alike across charts.
+pub mod palette {
+    use plotters::style::RGBColor;
+
+    pub const BLUE: RGBColor = RGBColor(31, 119, 180);
+    pub const ORANGE: RGBColor = RGBColor(255, 127, 14);
+    pub const GREEN: RGBColor = RGBColor(44, 160, 44);
+    pub const RED: RGBColor = RGBColor(214, 39, 40);
+    pub const PURPLE: RGBColor = RGBColor(148, 103, 189);
+    pub const BROWN: RGBColor = RGBColor(140, 86, 75);
+    pub const PINK: RGBColor = RGBColor(227, 119, 194);
+    pub const GRAY: RGBColor = RGBColor(127, 127, 127);
+    pub const CYAN: RGBColor = RGBColor(23, 190, 207);
+}
+
 /// What plotters reports, as an error of ours.
 pub fn error(error: impl std::fmt::Display) -> anyhow::Error {
     anyhow::anyhow!("drawing failed: {error}")

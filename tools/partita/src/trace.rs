@@ -17,6 +17,7 @@
 
 pub mod slots;
 
+use crate::chart::palette::{BLUE, BROWN, GRAY, GREEN, ORANGE, PINK, PURPLE, RED};
 use crate::chart::{self, Key, Mark, Strip};
 use anyhow::{bail, ensure, Context, Result};
 use partita_core::trace::{decode, Event, Kind, OutReason, Trace, NONE};
@@ -362,16 +363,7 @@ fn instant_args(meta: &TraceMeta, event: &Event) -> Value {
 }
 
 /// One color per partition, in configuration order.
-const PARTITION_COLORS: [RGBColor; 8] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-];
+const PARTITION_COLORS: [RGBColor; 8] = [BLUE, ORANGE, GREEN, RED, PURPLE, BROWN, PINK, GRAY];
 
 fn partition_color(partition: u8) -> RGBColor {
     PARTITION_COLORS[usize::from(partition) % PARTITION_COLORS.len()]

@@ -5,24 +5,19 @@ use super::report::Report;
 use super::score::ker_one;
 use super::{Queue, Setup, TARGET_RP, TARGET_RP_INTERRUPT};
 use crate::bench::Pass;
-use crate::chart::{self, Curve, Key, LineChart, Mark, Strip};
+use crate::chart::{self, palette, Curve, Key, LineChart, Mark, Strip};
 use anyhow::Result;
 use plotters::prelude::*;
 
-const SERIES_COLORS: [RGBColor; 6] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(23, 190, 207),
-];
+/// Red is the interrupt tests' target line.
+const SERIES_COLORS: [RGBColor; 6] =
+    [palette::BLUE, palette::ORANGE, palette::GREEN, palette::PURPLE, palette::BROWN, palette::CYAN];
 const KER_ONE_COLOR: RGBColor = RGBColor(170, 170, 170);
 
 /// Above this R_P the bars are cut and labelled: wall-clock noise can give
 /// a few hundred percent, which would flatten the interesting part near 100.
 const BAR_CAP: f64 = 130.0;
-const TARGET_COLORS: [RGBColor; 2] = [RGBColor(0, 0, 0), RGBColor(214, 39, 40)];
+const TARGET_COLORS: [RGBColor; 2] = [RGBColor(0, 0, 0), palette::RED];
 
 /// Ker-ONE's Figure 13, for Partita: R_P per test, one bar per virtualized
 /// setup and pass, Ker-ONE's own beside them, and the two targets as lines.
@@ -112,10 +107,10 @@ pub fn curve_svg(report: &Report) -> Result<String> {
     let pass = pass.unwrap_or(Pass::WALL);
     let mut curves: Vec<Curve> = Vec::new();
     for (queue, setup, color) in [
-        (Queue::Bitmap, Setup::Native, RGBColor(31, 119, 180)),
-        (Queue::Bitmap, Setup::Alone, RGBColor(23, 190, 207)),
-        (Queue::Linear, Setup::Native, RGBColor(214, 39, 40)),
-        (Queue::Linear, Setup::Alone, RGBColor(255, 127, 14)),
+        (Queue::Bitmap, Setup::Native, palette::BLUE),
+        (Queue::Bitmap, Setup::Alone, palette::CYAN),
+        (Queue::Linear, Setup::Native, palette::RED),
+        (Queue::Linear, Setup::Alone, palette::ORANGE),
     ] {
         let points: Vec<(f64, f64)> = report
             .curve
