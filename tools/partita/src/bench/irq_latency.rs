@@ -238,13 +238,12 @@ pub fn config(setup: Setup, bootargs: &str, guest: &Path) -> RawConfig {
             .elf(guest)
     };
     let rt = partition(MEASURED, RawCriticality::High, bootargs);
-    let mut config = RawConfig::new().cpus(2);
+    let machine = RawConfig::new().cpus(2);
     match setup {
-        Setup::Exclusive => config = config.partition(rt.exclusive()),
-        Setup::Shared => config = config.partition(rt).partition(partition("gpos", RawCriticality::Low, HOG_BOOTARGS)),
-        Setup::Native => {}
+        Setup::Exclusive => machine.partition(rt.exclusive()),
+        Setup::Shared => machine.partition(rt).partition(partition("gpos", RawCriticality::Low, HOG_BOOTARGS)),
+        Setup::Native => machine,
     }
-    config
 }
 
 /// Reads the guest's `irq-bench:`, `irq-bench hist:`, `irq-bench: <m> missed`

@@ -12,7 +12,6 @@
 //! Every boot is stopped at the RTOS's `bench done` line, because in the
 //! `loaded` and `shared` setups a test guest spins forever and the machine
 //! would never power off by itself.
-
 //!
 //! In layers: [`parse`] reads the guest's lines, [`setups`] boots the RTOS
 //! in each setup, [`score`] turns runs into medians and R_P, [`report`]
@@ -24,8 +23,7 @@ pub mod report;
 pub mod score;
 pub mod setups;
 
-use super::progress_bar;
-use super::{Mode, Pass};
+use super::{progress_bar, Mode, Pass};
 use crate::paths;
 use anyhow::{ensure, Result};
 use report::Report;
