@@ -70,7 +70,7 @@ pub fn parse(log: &str) -> Vec<(String, Line)> {
 }
 
 fn partition(name: &str, bootargs: &str, guest: &Path) -> RawPartition {
-    RawPartition::new(name, &[1]).bootargs(bootargs).memory(0x4000_0000, 16 << 20).elf(guest)
+    qemu::partition(name, &[1], bootargs, guest)
 }
 
 /// `bench` alone on pCPU 1, which is then exclusive: the hypercall alone.

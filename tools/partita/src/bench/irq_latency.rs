@@ -12,7 +12,7 @@ use super::report::{self, Column, Table};
 use super::stats::median;
 use super::{progress_bar, Mode, Pass, NOMINAL_HZ};
 use crate::build::BuildOutput;
-use crate::config::raw::{RawConfig, RawCriticality, RawPartition};
+use crate::config::raw::{RawConfig, RawCriticality};
 use crate::config::Config;
 use crate::guests;
 use crate::paths;
@@ -230,13 +230,8 @@ impl Target {
 /// Two pCPUs, Partita's own and `rt`'s, so that QEMU's threads do not
 /// outnumber a small host's cores.
 pub fn config(setup: Setup, bootargs: &str, guest: &Path) -> RawConfig {
-    let partition = |name: &str, criticality, bootargs: &str| {
-        RawPartition::new(name, &[1])
-            .criticality(criticality)
-            .bootargs(bootargs)
-            .memory(0x4000_0000, 16 << 20)
-            .elf(guest)
-    };
+    let partition =
+        |name: &str, criticality, bootargs: &str| qemu::partition(name, &[1], bootargs, guest).criticality(criticality);
     let rt = partition(MEASURED, RawCriticality::High, bootargs);
     let machine = RawConfig::new().cpus(2);
     match setup {

@@ -208,7 +208,7 @@ pub fn switches(runs: &[SlotRun], cpu: usize, from: u64, to: u64) -> Option<Swit
 
 /// A counting partition of the test guest on pCPU `cpu`.
 fn partition(name: &str, cpu: u32, bootargs: &str, guest: &Path) -> RawPartition {
-    RawPartition::new(name, &[cpu]).bootargs(bootargs).memory(0x4000_0000, 16 << 20).elf(guest)
+    qemu::partition(name, &[cpu], bootargs, guest)
 }
 
 /// pCPU 1 alternates `first` and `second` in back-to-back slots of `slot_ms`.

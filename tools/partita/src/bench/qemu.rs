@@ -4,7 +4,7 @@
 //! machine up for ever) or when the machine powers off.
 
 use crate::build::{self, BuildOutput};
-use crate::config::raw::RawConfig;
+use crate::config::raw::{RawConfig, RawPartition};
 use crate::config::{self, Config};
 use crate::guests;
 use crate::paths;
@@ -23,6 +23,12 @@ use std::time::{Duration, Instant};
 pub fn prepare() -> Result<PathBuf> {
     guests::build_all()?;
     build::build_hypervisor(&paths::source())
+}
+
+/// A partition of a generated configuration: `image` on pinned vCPUs, with
+/// the 16 MiB of RAM at guest-physical 0x40000000 every guest here fits in.
+pub fn partition(name: &str, cpus: &[u32], bootargs: &str, image: &Path) -> RawPartition {
+    RawPartition::new(name, cpus).bootargs(bootargs).memory(0x4000_0000, 16 << 20).elf(image)
 }
 
 /// Writes `config` to `target/bench/<name>-<variant>.toml`, loads it the

@@ -6,7 +6,7 @@ use super::parse::{parse_output, Expect, Output};
 use super::{Options, Queue, Setup, Suite, BUSY_BOOTARGS, LAST_LINE, RTOS, TM_TESTS};
 use crate::bench::qemu::{self, Until};
 use crate::bench::Pass;
-use crate::config::raw::{RawConfig, RawCriticality, RawPartition};
+use crate::config::raw::{RawConfig, RawCriticality};
 use crate::guests;
 use crate::paths;
 use crate::run::{self, RunOptions, Source};
@@ -22,9 +22,6 @@ const BOOT_ALLOWANCE: Duration = Duration::from_secs(60);
 /// Wall-clock guest time runs slower than the host's when QEMU's threads
 /// outnumber its cores.
 const SLOWDOWN: u32 = 3;
-const MIB: u64 = 1 << 20;
-/// Where every partition's RAM starts, guest-physical.
-const RAM_BASE: u64 = 0x4000_0000;
 /// The RTOS's line that ends a boot.
 const DONE: Until = Until { line: LAST_LINE, is_it: |said| said.trim() == LAST_LINE };
 
@@ -95,11 +92,7 @@ pub struct Capture {
 /// is on pCPU 1 in every setup, so only what is beside it changes.
 pub fn config(setup: Setup, bootargs: &str, rtos: &Path, busy: &Path) -> RawConfig {
     let part = |name: &str, criticality, cpu: u32, bootargs: &str, image: &Path| {
-        RawPartition::new(name, &[cpu])
-            .criticality(criticality)
-            .bootargs(bootargs)
-            .memory(RAM_BASE, 16 * MIB)
-            .elf(image)
+        qemu::partition(name, &[cpu], bootargs, image).criticality(criticality)
     };
     let rtos = part(RTOS, RawCriticality::High, 1, bootargs, rtos);
     let busy = |name: &str, cpu: u32| part(name, RawCriticality::Low, cpu, BUSY_BOOTARGS, busy);
@@ -194,6 +187,8 @@ impl Run {
     }
 }
 
+/// Boots every spec of the suite in every setup, pass and run: a pass's
+/// run 1 of every setup, then its run 2, and so on.
 pub(super) fn measure(
     opts: &Options,
     machine: &Machine,
