@@ -8,6 +8,7 @@
 
 use crate::config::{Config, ImageFormat};
 use crate::devicetree;
+use crate::paths;
 use anyhow::{bail, ensure, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use object::elf::{PT_LOAD, SHF_ALLOC, SHF_WRITE, SHT_NOBITS};
@@ -39,7 +40,7 @@ const HYPERVISOR_TARGET: &str = "aarch64-unknown-none-softfloat";
 /// Everything `run` and the user need from a build.
 #[derive(Clone, Debug)]
 pub struct BuildOutput {
-    /// `out/<config-name>/`.
+    /// `<out>/<config-name>/`.
     pub out_dir: PathBuf,
     /// The file QEMU boots.
     pub image: PathBuf,
@@ -60,21 +61,11 @@ pub struct Sizes {
     pub image: u64,
 }
 
-/// The workspace root: the tool always works on the tree it was built from.
-pub fn repo_root() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    root.canonicalize().unwrap_or(root)
-}
-
-/// `out/<config-name>/` under the repository root.
-pub fn out_dir(system: &System) -> PathBuf {
-    repo_root().join("out").join(&system.name)
-}
-
-/// Builds the hypervisor, then assembles the image for `config`.
+/// Builds the hypervisor, then assembles the image for `config` into
+/// `<out>/<config-name>/`.
 pub fn build(config: &Config) -> Result<BuildOutput> {
-    let hypervisor = build_hypervisor(&repo_root())?;
-    let output = assemble(config, &hypervisor, &out_dir(&config.system))?;
+    let hypervisor = build_hypervisor(&paths::source())?;
+    let output = assemble(config, &hypervisor, &paths::config_out(&config.system.name))?;
     print_summary(&output);
     Ok(output)
 }

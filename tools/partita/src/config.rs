@@ -4,8 +4,9 @@
 //! diagnostic names the file, line and field. Validation rules that need no
 //! file system live in `partita_core::config::validate`.
 
+mod generate;
 mod images;
-mod raw;
+pub mod raw;
 mod resolve;
 mod spans;
 

@@ -4,15 +4,16 @@
 //! Each folder under `guests/` with a Makefile is a guest; its outputs go to
 //! `target/guests/`, beside Cargo's, so a clean clone stays clean.
 
-use crate::build::{repo_root, run_step};
+use crate::build::run_step;
+use crate::paths;
 use anyhow::Result;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Runs `make` for every guest; make itself skips what is up to date.
 pub fn build_all() -> Result<()> {
-    let root = repo_root();
-    let out = output_dir(&root);
+    let root = paths::source();
+    let out = output_dir();
     for guest in guest_dirs(&root)? {
         let name = guest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let mut make = Command::new("make");
@@ -22,9 +23,14 @@ pub fn build_all() -> Result<()> {
     Ok(())
 }
 
-/// Where guest images land: `target/guests/`.
-pub fn output_dir(root: &Path) -> PathBuf {
-    root.join("target").join("guests")
+/// Where guest images land: `target/guests/` in the source tree.
+pub fn output_dir() -> PathBuf {
+    paths::scratch("guests")
+}
+
+/// One guest image, such as `test-guest.elf` or `rtos.bin`.
+pub fn image(file: &str) -> PathBuf {
+    output_dir().join(file)
 }
 
 fn guest_dirs(root: &Path) -> Result<Vec<PathBuf>> {

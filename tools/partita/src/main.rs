@@ -2,12 +2,13 @@
 
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
-use partita::bench;
-use partita::bench_rtos::{self, Suite};
+use partita::bench::rtos::{self, Suite};
+use partita::bench::{ipc, irq_latency, pcs, ready_queue, report};
 use partita::build::{self, BuildOutput};
 use partita::config::Config;
+use partita::paths;
 use partita::run::{self, Ending, RunOptions};
-use partita::{bench_ipc, bench_readyq, bench_sched, check, guests, testcmd, trace};
+use partita::{check, guests, testcmd, trace};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -18,6 +19,9 @@ const DEMO_SECONDS: u64 = 30;
 #[derive(Parser)]
 #[command(name = "partita", version, about = "Partita: a static-partitioning mixed-criticality hypervisor for AArch64")]
 struct Cli {
+    /// Where builds, runs and benchmarks leave their outputs.
+    #[arg(long, global = true, value_name = "DIR", default_value = "out")]
+    out: PathBuf,
     #[command(subcommand)]
     command: Cmd,
 }
@@ -26,7 +30,7 @@ struct Cli {
 enum Cmd {
     /// Validate a configuration; errors name the file, line and field.
     Check { config: PathBuf },
-    /// Build the bootable image into out/<config-name>/partita.img.
+    /// Build the bootable image into <out>/<config-name>/partita.img.
     Build { config: PathBuf },
     /// Build, then boot in QEMU with one console per partition.
     Run {
@@ -63,37 +67,37 @@ enum Cmd {
 enum Bench {
     /// Virtual-timer interrupt latency: natively, on an exclusive core under
     /// Partita, and on a core shared with a busy partition. Writes
-    /// out/bench-irq-latency/report.md and report.json.
+    /// <out>/bench/irq-latency/report.md and report.json.
     IrqLatency {
         /// After the wall-clock pass, run every setup again with QEMU
         /// -icount shift=SHIFT (with 4, one counter tick is one instruction).
         #[arg(long, value_name = "SHIFT")]
         icount: Option<u32>,
         /// QEMU boots per setup and mode; the table shows medians over them.
-        #[arg(long, default_value_t = bench::DEFAULT_RUNS, value_parser = clap::value_parser!(u32).range(1..))]
+        #[arg(long, default_value_t = irq_latency::DEFAULT_RUNS, value_parser = clap::value_parser!(u32).range(1..))]
         runs: u32,
         /// Timer interrupts the guest times in each boot.
-        #[arg(long, default_value_t = bench::DEFAULT_SAMPLES,
-              value_parser = clap::value_parser!(u32).range(1..=i64::from(bench::MAX_SAMPLES)))]
+        #[arg(long, default_value_t = irq_latency::DEFAULT_SAMPLES,
+              value_parser = clap::value_parser!(u32).range(1..=i64::from(irq_latency::MAX_SAMPLES)))]
         samples: u32,
     },
     /// Ready-queue lookup cost versus the priority found: the two-level
     /// bitmap against a linear scan from 255. Writes
-    /// out/bench-ready-queue/report.md and curve.svg.
+    /// <out>/bench/ready-queue/report.md and curve.svg.
     ReadyQueue {
         /// Timed batches per queue and priority; the table shows medians.
-        #[arg(long, default_value_t = bench_readyq::DEFAULT_BATCHES, value_parser = clap::value_parser!(u32).range(1..))]
+        #[arg(long, default_value_t = ready_queue::DEFAULT_BATCHES, value_parser = clap::value_parser!(u32).range(1..))]
         batches: u32,
         /// Find-dequeue-enqueue operations per batch.
-        #[arg(long, default_value_t = bench_readyq::DEFAULT_OPS, value_parser = clap::value_parser!(u32).range(1..))]
+        #[arg(long, default_value_t = ready_queue::DEFAULT_OPS, value_parser = clap::value_parser!(u32).range(1..))]
         ops: u32,
     },
     /// Partition context switch (PCS) of a cyclic pCPU: two counting
     /// partitions alternate in 1 ms slots, traced, wall-clock and under
-    /// -icount 4. Writes out/bench-pcs/report.md and report.json.
+    /// -icount 4. Writes <out>/bench/pcs/report.md and report.json.
     Pcs {
         /// QEMU boots per mode; the table shows medians over them.
-        #[arg(long, default_value_t = bench_sched::DEFAULT_RUNS, value_parser = clap::value_parser!(u32).range(1..))]
+        #[arg(long, default_value_t = pcs::DEFAULT_RUNS, value_parser = clap::value_parser!(u32).range(1..))]
         runs: u32,
         /// Write the result to platforms/qemu-virt.toml (check uses it once
         /// partita is rebuilt).
@@ -102,46 +106,49 @@ enum Bench {
     },
     /// XtratuM's Table 1: the share of its slots a partition loses to
     /// switches, for slots of 1000 ms down to 1 ms, against PCS / D.
-    /// Writes out/bench-slots/report.md and report.json.
+    /// Writes <out>/bench/slots/report.md and report.json.
     Slots {
         /// QEMU boots per slot duration and mode; the table shows medians.
-        #[arg(long, default_value_t = bench_sched::DEFAULT_RUNS, value_parser = clap::value_parser!(u32).range(1..))]
+        #[arg(long, default_value_t = pcs::DEFAULT_RUNS, value_parser = clap::value_parser!(u32).range(1..))]
         runs: u32,
         /// Shift of the -icount pass that follows the wall-clock one (with 4,
         /// one counter tick is one instruction).
-        #[arg(long, value_name = "SHIFT", default_value_t = bench_sched::DEFAULT_SHIFT,
+        #[arg(long, value_name = "SHIFT", default_value_t = pcs::DEFAULT_SHIFT,
               value_parser = clap::value_parser!(u32).range(0..=10))]
         icount: u32,
     },
     /// Communication costs: a null hypercall, a queuing-port send and
     /// receive, the round trip through an echo partition, and a doorbell;
-    /// wall-clock and under -icount. Writes bench/results/ipc-<date>.md.
+    /// wall-clock and under -icount. Writes <out>/bench/ipc/ipc-<date>.md.
     Ipc {
         /// QEMU boots per pass; the report shows medians over them.
-        #[arg(long, default_value_t = bench_ipc::DEFAULT_RUNS, value_parser = clap::value_parser!(u32).range(1..))]
+        #[arg(long, default_value_t = ipc::DEFAULT_RUNS, value_parser = clap::value_parser!(u32).range(1..))]
         runs: u32,
         /// Operations of each kind per boot.
-        #[arg(long, default_value_t = bench_ipc::DEFAULT_COUNT, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+        #[arg(long, default_value_t = ipc::DEFAULT_COUNT, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
         count: u32,
         /// Shift of the -icount pass (with 4, one counter tick is one instruction).
-        #[arg(long, value_name = "SHIFT", default_value_t = bench_ipc::DEFAULT_SHIFT,
+        #[arg(long, value_name = "SHIFT", default_value_t = ipc::DEFAULT_SHIFT,
               value_parser = clap::value_parser!(u32).range(0..=10))]
         icount: u32,
+        /// Copy the report into bench/results/ of the source tree.
+        #[arg(long)]
+        save: bool,
     },
     /// The RTOS's Thread-Metric tests (0-7 and the SVC variants of 3 and 4):
     /// natively, and under Partita alone, loaded and sharing its pCPU; R_P =
-    /// S_vm / S_native per test. Writes bench/results/thread-metric-<date>.md
-    /// and .svg.
+    /// S_vm / S_native per test. Writes
+    /// <out>/bench/thread-metric/thread-metric-<date>.md and .svg.
     ThreadMetric(RtosArgs),
     /// The RTOS's CoreMark-style workload, in the same setups as
-    /// thread-metric. Writes bench/results/coremark-<date>.md and .svg.
+    /// thread-metric. Writes <out>/bench/coremark/coremark-<date>.md and .svg.
     Coremark(RtosArgs),
     /// The RTOS's switch cost versus priority, bitmap and linear ready
     /// queue, natively and under Partita. Writes
-    /// bench/results/sched-prio-<date>.md and .svg.
+    /// <out>/bench/sched-prio/sched-prio-<date>.md and .svg.
     SchedPrio(RtosArgs),
     /// thread-metric, coremark and sched-prio in one boot per setup. Writes
-    /// bench/results/all-<date>.md, .svg and -sched-prio.svg.
+    /// <out>/bench/all/all-<date>.md, .svg and -sched-prio.svg.
     All(RtosArgs),
 }
 
@@ -152,18 +159,22 @@ struct RtosArgs {
     #[arg(long, value_name = "SHIFT", value_parser = clap::value_parser!(u32).range(0..=10))]
     icount: Option<u32>,
     /// Runs per setup and pass; the report shows medians over them.
-    #[arg(long, default_value_t = bench_rtos::DEFAULT_RUNS, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = rtos::DEFAULT_RUNS, value_parser = clap::value_parser!(u32).range(1..))]
     runs: u32,
     /// Guest time of each Thread-Metric test's period.
-    #[arg(long, default_value_t = bench_rtos::DEFAULT_PERIOD_MS, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = rtos::DEFAULT_PERIOD_MS, value_parser = clap::value_parser!(u32).range(1..))]
     period_ms: u32,
     /// Guest time of the CoreMark-style run.
-    #[arg(long, default_value_t = bench_rtos::DEFAULT_COREMARK_MS, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, default_value_t = rtos::DEFAULT_COREMARK_MS, value_parser = clap::value_parser!(u32).range(1..))]
     coremark_ms: u32,
+    /// Copy the report and its charts into bench/results/ of the source tree.
+    #[arg(long)]
+    save: bool,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    paths::set_out(&cli.out);
     match execute(cli.command) {
         Ok(code) => code,
         Err(error) => {
@@ -183,10 +194,10 @@ fn execute(command: Cmd) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Demo { seconds } => {
-            let demo = build::repo_root().join("configs").join("demo.toml");
+            let demo = paths::source().join("configs").join("demo.toml");
             let code = boot(&demo, RunOptions { seconds: Some(seconds), live: true, gdb: false, icount: None })?;
             // The demo leaves its trace drawn, not just recorded.
-            let out = build::repo_root().join("out").join("demo");
+            let out = paths::config_out("demo");
             if out.join("trace.bin").exists() {
                 println!("{}", trace::draw(&out)?);
             }
@@ -194,58 +205,71 @@ fn execute(command: Cmd) -> Result<ExitCode> {
         }
         Cmd::Test => Ok(if testcmd::test()? { ExitCode::SUCCESS } else { ExitCode::FAILURE }),
         Cmd::Bench { what: Bench::IrqLatency { icount, runs, samples } } => {
-            let opts = bench::Options { runs, samples, icount, ..bench::Options::default() };
-            print!("{}", bench::irq_latency(&opts)?.table());
-            println!("report: {}/report.md, report.json", bench::report_dir(&opts.name).display());
+            let opts = irq_latency::Options { runs, samples, icount, ..irq_latency::Options::default() };
+            print!("{}", irq_latency::run(&opts)?.table());
+            println!("report: {}/report.md, report.json", paths::bench_out(&opts.name).display());
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Bench { what: Bench::Pcs { runs, save } } => {
-            let opts = bench_sched::PcsOptions { runs, save, ..bench_sched::PcsOptions::default() };
-            print!("{}", bench_sched::pcs(&opts)?.table());
-            println!("report: {}/report.md, report.json", bench::report_dir(bench_sched::PCS_NAME).display());
+            let opts = pcs::PcsOptions { runs, save, ..pcs::PcsOptions::default() };
+            print!("{}", pcs::pcs(&opts)?.table());
+            println!("report: {}/report.md, report.json", paths::bench_out(pcs::PCS_NAME).display());
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Bench { what: Bench::Slots { runs, icount } } => {
-            let opts = bench_sched::SlotsOptions { runs, shift: icount, ..bench_sched::SlotsOptions::default() };
-            print!("{}", bench_sched::slots(&opts)?.table());
-            println!("report: {}/report.md, report.json", bench::report_dir(bench_sched::SLOTS_NAME).display());
+            let opts = pcs::SlotsOptions { runs, shift: icount, ..pcs::SlotsOptions::default() };
+            print!("{}", pcs::slots(&opts)?.table());
+            println!("report: {}/report.md, report.json", paths::bench_out(pcs::SLOTS_NAME).display());
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Bench { what: Bench::Ipc { runs, count, icount } } => {
-            let report = bench_ipc::ipc(&bench_ipc::Options { runs, count, shift: icount })?;
+        Cmd::Bench { what: Bench::Ipc { runs, count, icount, save } } => {
+            let opts = ipc::Options { runs, count, shift: icount, name: ipc::DEFAULT_NAME.to_string() };
+            let report = ipc::run(&opts)?;
             print!("{}", report.markdown());
-            println!("report: {}", bench_ipc::write(&report)?.display());
+            let written = ipc::write(&report, &opts.name)?;
+            println!("report: {}", written.display());
+            saved(&[written], save)?;
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Bench { what: Bench::ThreadMetric(args) } => rtos(Suite::ThreadMetric, args),
-        Cmd::Bench { what: Bench::Coremark(args) } => rtos(Suite::CoreMark, args),
-        Cmd::Bench { what: Bench::SchedPrio(args) } => rtos(Suite::SchedPrio, args),
-        Cmd::Bench { what: Bench::All(args) } => rtos(Suite::All, args),
+        Cmd::Bench { what: Bench::ThreadMetric(args) } => bench_rtos(Suite::ThreadMetric, args),
+        Cmd::Bench { what: Bench::Coremark(args) } => bench_rtos(Suite::CoreMark, args),
+        Cmd::Bench { what: Bench::SchedPrio(args) } => bench_rtos(Suite::SchedPrio, args),
+        Cmd::Bench { what: Bench::All(args) } => bench_rtos(Suite::All, args),
         Cmd::Bench { what: Bench::ReadyQueue { batches, ops } } => {
-            let opts = bench_readyq::Options { batches, ops, ..bench_readyq::Options::default() };
-            print!("{}", bench_readyq::ready_queue(&opts)?.table());
-            println!("report: {}/report.md, curve.svg", bench::report_dir(&opts.name).display());
+            let opts = ready_queue::Options { batches, ops, ..ready_queue::Options::default() };
+            print!("{}", ready_queue::run(&opts)?.table());
+            println!("report: {}/report.md, curve.svg", paths::bench_out(&opts.name).display());
             Ok(ExitCode::SUCCESS)
         }
     }
 }
 
 /// A failed guest self-check fails the command, after the report that shows it is written.
-fn rtos(suite: Suite, args: RtosArgs) -> Result<ExitCode> {
-    let opts = bench_rtos::Options {
+fn bench_rtos(suite: Suite, args: RtosArgs) -> Result<ExitCode> {
+    let opts = rtos::Options {
         runs: args.runs,
         icount: args.icount,
         period_ms: args.period_ms,
         coremark_ms: args.coremark_ms,
-        ..bench_rtos::Options::new(suite)
+        ..rtos::Options::new(suite)
     };
-    let (report, written) = bench_rtos::bench(&opts)?;
+    let (report, written) = rtos::run(&opts)?;
     print!("{}", report.table());
-    let root = build::repo_root();
-    for path in written {
-        println!("wrote {}", path.strip_prefix(&root).unwrap_or(&path).display());
+    for path in &written {
+        println!("wrote {}", paths::shown(path).display());
     }
+    saved(&written, args.save)?;
     Ok(if report.failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// With `--save`, copies a report's files into the source tree's `bench/results/`.
+fn saved(files: &[PathBuf], save: bool) -> Result<()> {
+    if save {
+        for copy in report::save(files)? {
+            println!("saved {}", paths::shown(&copy).display());
+        }
+    }
+    Ok(())
 }
 
 /// Guests first: the check looks at their images.

@@ -169,10 +169,16 @@ pub fn qemu_command(build: &BuildOutput, system: &System, opts: &RunOptions) -> 
     if opts.gdb {
         qemu.args(["-s", "-S"]);
     }
-    if let Some(shift) = opts.icount {
+    add_icount(&mut qemu, opts.icount);
+    qemu
+}
+
+/// With a shift, guest time counts instructions (2^shift ns each) and does
+/// not sleep while every vCPU idles, so results no longer depend on the host.
+pub fn add_icount(qemu: &mut Command, shift: Option<u32>) {
+    if let Some(shift) = shift {
         qemu.arg("-icount").arg(format!("shift={shift},sleep=off"));
     }
-    qemu
 }
 
 /// A gdb command line with the hypervisor's and every guest's symbols.
@@ -695,15 +701,9 @@ pub fn print_summary(report: &RunReport, out_dir: &Path, partitions: usize) {
     }
     println!("logs: {}/ (console.log, hypervisor.log, <partition>.log)", out_dir.display());
     if report.trace.is_some() {
-        println!("trace: {}/trace.bin; draw it with `partita trace {}`", out_dir.display(), shown(out_dir).display());
+        let shown = crate::paths::shown(out_dir);
+        println!("trace: {}/trace.bin; draw it with `partita trace {}`", out_dir.display(), shown.display());
     }
-}
-
-/// A path as the user would type it from here: relative when it lies below
-/// the current directory.
-fn shown(path: &Path) -> PathBuf {
-    let here = std::env::current_dir().unwrap_or_default();
-    path.strip_prefix(&here).map_or_else(|_| path.to_path_buf(), Path::to_path_buf)
 }
 
 #[cfg(test)]

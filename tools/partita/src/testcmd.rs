@@ -42,7 +42,7 @@ fn count(text: &str, word: &str) -> u64 {
 /// Runs `cargo test` in the repository with its output streamed through,
 /// then prints the total. Returns whether everything passed.
 pub fn test() -> Result<bool> {
-    let root = crate::build::repo_root();
+    let root = crate::paths::source();
     let mut cargo = Command::new("cargo");
     cargo.current_dir(&root).arg("test").stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::inherit());
     let mut child = cargo.spawn().context("cannot start `cargo test` (is cargo installed?)")?;

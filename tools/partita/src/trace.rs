@@ -15,6 +15,10 @@
 //!     the trace memory, byte for byte
 //! ```
 
+pub mod slots;
+
+use crate::chart::palette::{BLUE, BROWN, GRAY, GREEN, ORANGE, PINK, PURPLE, RED};
+use crate::chart::{self, Key, Mark, Strip};
 use anyhow::{bail, ensure, Context, Result};
 use partita_core::trace::{decode, Event, Kind, OutReason, Trace, NONE};
 use plotters::coord::Shift;
@@ -35,7 +39,7 @@ pub const LATENCY_FILE: &str = "irq-latency.svg";
 /// What the host knows about the machine that wrote the trace.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TraceMeta {
-    /// The configuration's name (`out/<config>`).
+    /// The configuration's name (`<out>/<config>`).
     pub config: String,
     /// Physical CPUs of the machine.
     pub cpus: u32,
@@ -359,16 +363,7 @@ fn instant_args(meta: &TraceMeta, event: &Event) -> Value {
 }
 
 /// One color per partition, in configuration order.
-const PARTITION_COLORS: [RGBColor; 8] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-];
+const PARTITION_COLORS: [RGBColor; 8] = [BLUE, ORANGE, GREEN, RED, PURPLE, BROWN, PINK, GRAY];
 
 fn partition_color(partition: u8) -> RGBColor {
     PARTITION_COLORS[usize::from(partition) % PARTITION_COLORS.len()]
@@ -376,10 +371,6 @@ fn partition_color(partition: u8) -> RGBColor {
 
 const WIDTH: u32 = 1200;
 const LEGEND_HEIGHT: u32 = 40;
-
-fn plot_error(error: impl std::fmt::Display) -> anyhow::Error {
-    anyhow::anyhow!("drawing failed: {error}")
-}
 
 /// An SVG Gantt chart: a row per pCPU, a bar per vCPU interval colored by
 /// partition, time in milliseconds.
@@ -391,7 +382,7 @@ pub fn gantt_svg(meta: &TraceMeta, trace: &Trace) -> Result<String> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(plot_error)?;
+        root.fill(&WHITE).map_err(chart::error)?;
         let (chart_area, legend_area) = root.split_vertically(height - LEGEND_HEIGHT);
         let title = format!("{}: vCPUs per pCPU", meta.config);
         let mut chart = ChartBuilder::on(&chart_area)
@@ -400,7 +391,7 @@ pub fn gantt_svg(meta: &TraceMeta, trace: &Trace) -> Result<String> {
             .x_label_area_size(45)
             .y_label_area_size(80)
             .build_cartesian_2d(0.0..end_ms, -0.5..rows as f64 - 0.5)
-            .map_err(plot_error)?;
+            .map_err(chart::error)?;
         // Row r (from the bottom) shows pCPU rows-1-r, so pCPU 0 is on top.
         let cpu_label = |y: &f64| {
             let row = y.round();
@@ -418,30 +409,28 @@ pub fn gantt_svg(meta: &TraceMeta, trace: &Trace) -> Result<String> {
             .y_label_formatter(&cpu_label)
             .x_desc("time (ms)")
             .draw()
-            .map_err(plot_error)?;
+            .map_err(chart::error)?;
         let bars = vcpu_intervals(trace).into_iter().map(|interval| {
             let row = (rows - 1 - interval.cpu) as f64;
             let x0 = clock.micros(interval.start) / 1000.0;
             let x1 = clock.micros(interval.end) / 1000.0;
             Rectangle::new([(x0, row - 0.35), (x1, row + 0.35)], partition_color(interval.partition).filled())
         });
-        chart.draw_series(bars).map_err(plot_error)?;
+        chart.draw_series(bars).map_err(chart::error)?;
         draw_legend(&legend_area, &meta.partitions)?;
-        root.present().map_err(plot_error)?;
+        root.present().map_err(chart::error)?;
     }
     Ok(svg)
 }
 
 /// Colored squares with partition names in a strip under the chart.
 fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, names: &[String]) -> Result<()> {
-    let mut x = 95;
-    for (index, name) in names.iter().enumerate() {
-        let color = partition_color(index as u8);
-        area.draw(&Rectangle::new([(x, 12), (x + 14, 26)], color.filled())).map_err(plot_error)?;
-        area.draw(&Text::new(name.clone(), (x + 20, 12), ("sans-serif", 16))).map_err(plot_error)?;
-        x += 40 + 9 * name.len() as i32;
-    }
-    Ok(())
+    let keys: Vec<Key> = names
+        .iter()
+        .enumerate()
+        .map(|(index, name)| Key { name: name.clone(), color: partition_color(index as u8), mark: Mark::Square })
+        .collect();
+    chart::legend(area, &keys, Strip { left: 95, font: 16, char_width: 9 })
 }
 
 /// An SVG histogram of injection latencies in microseconds; with none, an
@@ -450,7 +439,7 @@ pub fn latency_svg(meta: &TraceMeta, latencies_us: &[f64]) -> Result<String> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, 600)).into_drawing_area();
-        root.fill(&WHITE).map_err(plot_error)?;
+        root.fill(&WHITE).map_err(chart::error)?;
         let bins = histogram(latencies_us);
         let low = bins.first().map_or(0.0, |b| b.0);
         let high = bins.last().map_or(1.0, |b| b.1);
@@ -462,25 +451,25 @@ pub fn latency_svg(meta: &TraceMeta, latencies_us: &[f64]) -> Result<String> {
             .x_label_area_size(45)
             .y_label_area_size(60)
             .build_cartesian_2d(low..high, 0.0..top)
-            .map_err(plot_error)?;
+            .map_err(chart::error)?;
         chart
             .configure_mesh()
             .x_desc("latency (µs)")
             .y_desc("interrupts")
             .y_label_formatter(&|count| format!("{count:.0}"))
             .draw()
-            .map_err(plot_error)?;
+            .map_err(chart::error)?;
         // A sliver of each bin stays blank, so neighbouring bars stay apart.
         let bars = bins.iter().map(|&(x0, x1, count)| {
             let gap = (x1 - x0) * 0.04;
             Rectangle::new([(x0 + gap, 0.0), (x1 - gap, count as f64)], PARTITION_COLORS[0].filled())
         });
-        chart.draw_series(bars).map_err(plot_error)?;
+        chart.draw_series(bars).map_err(chart::error)?;
         if latencies_us.is_empty() {
             let note = "no interrupt was both taken and injected on one pCPU in this trace";
-            root.draw(&Text::new(note, (WIDTH as i32 / 2 - 260, 290), ("sans-serif", 18))).map_err(plot_error)?;
+            root.draw(&Text::new(note, (WIDTH as i32 / 2 - 260, 290), ("sans-serif", 18))).map_err(chart::error)?;
         }
-        root.present().map_err(plot_error)?;
+        root.present().map_err(chart::error)?;
     }
     Ok(svg)
 }
@@ -551,7 +540,7 @@ pub fn summary(meta: &TraceMeta, trace: &Trace) -> String {
         None => "injection latency: no samples".to_string(),
     };
     text += &format!(" ({} taken interrupt(s) never injected)\n", injections.unmatched);
-    text += &crate::slots::summary(meta, trace).unwrap_or_default();
+    text += &slots::summary(meta, trace).unwrap_or_default();
     text
 }
 

@@ -1,16 +1,21 @@
 //! `partita bench irq-latency` runs and its report parses. Nothing here is
 //! about speed: the numbers depend on the host.
 
-use partita::bench::{self, Mode, Options, Report, Setup};
+mod common;
+
+use partita::bench::irq_latency::{self, Options, Report, Row, Setup};
+use partita::bench::{stats, Mode};
+use partita::paths;
 
 /// Its own name, so a test run never overwrites the report of a real one.
-const NAME: &str = "bench-irq-latency-test";
+const NAME: &str = "irq-latency-test";
 
 #[test]
 fn the_benchmark_runs_and_its_report_parses() {
+    common::source_out();
     let opts = Options { runs: 1, samples: 20, icount: Some(4), name: NAME.to_string() };
-    let returned = bench::irq_latency(&opts).expect("the benchmark runs");
-    let dir = bench::report_dir(NAME);
+    let returned = irq_latency::run(&opts).expect("the benchmark runs");
+    let dir = paths::bench_out(NAME);
     let json = std::fs::read_to_string(dir.join("report.json")).expect("report.json is written");
     let report: Report = serde_json::from_str(&json).expect("report.json parses");
     assert_eq!(report, returned);
@@ -27,7 +32,7 @@ fn the_benchmark_runs_and_its_report_parses() {
     println!("{}", report.table());
 }
 
-fn check_row(row: &bench::Row) {
+fn check_row(row: &Row) {
     let ticks = [row.min_ticks, row.mean_ticks, row.max_ticks];
     let us = [row.min_us, row.mean_us, row.max_us];
     for values in [ticks, us] {
@@ -49,15 +54,15 @@ fn a_guest_report_is_read_whole() {
                 irq-bench: n 18 min 3 mean 5 max 40 counts\n\
                 irq-bench hist: 10 5 0 0 0 0 0 0 0 0 0 0 0 0 0 3\n\
                 irq-bench: 2 missed\n";
-    let sample = bench::parse_sample(text).unwrap();
+    let sample = irq_latency::parse_sample(text).unwrap();
     assert_eq!((sample.n, sample.min, sample.mean, sample.max, sample.missed), (18, 3, 5, 40, 2));
     assert_eq!(sample.counter_hz, 62_500_000);
     assert_eq!(sample.hist.len(), 16);
-    assert!(bench::parse_sample("irq-bench: n 0, 20 missed\n").is_err());
+    assert!(irq_latency::parse_sample("irq-bench: n 0, 20 missed\n").is_err());
 }
 
 #[test]
 fn medians_of_odd_and_even_counts() {
-    assert_eq!(bench::median(vec![5.0, 1.0, 3.0]), 3.0);
-    assert_eq!(bench::median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
+    assert_eq!(stats::median(vec![5.0, 1.0, 3.0]), 3.0);
+    assert_eq!(stats::median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
 }

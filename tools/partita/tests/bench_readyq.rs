@@ -2,21 +2,24 @@
 //! every measured priority. Nothing here is about speed: the numbers depend
 //! on the host and, under `cargo test`, on a debug build.
 
-use partita::bench::report_dir;
-use partita::bench_readyq::{self, Options, Report};
+mod common;
+
+use partita::bench::ready_queue::{self, Options, Report};
+use partita::paths;
 
 /// Its own name, so a test run never overwrites the report of a real one.
-const NAME: &str = "bench-ready-queue-test";
+const NAME: &str = "ready-queue-test";
 
 #[test]
 fn the_benchmark_reports_both_curves_at_every_priority() {
+    common::source_out();
     let opts = Options { batches: 3, ops: 50, name: NAME.to_string() };
-    let report = bench_readyq::ready_queue(&opts).expect("the benchmark runs");
-    let priorities = bench_readyq::priorities();
+    let report = ready_queue::run(&opts).expect("the benchmark runs");
+    let priorities = ready_queue::priorities();
     assert_eq!((priorities.first(), priorities.last()), (Some(&0), Some(&255)));
     check_rows(&report, &priorities);
 
-    let dir = report_dir(NAME);
+    let dir = paths::bench_out(NAME);
     let markdown = std::fs::read_to_string(dir.join("report.md")).expect("report.md is written");
     for &priority in &priorities {
         let (bitmap, linear) = markdown_row(&markdown, priority);

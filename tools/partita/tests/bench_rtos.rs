@@ -2,10 +2,13 @@
 //! guest's lines as `guests/rtos/README.md` gives them, R_P, the report and
 //! its charts, and what a failed self-check does to them.
 
-use partita::bench_rtos::{
-    self, boots, parse_line, parse_output, BootSpec, Capture, Check, Line, Options, Queue, Report, Run, Setup, Suite,
-};
-use partita::bench_sched::Pass;
+use partita::bench::rtos::parse::{parse_line, parse_output, Check, Line};
+use partita::bench::rtos::report::Report;
+use partita::bench::rtos::score::{ker_one, rp, target};
+use partita::bench::rtos::setups::{self, boots, BootSpec, Capture, Run};
+use partita::bench::rtos::{Options, Queue, Setup, Suite, RTOS};
+use partita::bench::Pass;
+use partita::paths;
 use std::path::PathBuf;
 
 const DATE: &str = "2025-01-31";
@@ -168,13 +171,13 @@ fn each_suite_boots_what_it_needs() {
     assert_eq!(all.len(), 2);
     assert_eq!(all[0].bootargs, "bench=all period_ms=1000 coremark_ms=2000 sched=bitmap");
     assert_eq!(all[0].guest_ms, 12_000);
-    assert!(bench_rtos::time_limit(all[0].guest_ms) > std::time::Duration::from_secs(12));
+    assert!(setups::time_limit(all[0].guest_ms) > std::time::Duration::from_secs(12));
 }
 
 #[test]
 fn rp_is_vm_over_native() {
-    assert_eq!(bench_rtos::rp(99.0, 100.0), Some(99.0));
-    assert_eq!(bench_rtos::rp(5.0, 0.0), None);
+    assert_eq!(rp(99.0, 100.0), Some(99.0));
+    assert_eq!(rp(5.0, 0.0), None);
     let report = all_report([100, 99, 50, 98], |_, text| text);
     assert!(report.failures.is_empty(), "{:?}", report.failures);
     let rp = |setup, test: &str| report.score(Pass::WALL, setup, test).and_then(|s| s.rp).unwrap();
@@ -185,10 +188,10 @@ fn rp_is_vm_over_native() {
     assert_eq!(report.scores.iter().filter(|s| s.setup == Setup::Native).count(), 11);
     // Both queues, all four setups, 31 priorities each.
     assert_eq!(report.curve.len(), 2 * 4 * 31);
-    assert_eq!(bench_rtos::target("tm3 interrupt-svc"), 97.0);
-    assert_eq!(bench_rtos::target("tm6 synchronization"), 99.0);
-    assert_eq!(bench_rtos::ker_one("tm3 interrupt"), Some(79.2));
-    assert_eq!(bench_rtos::ker_one("tm1 cooperative"), None);
+    assert_eq!(target("tm3 interrupt-svc"), 97.0);
+    assert_eq!(target("tm6 synchronization"), 99.0);
+    assert_eq!(ker_one("tm3 interrupt"), Some(79.2));
+    assert_eq!(ker_one("tm1 cooperative"), None);
 }
 
 #[test]
@@ -343,20 +346,21 @@ fn a_boot_that_died_says_why() {
 
 #[test]
 fn the_configurations_are_valid() {
-    let dir = partita::build::repo_root().join("target").join("bench-rtos-host-test");
+    let dir = paths::scratch("bench-rtos-host-test");
     std::fs::create_dir_all(&dir).unwrap();
     let image = dir.join("guest.elf");
     // A minimal AArch64 ELF is enough for the loader to accept the file.
     std::fs::write(&image, minimal_elf()).unwrap();
-    for setup in bench_rtos::Setup::VIRTUALIZED {
-        let text = bench_rtos::config_text(setup, "bench=all period_ms=200", &image, &image);
+    for setup in Setup::VIRTUALIZED {
+        let generated = setups::config(setup, "bench=all period_ms=200", &image, &image);
         let path = dir.join(format!("{}.toml", setup.name()));
-        std::fs::write(&path, &text).unwrap();
+        generated.write(&path).unwrap();
+        let text = generated.to_toml();
         let config = partita::config::load(&path).unwrap_or_else(|e| panic!("{setup:?}: {e:#?}\n{text}"));
-        let rtos = config.system.partitions.iter().find(|p| p.name == bench_rtos::RTOS).unwrap();
+        let rtos = config.system.partitions.iter().find(|p| p.name == RTOS).unwrap();
         assert_eq!(rtos.vcpus, [1]);
         assert_eq!(rtos.exclusive, setup != Setup::Shared, "{text}");
-        let others: Vec<_> = config.system.partitions.iter().filter(|p| p.name != bench_rtos::RTOS).collect();
+        let others: Vec<_> = config.system.partitions.iter().filter(|p| p.name != RTOS).collect();
         match setup {
             Setup::Alone => assert!(others.is_empty()),
             Setup::Loaded => assert_eq!(others[0].vcpus, [2]),

@@ -2,11 +2,13 @@
 //! QEMU: reading the guests' lines, the loss and PCS arithmetic, the
 //! generated configurations, the reports and the profile `--save` writes.
 
-use partita::bench::Mode;
-use partita::bench_sched::*;
+use partita::bench::pcs::*;
+use partita::bench::report::{civil_date, today};
+use partita::bench::{Mode, Pass};
 use partita::config;
+use partita::config::raw::{Micros, RawConfig};
 use partita::profile::{self, PlatformProfile};
-use partita::slots::SlotRun;
+use partita::trace::slots::SlotRun;
 use std::path::Path;
 
 const HZ: u64 = 62_500_000;
@@ -79,12 +81,12 @@ fn pcs_is_the_mean_entry_delay_of_the_slots_inside_the_window() {
 
 #[test]
 fn ticks_become_nanoseconds_or_instructions() {
-    assert_eq!(Pass::WALL.from_ticks(62.5, HZ), 1000.0);
-    assert_eq!(Pass::icount(4).from_ticks(100.0, HZ), 100.0);
-    assert_eq!(Pass::icount(5).from_ticks(100.0, HZ), 50.0);
-    assert_eq!((Pass::WALL.unit(), Pass::icount(4).unit()), ("ns", "instructions"));
+    assert_eq!(from_ticks(Pass::WALL, 62.5, HZ), 1000.0);
+    assert_eq!(from_ticks(Pass::icount(4), 100.0, HZ), 100.0);
+    assert_eq!(from_ticks(Pass::icount(5), 100.0, HZ), 50.0);
+    assert_eq!((unit(Pass::WALL), unit(Pass::icount(4))), ("ns", "instructions"));
     assert_eq!((Pass::WALL.label(), Pass::icount(4).label()), ("wall".to_string(), "icount 4".to_string()));
-    assert_eq!((Pass::WALL.reference(), Pass::icount(4).reference()), (Reference::Beside, Reference::Alone));
+    assert_eq!((reference(Pass::WALL), reference(Pass::icount(4))), (Reference::Beside, Reference::Alone));
 }
 
 #[test]
@@ -103,10 +105,14 @@ fn xtratums_own_pcs_gives_its_theoretical_column() {
 
 /// The generated configurations are valid but for the guest image, which
 /// these tests do not build.
-fn only_the_image_is_missing(text: &str) {
-    let path = Path::new("generated.toml");
-    let errors = config::load_str(path, text).expect_err("the image does not exist");
+fn only_the_image_is_missing(config: &RawConfig) {
+    let text = config.to_toml();
+    let errors = config::load_str(Path::new("generated.toml"), &text).expect_err("the image does not exist");
     assert!(errors.iter().all(|e| e.message.contains("image")), "{errors:#?}\n{text}");
+}
+
+fn names(config: &RawConfig) -> Vec<&str> {
+    config.partition.iter().map(|p| p.name.as_str()).collect()
 }
 
 #[test]
@@ -115,17 +121,21 @@ fn the_generated_configurations_are_valid() {
     let args = counting_bootargs(2000, 3000);
     assert_eq!(args, "count_ms=2000 count_at_ms=3000 ticks=1 period_ms=1");
     let pcs = pcs_config(&args, guest);
-    assert!(pcs.contains("major_frame_us = 2000\n") && pcs.matches("duration_us = 1000\n").count() == 2, "{pcs}");
+    let core = &pcs.plan[0].core[0];
+    assert_eq!(core.major_frame_us, Micros(2000));
+    assert!(core.slot.iter().all(|s| s.duration_us == Micros(1000)) && core.slot.len() == 2, "{core:?}");
     only_the_image_is_missing(&pcs);
     let beside = slots_config(5, Reference::Beside, &args, guest);
-    assert!(beside.contains("name = \"r\"\ncpus = [2]\nexclusive = true\n"), "{beside}");
-    assert!(beside.contains("start_us = 5000\n") && beside.contains("major_frame_us = 10000\n"), "{beside}");
+    let r = &beside.partition[2];
+    assert_eq!((r.name.as_str(), r.cpus.as_slice(), r.exclusive), ("r", &[2][..], Some(true)));
+    let core = &beside.plan[0].core[0];
+    assert_eq!((core.major_frame_us, core.slot[1].start_us), (Micros(10_000), Micros(5000)));
     only_the_image_is_missing(&beside);
     let alone = slots_config(5, Reference::Alone, &args, guest);
-    assert!(!alone.contains("name = \"r\""), "{alone}");
+    assert_eq!(names(&alone), ["p", "q"]);
     only_the_image_is_missing(&alone);
     let reference = reference_config(&args, guest);
-    assert!(reference.contains("name = \"r\"") && !reference.contains("name = \"p\""), "{reference}");
+    assert_eq!(names(&reference), ["r"]);
     only_the_image_is_missing(&reference);
 }
 

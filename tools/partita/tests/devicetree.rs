@@ -187,6 +187,9 @@ fn channels_the_partition_is_listed_on() {
     let (mut system, part) = sample();
     system.partitions.push(partition("gpos", vec![2], vec![region(0x6000_0000, 0x20_0000)]));
     let channel = |name: &str, kind| Channel { name: name.to_string(), kind };
+    let (ipa, pa, size) = (0x7000_0000, 0x8000_0000, 0x1_0000);
+    let window =
+        ChannelKind::SharedMemory { partitions: vec![0, 1], ipa, pa, size, read_only: vec![0], doorbell: Some(48) };
     system.channels = vec![
         channel(
             "status",
@@ -194,17 +197,7 @@ fn channels_the_partition_is_listed_on() {
         ),
         channel("commands", ChannelKind::Queuing { source: 1, destination: 0, max_message: 32, depth: 8 }),
         channel("private", ChannelKind::Queuing { source: 1, destination: 1, max_message: 8, depth: 1 }),
-        channel(
-            "frames",
-            ChannelKind::SharedMemory {
-                partitions: vec![0, 1],
-                ipa: 0x7000_0000,
-                pa: 0x8000_0000,
-                size: 0x1_0000,
-                read_only: vec![0],
-                doorbell: Some(48),
-            },
-        ),
+        channel("frames", window),
     ];
     let blob = generate(&system, &part).unwrap();
     let fdt = Fdt::new(&blob).unwrap();

@@ -7,8 +7,8 @@
 mod common;
 
 use common::*;
-use partita::build::{self, repo_root};
-use partita::config;
+use partita::build;
+use partita::config::raw::{RawConfig, RawCriticality, RawDevice, RawMemory, RawPartition};
 use partita::run::{self, Ending, RunOptions};
 
 #[test]
@@ -16,11 +16,7 @@ fn three_partitions_on_four_cores_with_a_shared_core() {
     let args = "ticks=5 period_ms=100";
     let boot = boot(
         "qemu-three-partitions",
-        &[
-            Part { name: "alpha", cpus: "[1]", bootargs: args, phys: None },
-            Part { name: "beta", cpus: "[2]", bootargs: args, phys: None },
-            Part { name: "gamma", cpus: "[2, 3]", bootargs: args, phys: None },
-        ],
+        &machine([part("alpha", &[1], args), part("beta", &[2], args), part("gamma", &[2, 3], args)]),
         HANG_LIMIT,
     );
     assert_powered_off(&boot);
@@ -46,11 +42,11 @@ fn misbehave(kind: &str, extra: &str, expected_stop: &str) {
     let steady = "ticks=8 period_ms=100";
     let boot = boot(
         &name,
-        &[
-            Part { name: "offender", cpus: "[1]", bootargs: &offender, phys: None },
-            Part { name: "calm", cpus: "[2]", bootargs: steady, phys: Some(0x4800_0000) },
-            Part { name: "busy", cpus: "[2, 3]", bootargs: steady, phys: None },
-        ],
+        &machine([
+            part("offender", &[1], &offender),
+            part_at("calm", &[2], steady, 0x4800_0000),
+            part("busy", &[2, 3], steady),
+        ]),
         HANG_LIMIT,
     );
     assert_powered_off(&boot);
@@ -85,11 +81,11 @@ fn writing_the_gic_distributor_touches_only_its_own_virtual_gic() {
     let steady = "ticks=8 period_ms=100";
     let boot = boot(
         "qemu-gicd-write",
-        &[
-            Part { name: "writer", cpus: "[1]", bootargs: "ticks=6 period_ms=100 misbehave=gicd at=2", phys: None },
-            Part { name: "calm", cpus: "[2]", bootargs: steady, phys: None },
-            Part { name: "busy", cpus: "[2, 3]", bootargs: steady, phys: None },
-        ],
+        &machine([
+            part("writer", &[1], "ticks=6 period_ms=100 misbehave=gicd at=2"),
+            part("calm", &[2], steady),
+            part("busy", &[2, 3], steady),
+        ]),
         HANG_LIMIT,
     );
     assert_powered_off(&boot);
@@ -117,15 +113,10 @@ fn fault_addresses_are_logged() {
     // The address in the stop line is the guest-physical address touched.
     let boot = boot(
         "qemu-fault-address",
-        &[
-            Part {
-                name: "offender",
-                cpus: "[1]",
-                bootargs: "ticks=3 period_ms=50 misbehave=read-other addr=0x48000000 at=1",
-                phys: None,
-            },
-            Part { name: "calm", cpus: "[2]", bootargs: "ticks=3 period_ms=50", phys: Some(0x4800_0000) },
-        ],
+        &machine([
+            part("offender", &[1], "ticks=3 period_ms=50 misbehave=read-other addr=0x48000000 at=1"),
+            part_at("calm", &[2], "ticks=3 period_ms=50", 0x4800_0000),
+        ]),
         HANG_LIMIT,
     );
     assert_powered_off(&boot);
@@ -136,21 +127,11 @@ fn fault_addresses_are_logged() {
 fn a_marker_in_one_partition_is_invisible_to_the_others() {
     let boot = boot(
         "qemu-isolation-marker",
-        &[
-            Part {
-                name: "writer",
-                cpus: "[1]",
-                bootargs: "ticks=4 period_ms=100 marker=write+scan scan_at=3",
-                phys: None,
-            },
-            Part { name: "reader", cpus: "[2]", bootargs: "ticks=4 period_ms=100 marker=scan scan_at=3", phys: None },
-            Part {
-                name: "sharer",
-                cpus: "[2, 3]",
-                bootargs: "ticks=4 period_ms=100 marker=scan scan_at=3",
-                phys: None,
-            },
-        ],
+        &machine([
+            part("writer", &[1], "ticks=4 period_ms=100 marker=write+scan scan_at=3"),
+            part("reader", &[2], "ticks=4 period_ms=100 marker=scan scan_at=3"),
+            part("sharer", &[2, 3], "ticks=4 period_ms=100 marker=scan scan_at=3"),
+        ]),
         HANG_LIMIT,
     );
     assert_powered_off(&boot);
@@ -170,10 +151,10 @@ fn a_marker_in_one_partition_is_invisible_to_the_others() {
 fn system_reset_restarts_only_that_partition() {
     let boot = boot(
         "qemu-system-reset",
-        &[
-            Part { name: "resetter", cpus: "[1]", bootargs: "ticks=2 period_ms=50 end=reset", phys: None },
-            Part { name: "steady", cpus: "[2]", bootargs: "ticks=0 period_ms=100", phys: None },
-        ],
+        &machine([
+            part("resetter", &[1], "ticks=2 period_ms=50 end=reset"),
+            part("steady", &[2], "ticks=0 period_ms=100"),
+        ]),
         8,
     );
     assert_eq!(boot.ending, Ending::TimedOut, "steady runs until the time limit");
@@ -189,11 +170,7 @@ fn system_reset_restarts_only_that_partition() {
 
 #[test]
 fn psci_cpu_off_affinity_info_and_features() {
-    let boot = boot(
-        "qemu-psci",
-        &[Part { name: "smp", cpus: "[1, 2]", bootargs: "ticks=2 period_ms=50 cpu-off=1", phys: None }],
-        HANG_LIMIT,
-    );
+    let boot = boot("qemu-psci", &machine([part("smp", &[1, 2], "ticks=2 period_ms=50 cpu-off=1")]), HANG_LIMIT);
     assert_powered_off(&boot);
     let log = boot.log("smp");
     let expected = [
@@ -215,17 +192,13 @@ fn psci_cpu_off_affinity_info_and_features() {
 /// and QEMU virt's PL031 real-time clock passed through.
 #[test]
 fn raw_image_identity_region_and_passthrough_device() {
-    let text = format!(
-        "[[partition]]\nname = \"io\"\ncpus = [1]\n\
-         bootargs = \"ticks=2 period_ms=50 peek=0x09010fe0 marker=scan scan_at=1\"\n\
-         [[partition.memory]]\nbase = 0x40000000\nsize = \"16M\"\n\
-         [[partition.memory]]\nbase = 0x48000000\nsize = \"2M\"\nidentity = true\nperms = \"rw\"\n\
-         [[partition.image]]\npath = \"{}\"\nformat = \"raw\"\nload = 0x40000000\n\
-         [[partition.device]]\nname = \"rtc\"\nbase = 0x09010000\nsize = 0x1000\ninterrupts = [34]\n\
-         compatible = [\"arm,pl031\", \"arm,primecell\"]\n",
-        guest("bin")
-    );
-    let boot = boot_toml("qemu-passthrough", &text, HANG_LIMIT);
+    let io = RawPartition::new("io", &[1])
+        .bootargs("ticks=2 period_ms=50 peek=0x09010fe0 marker=scan scan_at=1")
+        .memory(RAM_BASE, RAM_SIZE)
+        .region(RawMemory::new(0x4800_0000, 2 << 20).identity().perms("rw"))
+        .raw_image(&guest("bin"), RAM_BASE)
+        .device(RawDevice::new("rtc", 0x0901_0000, 0x1000, &["arm,pl031", "arm,primecell"]).interrupts(&[34]));
+    let boot = boot("qemu-passthrough", &machine([io]), HANG_LIMIT);
     assert_powered_off(&boot);
     let log = boot.log("io");
     assert!(log.contains("memory 0x40000000+0x1000000, 0x48000000+0x200000"), "{log}");
@@ -240,13 +213,9 @@ fn raw_image_identity_region_and_passthrough_device() {
 #[test]
 fn a_corrupt_payload_is_refused_with_a_panic_report() {
     let elf = hypervisor_elf();
-    let dir = repo_root().join("target").join("qemu-tests");
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("qemu-corrupt-payload.toml");
-    let part = Part { name: "victim", cpus: "[1]", bootargs: "ticks=1", phys: None };
-    std::fs::write(&path, part.toml(&guest("elf"))).unwrap();
-    let config = config::load(&path).unwrap_or_else(|errors| panic!("{errors:#?}"));
-    let out = build::assemble(&config, elf, &build::out_dir(&config.system)).unwrap();
+    let name = "qemu-corrupt-payload";
+    let config = write_config(name, &machine([part("victim", &[1], "ticks=1")]));
+    let out = build::assemble(&config, elf, &out_dir(name)).unwrap();
     let mut image = std::fs::read(&out.image).unwrap();
     let last = image.len() - 1;
     image[last] ^= 0xff;
@@ -266,15 +235,13 @@ fn a_corrupt_payload_is_refused_with_a_panic_report() {
 fn the_trace_of_a_short_run_agrees_with_the_guests() {
     let args = "ticks=3 period_ms=50";
     let parts = [
-        Part { name: "left", cpus: "[1]", bootargs: args, phys: None },
-        Part { name: "right", cpus: "[1]", bootargs: args, phys: None },
-        Part { name: "alone", cpus: "[2]", bootargs: "timer_hz=1000 timer_ticks=50 ticks=3 period_ms=50", phys: None },
+        part("left", &[1], args),
+        part("right", &[1], args),
+        part("alone", &[2], "timer_hz=1000 timer_ticks=50 ticks=3 period_ms=50"),
     ];
-    let text: String = parts.iter().map(|p| p.toml(&guest("elf"))).collect();
-    let boot =
-        boot_toml("qemu-trace", &format!("[trace]\nenabled = true\nevents_per_cpu = 65536\n\n{text}"), HANG_LIMIT);
+    let boot = boot("qemu-trace", &machine(parts).trace(65536), HANG_LIMIT);
     assert_powered_off(&boot);
-    let path = repo_root().join("out").join("qemu-trace").join("trace.bin");
+    let path = out_dir("qemu-trace").join("trace.bin");
     let (meta, trace) = partita::trace::read_file(&path).expect("the trace parses");
     assert_eq!(meta.partitions, ["left", "right", "alone"]);
     assert!(trace.lost.iter().all(|&n| n == 0), "a 64k ring is enough: {:?}", trace.lost);
@@ -309,7 +276,9 @@ fn native(bootargs: &str, cpus: u32) -> String {
         .args(["60", "qemu-system-aarch64", "-machine", "virt,gic-version=3", "-cpu", "cortex-a72"])
         .args(["-smp", &cpus.to_string(), "-m", "256M"])
         .args(partita::run::HEADLESS)
-        .args(["-kernel", &guest("bin"), "-append", bootargs])
+        .arg("-kernel")
+        .arg(guest("bin"))
+        .args(["-append", bootargs])
         .stdin(std::process::Stdio::null())
         .output()
         .expect("running QEMU");
@@ -322,8 +291,7 @@ fn native(bootargs: &str, cpus: u32) -> String {
 fn the_same_guest_takes_its_timer_and_sgis_natively_and_virtualized() {
     let args = "timer_hz=1000 timer_ticks=1000 sgi=100 ticks=1 period_ms=10";
     let native = native(args, 2);
-    let boot =
-        boot("qemu-irq-same-binary", &[Part { name: "rt", cpus: "[1, 2]", bootargs: args, phys: None }], HANG_LIMIT);
+    let boot = boot("qemu-irq-same-binary", &machine([part("rt", &[1, 2], args)]), HANG_LIMIT);
     assert_powered_off(&boot);
     for (how, log) in [("native", native.as_str()), ("virtualized", boot.log("rt"))] {
         assert_eq!(timer_counts(log).0, 1000, "{how}: a tick was lost\n{log}");
@@ -335,11 +303,7 @@ fn the_same_guest_takes_its_timer_and_sgis_natively_and_virtualized() {
 
 #[test]
 fn more_pending_interrupts_than_list_registers_arrive_in_priority_order() {
-    let boot = boot(
-        "qemu-lr-overflow",
-        &[Part { name: "many", cpus: "[1]", bootargs: "lr-overflow=1 ticks=1", phys: None }],
-        HANG_LIMIT,
-    );
+    let boot = boot("qemu-lr-overflow", &machine([part("many", &[1], "lr-overflow=1 ticks=1")]), HANG_LIMIT);
     assert_powered_off(&boot);
     let log = boot.log("many");
     assert!(log.lines().any(|l| l == "lr overflow: ok"), "{log}");
@@ -349,18 +313,12 @@ fn more_pending_interrupts_than_list_registers_arrive_in_priority_order() {
 /// victim's interrupt keeps its configuration and is delivered every time.
 #[test]
 fn distributor_writes_to_another_partitions_interrupt_change_nothing() {
-    let text = format!(
-        "[[partition]]\nname = \"victim\"\ncpus = [1]\nbootargs = \"spi=39 ticks=2 period_ms=50\"\n\
-         [[partition.memory]]\nbase = 0x40000000\nsize = \"16M\"\n\
-         [[partition.image]]\npath = \"{guest}\"\n\
-         [[partition.device]]\nname = \"gpio\"\nbase = 0x09030000\nsize = 0x1000\ninterrupts = [39]\n\
-         compatible = [\"arm,pl061\", \"arm,primecell\"]\n\n\
-         [[partition]]\nname = \"attacker\"\ncpus = [2]\nbootargs = \"gicd-attack=39 ticks=2 period_ms=50\"\n\
-         [[partition.memory]]\nbase = 0x40000000\nsize = \"16M\"\n\
-         [[partition.image]]\npath = \"{guest}\"\n",
-        guest = guest("elf")
-    );
-    let boot = boot_toml("qemu-gicd-isolation", &text, HANG_LIMIT);
+    let gpio = RawDevice::new("gpio", 0x0903_0000, 0x1000, &["arm,pl061", "arm,primecell"]).interrupts(&[39]);
+    let parts = [
+        part("victim", &[1], "spi=39 ticks=2 period_ms=50").device(gpio),
+        part("attacker", &[2], "gicd-attack=39 ticks=2 period_ms=50"),
+    ];
+    let boot = boot("qemu-gicd-isolation", &machine(parts), HANG_LIMIT);
     assert_powered_off(&boot);
     assert!(boot.log("attacker").contains("gicd attack on 39 done"), "{}", boot.log("attacker"));
     assert!(
@@ -378,17 +336,14 @@ fn distributor_writes_to_another_partitions_interrupt_change_nothing() {
 /// still gets every tick, on time.
 #[test]
 fn a_critical_guest_preempts_a_masked_spinning_one() {
-    let text = format!(
-        "[hypervisor]\nquantum_us = 200000\n\n{}{}",
-        Part { name: "rt", cpus: "[1]", bootargs: "timer_hz=1000 timer_ticks=500 ticks=1", phys: None }
-            .toml(&guest("elf"))
-            .replace("cpus = [1]", "criticality = \"high\"\ncpus = [1]"),
-        Part { name: "hog", cpus: "[1]", bootargs: "mask-spin=2000 ticks=1", phys: None }.toml(&guest("elf"))
-    );
+    let config = RawConfig::new()
+        .quantum_us(200_000)
+        .partition(part("rt", &[1], "timer_hz=1000 timer_ticks=500 ticks=1").criticality(RawCriticality::High))
+        .partition(part("hog", &[1], "mask-spin=2000 ticks=1"));
     // Guest time counts instructions, so host load cannot make ticks late.
     let boot = boot_with(
         "qemu-priority-separation",
-        &text,
+        &config,
         RunOptions { seconds: Some(HANG_LIMIT), icount: Some(4), ..RunOptions::default() },
     );
     assert_powered_off(&boot);

@@ -8,17 +8,11 @@
 mod common;
 
 use common::*;
-use partita::build::repo_root;
+use partita::config::raw::{RawAction, RawChannel, RawHealth, RawRight};
 use partita::run::RunOptions;
 
 /// Counter ticks per millisecond on QEMU virt (62.5 MHz).
 const TICKS_PER_MS: u64 = 62_500;
-
-const TRACED: &str = "[trace]\nenabled = true\nevents_per_cpu = 65536\n\n";
-
-fn hm_log(name: &str) -> String {
-    std::fs::read_to_string(repo_root().join("out").join(name).join("hm.log")).expect("hm.log")
-}
 
 fn icount(seconds: u64) -> RunOptions {
     RunOptions { seconds: Some(seconds), icount: Some(4), ..RunOptions::default() }
@@ -28,9 +22,9 @@ fn wall(seconds: u64) -> RunOptions {
     RunOptions { seconds: Some(seconds), ..RunOptions::default() }
 }
 
-/// A `[[channel]]` table; `fields` are its lines after name and kind.
-fn channel(name: &str, kind: &str, fields: &[&str]) -> String {
-    format!("[[channel]]\nname = \"{name}\"\nkind = \"{kind}\"\n{}\n\n", fields.join("\n"))
+/// `action` for a stage-2 fault, the default for everything else.
+fn on_fault(action: RawAction) -> RawHealth {
+    RawHealth { stage2_fault: Some(action), ..RawHealth::default() }
 }
 
 /// The hypervisor log and one partition's lines, for failure messages.
@@ -76,18 +70,13 @@ fn hm_entries<'a>(hm: &'a str, parts: &[&str]) -> Vec<&'a str> {
 #[test]
 fn a_queue_delivers_every_message_once_in_order_under_load() {
     const MESSAGES: u64 = 100_000;
-    let text = format!(
-        "{}{}{}{}",
-        channel(
-            "seq",
-            "queuing",
-            &["source = \"producer\"", "destination = \"consumer\"", "max_message = 16", "depth = 16"]
-        ),
-        part("producer", "[1]", &format!("queue-send={MESSAGES} ticks=1 period_ms=1")),
-        part("consumer", "[2]", &format!("queue-recv={MESSAGES} pause_every=4000 pause_ms=3 ticks=1 period_ms=1")),
-        part("load", "[3]", "until-off=1 ticks=0 period_ms=20"),
-    );
-    let boot = boot_with("qemu-queue-load", &text, wall(HANG_LIMIT));
+    let config = machine([
+        part("producer", &[1], &format!("queue-send={MESSAGES} ticks=1 period_ms=1")),
+        part("consumer", &[2], &format!("queue-recv={MESSAGES} pause_every=4000 pause_ms=3 ticks=1 period_ms=1")),
+        part("load", &[3], "until-off=1 ticks=0 period_ms=20"),
+    ])
+    .channel(RawChannel::queuing("seq", "producer", "consumer", 16, 16));
+    let boot = boot_with("qemu-queue-load", &config, wall(HANG_LIMIT));
     assert_powered_off(&boot);
     assert_line(&boot, "consumer", &format!("ipc: received {MESSAGES} in order, 0 lost, 0 duplicated"));
     let sent = line(&boot, "producer", "ipc: sent ");
@@ -111,23 +100,13 @@ fn a_queue_delivers_every_message_once_in_order_under_load() {
 #[test]
 fn sampling_reads_are_fresh_while_written_and_stale_after() {
     let timing = "sample_ms=10 sample_at_ms=3000";
-    let text = format!(
-        "{}{}{}{}",
-        channel(
-            "status",
-            "sampling",
-            &[
-                "source = \"writer\"",
-                "destinations = [\"reader-a\", \"reader-b\"]",
-                "max_message = 16",
-                "refresh = \"20ms\""
-            ]
-        ),
-        part("writer", "[1]", &format!("sample-write=50 {timing} ticks=1 period_ms=1")),
-        part("reader-a", "[2]", &format!("sample-read=50 {timing} ticks=1 period_ms=1")),
-        part("reader-b", "[3]", &format!("sample-read=50 {timing} ticks=1 period_ms=1")),
-    );
-    let boot = boot_with("qemu-sampling", &text, icount(HANG_LIMIT));
+    let config = machine([
+        part("writer", &[1], &format!("sample-write=50 {timing} ticks=1 period_ms=1")),
+        part("reader-a", &[2], &format!("sample-read=50 {timing} ticks=1 period_ms=1")),
+        part("reader-b", &[3], &format!("sample-read=50 {timing} ticks=1 period_ms=1")),
+    ])
+    .channel(RawChannel::sampling("status", "writer", &["reader-a", "reader-b"], 16, 20_000));
+    let boot = boot_with("qemu-sampling", &config, icount(HANG_LIMIT));
     assert_powered_off(&boot);
     assert_line(&boot, "writer", "sampling: wrote 50, errors 0");
     for name in ["writer", "reader-a", "reader-b"] {
@@ -157,29 +136,18 @@ fn sampling_reads_are_fresh_while_written_and_stale_after() {
 #[test]
 fn a_shared_window_with_a_doorbell_is_closed_to_others() {
     const ROUNDS: u64 = 100;
-    let text = format!(
-        "{}{}{}{}{}",
-        channel(
-            "frames",
-            "shared-memory",
-            &[
-                "partitions = [\"writer\", \"reader\", \"viewer\"]",
-                "base = 0x70000000",
-                "size = \"64K\"",
-                "read_only = [\"viewer\"]",
-                "doorbell_intid = 48",
-            ]
-        ),
-        part("writer", "[1]", &format!("shm=write shm_rounds={ROUNDS} ticks=1 period_ms=1")),
-        part("reader", "[2]", &format!("shm=read shm_rounds={ROUNDS} doorbell=48 ticks=1 period_ms=1")),
-        part("viewer", "[3]", "shm=view ticks=1 period_ms=1"),
-        with_field(
-            part("outsider", "[3]", "shm=outside addr=0x70000000 ctl_after_ms=20 ticks=1 period_ms=1"),
-            "health",
-            "{ stage2-fault = \"log\" }"
-        ),
-    );
-    let boot = boot_with("qemu-shared-memory", &text, wall(HANG_LIMIT));
+    let frames = RawChannel::shared_memory("frames", &["writer", "reader", "viewer"], 0x7000_0000, 64 << 10)
+        .read_only(&["viewer"])
+        .doorbell(48);
+    let config = machine([
+        part("writer", &[1], &format!("shm=write shm_rounds={ROUNDS} ticks=1 period_ms=1")),
+        part("reader", &[2], &format!("shm=read shm_rounds={ROUNDS} doorbell=48 ticks=1 period_ms=1")),
+        part("viewer", &[3], "shm=view ticks=1 period_ms=1"),
+        part("outsider", &[3], "shm=outside addr=0x70000000 ctl_after_ms=20 ticks=1 period_ms=1")
+            .health(on_fault(RawAction::Log)),
+    ])
+    .channel(frames);
+    let boot = boot_with("qemu-shared-memory", &config, wall(HANG_LIMIT));
     assert_powered_off(&boot);
     let window = "shm: channel 0 info 0 kind 2 size 0x10000 at 0x70000000";
     for name in ["writer", "reader", "viewer"] {
@@ -221,19 +189,14 @@ fn a_shared_window_with_a_doorbell_is_closed_to_others() {
 /// illegal-hypercall events in hm.log.
 #[test]
 fn ports_refuse_strangers_bad_indices_and_bad_buffers() {
-    let text = format!(
-        "{}{}{}{}{}",
-        channel("q", "queuing", &["source = \"src\"", "destination = \"dst\"", "max_message = 16", "depth = 4"]),
-        channel(
-            "s",
-            "sampling",
-            &["source = \"src\"", "destinations = [\"dst\"]", "max_message = 16", "refresh = \"100ms\""]
-        ),
-        part("src", "[1]", "port-probe=source ticks=1 period_ms=1"),
-        part("dst", "[2]", "port-probe=destination ticks=1 period_ms=1"),
-        part("other", "[3]", "port-probe=other ticks=1 period_ms=1"),
-    );
-    let boot = boot_with("qemu-port-refusals", &text, wall(HANG_LIMIT));
+    let config = machine([
+        part("src", &[1], "port-probe=source ticks=1 period_ms=1"),
+        part("dst", &[2], "port-probe=destination ticks=1 period_ms=1"),
+        part("other", &[3], "port-probe=other ticks=1 period_ms=1"),
+    ])
+    .channel(RawChannel::queuing("q", "src", "dst", 16, 4))
+    .channel(RawChannel::sampling("s", "src", &["dst"], 16, 100_000));
+    let boot = boot_with("qemu-port-refusals", &config, wall(HANG_LIMIT));
     assert_powered_off(&boot);
     assert_line(
         &boot,
@@ -274,19 +237,12 @@ fn an_expired_watchdog_restarts_its_partition_and_others_keep_time() {
     // Slow enough that a busy host's scheduling does not make a tick late.
     const TIMER_HZ: u64 = 20;
     const TIMER_TICKS: u64 = 60;
-    let wd = with_field(
-        with_field(part("wd", "[1]", "watchdog-kicks=10 kick_ms=20 until-off=2"), "watchdog", "\"100ms\""),
-        "health",
-        "{ watchdog = \"restart\" }",
-    );
+    let restart = RawHealth { watchdog: Some(RawAction::Restart), ..RawHealth::default() };
+    let wd = part("wd", &[1], "watchdog-kicks=10 kick_ms=20 until-off=2").watchdog_us(100_000).health(restart);
     let timer = format!("timer_hz={TIMER_HZ} timer_ticks={TIMER_TICKS} ticks=1 period_ms=1");
     // Traced, so that a run that goes wrong can be looked at afterwards.
-    let text = format!(
-        "{TRACED}{wd}{}{}",
-        with_field(part("neighbour", "[1]", &timer), "priority", "200"),
-        part("bystander", "[2]", &timer),
-    );
-    let boot = boot_with("qemu-watchdog", &text, wall(HANG_LIMIT));
+    let config = machine([wd, part("neighbour", &[1], &timer).priority(200), part("bystander", &[2], &timer)]);
+    let boot = boot_with("qemu-watchdog", &config.trace(65536), wall(HANG_LIMIT));
     assert_powered_off(&boot);
     let log = boot.log("wd");
     let greetings = log.lines().filter(|l| l.starts_with("hello from partition wd")).count();
@@ -323,36 +279,20 @@ fn an_expired_watchdog_restarts_its_partition_and_others_keep_time() {
 #[test]
 fn a_million_random_hypercalls_leave_partita_sound() {
     const CALLS: u64 = 1_000_000;
-    let text = format!(
-        "{}{}{}{}{}{}",
-        channel(
-            "out",
-            "queuing",
-            &["source = \"fuzzer\"", "destination = \"counter\"", "max_message = 64", "depth = 8"]
-        ),
-        channel(
-            "in",
-            "queuing",
-            &["source = \"counter\"", "destination = \"fuzzer\"", "max_message = 64", "depth = 8"]
-        ),
-        channel(
-            "state",
-            "sampling",
-            &["source = \"fuzzer\"", "destinations = [\"counter\"]", "max_message = 32", "refresh = \"10ms\""]
-        ),
-        channel(
-            "window",
-            "shared-memory",
-            &["partitions = [\"fuzzer\", \"counter\"]", "base = 0x70000000", "size = \"64K\"", "doorbell_intid = 48"]
-        ),
-        with_field(
-            part("fuzzer", "[1]", &format!("fuzz={CALLS} fuzz_seed=20261122 ticks=1 period_ms=1")),
-            "health",
-            "{ illegal-hypercall = \"ignore\", reported = \"ignore\" }"
-        ),
-        part("counter", "[2]", "until-off=0 ticks=0 period_ms=50"),
-    );
-    let boot = boot_with("qemu-fuzz", &text, wall(HANG_LIMIT));
+    let ignore = RawHealth {
+        illegal_hypercall: Some(RawAction::Ignore),
+        reported: Some(RawAction::Ignore),
+        ..RawHealth::default()
+    };
+    let config = machine([
+        part("fuzzer", &[1], &format!("fuzz={CALLS} fuzz_seed=20261122 ticks=1 period_ms=1")).health(ignore),
+        part("counter", &[2], "until-off=0 ticks=0 period_ms=50"),
+    ])
+    .channel(RawChannel::queuing("out", "fuzzer", "counter", 64, 8))
+    .channel(RawChannel::queuing("in", "counter", "fuzzer", 64, 8))
+    .channel(RawChannel::sampling("state", "fuzzer", &["counter"], 32, 10_000))
+    .channel(RawChannel::shared_memory("window", &["fuzzer", "counter"], 0x7000_0000, 64 << 10).doorbell(48));
+    let boot = boot_with("qemu-fuzz", &config, wall(HANG_LIMIT));
     assert_powered_off(&boot);
     let done = line(&boot, "fuzzer", "fuzz: 1000000 calls in ");
     assert!(done.ends_with("seed 20261122, guards intact"), "{done}");
@@ -373,13 +313,12 @@ fn a_million_random_hypercalls_leave_partita_sound() {
 /// same read: both events are there, with their partition, event and code.
 #[test]
 fn a_system_partition_reads_the_health_monitor_log() {
-    let text = format!(
-        "{}{}{}",
-        with_field(part("sys", "[1]", "hm-read=2 ticks=1 period_ms=1"), "rights", "[\"read-hm-log\"]"),
-        part("reporter", "[2]", "hm-report=42 ticks=1 period_ms=1"),
-        part("nosy", "[3]", "hm-read=1 ticks=1 period_ms=1"),
-    );
-    let boot = boot_with("qemu-hm-read", &text, wall(HANG_LIMIT));
+    let config = machine([
+        part("sys", &[1], "hm-read=2 ticks=1 period_ms=1").rights(&[RawRight::ReadHmLog]),
+        part("reporter", &[2], "hm-report=42 ticks=1 period_ms=1"),
+        part("nosy", &[3], "hm-read=1 ticks=1 period_ms=1"),
+    ]);
+    let boot = boot_with("qemu-hm-read", &config, wall(HANG_LIMIT));
     assert_powered_off(&boot);
     assert_line(&boot, "nosy", "hm-read: status -3, 0 records, next 0, lost 0");
     assert_line(&boot, "reporter", "hm-report: 0");

@@ -4,12 +4,8 @@
 mod common;
 
 use common::*;
-use partita::build::repo_root;
+use partita::config::raw::{RawAction, RawHealth};
 use partita::run::RunOptions;
-
-fn hm_log(name: &str) -> String {
-    std::fs::read_to_string(repo_root().join("out").join(name).join("hm.log")).expect("hm.log")
-}
 
 /// The time of an hm.log line (`<seq> at <us> us partition ...`).
 fn hm_time_us(line: &str) -> u64 {
@@ -23,12 +19,9 @@ fn hm_time_us(line: &str) -> u64 {
 #[test]
 fn a_logged_fault_lets_the_partition_go_on_and_the_default_halts() {
     let args = "ticks=4 period_ms=50 misbehave=write-outside at=2";
-    let text = format!(
-        "{}{}",
-        with_field(part("tolerated", "[1]", args), "health", "{ stage2-fault = \"log\" }"),
-        part("halted", "[2]", args),
-    );
-    let boot = boot_toml("qemu-hm-log", &text, HANG_LIMIT);
+    let log = RawHealth { stage2_fault: Some(RawAction::Log), ..RawHealth::default() };
+    let parts = [part("tolerated", &[1], args).health(log), part("halted", &[2], args)];
+    let boot = boot("qemu-hm-log", &machine(parts), HANG_LIMIT);
     assert_powered_off(&boot);
     let tolerated = boot.log("tolerated");
     assert!(tolerated.contains("survived misbehaviour") && tolerated.lines().any(|l| l == "tick 4"), "{tolerated}");
@@ -52,16 +45,12 @@ fn a_logged_fault_lets_the_partition_go_on_and_the_default_halts() {
 /// keeps ticking; each restart is in hm.log.
 #[test]
 fn a_restart_policy_restarts_the_partition_each_time() {
-    let text = format!(
-        "{}{}",
-        with_field(
-            part("flaky", "[1]", "ticks=3 period_ms=50 misbehave=sysreg at=2"),
-            "health",
-            "{ forbidden = \"restart\" }"
-        ),
-        part("steady", "[2]", "ticks=0 period_ms=100"),
-    );
-    let boot = boot_with("qemu-hm-restart", &text, RunOptions { seconds: Some(8), ..RunOptions::default() });
+    let restart = RawHealth { forbidden: Some(RawAction::Restart), ..RawHealth::default() };
+    let parts = [
+        part("flaky", &[1], "ticks=3 period_ms=50 misbehave=sysreg at=2").health(restart),
+        part("steady", &[2], "ticks=0 period_ms=100"),
+    ];
+    let boot = boot_with("qemu-hm-restart", &machine(parts), RunOptions { seconds: Some(8), ..RunOptions::default() });
     let greetings = boot.log("flaky").lines().filter(|l| l.starts_with("hello from partition flaky")).count();
     assert!(greetings >= 3, "{greetings} boots of flaky:\n{}", boot.log("flaky"));
     // Counted: the restart before the last greeting is number greetings - 1.
@@ -78,12 +67,12 @@ fn a_restart_policy_restarts_the_partition_each_time() {
 /// the reporter at every report.
 #[test]
 fn reports_and_illegal_hypercalls_follow_the_policy() {
-    let text = format!(
-        "{}{}",
-        part("chatty", "[1]", "hm-report=9 bad-hvc=1 ticks=2 period_ms=50"),
-        with_field(part("strict", "[2]", "hm-report=7 ticks=2 period_ms=50"), "health", "{ reported = \"restart\" }"),
-    );
-    let boot = boot_with("qemu-hm-report", &text, RunOptions { seconds: Some(6), ..RunOptions::default() });
+    let restart = RawHealth { reported: Some(RawAction::Restart), ..RawHealth::default() };
+    let parts = [
+        part("chatty", &[1], "hm-report=9 bad-hvc=1 ticks=2 period_ms=50"),
+        part("strict", &[2], "hm-report=7 ticks=2 period_ms=50").health(restart),
+    ];
+    let boot = boot_with("qemu-hm-report", &machine(parts), RunOptions { seconds: Some(6), ..RunOptions::default() });
     let chatty = boot.log("chatty");
     for expected in ["bad-hvc: -1", "hm-report: 0", "tick 2"] {
         assert!(chatty.lines().any(|l| l == expected), "missing {expected:?}:\n{chatty}");
@@ -110,22 +99,13 @@ fn reports_and_illegal_hypercalls_follow_the_policy() {
 #[test]
 fn budget_overruns_are_raised_once_per_period() {
     let duty = "duty_busy_ms=5 duty_idle_ms=5 duty_cycles=30 ticks=1 period_ms=1";
-    let budget = |time: &str| format!("{{ time = \"{time}\", period = \"10ms\" }}");
-    let text = format!(
-        "{}{}{}",
-        with_field(
-            with_field(part("greedy", "[1]", duty), "budget", &budget("3ms")),
-            "health",
-            "{ budget-overrun = \"log\" }"
-        ),
-        with_field(part("modest", "[2]", duty), "budget", &budget("8ms")),
-        with_field(
-            with_field(part("stopped", "[3]", duty), "budget", &budget("3ms")),
-            "health",
-            "{ budget-overrun = \"suspend\" }"
-        ),
-    );
-    let boot = boot_with("qemu-hm-budget", &text, RunOptions { seconds: Some(8), ..RunOptions::default() });
+    let overrun = |action| RawHealth { budget_overrun: Some(action), ..RawHealth::default() };
+    let parts = [
+        part("greedy", &[1], duty).budget(3_000, 10_000).health(overrun(RawAction::Log)),
+        part("modest", &[2], duty).budget(8_000, 10_000),
+        part("stopped", &[3], duty).budget(3_000, 10_000).health(overrun(RawAction::Suspend)),
+    ];
+    let boot = boot_with("qemu-hm-budget", &machine(parts), RunOptions { seconds: Some(8), ..RunOptions::default() });
     assert!(boot.log("greedy").contains("duty: 30 cycles"), "{}", boot.log("greedy"));
     assert!(boot.log("modest").contains("duty: 30 cycles"), "{}", boot.log("modest"));
     assert!(!boot.log("stopped").contains("duty: 30 cycles"), "{}", boot.log("stopped"));
@@ -154,16 +134,12 @@ fn budget_overruns_are_raised_once_per_period() {
 /// restarts by the health monitor are counted in the hypervisor's log.
 #[test]
 fn reset_system_reboots_the_machine_and_restarts_are_counted() {
-    let text = format!(
-        "{}{}",
-        with_field(
-            part("fatal", "[1]", "hm-report=5 ticks=2 period_ms=50"),
-            "health",
-            "{ reported = \"reset-system\" }"
-        ),
-        with_field(part("flaky", "[2]", "hm-report=6 ticks=2 period_ms=50"), "health", "{ reported = \"restart\" }"),
-    );
-    let boot = boot_with("qemu-hm-reset", &text, RunOptions { seconds: Some(6), ..RunOptions::default() });
+    let reported = |action| RawHealth { reported: Some(action), ..RawHealth::default() };
+    let parts = [
+        part("fatal", &[1], "hm-report=5 ticks=2 period_ms=50").health(reported(RawAction::ResetSystem)),
+        part("flaky", &[2], "hm-report=6 ticks=2 period_ms=50").health(reported(RawAction::Restart)),
+    ];
+    let boot = boot_with("qemu-hm-reset", &machine(parts), RunOptions { seconds: Some(6), ..RunOptions::default() });
     let boots = boot.hypervisor.lines().filter(|l| l.starts_with("Partita ") && l.contains(" starting on ")).count();
     assert!(boots >= 2, "{boots} boot(s) of Partita:\n{}", boot.hypervisor);
     assert!(boot.hypervisor.contains("partition fatal: the health monitor resets the system"), "{}", boot.hypervisor);

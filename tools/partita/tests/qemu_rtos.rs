@@ -3,20 +3,28 @@
 //! every self-check passes and `partita bench`'s report reads the output.
 //! Nothing here is about speed.
 
-use partita::bench_rtos::{self, boots, Capture, Check, Machine, Options, Queue, Report, Run, Setup, Suite};
-use partita::bench_sched::Pass;
+mod common;
 
+use partita::bench::rtos::parse::Check;
+use partita::bench::rtos::report::Report;
+use partita::bench::rtos::setups::{self, boots, BootSpec, Capture, Machine, Run};
+use partita::bench::rtos::{Options, Queue, Setup, Suite};
+use partita::bench::Pass;
+use partita::paths;
+
+/// Logs in `out/bench/qemu-rtos/`, the report in `target/qemu-rtos/`: a
+/// test run never overwrites the report of a real one.
 const LOGS: &str = "qemu-rtos";
 /// Short enough to keep the test well under a minute, long enough for
 /// every Thread-Metric test to count a few thousand events.
 const PERIOD_MS: u32 = 200;
 
-fn boot_all(machine: &Machine, setup: Setup) -> Vec<(bench_rtos::BootSpec, Capture)> {
+fn boot_all(machine: &Machine, setup: Setup) -> Vec<(BootSpec, Capture)> {
     boots(Suite::All, PERIOD_MS, PERIOD_MS)
         .into_iter()
         .map(|spec| {
             let variant = format!("{}-{}", setup.name(), spec.label);
-            let limit = bench_rtos::time_limit(spec.guest_ms);
+            let limit = setups::time_limit(spec.guest_ms);
             let capture = machine.boot(setup, &variant, &spec.bootargs, None, limit).expect("booting QEMU");
             (spec, capture)
         })
@@ -25,6 +33,7 @@ fn boot_all(machine: &Machine, setup: Setup) -> Vec<(bench_rtos::BootSpec, Captu
 
 #[test]
 fn every_benchmark_passes_its_self_check_natively_and_under_partita() {
+    common::source_out();
     let machine = Machine::new(LOGS).expect("building the guests and the hypervisor");
     let mut runs = Vec::new();
     for setup in [Setup::Native, Setup::Alone, Setup::Shared] {
@@ -55,7 +64,7 @@ fn every_benchmark_passes_its_self_check_natively_and_under_partita() {
             assert!(rp.is_finite() && rp > 0.0, "{score:?}");
         }
     }
-    let dir = partita::build::repo_root().join("target").join(LOGS);
+    let dir = paths::scratch(LOGS);
     let written = report.write(&dir).expect("writing the report");
     assert_eq!(written.len(), 3);
     println!("{}", report.table());
@@ -67,6 +76,7 @@ fn every_benchmark_passes_its_self_check_natively_and_under_partita() {
 /// done`, so the boot ends "early" by design; its summary line decides.
 #[test]
 fn the_kernel_selftest_passes_natively_and_under_partita() {
+    common::source_out();
     let machine = Machine::new(LOGS).expect("building the guests and the hypervisor");
     for setup in [Setup::Native, Setup::Alone] {
         let capture = machine

@@ -11,35 +11,19 @@
 mod common;
 
 use common::*;
-use partita::build::repo_root;
+use partita::config::raw::{RawAction, RawChannel, RawHealth, RawPartition, RawRight};
 use partita::guests;
 
 const ROUND_TRIPS: u32 = 100;
 const REPORT_CODE: u32 = 4242;
 const BELL_INTID: u32 = 48;
 
-fn rtos_part(name: &str, cpu: u32, bootargs: &str, extra: &str) -> String {
-    let image = guests::output_dir(&repo_root()).join("rtos.elf");
-    format!(
-        "[[partition]]\nname = \"{name}\"\ncpus = [{cpu}]\nbootargs = \"{bootargs}\"\n{extra}\
-         [[partition.memory]]\nbase = 0x40000000\nsize = \"16M\"\n\
-         [[partition.image]]\npath = \"{}\"\n\n",
-        image.display()
-    )
+fn rtos_part(name: &str, cpu: u32, bootargs: &str) -> RawPartition {
+    RawPartition::new(name, &[cpu]).bootargs(bootargs).memory(RAM_BASE, RAM_SIZE).elf(&guests::image("rtos.elf"))
 }
 
-fn queue(name: &str, source: &str, destination: &str) -> String {
-    format!(
-        "[[channel]]\nname = \"{name}\"\nkind = \"queuing\"\nsource = \"{source}\"\n\
-         destination = \"{destination}\"\nmax_message = 64\ndepth = 4\n\n"
-    )
-}
-
-fn shared_window(name: &str) -> String {
-    format!(
-        "[[channel]]\nname = \"{name}\"\nkind = \"shared-memory\"\npartitions = [\"ping\", \"pong\"]\n\
-         base = 0x50000000\nsize = \"4K\"\ndoorbell_intid = {BELL_INTID}\n\n"
-    )
+fn queue(name: &str, source: &str, destination: &str) -> RawChannel {
+    RawChannel::queuing(name, source, destination, 64, 4)
 }
 
 /// The line `ipc <role>: <n> passed, <m> failed` -> (n, m).
@@ -62,15 +46,15 @@ fn rtos_partitions_exchange_messages_and_kick_their_watchdog() {
     let ping_args =
         format!("ipc=ping ipc_tx=0 ipc_rx=1 ipc_count={ROUND_TRIPS} ipc_kick=5 ipc_hold=300 ipc_report={REPORT_CODE} ipc_bell=1");
     let pong_args = format!("ipc=pong ipc_tx=1 ipc_rx=0 ipc_count={ROUND_TRIPS} ipc_hold=30 ipc_bell=1");
-    let text = format!(
-        "{}{}{}{}{}",
-        rtos_part("ping", 1, &ping_args, "watchdog = \"1s\"\nrights = [\"read-hm-log\"]\n"),
-        rtos_part("pong", 2, &pong_args, "watchdog = \"100ms\"\nhealth = { watchdog = \"log\" }\n"),
-        queue("requests", "ping", "pong"),
-        queue("replies", "pong", "ping"),
-        shared_window("bell"),
-    );
-    let boot = boot_toml("qemu-rtos-ipc", &text, HANG_LIMIT);
+    let log = RawHealth { watchdog: Some(RawAction::Log), ..RawHealth::default() };
+    let config = machine([
+        rtos_part("ping", 1, &ping_args).watchdog_us(1_000_000).rights(&[RawRight::ReadHmLog]),
+        rtos_part("pong", 2, &pong_args).watchdog_us(100_000).health(log),
+    ])
+    .channel(queue("requests", "ping", "pong"))
+    .channel(queue("replies", "pong", "ping"))
+    .channel(RawChannel::shared_memory("bell", &["ping", "pong"], 0x5000_0000, 4096).doorbell(BELL_INTID));
+    let boot = boot("qemu-rtos-ipc", &config, HANG_LIMIT);
     assert_powered_off(&boot);
 
     let ping = boot.log("ping");
@@ -114,7 +98,7 @@ fn rtos_partitions_exchange_messages_and_kick_their_watchdog() {
         assert!(pong.lines().any(|l| l == expected), "missing {expected:?}:\n{pong}");
     }
 
-    let hm = std::fs::read_to_string(repo_root().join("out").join("qemu-rtos-ipc").join("hm.log")).expect("hm.log");
+    let hm = hm_log("qemu-rtos-ipc");
     let has = |partition: &str, event: &str, action: &str| {
         hm.lines().any(|l| l.contains(&format!("partition {partition} vcpu 0 {event}")) && l.ends_with(action))
     };

@@ -5,30 +5,22 @@
 mod common;
 
 use common::*;
-use partita::build::repo_root;
+use partita::config::raw::{RawConfig, RawCore, RawPlan, RawRight};
 use partita::run::RunOptions;
-use partita::slots::{self, SlotRun, JITTER_BOUND_US};
+use partita::trace::slots::{self, SlotRun, JITTER_BOUND_US};
 use partita::trace::{read_file, Clock};
 
 /// Counter ticks per microsecond on QEMU virt (62.5 MHz).
 const TICKS_PER_US: u64 = 62;
+const MS: u64 = 1000;
 
-fn slot(partition: &str, vcpu: u32, start: &str, duration: &str) -> String {
-    format!("    [[plan.core.slot]]\n    partition = \"{partition}\"\n    vcpu = {vcpu}\n    start_us = \"{start}\"\n    duration_us = \"{duration}\"\n")
+/// Ring size of the traced runs.
+const EVENTS: u32 = 65536;
+
+/// `out/<name>/trace.bin`.
+fn trace_of(name: &str) -> std::path::PathBuf {
+    out_dir(name).join("trace.bin")
 }
-
-fn core(cpu: u32, frame: &str, slots: &[String]) -> String {
-    format!("  [[plan.core]]\n  cpu = {cpu}\n  major_frame_us = \"{frame}\"\n{}", slots.concat())
-}
-
-fn plan(name: &str, cores: &[String]) -> String {
-    format!("[[plan]]\nname = \"{name}\"\n{}\n", cores.concat())
-}
-
-/// `gpos`'s vCPU 0 may move to pCPU 2.
-const MIGRATE: &str = "[{ vcpu = 0, to = [2] }]";
-
-const TRACED: &str = "[trace]\nenabled = true\nevents_per_cpu = 65536\n\n";
 
 fn icount() -> RunOptions {
     RunOptions { seconds: Some(HANG_LIMIT), icount: Some(4), ..RunOptions::default() }
@@ -40,25 +32,21 @@ fn icount() -> RunOptions {
 #[test]
 fn cyclic_slots_start_on_time_and_nobody_runs_outside_them() {
     let args = "ticks=20 period_ms=25";
-    let text = format!(
-        "{TRACED}{}{}{}{}",
-        part("a", "[1]", args),
-        part("b", "[1]", args),
-        part("c", "[2]", args),
-        plan(
-            "main",
-            &[
-                core(1, "10ms", &[slot("a", 0, "0us", "3ms"), slot("b", 0, "4ms", "3ms"), slot("a", 0, "7ms", "2ms")]),
-                core(2, "10ms", &[slot("c", 0, "0us", "5ms")]),
-            ]
-        )
-    );
-    let boot = boot_with("qemu-cyclic", &text, icount());
+    let main = RawPlan::new("main")
+        .core(RawCore::new(1, 10 * MS).slot("a", 0, 0, 3 * MS).slot("b", 0, 4 * MS, 3 * MS).slot(
+            "a",
+            0,
+            7 * MS,
+            2 * MS,
+        ))
+        .core(RawCore::new(2, 10 * MS).slot("c", 0, 0, 5 * MS));
+    let config = machine([part("a", &[1], args), part("b", &[1], args), part("c", &[2], args)]).plan(main);
+    let boot = boot_with("qemu-cyclic", &config.trace(EVENTS), icount());
     assert_powered_off(&boot);
     for name in ["a", "b", "c"] {
         assert!(boot.log(name).lines().any(|l| l == "tick 20"), "{name}: {}", boot.log(name));
     }
-    let (meta, trace) = read_file(&repo_root().join("out/qemu-cyclic/trace.bin")).expect("the trace parses");
+    let (meta, trace) = read_file(&trace_of("qemu-cyclic")).expect("the trace parses");
     assert!(trace.lost.iter().all(|&n| n == 0), "lost events: {:?}", trace.lost);
     let runs = slots::slot_runs(&meta, &trace);
     let on = |cpu: usize| runs.iter().filter(|r| r.cpu == cpu).copied().collect::<Vec<SlotRun>>();
@@ -106,11 +94,7 @@ fn lines(boot: &Boot, name: &str) -> String {
 /// brings it back).
 #[test]
 fn a_partition_starts_suspends_resumes_and_halts_its_own_vcpu() {
-    let boot = boot(
-        "qemu-vcpu-states",
-        &[Part { name: "own", cpus: "[1, 2]", bootargs: "vcpu-ctl=1 ticks=1", phys: None }],
-        HANG_LIMIT,
-    );
+    let boot = boot("qemu-vcpu-states", &machine([part("own", &[1, 2], "vcpu-ctl=1 ticks=1")]), HANG_LIMIT);
     assert_powered_off(&boot);
     let log = boot.log("own");
     for expected in [
@@ -130,15 +114,14 @@ fn a_partition_starts_suspends_resumes_and_halts_its_own_vcpu() {
 /// right is refused, and the refusal is logged.
 #[test]
 fn a_system_partition_suspends_and_resumes_another_and_rights_are_checked() {
-    let text = format!(
-        "{}{}{}",
-        with_field(part("sys", "[3]", "part-ctl=suspend target=1 ticks=1"), "rights", "[\"suspend\", \"resume\"]"),
-        part("victim", "[1]", "ticks=30 period_ms=20"),
-        part("rogue", "[2]", "part-ctl=halt target=1 ctl_after_ms=700 ticks=1"),
-    );
+    let config = machine([
+        part("sys", &[3], "part-ctl=suspend target=1 ticks=1").rights(&[RawRight::Suspend, RawRight::Resume]),
+        part("victim", &[1], "ticks=30 period_ms=20"),
+        part("rogue", &[2], "part-ctl=halt target=1 ctl_after_ms=700 ticks=1"),
+    ]);
     // Under -icount the victim's pCPU cannot fall behind the system
     // partition's 10 ms settling time, however loaded the host is.
-    let boot = boot_with("qemu-partition-suspend", &text, icount());
+    let boot = boot_with("qemu-partition-suspend", &config, icount());
     assert_powered_off(&boot);
     let sys = boot.log("sys");
     assert!(sys.lines().any(|l| l == "part-ctl: suspend 0 state 4"), "{}", lines(&boot, "sys"));
@@ -150,7 +133,7 @@ fn a_system_partition_suspends_and_resumes_another_and_rights_are_checked() {
     assert!(boot.log("victim").lines().any(|l| l == "tick 30"), "{}", lines(&boot, "victim"));
     let refused = |l: &str| l.starts_with("part-ctl: halt -3 state ") && l.ends_with("; resume then -3");
     assert!(boot.log("rogue").lines().any(refused), "{}", lines(&boot, "rogue"));
-    let hm = std::fs::read_to_string(repo_root().join("out/qemu-partition-suspend/hm.log")).expect("hm.log");
+    let hm = hm_log("qemu-partition-suspend");
     let denied: Vec<&str> = hm.lines().filter(|l| l.contains("partition rogue vcpu 0 IllegalHypercall")).collect();
     assert_eq!(denied.len(), 2, "halt and resume, both beyond rogue's rights, are health events:\n{hm}");
     assert!(denied.iter().all(|l| l.ends_with("action Log")), "{hm}");
@@ -161,17 +144,13 @@ fn a_system_partition_suspends_and_resumes_another_and_rights_are_checked() {
 /// counts as ended, so the machine powers off.
 #[test]
 fn a_system_partition_restarts_and_halts_another() {
-    let text = format!(
-        "{}{}{}",
-        with_field(part("restarter", "[3]", "part-ctl=restart target=1 ticks=1"), "rights", "[\"restart\"]"),
-        part("victim", "[1]", "ticks=0 period_ms=20"),
-        with_field(
-            part("halter", "[2]", "part-ctl=halt target=1 ctl_after_ms=2000 ticks=1"),
-            "rights",
-            "[\"halt\", \"resume\"]"
-        ),
-    );
-    let boot = boot_with("qemu-partition-restart", &text, icount());
+    let config = machine([
+        part("restarter", &[3], "part-ctl=restart target=1 ticks=1").rights(&[RawRight::Restart]),
+        part("victim", &[1], "ticks=0 period_ms=20"),
+        part("halter", &[2], "part-ctl=halt target=1 ctl_after_ms=2000 ticks=1")
+            .rights(&[RawRight::Halt, RawRight::Resume]),
+    ]);
+    let boot = boot_with("qemu-partition-restart", &config, icount());
     assert_powered_off(&boot);
     // The call returns once the restart has begun: the victim reads as
     // restarting (3) until its pCPU has reloaded it, then running (0).
@@ -195,15 +174,14 @@ fn a_system_partition_restarts_and_halts_another() {
 /// third busy one a cyclic pCPU's timer can be taken a millisecond late.
 #[test]
 fn a_plan_switch_happens_exactly_at_the_next_major_frame() {
-    let text = format!(
-        "{TRACED}{}{}{}{}{}",
-        part("worker", "[1]", "ticks=20 period_ms=25"),
-        with_field(part("sys", "[2]", "plan-switch=1 ctl_after_ms=53 ticks=1"), "rights", "[\"switch-plan\"]"),
-        part("rogue", "[2]", "plan-switch=0 ticks=1"),
-        plan("normal", &[core(1, "10ms", &[slot("worker", 0, "0us", "5ms")])]),
-        plan("degraded", &[core(1, "20ms", &[slot("worker", 0, "15ms", "5ms")])]),
-    );
-    let boot = boot_with("qemu-plan-switch", &text, icount());
+    let config = machine([
+        part("worker", &[1], "ticks=20 period_ms=25"),
+        part("sys", &[2], "plan-switch=1 ctl_after_ms=53 ticks=1").rights(&[RawRight::SwitchPlan]),
+        part("rogue", &[2], "plan-switch=0 ticks=1"),
+    ])
+    .plan(RawPlan::new("normal").core(RawCore::new(1, 10 * MS).slot("worker", 0, 0, 5 * MS)))
+    .plan(RawPlan::new("degraded").core(RawCore::new(1, 20 * MS).slot("worker", 0, 15 * MS, 5 * MS)));
+    let boot = boot_with("qemu-plan-switch", &config.trace(EVENTS), icount());
     assert_powered_off(&boot);
     assert!(boot.log("rogue").lines().any(|l| l == "plan-switch: to 0 status -3 at 0x0"), "{}", lines(&boot, "rogue"));
     let sys = boot.log("sys");
@@ -213,7 +191,7 @@ fn a_plan_switch_happens_exactly_at_the_next_major_frame() {
         .unwrap_or_else(|| panic!("{}", lines(&boot, "sys")));
     let instant = u64::from_str_radix(line.rsplit("0x").next().unwrap(), 16).unwrap();
     assert!(sys.lines().any(|l| l.starts_with("plan-switch: now 1 from")), "{}", lines(&boot, "sys"));
-    let (meta, trace) = read_file(&repo_root().join("out/qemu-plan-switch/trace.bin")).expect("the trace parses");
+    let (meta, trace) = read_file(&trace_of("qemu-plan-switch")).expect("the trace parses");
     let runs: Vec<SlotRun> = slots::slot_runs(&meta, &trace).into_iter().filter(|r| r.cpu == 1).collect();
     let (before, after): (Vec<&SlotRun>, Vec<&SlotRun>) = runs.iter().partition(|r| r.plan == 0);
     assert!(before.len() > 3 && after.len() > 3, "{} slots before, {} after", before.len(), after.len());
@@ -237,20 +215,12 @@ fn a_plan_switch_happens_exactly_at_the_next_major_frame() {
 /// each way and every tick of its virtual timer arrive.
 #[test]
 fn a_migrating_vcpu_keeps_counting_and_loses_no_interrupt() {
-    let text = format!(
-        "{TRACED}{}{}",
-        with_field(
-            part("rtos", "[1]", "mask-spin=300 timer_hz=200 timer_ticks=400 ticks=1 period_ms=10"),
-            "priority",
-            "200"
-        ),
-        with_field(
-            part("gpos", "[1, 2]", "sgi=100 timer_hz=1000 timer_ticks=2000 ticks=20 period_ms=50"),
-            "migrate",
-            MIGRATE
-        ),
-    );
-    let boot = boot_with("qemu-migration", &text, icount());
+    let config = machine([
+        part("rtos", &[1], "mask-spin=300 timer_hz=200 timer_ticks=400 ticks=1 period_ms=10").priority(200),
+        // vCPU 0 may move to pCPU 2.
+        part("gpos", &[1, 2], "sgi=100 timer_hz=1000 timer_ticks=2000 ticks=20 period_ms=50").migrate(0, &[2]),
+    ]);
+    let boot = boot_with("qemu-migration", &config.trace(EVENTS), icount());
     assert_powered_off(&boot);
     let gpos = boot.log("gpos");
     for expected in ["sgi: vcpu 1 received 100", "sgi: sent 100 received 100", "tick 20"] {
@@ -258,7 +228,7 @@ fn a_migrating_vcpu_keeps_counting_and_loses_no_interrupt() {
     }
     assert_eq!(timer_counts(gpos).0, 2000, "{}", lines(&boot, "gpos"));
     assert_eq!(timer_counts(boot.log("rtos")).0, 400, "{}", lines(&boot, "rtos"));
-    let (_, trace) = read_file(&repo_root().join("out/qemu-migration/trace.bin")).expect("the trace parses");
+    let (_, trace) = read_file(&trace_of("qemu-migration")).expect("the trace parses");
     assert!(trace.lost.iter().all(|&n| n == 0), "lost events: {:?}", trace.lost);
     let moves: Vec<(u64, u32)> = trace.cpus[1]
         .iter()
@@ -330,15 +300,12 @@ fn max(v: &[f64]) -> f64 {
 /// busy all the time: `low` does not even boot before `mid` has finished.
 #[test]
 fn fixed_priorities_preempt_in_the_configured_order() {
-    let with_priority =
-        |name: &str, priority: u8, args: &str| with_field(part(name, "[1]", args), "priority", &priority.to_string());
-    let text = format!(
-        "[hypervisor]\nquantum_us = 2000\n\n{}{}{}",
-        with_priority("low", 50, "ticks=10 period_ms=10"),
-        with_priority("high", 150, "timer_hz=100 timer_ticks=50 ticks=1 period_ms=1"),
-        with_priority("mid", 100, "ticks=30 period_ms=10"),
-    );
-    let boot = boot_with("qemu-fixed-priority", &text, icount());
+    let config = RawConfig::new().quantum_us(2000).partitions([
+        part("low", &[1], "ticks=10 period_ms=10").priority(50),
+        part("high", &[1], "timer_hz=100 timer_ticks=50 ticks=1 period_ms=1").priority(150),
+        part("mid", &[1], "ticks=30 period_ms=10").priority(100),
+    ]);
+    let boot = boot_with("qemu-fixed-priority", &config, icount());
     assert_powered_off(&boot);
     assert_eq!(timer_counts(boot.log("high")), (50, 0), "{}", lines(&boot, "high"));
     let mid_done = boot.position("[mid] tick 30");
@@ -364,13 +331,10 @@ fn round_robin_is_fair_within_a_priority() {
     const QUANTUM_MS: u64 = 5;
     const WINDOW_MS: u64 = 1000;
     let args = format!("count_ms={WINDOW_MS} count_at_ms=3000 ticks=1 period_ms=1");
-    let text = format!(
-        "[hypervisor]\nquantum_us = {}\n\n{}{}",
-        QUANTUM_MS * 1000,
-        part("left", "[1]", &args),
-        part("right", "[1]", &args)
-    );
-    let boot = boot_with("qemu-round-robin", &text, icount());
+    let config = RawConfig::new()
+        .quantum_us((QUANTUM_MS * 1000) as u32)
+        .partitions([part("left", &[1], &args), part("right", &[1], &args)]);
+    let boot = boot_with("qemu-round-robin", &config, icount());
     assert_powered_off(&boot);
     for name in ["left", "right"] {
         assert!(!boot.log(name).contains("started"), "{name} began counting late:\n{}", lines(&boot, name));
@@ -393,20 +357,16 @@ fn round_robin_is_fair_within_a_priority() {
 /// work is pending), so `rtos` never looks idle there.
 #[test]
 fn a_migrating_vcpu_makes_the_round_trip_for_every_burst() {
-    let text = format!(
-        "{TRACED}{}{}",
-        with_field(
-            part("rtos", "[1]", "duty_busy_ms=2 duty_idle_ms=8 duty_cycles=100 ticks=1 period_ms=1"),
-            "priority",
-            "200"
-        ),
-        with_field(part("gpos", "[1]", "ticks=300 period_ms=10"), "migrate", MIGRATE),
-    );
-    let boot = boot_toml("qemu-migration-round-trip", &text, HANG_LIMIT);
+    let config = machine([
+        part("rtos", &[1], "duty_busy_ms=2 duty_idle_ms=8 duty_cycles=100 ticks=1 period_ms=1").priority(200),
+        // vCPU 0 may move to pCPU 2.
+        part("gpos", &[1], "ticks=300 period_ms=10").migrate(0, &[2]),
+    ]);
+    let boot = boot("qemu-migration-round-trip", &config.trace(EVENTS), HANG_LIMIT);
     assert_powered_off(&boot);
     assert!(boot.log("rtos").contains("duty: 100 cycles"), "{}", lines(&boot, "rtos"));
     assert!(boot.log("gpos").lines().any(|l| l == "tick 300"), "{}", lines(&boot, "gpos"));
-    let (_, trace) = read_file(&repo_root().join("out/qemu-migration-round-trip/trace.bin")).expect("the trace parses");
+    let (_, trace) = read_file(&trace_of("qemu-migration-round-trip")).expect("the trace parses");
     let moves: Vec<(u64, u32)> = trace.cpus[1]
         .iter()
         .filter(|e| e.kind == partita_core::trace::Kind::Migrate && (e.partition, e.vcpu) == (1, 0))

@@ -2,8 +2,8 @@
 //! queue): `make -C guests/rtos host-test` builds them with the host C
 //! compiler and runs them. No QEMU involved.
 
-use partita::build::repo_root;
 use partita::guests;
+use partita::paths;
 use std::process::Command;
 
 /// The runner's last line: `<passed> passed, <failed> failed`.
@@ -18,8 +18,8 @@ fn summary(output: &str) -> Option<(u32, u32)> {
 
 #[test]
 fn rtos_host_unit_tests_pass() {
-    let root = repo_root();
-    let out = guests::output_dir(&root);
+    let root = paths::source();
+    let out = guests::output_dir();
     let run = Command::new("make")
         .arg("-s")
         .arg("-C")

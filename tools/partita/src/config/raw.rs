@@ -4,60 +4,69 @@
 //! field instead of a silently ignored setting. A later section (`[schedule]`,
 //! `[[accelerator]]`) becomes one more field of [`RawConfig`], as `[[plan]]`
 //! and `[[channel]]` did.
+//!
+//! The same types serialise back to TOML, so that configurations the tool
+//! and its tests generate are built as data and read by the one loader
+//! users' files go through; what is left at its default is left out.
 
 use serde::de::{self, Deserializer, Visitor};
-use serde::Deserialize;
+use serde::ser::Serializer;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
-#[derive(Debug, Deserialize)]
+fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
+}
+
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawConfig {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub platform: RawPlatform,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub hypervisor: RawHypervisor,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub partition: Vec<RawPartition>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub trace: RawTrace,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub plan: Vec<RawPlan>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub channel: Vec<RawChannel>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawPlatform {
     pub board: Option<String>,
     pub cpus: Option<u32>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub ram: RawRange,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub console: RawRange,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub gic: RawGic,
 }
 
 /// `{ base = ..., size = ... }`; either half may fall back to its default.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawRange {
     pub base: Option<u64>,
     pub size: Option<Size>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawGic {
     pub distributor: Option<u64>,
     pub redistributor: Option<u64>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawHypervisor {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub memory: RawRange,
     pub quantum_us: Option<u32>,
     /// A percentage; TOML integers are accepted too.
@@ -65,14 +74,14 @@ pub struct RawHypervisor {
     pub hm_log_entries: Option<u32>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawTrace {
     pub enabled: Option<bool>,
     pub events_per_cpu: Option<u32>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawPartition {
     pub name: String,
@@ -81,7 +90,7 @@ pub struct RawPartition {
     pub cpus: Vec<u32>,
     pub exclusive: Option<bool>,
     pub rights: Option<Vec<RawRight>>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub migrate: Vec<RawMigration>,
     pub budget: Option<RawBudget>,
     pub console: Option<u64>,
@@ -90,25 +99,25 @@ pub struct RawPartition {
     /// The watchdog's period; no watchdog without it.
     pub watchdog: Option<Micros>,
     pub entry: Option<u64>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memory: Vec<RawMemory>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub image: Vec<RawImage>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub device: Vec<RawDevice>,
 }
 
 /// `{ vcpu = 0, to = [3] }`: vCPU 0 may move to pCPU 3.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawMigration {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_default")]
     pub vcpu: u32,
     pub to: Vec<u32>,
 }
 
 /// A right of `rights = [...]`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RawRight {
     Suspend,
@@ -121,7 +130,7 @@ pub enum RawRight {
 
 /// `{ time = "2ms", period = "10ms" }`: both halves are required, since
 /// neither has a value that would fit every partition.
-#[derive(Clone, Copy, Debug, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawBudget {
     pub time: Micros,
@@ -129,7 +138,7 @@ pub struct RawBudget {
 }
 
 /// `{ stage2-fault = "restart", ... }`: each event left out keeps its default.
-#[derive(Clone, Copy, Debug, Default, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct RawHealth {
     pub stage2_fault: Option<RawAction>,
@@ -140,7 +149,7 @@ pub struct RawHealth {
     pub reported: Option<RawAction>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RawAction {
     Ignore,
@@ -155,7 +164,7 @@ pub enum RawAction {
 /// buffers a tagged enum and then reports its errors at the whole table;
 /// this way each field keeps its place, and resolution names any field that
 /// the kind needs or does not take.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawChannel {
     pub name: String,
@@ -174,7 +183,7 @@ pub struct RawChannel {
     pub doorbell_intid: Option<u32>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RawChannelKind {
     Sampling,
@@ -182,7 +191,7 @@ pub enum RawChannelKind {
     SharedMemory,
 }
 
-#[derive(Clone, Copy, Debug, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RawCriticality {
     High,
@@ -190,7 +199,7 @@ pub enum RawCriticality {
     Low,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawMemory {
     pub base: u64,
@@ -200,7 +209,7 @@ pub struct RawMemory {
     pub identity: Option<bool>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawImage {
     pub path: String,
@@ -208,21 +217,21 @@ pub struct RawImage {
     pub load: Option<u64>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RawFormat {
     Elf,
     Raw,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawDevice {
     pub name: String,
     pub base: u64,
     pub phys: Option<u64>,
     pub size: Size,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub interrupts: Vec<RawInterrupt>,
     pub compatible: Vec<String>,
 }
@@ -237,6 +246,15 @@ pub enum RawInterrupt {
 /// By hand rather than `#[serde(untagged)]`: an untagged enum buffers the
 /// value and, when no variant fits, says only that, at the whole array; this
 /// way a misspelt key in the table form is named, at the table.
+impl Serialize for RawInterrupt {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            RawInterrupt::Bare(intid) => serializer.serialize_u32(*intid),
+            RawInterrupt::Routed(routed) => routed.serialize(serializer),
+        }
+    }
+}
+
 impl<'de> Deserialize<'de> for RawInterrupt {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer.deserialize_any(InterruptVisitor)
@@ -267,31 +285,31 @@ impl<'de> Visitor<'de> for InterruptVisitor {
     }
 }
 
-#[derive(Clone, Copy, Debug, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawRoutedInterrupt {
     pub intid: u32,
     pub vcpu: Option<u32>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawPlan {
     pub name: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub core: Vec<RawCore>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawCore {
     pub cpu: u32,
     pub major_frame_us: Micros,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub slot: Vec<RawSlot>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawSlot {
     pub partition: String,
@@ -320,6 +338,13 @@ pub fn parse_micros(text: &str) -> Option<u64> {
         return None;
     }
     digits.replace('_', "").parse::<u64>().ok()?.checked_mul(scale)
+}
+
+/// As an integer: the field names say microseconds, and every reader agrees.
+impl Serialize for Micros {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_u64(self.0)
+    }
 }
 
 impl<'de> Deserialize<'de> for Micros {
@@ -376,6 +401,19 @@ pub fn parse_size(text: &str) -> Option<u64> {
     digits.replace('_', "").parse::<u64>().ok()?.checked_mul(unit)
 }
 
+/// In the largest unit that divides it, as people write sizes: `"16M"`.
+impl Serialize for Size {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let unit = [('G', 1u64 << 30), ('M', 1 << 20), ('K', 1 << 10)]
+            .into_iter()
+            .find(|&(_, scale)| self.0 != 0 && self.0.is_multiple_of(scale));
+        match unit {
+            Some((letter, scale)) => serializer.serialize_str(&format!("{}{letter}", self.0 / scale)),
+            None => serializer.serialize_u64(self.0),
+        }
+    }
+}
+
 impl<'de> Deserialize<'de> for Size {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         deserializer.deserialize_any(SizeVisitor)
@@ -424,6 +462,24 @@ fn parse_perms(text: &str) -> Option<partita_core::config::model::Perms> {
         }
     }
     Some(perms)
+}
+
+impl Perms {
+    /// `"rw"` and the like; `None` for anything [`Perms`] would not read.
+    pub fn from_letters(text: &str) -> Option<Self> {
+        parse_perms(text).map(Perms)
+    }
+
+    fn letters(&self) -> String {
+        let p = self.0;
+        [(p.read, 'r'), (p.write, 'w'), (p.exec, 'x')].into_iter().filter(|&(on, _)| on).map(|(_, c)| c).collect()
+    }
+}
+
+impl Serialize for Perms {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.letters())
+    }
 }
 
 impl<'de> Deserialize<'de> for Perms {

@@ -2,9 +2,11 @@
 //! configuration, booting it and reading back what each partition printed.
 #![allow(dead_code)] // Each test file uses a different subset.
 
-use partita::build::{self, repo_root};
+use partita::build;
 use partita::config;
+use partita::config::raw::{RawConfig, RawMemory, RawPartition};
 use partita::guests;
+use partita::paths;
 use partita::run::{self, Ending, RunOptions};
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -17,28 +19,45 @@ pub fn hypervisor_elf() -> &'static PathBuf {
     static ELF: OnceLock<PathBuf> = OnceLock::new();
     ELF.get_or_init(|| {
         guests::build_all().expect("building the guests");
-        build::build_hypervisor(&repo_root()).expect("building the hypervisor")
+        build::build_hypervisor(&paths::source()).expect("building the hypervisor")
     })
 }
 
-/// One `[[partition]]` running the test guest with 16 MiB at guest 0x40000000.
-pub struct Part<'a> {
-    pub name: &'a str,
-    pub cpus: &'a str,
-    pub bootargs: &'a str,
-    pub phys: Option<u64>,
+/// Makes `out/` of the source tree the output root, whichever folder cargo
+/// runs the test in, as `./partita` does.
+pub fn source_out() {
+    paths::set_out(&paths::source().join("out"));
 }
 
-impl Part<'_> {
-    pub fn toml(&self, guest: &str) -> String {
-        let phys = self.phys.map(|p| format!("phys = 0x{p:x}\n")).unwrap_or_default();
-        format!(
-            "[[partition]]\nname = \"{}\"\ncpus = {}\nbootargs = \"{}\"\n\
-             [[partition.memory]]\nbase = 0x40000000\nsize = \"16M\"\n{phys}\
-             [[partition.image]]\npath = \"{guest}\"\n\n",
-            self.name, self.cpus, self.bootargs
-        )
-    }
+/// `out/<name>/` of the source tree.
+pub fn out_dir(name: &str) -> PathBuf {
+    source_out();
+    paths::config_out(name)
+}
+
+/// `out/<name>/hm.log`: a run's health-monitor entries.
+pub fn hm_log(name: &str) -> String {
+    std::fs::read_to_string(out_dir(name).join("hm.log")).expect("hm.log")
+}
+
+/// Where every partition's RAM starts, guest-physical.
+pub const RAM_BASE: u64 = 0x4000_0000;
+pub const RAM_SIZE: u64 = 16 << 20;
+
+/// A partition running the test guest with 16 MiB at guest 0x40000000.
+pub fn part(name: &str, cpus: &[u32], bootargs: &str) -> RawPartition {
+    RawPartition::new(name, cpus).bootargs(bootargs).memory(RAM_BASE, RAM_SIZE).elf(&guest("elf"))
+}
+
+/// [`part`] with its RAM at host-physical `phys`.
+pub fn part_at(name: &str, cpus: &[u32], bootargs: &str, phys: u64) -> RawPartition {
+    let ram = RawMemory::new(RAM_BASE, RAM_SIZE).phys(phys);
+    RawPartition::new(name, cpus).bootargs(bootargs).region(ram).elf(&guest("elf"))
+}
+
+/// A machine of these partitions and defaults for everything else.
+pub fn machine(parts: impl IntoIterator<Item = RawPartition>) -> RawConfig {
+    RawConfig::new().partitions(parts)
 }
 
 /// What one boot left behind.
@@ -69,27 +88,26 @@ impl Boot {
 }
 
 /// The test guest, as ELF (`.elf`) or raw (`.bin`).
-pub fn guest(extension: &str) -> String {
-    guests::output_dir(&repo_root()).join(format!("test-guest.{extension}")).display().to_string()
+pub fn guest(extension: &str) -> PathBuf {
+    guests::image(&format!("test-guest.{extension}"))
 }
 
-pub fn boot(name: &str, parts: &[Part], seconds: u64) -> Boot {
-    let text: String = parts.iter().map(|p| p.toml(&guest("elf"))).collect();
-    boot_toml(name, &text, seconds)
+/// Writes `config` to `target/qemu-tests/<name>.toml` and loads it as
+/// `partita run` would.
+pub fn write_config(name: &str, config: &RawConfig) -> config::Config {
+    let path = paths::scratch("qemu-tests").join(format!("{name}.toml"));
+    config.write(&path).unwrap();
+    config::load(&path).unwrap_or_else(|errors| panic!("{name}: {errors:#?}\n{}", config.to_toml()))
 }
 
-pub fn boot_toml(name: &str, text: &str, seconds: u64) -> Boot {
-    boot_with(name, text, RunOptions { seconds: Some(seconds), ..RunOptions::default() })
+pub fn boot(name: &str, config: &RawConfig, seconds: u64) -> Boot {
+    boot_with(name, config, RunOptions { seconds: Some(seconds), ..RunOptions::default() })
 }
 
-pub fn boot_with(name: &str, text: &str, opts: RunOptions) -> Boot {
+pub fn boot_with(name: &str, config: &RawConfig, opts: RunOptions) -> Boot {
     let elf = hypervisor_elf();
-    let dir = repo_root().join("target").join("qemu-tests");
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{name}.toml"));
-    std::fs::write(&path, text).unwrap();
-    let config = config::load(&path).unwrap_or_else(|errors| panic!("{name}: {errors:#?}"));
-    let out = build::assemble(&config, elf, &build::out_dir(&config.system)).expect("assembling the image");
+    let config = write_config(name, config);
+    let out = build::assemble(&config, elf, &out_dir(name)).expect("assembling the image");
     let report = run::run(&out, &config.system, &opts).expect("running QEMU");
     let read = |p: &PathBuf| std::fs::read_to_string(p).unwrap();
     Boot {
@@ -119,14 +137,4 @@ pub fn timer_counts(log: &str) -> (u64, u64) {
     let line = log.lines().find(|l| l.starts_with("timer: ")).unwrap_or_else(|| panic!("no timer line in\n{log}"));
     let words: Vec<&str> = line.split_whitespace().collect();
     (words[1].parse().unwrap(), words[6].parse().unwrap())
-}
-
-/// The `[[partition]]` of the test guest with 16 MiB at 0x40000000, as TOML.
-pub fn part(name: &str, cpus: &str, bootargs: &str) -> String {
-    Part { name, cpus, bootargs, phys: None }.toml(&guest("elf"))
-}
-
-/// `part` with one more field (`priority = 200`, `rights = [...]`, ...).
-pub fn with_field(part: String, field: &str, value: &str) -> String {
-    part.replacen("cpus = ", &format!("{field} = {value}\ncpus = "), 1)
 }

@@ -8,17 +8,17 @@
 //! timed in alternating batches of the same run, so drift in the host's
 //! clock or load hits both alike. Nothing is asserted.
 
-use crate::bench::report_dir;
-use anyhow::{ensure, Context, Result};
+use super::report::{self, Column, Table};
+use super::stats::median;
+use crate::chart::{self, Curve, LineChart};
+use crate::paths;
+use anyhow::{ensure, Result};
 use partita_core::scheduler::readyq::{LinearReadyQueue, Priority, QueueError, ReadyQueue};
-use plotters::coord::types::RangedCoordf64;
-use plotters::prelude::*;
-use std::fmt::Write as _;
+use plotters::prelude::{SeriesLabelPosition, BLUE, RED};
 use std::hint::black_box;
-use std::path::Path;
 use std::time::Instant;
 
-pub const DEFAULT_NAME: &str = "bench-ready-queue";
+pub const DEFAULT_NAME: &str = "ready-queue";
 /// Odd, so the median is one measured batch.
 pub const DEFAULT_BATCHES: u32 = 15;
 pub const DEFAULT_OPS: u32 = 100_000;
@@ -35,7 +35,7 @@ pub struct Options {
     pub batches: u32,
     /// Find-dequeue-enqueue cycles per batch.
     pub ops: u32,
-    /// `out/<name>/` gets the report.
+    /// `<out>/bench/<name>/` gets the report.
     pub name: String,
 }
 
@@ -79,12 +79,13 @@ pub fn priorities() -> Vec<Priority> {
     list
 }
 
-/// Measures every priority, writes `out/<name>/report.md` and `curve.svg`.
-pub fn ready_queue(opts: &Options) -> Result<Report> {
+/// Measures every priority, writes `<out>/bench/<name>/report.md` and `curve.svg`.
+pub fn run(opts: &Options) -> Result<Report> {
     ensure!(opts.batches > 0 && opts.ops > 0, "batches and ops must be at least 1");
     let rows = priorities().into_iter().map(|priority| measure(priority, opts)).collect::<Result<_>>()?;
     let report = Report { batches: opts.batches, ops: opts.ops, optimized: !cfg!(debug_assertions), rows };
-    write_reports(&report, &report_dir(&opts.name))?;
+    let files = [("report.md".to_string(), report.markdown()), ("curve.svg".to_string(), curve_svg(&report)?)];
+    report::write(&paths::bench_out(&opts.name), &files)?;
     Ok(report)
 }
 
@@ -151,28 +152,12 @@ fn cycle(queue: &mut impl Queue) {
     }
 }
 
-fn median(mut samples: Vec<f64>) -> f64 {
-    samples.sort_by(f64::total_cmp);
-    let middle = samples.len() / 2;
-    if samples.len() % 2 == 1 {
-        samples[middle]
-    } else {
-        (samples[middle - 1] + samples[middle]) / 2.0
-    }
-}
-
-fn write_reports(report: &Report, dir: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    for (file, text) in [("report.md", report.markdown()), ("curve.svg", curve_svg(report)?)] {
-        let path = dir.join(file);
-        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    Ok(())
-}
-
-fn ratio_text(ratio: Option<f64>) -> String {
-    ratio.map_or_else(|| "n/a".to_string(), |r| format!("{r:.2}"))
-}
+const COLUMNS: [Column; 4] = [
+    Column::right("priority", "priority", 8),
+    Column::right("bitmap ns", "bitmap ns/op", 12),
+    Column::right("linear ns", "linear ns/op", 12),
+    Column::right("linear/bitmap", "linear/bitmap", 14),
+];
 
 impl Report {
     fn summary(&self) -> String {
@@ -183,14 +168,21 @@ impl Report {
         )
     }
 
-    pub fn table(&self) -> String {
-        let mut out = self.summary() + "\n";
-        let _ = writeln!(out, "{:>8} {:>12} {:>12} {:>14}", "priority", "bitmap ns", "linear ns", "linear/bitmap");
+    fn rows(&self) -> Table {
+        let mut table = Table::new(&COLUMNS);
         for row in &self.rows {
-            let ratio = ratio_text(row.ratio());
-            let _ = writeln!(out, "{:>8} {:>12.2} {:>12.2} {ratio:>14}", row.priority, row.bitmap_ns, row.linear_ns);
+            table.row(vec![
+                row.priority.to_string(),
+                format!("{:.2}", row.bitmap_ns),
+                format!("{:.2}", row.linear_ns),
+                report::ratio(row.ratio()),
+            ]);
         }
-        out
+        table
+    }
+
+    pub fn table(&self) -> String {
+        self.summary() + "\n" + &self.rows().terminal()
     }
 
     pub fn markdown(&self) -> String {
@@ -200,66 +192,32 @@ impl Report {
                 at the same priority. `bitmap` is `partita_core::scheduler::readyq::ReadyQueue` (two count-leading-zeros); \
                 `linear` is `LinearReadyQueue`, which scans the 256 priorities from 255 down. 255 is the highest \
                 priority. The curves are in `curve.svg` (the seL4 scheduler study's Figure 3). Nothing is asserted.\n\n";
-        out += "| priority | bitmap ns/op | linear ns/op | linear/bitmap |\n|---:|---:|---:|---:|\n";
-        for row in &self.rows {
-            let ratio = ratio_text(row.ratio());
-            let _ = writeln!(out, "| {} | {:.2} | {:.2} | {ratio} |", row.priority, row.bitmap_ns, row.linear_ns);
-        }
-        out
+        out + &self.rows().markdown()
     }
-}
-
-fn plot_error(error: impl std::fmt::Display) -> anyhow::Error {
-    anyhow::anyhow!("drawing failed: {error}")
 }
 
 /// Both curves over priority, one marker per measured point.
 pub fn curve_svg(report: &Report) -> Result<String> {
     let top = report.rows.iter().map(|r| r.bitmap_ns.max(r.linear_ns)).fold(0.0, f64::max).max(1e-3) * 1.1;
-    let bitmap: Vec<(f64, f64)> = report.rows.iter().map(|r| (f64::from(r.priority), r.bitmap_ns)).collect();
-    let linear: Vec<(f64, f64)> = report.rows.iter().map(|r| (f64::from(r.priority), r.linear_ns)).collect();
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (1000, 600)).into_drawing_area();
-        root.fill(&WHITE).map_err(plot_error)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption("Ready queue: ns per find, dequeue and enqueue vs priority found", ("sans-serif", 22))
-            .margin(15)
-            .x_label_area_size(45)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0.0..f64::from(Priority::MAX), 0.0..top)
-            .map_err(plot_error)?;
-        chart
-            .configure_mesh()
-            .x_desc("priority of the ready slot (255 = highest)")
-            .x_label_formatter(&|x| format!("{x:.0}"))
-            .y_label_formatter(&|y| format!("{y:.0}"))
-            .y_desc("ns per operation")
-            .draw()
-            .map_err(plot_error)?;
-        draw_curve(&mut chart, &linear, RED, "linear scan from 255")?;
-        draw_curve(&mut chart, &bitmap, BLUE, "two-level bitmap (clz)")?;
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK)
-            .draw()
-            .map_err(plot_error)?;
-        root.present().map_err(plot_error)?;
-    }
-    Ok(svg)
-}
-
-type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
-
-/// The `line_series` feature of plotters is off, so the line is a path.
-fn draw_curve(chart: &mut Chart, points: &[(f64, f64)], color: RGBColor, name: &str) -> Result<()> {
-    chart
-        .draw_series(std::iter::once(PathElement::new(points.to_vec(), color.stroke_width(2))))
-        .map_err(plot_error)?
-        .label(name)
-        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
-    chart.draw_series(points.iter().map(|&point| Circle::new(point, 4, color.filled()))).map_err(plot_error)?;
-    Ok(())
+    let curve = |name: &str, color, ns: fn(&Row) -> f64| Curve {
+        name: name.to_string(),
+        color,
+        points: report.rows.iter().map(|r| (f64::from(r.priority), ns(r))).collect(),
+        width: 2,
+    };
+    chart::line_chart(&LineChart {
+        caption: "Ready queue: ns per find, dequeue and enqueue vs priority found".to_string(),
+        size: (1000, 600),
+        x: 0.0..f64::from(Priority::MAX),
+        y: 0.0..top,
+        x_desc: "priority of the ready slot (255 = highest)".to_string(),
+        y_desc: "ns per operation".to_string(),
+        y_label_area: 60,
+        key_at: SeriesLabelPosition::UpperRight,
+        dot: 4,
+        curves: vec![
+            curve("linear scan from 255", RED, |r| r.linear_ns),
+            curve("two-level bitmap (clz)", BLUE, |r| r.bitmap_ns),
+        ],
+    })
 }

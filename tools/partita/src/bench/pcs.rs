@@ -10,13 +10,18 @@
 //! whichever vCPU runs. That is also why, under `-icount`, the reference
 //! partition of `bench slots` counts in a boot of its own (see [`Reference`]).
 
-use crate::bench::{self, Mode};
-use crate::build::{self, BuildOutput};
+use super::qemu;
+use super::report::{self, today, Column, Table};
+use super::stats::{extremes, median};
+use super::{progress_bar, Mode, Pass, NOMINAL_HZ};
+use crate::build::BuildOutput;
+use crate::config::raw::{RawConfig, RawCore, RawPartition, RawPlan};
 use crate::config::Config;
 use crate::guests;
+use crate::paths;
 use crate::profile::{self, PlatformProfile};
-use crate::run::{self, Ending, Monitor, RunOptions, RunReport};
-use crate::slots::{self, SlotRun};
+use crate::run::RunOptions;
+use crate::trace::slots::{self, SlotRun};
 use crate::trace::{self, TraceMeta};
 use anyhow::{bail, ensure, Context, Result};
 use indicatif::ProgressBar;
@@ -24,13 +29,13 @@ use partita_core::trace::Trace;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 pub const DEFAULT_RUNS: u32 = 3;
 /// With 4, one counter tick of QEMU virt's 62.5 MHz is one instruction.
 pub const DEFAULT_SHIFT: u32 = 4;
-pub const PCS_NAME: &str = "bench-pcs";
-pub const SLOTS_NAME: &str = "bench-slots";
+/// `<out>/bench/<name>/` of each command.
+pub const PCS_NAME: &str = "pcs";
+pub const SLOTS_NAME: &str = "slots";
 /// The board whose profile `bench pcs --save` writes and `bench slots` predicts from.
 pub const BOARD: &str = "qemu-virt";
 /// XtratuM's Table 1: slot duration (ms), measured overhead (%), theoretical PL (%).
@@ -54,7 +59,7 @@ pub const MIN_COUNT_MS: u64 = 2000;
 const EVENTS_PER_CPU: u32 = 131_072;
 /// The cyclic pCPU. pCPU 0 runs no partition; pCPU 2 is the reference
 /// partition's.
-const CYCLIC_CPU: usize = 1;
+const CYCLIC_CPU: u32 = 1;
 /// First guesses (wall-clock, icount) at a window start every partition
 /// has booted by, in counter milliseconds; a run that finds a partition
 /// late moves the window later for every run after it. Two partitions
@@ -66,54 +71,36 @@ const MAX_LATE_RETRIES: usize = 3;
 /// -icount, ends within a minute.
 const RUN_LIMIT_S: u64 = 600;
 
-/// One pass of a bench: wall-clock, or `-icount shift=N`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Pass {
-    pub mode: Mode,
-    pub shift: Option<u32>,
+/// What the profile keeps a switch in for this pass.
+pub fn unit(pass: Pass) -> &'static str {
+    match pass.shift {
+        Some(_) => "instructions",
+        None => "ns",
+    }
 }
 
-impl Pass {
-    pub const WALL: Pass = Pass { mode: Mode::Wall, shift: None };
-
-    pub fn icount(shift: u32) -> Self {
-        Pass { mode: Mode::Icount, shift: Some(shift) }
+/// Counter ticks in [`unit`]: under icount each instruction is 2^shift ns
+/// of guest time, so ticks become instructions only while one vCPU runs;
+/// with several busy ones guest time advances with all their instructions.
+pub fn from_ticks(pass: Pass, ticks: f64, hz: u64) -> f64 {
+    let ns = ticks * 1e9 / hz as f64;
+    match pass.shift {
+        Some(shift) => ns / (1u64 << shift) as f64,
+        None => ns,
     }
+}
 
-    pub fn label(self) -> String {
-        bench::mode_label(self.mode, self.shift)
+/// Where the reference partition of `bench slots` counts in this pass.
+pub fn reference(pass: Pass) -> Reference {
+    match pass.mode {
+        Mode::Wall => Reference::Beside,
+        Mode::Icount => Reference::Alone,
     }
+}
 
-    /// What the profile keeps a switch in for this pass.
-    pub fn unit(self) -> &'static str {
-        match self.shift {
-            Some(_) => "instructions",
-            None => "ns",
-        }
-    }
-
-    /// Counter ticks in [`Pass::unit`]: under icount each instruction is
-    /// 2^shift ns of guest time, so ticks become instructions only while one
-    /// vCPU runs; with several busy ones guest time advances with all their
-    /// instructions.
-    pub fn from_ticks(self, ticks: f64, hz: u64) -> f64 {
-        let ns = ticks * 1e9 / hz as f64;
-        match self.shift {
-            Some(shift) => ns / (1u64 << shift) as f64,
-            None => ns,
-        }
-    }
-
-    fn index(self) -> usize {
-        usize::from(self.mode == Mode::Icount)
-    }
-
-    pub fn reference(self) -> Reference {
-        match self.mode {
-            Mode::Wall => Reference::Beside,
-            Mode::Icount => Reference::Alone,
-        }
-    }
+/// Which of the first guesses at a window start a pass takes.
+fn guess(starts: [u64; 2], pass: Pass) -> u64 {
+    starts[usize::from(pass.mode == Mode::Icount)]
 }
 
 /// Where `bench slots`' reference partition `r`, with a whole pCPU, counts.
@@ -219,35 +206,21 @@ pub fn switches(runs: &[SlotRun], cpu: usize, from: u64, to: u64) -> Option<Swit
     })
 }
 
-fn partition(name: &str, cpu: usize, exclusive: bool, bootargs: &str, guest: &Path) -> String {
-    let exclusive = if exclusive { "exclusive = true\n" } else { "" };
-    format!(
-        "[[partition]]\nname = \"{name}\"\ncpus = [{cpu}]\n{exclusive}bootargs = \"{bootargs}\"\n\
-         [[partition.memory]]\nbase = 0x40000000\nsize = \"16M\"\n\
-         [[partition.image]]\npath = \"{}\"\n\n",
-        guest.display()
-    )
+/// A counting partition of the test guest on pCPU `cpu`.
+fn partition(name: &str, cpu: u32, bootargs: &str, guest: &Path) -> RawPartition {
+    qemu::partition(name, &[cpu], bootargs, guest)
 }
 
 /// pCPU 1 alternates `first` and `second` in back-to-back slots of `slot_ms`.
-fn alternating(first: &str, second: &str, slot_ms: u64) -> String {
-    let slot = |name: &str, start: u64| {
-        format!(
-            "    [[plan.core.slot]]\n    partition = \"{name}\"\n    vcpu = 0\n    start_us = {}\n    duration_us = {}\n",
-            start * 1000,
-            slot_ms * 1000
-        )
-    };
-    format!(
-        "[[plan]]\nname = \"alternate\"\n  [[plan.core]]\n  cpu = {CYCLIC_CPU}\n  major_frame_us = {}\n{}{}",
-        2 * slot_ms * 1000,
-        slot(first, 0),
-        slot(second, slot_ms)
-    )
+fn alternating(first: &str, second: &str, slot_ms: u64) -> RawPlan {
+    let slot_us = slot_ms * 1000;
+    let core = RawCore::new(CYCLIC_CPU, 2 * slot_us).slot(first, 0, 0, slot_us).slot(second, 0, slot_us, slot_us);
+    RawPlan::new("alternate").core(core)
 }
 
-fn header(cpus: usize) -> String {
-    format!("[platform]\ncpus = {cpus}\n\n[trace]\nenabled = true\nevents_per_cpu = {EVENTS_PER_CPU}\n\n")
+/// Traced, with rings deep enough for the whole window.
+fn machine(cpus: u32) -> RawConfig {
+    RawConfig::new().cpus(cpus).trace(EVENTS_PER_CPU)
 }
 
 /// What every counting partition runs. The tick ends the guest (it then
@@ -257,35 +230,33 @@ pub fn counting_bootargs(count_ms: u64, start_ms: u64) -> String {
 }
 
 /// `bench pcs`: `a` and `b` alternate on pCPU 1 in 1 ms slots.
-pub fn pcs_config(bootargs: &str, guest: &Path) -> String {
-    header(2)
-        + &partition("a", CYCLIC_CPU, false, bootargs, guest)
-        + &partition("b", CYCLIC_CPU, false, bootargs, guest)
-        + &alternating("a", "b", PCS_SLOT_MS)
+pub fn pcs_config(bootargs: &str, guest: &Path) -> RawConfig {
+    machine(2)
+        .partition(partition("a", CYCLIC_CPU, bootargs, guest))
+        .partition(partition("b", CYCLIC_CPU, bootargs, guest))
+        .plan(alternating("a", "b", PCS_SLOT_MS))
 }
 
 /// `bench slots`: `p` and `q` alternate on pCPU 1 in slots of
 /// `duration_ms`; with [`Reference::Beside`], `r` has pCPU 2 to itself.
-pub fn slots_config(duration_ms: u64, reference: Reference, bootargs: &str, guest: &Path) -> String {
-    let r = match reference {
-        Reference::Beside => partition("r", CYCLIC_CPU + 1, true, bootargs, guest),
-        Reference::Alone => String::new(),
-    };
-    header(3)
-        + &partition("p", CYCLIC_CPU, false, bootargs, guest)
-        + &partition("q", CYCLIC_CPU, false, bootargs, guest)
-        + &r
-        + &alternating("p", "q", duration_ms)
+pub fn slots_config(duration_ms: u64, reference: Reference, bootargs: &str, guest: &Path) -> RawConfig {
+    let mut config = machine(3)
+        .partition(partition("p", CYCLIC_CPU, bootargs, guest))
+        .partition(partition("q", CYCLIC_CPU, bootargs, guest));
+    if reference == Reference::Beside {
+        config = config.partition(partition("r", CYCLIC_CPU + 1, bootargs, guest).exclusive());
+    }
+    config.plan(alternating("p", "q", duration_ms))
 }
 
 /// [`Reference::Alone`]'s boot: the same machine with only `r`. pCPU 1 runs
 /// an empty plan, which wakes it once a second: with no timer armed at all,
 /// QEMU's `-icount` warns on every boot, and a wake-up a second costs `r`
 /// less than its count's resolution of one batch.
-pub fn reference_config(bootargs: &str, guest: &Path) -> String {
-    header(3)
-        + &partition("r", CYCLIC_CPU + 1, true, bootargs, guest)
-        + &format!("[[plan]]\nname = \"idle\"\n  [[plan.core]]\n  cpu = {CYCLIC_CPU}\n  major_frame_us = 1000000\n")
+pub fn reference_config(bootargs: &str, guest: &Path) -> RawConfig {
+    machine(3)
+        .partition(partition("r", CYCLIC_CPU + 1, bootargs, guest).exclusive())
+        .plan(RawPlan::new("idle").core(RawCore::new(CYCLIC_CPU, 1_000_000)))
 }
 
 /// One `bench pcs` boot.
@@ -304,7 +275,7 @@ pub struct PcsRow {
     pub mean_ticks: f64,
     pub max_ticks: f64,
     pub seen_mean_ticks: f64,
-    /// In [`Pass::unit`].
+    /// In [`unit`].
     pub mean: f64,
     pub max: f64,
     pub runs: Vec<PcsRun>,
@@ -312,7 +283,7 @@ pub struct PcsRow {
 
 impl PcsRow {
     pub fn new(pass: Pass, runs: Vec<PcsRun>, counter_hz: u64) -> Self {
-        let median_of = |pick: fn(&PcsRun) -> f64| bench::median(runs.iter().map(pick).collect());
+        let median_of = |pick: fn(&PcsRun) -> f64| median(runs.iter().map(pick).collect());
         let mean_ticks = median_of(|r| r.switches.mean_ticks);
         let max_ticks = median_of(|r| r.switches.max_ticks as f64);
         PcsRow {
@@ -320,14 +291,14 @@ impl PcsRow {
             mean_ticks,
             max_ticks,
             seen_mean_ticks: median_of(|r| r.switches.seen_mean_ticks),
-            mean: pass.from_ticks(mean_ticks, counter_hz),
-            max: pass.from_ticks(max_ticks, counter_hz),
+            mean: from_ticks(pass, mean_ticks, counter_hz),
+            max: from_ticks(pass, max_ticks, counter_hz),
             runs,
         }
     }
 }
 
-/// `out/bench-pcs/report.json`.
+/// `<out>/bench/pcs/report.json`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PcsReport {
     pub runs: u32,
@@ -337,7 +308,35 @@ pub struct PcsReport {
     pub saved: Option<String>,
 }
 
+const PCS_COLUMNS: [Column; 7] = [
+    Column::left("mode", "mode", 10),
+    Column::right("slots", "slots a run", 7),
+    Column::right("mean ticks", "mean (ticks)", 11),
+    Column::right("max ticks", "max (ticks)", 10),
+    Column::right("seen ticks", "seen - planned, mean (ticks)", 11),
+    Column::right("mean", "PCS mean", 12),
+    Column::right("max", "PCS max", 12),
+];
+
 impl PcsReport {
+    /// Each pass's medians, the PCS in `unit`s of the pass.
+    fn rows(&self, unit: fn(Pass) -> &'static str) -> Table {
+        let mut table = Table::new(&PCS_COLUMNS);
+        for row in &self.rows {
+            let slots = row.runs.first().map_or(0, |r| r.switches.slots);
+            table.row(vec![
+                row.pass.label(),
+                slots.to_string(),
+                format!("{:.1}", row.mean_ticks),
+                format!("{:.0}", row.max_ticks),
+                format!("{:.1}", row.seen_mean_ticks),
+                format!("{:.0} {}", row.mean, unit(row.pass)),
+                format!("{:.0} {}", row.max, unit(row.pass)),
+            ]);
+        }
+        table
+    }
+
     fn row(&self, mode: Mode) -> Option<&PcsRow> {
         self.rows.iter().find(|r| r.pass.mode == mode)
     }
@@ -364,25 +363,7 @@ impl PcsReport {
             "pcs: slot start to vCPU entry on a cyclic pCPU, {PCS_SLOT_MS} ms slots; medians of {} runs\n",
             self.runs
         );
-        let _ = writeln!(
-            out,
-            "{:<10} {:>7} {:>11} {:>10} {:>11} {:>12} {:>12}",
-            "mode", "slots", "mean ticks", "max ticks", "seen ticks", "mean", "max"
-        );
-        for row in &self.rows {
-            let slots = row.runs.first().map_or(0, |r| r.switches.slots);
-            let _ = writeln!(
-                out,
-                "{:<10} {:>7} {:>11.1} {:>10.0} {:>11.1} {:>12} {:>12}",
-                row.pass.label(),
-                slots,
-                row.mean_ticks,
-                row.max_ticks,
-                row.seen_mean_ticks,
-                format!("{:.0} {}", row.mean, short_unit(row.pass)),
-                format!("{:.0} {}", row.max, short_unit(row.pass))
-            );
-        }
+        out += &self.rows(short_unit).terminal();
         if let Some(saved) = &self.saved {
             let _ = writeln!(out, "saved to {saved}; rebuild partita for `check` to use it");
         }
@@ -402,23 +383,7 @@ impl PcsReport {
             self.runs,
             self.counter_hz as f64 / 1e6
         );
-        out +=
-            "| mode | slots a run | mean (ticks) | max (ticks) | seen - planned, mean (ticks) | PCS mean | PCS max |\n";
-        out += "|---|--:|--:|--:|--:|--:|--:|\n";
-        for row in &self.rows {
-            let slots = row.runs.first().map_or(0, |r| r.switches.slots);
-            let _ = writeln!(
-                out,
-                "| {} | {slots} | {:.1} | {:.0} | {:.1} | {:.0} {unit} | {:.0} {unit} |",
-                row.pass.label(),
-                row.mean_ticks,
-                row.max_ticks,
-                row.seen_mean_ticks,
-                row.mean,
-                row.max,
-                unit = row.pass.unit()
-            );
-        }
+        out += &self.rows(unit).markdown();
         out += "\nPer run (mean / max ticks, counts of `a` and `b`, window start):\n\n";
         for row in &self.rows {
             for (i, run) in row.runs.iter().enumerate() {
@@ -488,28 +453,6 @@ pub fn profile_text(m: &Measured) -> String {
     )
 }
 
-/// Today's date (UTC) as `YYYY-MM-DD`.
-pub fn today() -> String {
-    let days = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() / 86_400);
-    let (y, m, d) = civil_date(days as i64);
-    format!("{y:04}-{m:02}-{d:02}")
-}
-
-/// The Gregorian date `days` after 1970-01-01.
-pub fn civil_date(days: i64) -> (i64, u32, u32) {
-    // Counted in 400-year eras from 0000-03-01, so that the leap day ends a year.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z.rem_euclid(146_097);
-    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_from_march = (5 * day_of_year + 2) / 153;
-    let day = (day_of_year - (153 * month_from_march + 2) / 5 + 1) as u32;
-    let month = if month_from_march < 10 { month_from_march + 3 } else { month_from_march - 9 } as u32;
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
 /// One `bench slots` boot.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SlotsRun {
@@ -558,20 +501,20 @@ impl SlotsRow {
         let slot_ticks = ms_ticks(duration_ms, hz) as f64;
         SlotsRow {
             pass,
-            reference: pass.reference(),
+            reference: reference(pass),
             duration_ms,
             count_ms: count_ms(duration_ms),
-            loss: bench::median(losses.clone()),
-            loss_min: losses.iter().copied().fold(f64::INFINITY, f64::min),
-            loss_max: losses.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            loss: median(losses.clone()),
+            loss_min: extremes(&losses).0,
+            loss_max: extremes(&losses).1,
             predicted: predicted_loss(profile, pass, duration_ms),
-            predicted_here: (!here.is_empty()).then(|| bench::median(here) / slot_ticks),
+            predicted_here: (!here.is_empty()).then(|| median(here) / slot_ticks),
             runs,
         }
     }
 }
 
-/// `out/bench-slots/report.json`.
+/// `<out>/bench/slots/report.json`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SlotsReport {
     pub runs: u32,
@@ -585,6 +528,29 @@ pub struct SlotsReport {
 fn percent(share: f64) -> String {
     format!("{:.3}", share * 100.0)
 }
+
+/// At the terminal: every row of every pass.
+const SLOTS_COLUMNS: [Column; 7] = [
+    Column::left("mode", "mode", 10),
+    Column::right("D ms", "D (ms)", 6),
+    Column::right("measured", "measured loss %", 10),
+    Column::right("runs' range", "runs' range %", 17),
+    Column::right("PCS/D", "predicted % (profile PCS / D)", 10),
+    Column::right("own PCS/D", "predicted % (own PCS / D)", 10),
+    Column::right("XtratuM", "XtratuM measured %", 9),
+];
+
+/// In the report: one table per pass, beside XtratuM's Table 1.
+const PASS_COLUMNS: [Column; 8] = [
+    Column::right("D ms", "D (ms)", 6),
+    Column::right("window", "window (ms)", 8),
+    Column::right("measured", "measured loss %", 10),
+    Column::right("runs' range", "runs' range %", 17),
+    Column::right("PCS/D", "predicted % (profile PCS / D)", 10),
+    Column::right("own PCS/D", "predicted % (own PCS / D)", 10),
+    Column::right("XtratuM", "XtratuM measured %", 9),
+    Column::right("XtratuM PL", "XtratuM PL %", 9),
+];
 
 impl SlotsReport {
     pub fn new(runs: u32, counter_hz: u64, profile: &PlatformProfile, rows: Vec<SlotsRow>) -> Self {
@@ -609,28 +575,22 @@ impl SlotsReport {
     }
 
     pub fn table(&self) -> String {
-        let mut out =
+        let out =
             format!("slots: share of its slots a partition loses to switches (%), medians of {} runs\n", self.runs);
-        let _ = writeln!(
-            out,
-            "{:<10} {:>6} {:>10} {:>17} {:>10} {:>10} {:>9}",
-            "mode", "D ms", "measured", "runs' range", "PCS/D", "own PCS/D", "XtratuM"
-        );
+        let mut table = Table::new(&SLOTS_COLUMNS);
         for row in &self.rows {
             let xtratum = xtratum(row.duration_ms).map_or_else(String::new, |(m, _)| format!("{m:.3}"));
-            let _ = writeln!(
-                out,
-                "{:<10} {:>6} {:>10} {:>17} {:>10} {:>10} {:>9}",
+            table.row(vec![
                 row.pass.label(),
-                row.duration_ms,
+                row.duration_ms.to_string(),
                 percent(row.loss),
                 format!("{}..{}", percent(row.loss_min), percent(row.loss_max)),
                 percent(row.predicted),
                 row.predicted_here.map_or_else(|| "n/a".to_string(), percent),
-                xtratum
-            );
+                xtratum,
+            ]);
         }
-        out
+        out + &table.terminal()
     }
 
     pub fn markdown(&self) -> String {
@@ -656,28 +616,23 @@ impl SlotsReport {
             XTRATUM_TABLE_1[6].1
         );
         for pass in self.passes() {
-            let _ = write!(
-                out,
-                "\n## {}\n\n| D (ms) | window (ms) | measured loss % | runs' range % | predicted % (profile PCS / D) \
-                 | predicted % (own PCS / D) | XtratuM measured % | XtratuM PL % |\n\
-                 |--:|--:|--:|--:|--:|--:|--:|--:|\n",
-                pass.label()
-            );
+            let _ = write!(out, "\n## {}\n\n", pass.label());
+            let mut table = Table::new(&PASS_COLUMNS);
             for row in self.rows.iter().filter(|r| r.pass == pass) {
                 let (xm, xp) = xtratum(row.duration_ms)
                     .map_or((String::new(), String::new()), |(m, p)| (format!("{m:.3}"), format!("{p:.3}")));
-                let _ = writeln!(
-                    out,
-                    "| {} | {} | {} | {} .. {} | {} | {} | {xm} | {xp} |",
-                    row.duration_ms,
-                    row.count_ms,
+                table.row(vec![
+                    row.duration_ms.to_string(),
+                    row.count_ms.to_string(),
                     percent(row.loss),
-                    percent(row.loss_min),
-                    percent(row.loss_max),
+                    format!("{} .. {}", percent(row.loss_min), percent(row.loss_max)),
                     percent(row.predicted),
                     row.predicted_here.map_or_else(|| "n/a".to_string(), percent),
-                );
+                    xm,
+                    xp,
+                ]);
             }
+            out += &table.markdown();
         }
         out += "\nPer run (counts of `p`, `q`, `r`; loss of `p` and `q` %; own PCS, ticks over slots):\n\n";
         for row in &self.rows {
@@ -724,7 +679,7 @@ struct Runner {
     hypervisor: PathBuf,
     guest: PathBuf,
     progress: ProgressBar,
-    /// Whether a boot went through `run::run` yet (see [`Runner::boot`]).
+    /// Whether a boot went through `run::run` yet (see [`qemu::to_power_off`]).
     armed: bool,
 }
 
@@ -759,69 +714,40 @@ impl Boot {
 
 impl Runner {
     fn new(total: usize) -> Result<Self> {
-        guests::build_all()?;
-        let hypervisor = build::build_hypervisor(&build::repo_root())?;
-        let guest = guests::output_dir(&build::repo_root()).join("test-guest.elf");
-        Ok(Runner { hypervisor, guest, progress: bench::progress_bar(total), armed: false })
+        let hypervisor = qemu::prepare()?;
+        Ok(Runner { hypervisor, guest: guests::image("test-guest.elf"), progress: progress_bar(total), armed: false })
     }
 
-    /// Writes `text` to `target/bench/<name>-<variant>.toml` and assembles
-    /// its image into `out/<name>/<variant>/`.
-    fn assemble(&self, name: &str, variant: &str, text: &str) -> Result<(Config, BuildOutput)> {
-        bench::assemble_generated(name, variant, text, &self.hypervisor)
-    }
-
-    /// Boots until the machine powers off. The first boot goes through
-    /// `run::run`, which prints a summary but also makes Ctrl-C stop QEMU
-    /// cleanly for this and every later boot; without that, QEMU (in its own
-    /// process group, so that it lives to give up its trace) would outlive
-    /// an interrupted bench, paused at its power-off.
+    /// Boots until the machine powers off. The first boot is not quiet:
+    /// without going through `run::run`, QEMU would outlive an interrupted
+    /// bench, paused at its power-off.
     fn boot(&mut self, config: &Config, output: &BuildOutput, icount: Option<u32>) -> Result<Boot> {
         let opts = RunOptions { seconds: Some(RUN_LIMIT_S), icount, ..RunOptions::default() };
         let system = &config.system;
-        let report: RunReport = if self.armed {
-            let names: Vec<String> = system.partitions.iter().map(|p| p.name.clone()).collect();
-            let monitor = Monitor::for_run(&output.out_dir, system);
-            run::supervise_with(
-                run::qemu_command(output, system, &opts),
-                &names,
-                &output.out_dir,
-                &opts,
-                Some(&monitor),
-            )?
+        let report = if self.armed {
+            qemu::to_power_off(output, system, &opts, true)?
         } else {
             self.armed = true;
-            self.progress.suspend(|| run::run(output, system, &opts))?
+            self.progress.suspend(|| qemu::to_power_off(output, system, &opts, false))?
         };
-        let dir = output.out_dir.clone();
-        match report.ending {
-            Ending::Exited(status) if status.success() => {}
-            Ending::Exited(status) => bail!("QEMU failed ({status}); logs in {}", dir.display()),
-            Ending::TimedOut => bail!("the machine still ran after {RUN_LIMIT_S} s; logs in {}", dir.display()),
-            Ending::Interrupted => bail!("interrupted"),
-        }
-        let mut logs = Vec::new();
-        for (partition, path) in system.partitions.iter().zip(&report.partition_logs) {
-            let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-            logs.push((partition.name.clone(), text));
-        }
+        let logs = qemu::logs(system, &report)?;
         let trace = report.trace.as_deref().map(trace::read_file).transpose()?;
-        Ok(Boot { dir, logs, trace })
+        Ok(Boot { dir: output.out_dir.clone(), logs, trace })
     }
 
-    /// Boots the configuration `text_for(start_ms)` makes, moving the window
-    /// later while a partition reaches it late; `start_ms` keeps the start
-    /// that worked, for the next run.
+    /// Boots the configuration `config_for(start_ms)` makes, moving the
+    /// window later while a partition reaches it late; `start_ms` keeps the
+    /// start that worked, for the next run.
     fn counted(
         &mut self,
         name: &str,
         variant: &str,
         start_ms: &mut u64,
         icount: Option<u32>,
-        text_for: impl Fn(u64) -> String,
+        config_for: impl Fn(u64) -> RawConfig,
     ) -> Result<Boot> {
         for _ in 0..=MAX_LATE_RETRIES {
-            let (config, output) = self.assemble(name, variant, &text_for(*start_ms))?;
+            let (config, output) = qemu::generated(name, variant, &config_for(*start_ms), &self.hypervisor)?;
             let boot = self.boot(&config, &output, icount)?;
             match boot.late_us() {
                 None => return Ok(boot),
@@ -837,13 +763,10 @@ impl Runner {
     }
 }
 
-fn write_reports(dir: &Path, markdown: &str, json: String) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    for (file, text) in [("report.md", markdown.to_string()), ("report.json", json + "\n")] {
-        let path = dir.join(file);
-        std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
-    }
-    Ok(())
+/// `report.md` and `report.json` into `<out>/bench/<name>/`.
+fn write_reports(name: &str, markdown: String, report: &impl Serialize) -> Result<()> {
+    let files = [("report.md".to_string(), markdown), ("report.json".to_string(), report::json(report)?)];
+    report::write(&paths::bench_out(name), &files).map(drop)
 }
 
 /// `partita bench pcs`.
@@ -862,7 +785,7 @@ impl Default for PcsOptions {
 
 /// Where `bench pcs --save` writes.
 pub fn profile_path() -> PathBuf {
-    build::repo_root().join("platforms").join(format!("{BOARD}.toml"))
+    paths::source().join("platforms").join(format!("{BOARD}.toml"))
 }
 
 pub fn pcs(opts: &PcsOptions) -> Result<PcsReport> {
@@ -881,15 +804,15 @@ pub fn pcs(opts: &PcsOptions) -> Result<PcsReport> {
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
         report.saved = Some(format!("platforms/{BOARD}.toml"));
     }
-    write_reports(&bench::report_dir(PCS_NAME), &report.markdown(), serde_json::to_string_pretty(&report)?)?;
+    write_reports(PCS_NAME, report.markdown(), &report)?;
     Ok(report)
 }
 
 fn measure_pcs(runner: &mut Runner, opts: &PcsOptions, passes: &[Pass]) -> Result<(u64, Vec<PcsRow>)> {
-    let mut counter_hz = bench::NOMINAL_HZ;
+    let mut counter_hz = NOMINAL_HZ;
     let mut rows = Vec::new();
     for &pass in passes {
-        let mut start_ms = PCS_START_MS[pass.index()];
+        let mut start_ms = guess(PCS_START_MS, pass);
         let mut runs = Vec::new();
         for run in 1..=opts.runs {
             runner.progress.set_message(format!("{} run {run}/{}", pass.label(), opts.runs));
@@ -901,7 +824,7 @@ fn measure_pcs(runner: &mut Runner, opts: &PcsOptions, passes: &[Pass]) -> Resul
             counter_hz = trace.counter_hz;
             let from = ms_ticks(start_ms, counter_hz);
             let to = from + ms_ticks(PCS_COUNT_MS, counter_hz);
-            let switches = switches(&slots::slot_runs(meta, trace), CYCLIC_CPU, from, to)
+            let switches = switches(&slots::slot_runs(meta, trace), CYCLIC_CPU as usize, from, to)
                 .with_context(|| format!("no slot entered in the window; see {}", boot.dir.display()))?;
             runs.push(PcsRun { start_ms, switches, counts: [boot.count("a")?, boot.count("b")?] });
             runner.progress.inc(1);
@@ -939,7 +862,7 @@ pub fn slots(opts: &SlotsOptions) -> Result<SlotsReport> {
     runner.finish();
     let (counter_hz, rows) = measured?;
     let report = SlotsReport::new(opts.runs, counter_hz, &profile, rows);
-    write_reports(&bench::report_dir(SLOTS_NAME), &report.markdown(), serde_json::to_string_pretty(&report)?)?;
+    write_reports(SLOTS_NAME, report.markdown(), &report)?;
     Ok(report)
 }
 
@@ -949,10 +872,10 @@ fn measure_slots(
     passes: &[Pass],
     profile: &PlatformProfile,
 ) -> Result<(u64, Vec<SlotsRow>)> {
-    let mut counter_hz = bench::NOMINAL_HZ;
+    let mut counter_hz = NOMINAL_HZ;
     let mut rows = Vec::new();
     for &pass in passes {
-        let mut start_ms = SLOTS_START_MS[pass.index()];
+        let mut start_ms = guess(SLOTS_START_MS, pass);
         for &duration in &opts.durations_ms {
             let window = count_ms(duration);
             let mut runs = Vec::new();
@@ -960,11 +883,11 @@ fn measure_slots(
                 runner.progress.set_message(format!("{} D={duration} ms run {run}/{}", pass.label(), opts.runs));
                 let variant = format!("{}-{duration}ms", pass.mode.name());
                 let guest = runner.guest.clone();
-                let reference = pass.reference();
+                let r_counts = reference(pass);
                 let boot = runner.counted(SLOTS_NAME, &variant, &mut start_ms, pass.shift, |start| {
-                    slots_config(duration, reference, &counting_bootargs(window, start), &guest)
+                    slots_config(duration, r_counts, &counting_bootargs(window, start), &guest)
                 })?;
-                let r = match reference {
+                let r = match r_counts {
                     Reference::Beside => boot.count("r")?,
                     Reference::Alone => {
                         // Its own window start: it must not move the measured boots' one.
@@ -980,7 +903,8 @@ fn measure_slots(
                     Some((meta, trace)) => {
                         counter_hz = trace.counter_hz;
                         let from = ms_ticks(start_ms, counter_hz);
-                        switches(&slots::slot_runs(meta, trace), CYCLIC_CPU, from, from + ms_ticks(window, counter_hz))
+                        let to = from + ms_ticks(window, counter_hz);
+                        switches(&slots::slot_runs(meta, trace), CYCLIC_CPU as usize, from, to)
                     }
                     None => None,
                 };

@@ -8,18 +8,22 @@
 //! Ker-ONE's anchor: a hypercall round trip of 0.20 µs on average on a
 //! 667 MHz Cortex-A9, about 133 cycles.
 
-use crate::bench::{self, median, Mode};
-use crate::bench_rtos::results_dir;
-use crate::bench_sched::today;
-use crate::build::{self, BuildOutput};
+use super::qemu;
+use super::report::{self, today, Column, Table};
+use super::stats::median;
+use super::{Mode, Pass, NOMINAL_HZ};
+use crate::build::BuildOutput;
+use crate::config::raw::{RawChannel, RawConfig, RawPartition};
 use crate::config::Config;
 use crate::guests;
-use crate::run::{self, Ending, RunOptions};
+use crate::paths;
+use crate::run::RunOptions;
 use anyhow::{bail, Context, Result};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-pub const NAME: &str = "bench-ipc";
+/// `<out>/bench/<name>/` gets the report and the boots' logs.
+pub const DEFAULT_NAME: &str = "ipc";
 pub const DEFAULT_RUNS: u32 = 3;
 pub const DEFAULT_COUNT: u32 = 1000;
 pub const DEFAULT_SHIFT: u32 = 4;
@@ -39,6 +43,7 @@ pub struct Options {
     pub runs: u32,
     pub count: u32,
     pub shift: u32,
+    pub name: String,
 }
 
 /// One `ipc-bench: <what> n <n> min <a> mean <b> max <c> counts` line.
@@ -64,37 +69,27 @@ pub fn parse(log: &str) -> Vec<(String, Line)> {
         .collect()
 }
 
-/// `bench` alone on pCPU 1, which is then exclusive: the hypercall alone.
-pub fn alone_text(count: u32, guest: &Path) -> String {
-    format!(
-        "[platform]\ncpus = 2\n\n[[partition]]\nname = \"bench\"\ncpus = [1]\n\
-         bootargs = \"ipc-bench=bench ipc_n={count} ticks=1 period_ms=1\"\n\
-         [[partition.memory]]\nbase = 0x40000000\nsize = \"16M\"\n[[partition.image]]\npath = \"{}\"\n",
-        guest.display()
-    )
+fn partition(name: &str, bootargs: &str, guest: &Path) -> RawPartition {
+    qemu::partition(name, &[1], bootargs, guest)
 }
 
-/// The configuration: `bench` above `echo` on pCPU 1, requests and
-/// answers as queuing ports, a shared window with a doorbell at `bench`.
-pub fn config_text(count: u32, guest: &Path) -> String {
-    let partition = |name: &str, priority: u32, args: &str| {
-        format!(
-            "[[partition]]\nname = \"{name}\"\ncpus = [1]\npriority = {priority}\nbootargs = \"{args} ticks=1 period_ms=1\"\n\
-             [[partition.memory]]\nbase = 0x40000000\nsize = \"16M\"\n\
-             [[partition.image]]\npath = \"{}\"\n\n",
-            guest.display()
-        )
-    };
-    let bench_args = format!("ipc-bench=bench ipc_n={count} doorbell={BELL_INTID}");
-    format!(
-        "[platform]\ncpus = 2\n\n{}{}\
-         [[channel]]\nname = \"request\"\nkind = \"queuing\"\nsource = \"bench\"\ndestination = \"echo\"\nmax_message = 16\ndepth = 4\n\n\
-         [[channel]]\nname = \"answer\"\nkind = \"queuing\"\nsource = \"echo\"\ndestination = \"bench\"\nmax_message = 16\ndepth = 4\n\n\
-         [[channel]]\nname = \"bell\"\nkind = \"shared-memory\"\npartitions = [\"bench\", \"echo\"]\nsize = \"4K\"\n\
-         base = 0x50000000\ndoorbell_intid = {BELL_INTID}\n",
-        partition("bench", 200, &bench_args),
-        partition("echo", 100, "ipc-bench=echo"),
-    )
+/// `bench` alone on pCPU 1, which is then exclusive: the hypercall alone.
+pub fn alone_config(count: u32, guest: &Path) -> RawConfig {
+    let bench = partition("bench", &format!("ipc-bench=bench ipc_n={count} ticks=1 period_ms=1"), guest);
+    RawConfig::new().cpus(2).partition(bench)
+}
+
+/// `bench` above `echo` on pCPU 1, requests and answers as queuing ports,
+/// a shared window with a doorbell at `bench`.
+pub fn config(count: u32, guest: &Path) -> RawConfig {
+    let bench_args = format!("ipc-bench=bench ipc_n={count} doorbell={BELL_INTID} ticks=1 period_ms=1");
+    RawConfig::new()
+        .cpus(2)
+        .partition(partition("bench", &bench_args, guest).priority(200))
+        .partition(partition("echo", "ipc-bench=echo ticks=1 period_ms=1", guest).priority(100))
+        .channel(RawChannel::queuing("request", "bench", "echo", 16, 4))
+        .channel(RawChannel::queuing("answer", "echo", "bench", 16, 4))
+        .channel(RawChannel::shared_memory("bell", &["bench", "echo"], 0x5000_0000, 4096).doorbell(BELL_INTID))
 }
 
 /// Each measure by name.
@@ -108,42 +103,30 @@ pub struct Report {
     pub passes: Vec<(Mode, Option<u32>, Measures)>,
 }
 
-pub fn ipc(opts: &Options) -> Result<Report> {
-    guests::build_all()?;
-    let hypervisor = build::build_hypervisor(&build::repo_root())?;
-    let guest = guests::output_dir(&build::repo_root()).join("test-guest.elf");
-    let shared = bench::assemble_generated(NAME, "shared", &config_text(opts.count, &guest), &hypervisor)?;
-    let alone = bench::assemble_generated(NAME, "alone", &alone_text(opts.count, &guest), &hypervisor)?;
+pub fn run(opts: &Options) -> Result<Report> {
+    let hypervisor = qemu::prepare()?;
+    let guest = guests::image("test-guest.elf");
+    let shared = qemu::generated(&opts.name, "shared", &config(opts.count, &guest), &hypervisor)?;
+    let alone = qemu::generated(&opts.name, "alone", &alone_config(opts.count, &guest), &hypervisor)?;
     let mut passes = Vec::new();
-    for (mode, shift) in [(Mode::Wall, None), (Mode::Icount, Some(opts.shift))] {
+    for pass in [Pass::WALL, Pass::icount(opts.shift)] {
         let (mut runs, mut alone_runs) = (Vec::new(), Vec::new());
         for _ in 0..opts.runs {
-            runs.push(boot(&shared, shift, &MEASURES)?);
-            alone_runs.push(boot(&alone, shift, &ALONE)?);
+            runs.push(boot(&shared, pass.shift, &MEASURES)?);
+            alone_runs.push(boot(&alone, pass.shift, &ALONE)?);
         }
         let mut lines = medians(&runs, &MEASURES);
         let alone = medians(&alone_runs, &ALONE);
         lines.extend(alone.into_iter().map(|(what, line)| (format!("{what} alone"), line)));
-        passes.push((mode, shift, lines));
+        passes.push((pass.mode, pass.shift, lines));
     }
-    Ok(Report { counter_hz: bench::NOMINAL_HZ, count: opts.count, runs: opts.runs, passes })
+    Ok(Report { counter_hz: NOMINAL_HZ, count: opts.count, runs: opts.runs, passes })
 }
 
-fn boot(
-    (config, output): &(Config, BuildOutput),
-    icount: Option<u32>,
-    measures: &[&str],
-) -> Result<Vec<(String, Line)>> {
+fn boot((config, output): &(Config, BuildOutput), icount: Option<u32>, measures: &[&str]) -> Result<Measures> {
     let opts = RunOptions { seconds: Some(RUN_LIMIT_S), icount, ..RunOptions::default() };
-    let report = run::run(output, &config.system, &opts)?;
-    let dir = output.out_dir.display();
-    match report.ending {
-        Ending::Exited(status) if status.success() => {}
-        Ending::Exited(status) => bail!("QEMU failed ({status}); logs in {dir}"),
-        Ending::TimedOut => bail!("the machine still ran after {RUN_LIMIT_S} s; logs in {dir}"),
-        Ending::Interrupted => bail!("interrupted"),
-    }
-    let path: &PathBuf = &report.partition_logs[0];
+    let report = qemu::to_power_off(output, &config.system, &opts, false)?;
+    let path = &report.partition_logs[0];
     let log = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let lines = parse(&log);
     if !log.contains("ipc-bench: done") || lines.len() != measures.len() {
@@ -165,6 +148,14 @@ fn medians(runs: &[Vec<(String, Line)>], measures: &[&str]) -> Vec<(String, Line
         })
         .collect()
 }
+
+const COLUMNS: [Column; 5] = [
+    Column::left("measure", "measure", 12),
+    Column::right("icount", "icount mean (instr.)", 8),
+    Column::right("range", "icount min..max", 12),
+    Column::right("wall µs", "wall mean (µs)", 8),
+    Column::right("range µs", "wall min..max (µs)", 12),
+];
 
 impl Report {
     fn get(&self, mode: Mode, what: &str) -> Option<Line> {
@@ -195,23 +186,22 @@ impl Report {
             self.runs,
             self.count
         );
-        out += "| measure | icount mean (instr.) | icount min..max | wall mean (µs) | wall min..max (µs) |\n|---|--:|--:|--:|--:|\n";
+        let mut table = Table::new(&COLUMNS);
         let rows = MEASURES.iter().map(|m| m.to_string()).chain(ALONE.iter().map(|m| format!("{m} alone")));
         for what in rows {
             let what = what.as_str();
             let (Some(i), Some(w)) = (self.get(Mode::Icount, what), self.get(Mode::Wall, what)) else { continue };
             let net_i = self.net(Mode::Icount, what).unwrap_or(i.mean);
             let net_w = self.net(Mode::Wall, what).unwrap_or(w.mean);
-            let _ = writeln!(
-                out,
-                "| {what} | {net_i} | {}..{} | {:.2} | {:.2}..{:.2} |",
-                i.min,
-                i.max,
-                self.us(net_w),
-                self.us(w.min),
-                self.us(w.max)
-            );
+            table.row(vec![
+                what.to_string(),
+                net_i.to_string(),
+                format!("{}..{}", i.min, i.max),
+                format!("{:.2}", self.us(net_w)),
+                format!("{:.2}..{:.2}", self.us(w.min), self.us(w.max)),
+            ]);
         }
+        out += &table.markdown();
         if let (Some(shared), Some(alone)) =
             (self.net(Mode::Icount, "hypercall"), self.net(Mode::Icount, "hypercall alone"))
         {
@@ -243,13 +233,11 @@ impl Report {
     }
 }
 
-/// Writes `bench/results/ipc-<date>.md`.
-pub fn write(report: &Report) -> Result<PathBuf> {
-    let dir = results_dir();
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let path = dir.join(format!("ipc-{}.md", today()));
-    std::fs::write(&path, report.markdown()).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(path)
+/// Writes `<out>/bench/<name>/ipc-<date>.md`.
+pub fn write(report: &Report, name: &str) -> Result<PathBuf> {
+    let files = [(format!("ipc-{}.md", today()), report.markdown())];
+    let written = report::write(&paths::bench_out(name), &files)?;
+    Ok(written.into_iter().next().expect("one file was written"))
 }
 
 #[cfg(test)]
@@ -265,8 +253,10 @@ mod tests {
 
     #[test]
     fn the_configuration_rings_the_bench_partitions_doorbell() {
-        let text = config_text(10, Path::new("guest.elf"));
-        assert!(text.contains("doorbell_intid = 48") && text.contains("doorbell=48"), "{text}");
-        assert_eq!(text.matches("[[channel]]").count(), 3);
+        let config = config(10, Path::new("guest.elf"));
+        let bell = config.channel.iter().find(|c| c.name == "bell").expect("a bell channel");
+        assert_eq!(bell.doorbell_intid, Some(48));
+        assert!(config.partition[0].bootargs.as_deref().is_some_and(|args| args.contains("doorbell=48")));
+        assert_eq!(config.channel.len(), 3);
     }
 }

@@ -5,7 +5,7 @@
 //! counter ticks late the pCPU saw the slot begin, so the planned start is
 //! `time - lateness` and the plan in the trace description gives the end.
 
-use crate::trace::{vcpu_intervals, Clock, Interval, TraceMeta};
+use super::{vcpu_intervals, Clock, Interval, TraceMeta};
 use partita_core::config::model::{Plan, Slot};
 use partita_core::trace::{Kind, Trace};
 

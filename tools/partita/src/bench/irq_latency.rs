@@ -1,0 +1,403 @@
+//! `partita bench irq-latency`: virtual-timer interrupt latency of the test
+//! guest's `irq-bench` mode, natively and under Partita, reported rather
+//! than asserted.
+//!
+//! Every run boots QEMU afresh and is stopped as soon as the measured guest
+//! has printed its `irq-bench hist:` line. That matters for the shared
+//! setup, whose low-criticality partition spins for ten minutes and so
+//! would never let the machine power off by itself.
+
+use super::qemu::{self, Until};
+use super::report::{self, Column, Table};
+use super::stats::median;
+use super::{progress_bar, Mode, Pass, NOMINAL_HZ};
+use crate::build::BuildOutput;
+use crate::config::raw::{RawConfig, RawCriticality};
+use crate::config::Config;
+use crate::guests;
+use crate::paths;
+use crate::run::{self, RunOptions, Source};
+use anyhow::{bail, ensure, Context, Result};
+use indicatif::ProgressBar;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+pub const DEFAULT_RUNS: u32 = 3;
+pub const DEFAULT_SAMPLES: u32 = 10_000;
+/// The test guest keeps at most this many samples.
+pub const MAX_SAMPLES: u32 = 16_384;
+/// `<out>/bench/<name>/` gets the reports, `target/bench/<name>-*.toml` the configurations.
+pub const DEFAULT_NAME: &str = "irq-latency";
+/// A boot takes well under a second; this only catches a hung one.
+const RUN_LIMIT: Duration = Duration::from_secs(60);
+const LAST_LINE: &str = "irq-bench hist:";
+/// The partition that is measured under Partita.
+const MEASURED: &str = "rt";
+/// What `gpos` does on the shared core: spin with interrupts masked for ten
+/// minutes, far longer than any run.
+const HOG_BOOTARGS: &str = "mask-spin=600000 ticks=1";
+
+/// What to run; [`Options::default`] is what the command line does without flags.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub runs: u32,
+    pub samples: u32,
+    /// Adds a pass with `-icount shift=N` after the wall-clock one.
+    pub icount: Option<u32>,
+    pub name: String,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self { runs: DEFAULT_RUNS, samples: DEFAULT_SAMPLES, icount: None, name: DEFAULT_NAME.to_string() }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Setup {
+    /// QEMU alone, the guest at EL1.
+    Native,
+    /// Partita, `rt` alone on an exclusive pCPU.
+    Exclusive,
+    /// Partita, `rt` sharing its pCPU with a busy low-criticality `gpos`.
+    Shared,
+}
+
+impl Setup {
+    pub const ALL: [Setup; 3] = [Setup::Native, Setup::Exclusive, Setup::Shared];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Setup::Native => "native",
+            Setup::Exclusive => "exclusive",
+            Setup::Shared => "shared",
+        }
+    }
+}
+
+/// What the guest printed in one run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    pub n: u64,
+    pub min: u64,
+    pub mean: u64,
+    pub max: u64,
+    pub missed: u64,
+    pub hist: Vec<u64>,
+    pub counter_hz: u64,
+}
+
+/// One setup in one mode. Each statistic is the median of that statistic
+/// over the runs, so one disturbed run cannot move it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub mode: Mode,
+    pub setup: Setup,
+    pub min_ticks: f64,
+    pub mean_ticks: f64,
+    pub max_ticks: f64,
+    pub min_us: f64,
+    pub mean_us: f64,
+    pub max_us: f64,
+    /// `None` when the native mean is 0, as it can be under icount.
+    pub mean_over_native: Option<f64>,
+    pub runs: Vec<Sample>,
+}
+
+/// `report.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub benchmark: String,
+    pub runs: u32,
+    pub samples: u32,
+    pub counter_hz: u64,
+    pub icount_shift: Option<u32>,
+    /// Counter ticks per guest instruction under icount: 1 with shift 4 at 62.5 MHz.
+    pub ticks_per_instruction: Option<f64>,
+    pub rows: Vec<Row>,
+}
+
+/// Runs every setup in every mode, writes `<out>/bench/<name>/report.md`
+/// and `report.json`, and returns the report.
+pub fn run(opts: &Options) -> Result<Report> {
+    ensure!(opts.runs >= 1, "--runs must be at least 1");
+    ensure!((1..=MAX_SAMPLES).contains(&opts.samples), "--samples must be 1 to {MAX_SAMPLES}");
+    let hypervisor = qemu::prepare()?;
+    let passes = Pass::with_icount(opts.icount);
+    let progress = progress_bar(passes.len() * Setup::ALL.len() * opts.runs as usize);
+    let measured = measure_all(opts, &passes, &hypervisor, &progress);
+    // A failed run must not leave a half-drawn bar above its error.
+    progress.finish_and_clear();
+    let report = summarize(opts, measured?)?;
+    let files = [("report.md".to_string(), report.markdown()), ("report.json".to_string(), report::json(&report)?)];
+    report::write(&paths::bench_out(&opts.name), &files)?;
+    Ok(report)
+}
+
+type Measured = Vec<(Mode, Setup, Vec<Sample>)>;
+
+fn measure_all(opts: &Options, passes: &[Pass], hypervisor: &Path, progress: &ProgressBar) -> Result<Measured> {
+    let mut measured = Vec::new();
+    for &pass in passes {
+        for setup in Setup::ALL {
+            let target = Target::prepare(opts, setup, pass.mode, hypervisor)?;
+            let samples = (1..=opts.runs).map(|run| {
+                progress.set_message(format!("{} {} run {run}/{}", pass.label(), setup.name(), opts.runs));
+                let sample = target.measure(pass.shift);
+                progress.inc(1);
+                sample
+            });
+            measured.push((pass.mode, setup, samples.collect::<Result<Vec<_>>>()?));
+        }
+    }
+    Ok(measured)
+}
+
+/// Both the native guest and `rt` take these. The one periodic tick is
+/// there for its `cntfrq` line, the only place the guest prints the counter
+/// frequency; `ticks=1 period_ms=1` ends the guest soon after the benchmark
+/// should the run not be stopped at its last line.
+fn bootargs(samples: u32) -> String {
+    format!("timer_hz=1000 timer_ticks=1 irq-bench={samples} ticks=1 period_ms=1")
+}
+
+/// A bootable setup: QEMU's command line, the consoles, and where the logs go.
+struct Target {
+    setup: Setup,
+    dir: PathBuf,
+    partita: Option<(Config, BuildOutput)>,
+    samples: u32,
+}
+
+impl Target {
+    fn prepare(opts: &Options, setup: Setup, mode: Mode, hypervisor: &Path) -> Result<Self> {
+        let variant = format!("{}-{}", mode.name(), setup.name());
+        let dir = paths::bench_out(&opts.name).join(&variant);
+        let partita = match setup {
+            Setup::Native => None,
+            _ => {
+                let config = config(setup, &bootargs(opts.samples), &guests::image("test-guest.elf"));
+                Some(qemu::generated(&opts.name, &variant, &config, hypervisor)?)
+            }
+        };
+        Ok(Self { setup, dir, partita, samples: opts.samples })
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.partita
+            .as_ref()
+            .map_or_else(Vec::new, |(c, _)| c.system.partitions.iter().map(|p| p.name.clone()).collect())
+    }
+
+    /// The same flags `partita run` gives QEMU; natively without EL2 and
+    /// with one CPU: the guest needs no more.
+    fn command(&self, icount: Option<u32>) -> Command {
+        match &self.partita {
+            Some((config, output)) => {
+                run::qemu_command(output, &config.system, &RunOptions { icount, ..RunOptions::default() })
+            }
+            None => {
+                let guest = guests::image("test-guest.bin");
+                qemu::native_command(&guest, false, 1, &bootargs(self.samples), icount)
+            }
+        }
+    }
+
+    /// Boots, and stops QEMU at the measured guest's last line rather than
+    /// leaving it to power off.
+    fn measure(&self, icount: Option<u32>) -> Result<Sample> {
+        let names = self.names();
+        // Natively every line is the guest's, and the splitter files untagged lines as Partita's.
+        let watched = match names.iter().position(|n| n == MEASURED) {
+            Some(index) => Source::Partition(index),
+            None => Source::Hypervisor,
+        };
+        let until = Until { line: LAST_LINE, is_it: |said| said.starts_with(LAST_LINE) };
+        let context = || format!("{} setup, logs in {}", self.setup.name(), self.dir.display());
+        let followed =
+            qemu::follow(self.command(icount), &names, watched, &self.dir, until, RUN_LIMIT).with_context(context)?;
+        if let Some(failure) = followed.failure {
+            return Err(anyhow::anyhow!(failure)).with_context(context);
+        }
+        let text = followed.text;
+        parse_sample(&text).with_context(|| format!("{} setup: {text}", self.setup.name()))
+    }
+}
+
+/// Two pCPUs, Partita's own and `rt`'s, so that QEMU's threads do not
+/// outnumber a small host's cores.
+pub fn config(setup: Setup, bootargs: &str, guest: &Path) -> RawConfig {
+    let partition =
+        |name: &str, criticality, bootargs: &str| qemu::partition(name, &[1], bootargs, guest).criticality(criticality);
+    let rt = partition(MEASURED, RawCriticality::High, bootargs);
+    let machine = RawConfig::new().cpus(2);
+    match setup {
+        Setup::Exclusive => machine.partition(rt.exclusive()),
+        Setup::Shared => machine.partition(rt).partition(partition("gpos", RawCriticality::Low, HOG_BOOTARGS)),
+        Setup::Native => machine,
+    }
+}
+
+/// Reads the guest's `irq-bench:`, `irq-bench hist:`, `irq-bench: <m> missed`
+/// and `timer latency: ... (cntfrq <f>)` lines.
+pub fn parse_sample(text: &str) -> Result<Sample> {
+    let numbers = |prefix: &str| -> Option<Vec<u64>> {
+        let line = text.lines().find(|l| l.starts_with(prefix))?;
+        line[prefix.len()..]
+            .split(|c: char| !c.is_ascii_digit())
+            .filter(|w| !w.is_empty())
+            .map(|w| w.parse().ok())
+            .collect()
+    };
+    let Some(&[n, min, mean, max]) = numbers("irq-bench: n ").as_deref() else {
+        bail!("no `irq-bench: n <n> min <a> mean <b> max <c> counts` line");
+    };
+    let hist = numbers(LAST_LINE).context("no `irq-bench hist:` line")?;
+    let missed = text.lines().find_map(|l| l.strip_prefix("irq-bench: ")?.strip_suffix(" missed")?.parse().ok());
+    let counter_hz = numbers("timer latency: ").and_then(|v| v.last().copied()).unwrap_or(NOMINAL_HZ);
+    ensure!(n > 0 && min <= mean && mean <= max, "the statistics do not add up");
+    Ok(Sample { n, min, mean, max, missed: missed.unwrap_or(0), hist, counter_hz })
+}
+
+fn summarize(opts: &Options, measured: Measured) -> Result<Report> {
+    let counter_hz = measured.first().and_then(|(_, _, s)| s.first()).map_or(NOMINAL_HZ, |s| s.counter_hz);
+    ensure!(
+        measured.iter().flat_map(|(_, _, s)| s).all(|s| s.counter_hz == counter_hz),
+        "the guests reported different counter frequencies"
+    );
+    let mut rows: Vec<Row> =
+        measured.into_iter().map(|(mode, setup, runs)| row(mode, setup, runs, counter_hz)).collect();
+    let native: Vec<(Mode, f64)> =
+        rows.iter().filter(|r| r.setup == Setup::Native).map(|r| (r.mode, r.mean_ticks)).collect();
+    for row in &mut rows {
+        let base = native.iter().find(|(mode, _)| *mode == row.mode).map_or(0.0, |(_, mean)| *mean);
+        row.mean_over_native = (base > 0.0).then(|| row.mean_ticks / base);
+    }
+    let ticks_per_instruction = opts.icount.map(|shift| (1u64 << shift) as f64 * counter_hz as f64 / 1e9);
+    Ok(Report {
+        benchmark: "irq-latency".to_string(),
+        runs: opts.runs,
+        samples: opts.samples,
+        counter_hz,
+        icount_shift: opts.icount,
+        ticks_per_instruction,
+        rows,
+    })
+}
+
+fn row(mode: Mode, setup: Setup, runs: Vec<Sample>, counter_hz: u64) -> Row {
+    let median_of = |pick: fn(&Sample) -> u64| median(runs.iter().map(|s| pick(s) as f64).collect());
+    let (min, mean, max) = (median_of(|s| s.min), median_of(|s| s.mean), median_of(|s| s.max));
+    let us = |ticks: f64| ticks * 1e6 / counter_hz as f64;
+    Row {
+        mode,
+        setup,
+        min_ticks: min,
+        mean_ticks: mean,
+        max_ticks: max,
+        min_us: us(min),
+        mean_us: us(mean),
+        max_us: us(max),
+        mean_over_native: None,
+        runs,
+    }
+}
+
+/// The table's cells, at the terminal and in `report.md` alike.
+const COLUMNS: [Column; 9] = [
+    Column::left("mode", "mode", 10),
+    Column::left("setup", "setup", 10),
+    Column::right("min", "min (ticks)", 8),
+    Column::right("mean", "mean (ticks)", 9),
+    Column::right("max", "max (ticks)", 8),
+    Column::right("min µs", "min (µs)", 8),
+    Column::right("mean µs", "mean (µs)", 9),
+    Column::right("max µs", "max (µs)", 8),
+    Column::right("mean/native", "mean / native", 12),
+];
+
+impl Report {
+    fn mhz(&self) -> String {
+        format!("{} MHz", self.counter_hz as f64 / 1e6)
+    }
+
+    fn label(&self, row: &Row) -> String {
+        let shift = if row.mode == Mode::Icount { self.icount_shift } else { None };
+        Pass { mode: row.mode, shift }.label()
+    }
+
+    fn rows(&self) -> Table {
+        let mut table = Table::new(&COLUMNS);
+        for row in &self.rows {
+            table.row(vec![
+                self.label(row),
+                row.setup.name().to_string(),
+                format!("{:.0}", row.min_ticks),
+                format!("{:.0}", row.mean_ticks),
+                format!("{:.0}", row.max_ticks),
+                format!("{:.3}", row.min_us),
+                format!("{:.3}", row.mean_us),
+                format!("{:.3}", row.max_us),
+                report::ratio(row.mean_over_native),
+            ]);
+        }
+        table
+    }
+
+    /// What a counter tick means under icount, for the note under the tables.
+    fn icount_note(&self) -> Option<String> {
+        let (shift, per) = (self.icount_shift?, self.ticks_per_instruction?);
+        let what = if per == 1.0 {
+            "one counter tick is one guest instruction".to_string()
+        } else {
+            format!("one guest instruction is {per} counter ticks")
+        };
+        Some(format!("Under `-icount shift={shift}` guest time counts instructions: {what}."))
+    }
+
+    /// The terminal table.
+    pub fn table(&self) -> String {
+        let mut out = format!(
+            "irq-latency, counter ticks ({}); medians of {} runs x {} samples\n",
+            self.mhz(),
+            self.runs,
+            self.samples
+        );
+        out += &self.rows().terminal();
+        if let Some(note) = self.icount_note() {
+            out += &note.replace('`', "");
+            out.push('\n');
+        }
+        out
+    }
+
+    /// `report.md`.
+    pub fn markdown(&self) -> String {
+        let mut out = format!(
+            "# irq-latency\n\nVirtual-timer interrupt latency of the test guest's `irq-bench={}`: the counter \
+             read first thing in the IRQ vector minus the compare value that fired. Each number is the median \
+             over {} runs of that run's min, mean or max; the counter runs at {}.\n\n",
+            self.samples,
+            self.runs,
+            self.mhz()
+        );
+        out += &self.rows().markdown();
+        out += SETUPS;
+        if let Some(note) = self.icount_note() {
+            out += &format!("\n{note}\n");
+        }
+        out
+    }
+}
+
+const SETUPS: &str = "
+- native: QEMU alone, the guest at EL1.
+- exclusive: Partita, `rt` (high criticality, `exclusive = true`) alone on pCPU 1.
+- shared: Partita, `rt` (high) sharing pCPU 1 with `gpos` (low), which spins with interrupts masked. Partita
+  runs the most critical runnable vCPU and `irq-bench` spins rather than waits, so `gpos` gets the pCPU only
+  while `rt` waits (during its boot and its one periodic tick): this row measures the interrupt path of a
+  shared pCPU, not time-slicing.
+";

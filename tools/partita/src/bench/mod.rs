@@ -1,0 +1,84 @@
+//! `partita bench`: measurements reported, never asserted.
+//!
+//! The shared pieces come first: driving QEMU and following what a boot
+//! prints ([`qemu`]), statistics ([`stats`]), tables and report files
+//! ([`report`]). Then one module per benchmark; a benchmark uses the shared
+//! pieces and nothing of another benchmark's.
+//!
+//! Every benchmark writes its reports, and the logs of its boots, under one
+//! folder, `<out>/bench/<name>/` (see [`crate::paths::bench_out`]).
+
+pub mod ipc;
+pub mod irq_latency;
+pub mod pcs;
+pub mod qemu;
+pub mod ready_queue;
+pub mod report;
+pub mod rtos;
+pub mod stats;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// What QEMU virt's generic timer runs at, for cortex-a72.
+pub const NOMINAL_HZ: u64 = 62_500_000;
+
+/// How guest time runs in a pass.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// With the host's clock.
+    Wall,
+    /// Counting instructions (QEMU `-icount`).
+    Icount,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Wall => "wall",
+            Mode::Icount => "icount",
+        }
+    }
+}
+
+/// One pass of a benchmark: wall-clock, or `-icount shift=N`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pass {
+    pub mode: Mode,
+    pub shift: Option<u32>,
+}
+
+impl Pass {
+    pub const WALL: Pass = Pass { mode: Mode::Wall, shift: None };
+
+    pub fn icount(shift: u32) -> Self {
+        Pass { mode: Mode::Icount, shift: Some(shift) }
+    }
+
+    /// The wall-clock pass, then an `-icount` one if `icount` asks for it.
+    pub fn with_icount(icount: Option<u32>) -> Vec<Pass> {
+        let mut passes = vec![Pass::WALL];
+        passes.extend(icount.map(Pass::icount));
+        passes
+    }
+
+    /// `wall`, `icount 4`.
+    pub fn label(self) -> String {
+        match (self.mode, self.shift) {
+            (Mode::Icount, Some(shift)) => format!("icount {shift}"),
+            _ => self.mode.name().to_string(),
+        }
+    }
+}
+
+/// A bar over every QEMU boot a benchmark makes.
+pub fn progress_bar(total: usize) -> ProgressBar {
+    let bar = ProgressBar::new(total as u64);
+    if let Ok(style) = ProgressStyle::with_template("{bar:30} {pos}/{len} QEMU runs: {msg} ({elapsed})") {
+        bar.set_style(style);
+    }
+    bar.enable_steady_tick(Duration::from_millis(100));
+    bar
+}

@@ -1,0 +1,357 @@
+//! Configurations built in code: the benchmarks' setups and the QEMU tests'
+//! machines. They are [`RawConfig`]s put together with these builders and
+//! written as TOML, so they pass the same loader and checks as a user's file
+//! and can be rerun by hand with `partita run`.
+
+use super::raw::*;
+use anyhow::{Context, Result};
+use std::path::Path;
+
+impl RawConfig {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// `platform.cpus`: the pCPUs QEMU gets.
+    pub fn cpus(mut self, cpus: u32) -> Self {
+        self.platform.cpus = Some(cpus);
+        self
+    }
+
+    pub fn quantum_us(mut self, quantum_us: u32) -> Self {
+        self.hypervisor.quantum_us = Some(quantum_us);
+        self
+    }
+
+    /// Turns tracing on with `events_per_cpu` events in each pCPU's ring.
+    pub fn trace(mut self, events_per_cpu: u32) -> Self {
+        self.trace = RawTrace { enabled: Some(true), events_per_cpu: Some(events_per_cpu) };
+        self
+    }
+
+    pub fn partition(mut self, partition: RawPartition) -> Self {
+        self.partition.push(partition);
+        self
+    }
+
+    pub fn partitions(mut self, partitions: impl IntoIterator<Item = RawPartition>) -> Self {
+        self.partition.extend(partitions);
+        self
+    }
+
+    pub fn channel(mut self, channel: RawChannel) -> Self {
+        self.channel.push(channel);
+        self
+    }
+
+    pub fn plan(mut self, plan: RawPlan) -> Self {
+        self.plan.push(plan);
+        self
+    }
+
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).expect("a configuration is plain data: strings, numbers and tables")
+    }
+
+    /// Writes the TOML to `path`, creating its folder.
+    pub fn write(&self, path: &Path) -> Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        std::fs::write(path, self.to_toml()).with_context(|| format!("cannot write {}", path.display()))
+    }
+}
+
+impl RawPartition {
+    /// A partition with one vCPU per entry of `cpus`, pinned there.
+    pub fn new(name: &str, cpus: &[u32]) -> Self {
+        Self { name: name.to_string(), cpus: cpus.to_vec(), ..Self::default() }
+    }
+
+    pub fn bootargs(mut self, bootargs: &str) -> Self {
+        self.bootargs = Some(bootargs.to_string());
+        self
+    }
+
+    pub fn criticality(mut self, criticality: RawCriticality) -> Self {
+        self.criticality = Some(criticality);
+        self
+    }
+
+    pub fn priority(mut self, priority: u8) -> Self {
+        self.priority = Some(priority);
+        self
+    }
+
+    pub fn exclusive(mut self) -> Self {
+        self.exclusive = Some(true);
+        self
+    }
+
+    pub fn rights(mut self, rights: &[RawRight]) -> Self {
+        self.rights = Some(rights.to_vec());
+        self
+    }
+
+    /// vCPU `vcpu` may move to the pCPUs `to`.
+    pub fn migrate(mut self, vcpu: u32, to: &[u32]) -> Self {
+        self.migrate.push(RawMigration { vcpu, to: to.to_vec() });
+        self
+    }
+
+    pub fn budget(mut self, time_us: u64, period_us: u64) -> Self {
+        self.budget = Some(RawBudget { time: Micros(time_us), period: Micros(period_us) });
+        self
+    }
+
+    pub fn health(mut self, health: RawHealth) -> Self {
+        self.health = Some(health);
+        self
+    }
+
+    pub fn watchdog_us(mut self, period_us: u64) -> Self {
+        self.watchdog = Some(Micros(period_us));
+        self
+    }
+
+    /// RAM of `size` bytes at guest-physical `base`, placed by the allocator.
+    pub fn memory(self, base: u64, size: u64) -> Self {
+        self.region(RawMemory::new(base, size))
+    }
+
+    pub fn region(mut self, region: RawMemory) -> Self {
+        self.memory.push(region);
+        self
+    }
+
+    /// An ELF image, loaded by its program headers.
+    pub fn elf(mut self, path: &Path) -> Self {
+        self.image.push(RawImage { path: path.display().to_string(), format: None, load: None });
+        self
+    }
+
+    /// A raw image copied to `load`.
+    pub fn raw_image(mut self, path: &Path, load: u64) -> Self {
+        let path = path.display().to_string();
+        self.image.push(RawImage { path, format: Some(RawFormat::Raw), load: Some(load) });
+        self
+    }
+
+    pub fn device(mut self, device: RawDevice) -> Self {
+        self.device.push(device);
+        self
+    }
+}
+
+impl RawMemory {
+    pub fn new(base: u64, size: u64) -> Self {
+        Self { base, size: Size(size), phys: None, perms: None, identity: None }
+    }
+
+    /// Pins the region at host-physical `phys`.
+    pub fn phys(mut self, phys: u64) -> Self {
+        self.phys = Some(phys);
+        self
+    }
+
+    /// Guest-physical equals host-physical.
+    pub fn identity(mut self) -> Self {
+        self.identity = Some(true);
+        self
+    }
+
+    /// `letters` as in a file: `"rw"`, `"rx"`; panics on others, which are
+    /// a mistake in the code that builds the configuration.
+    pub fn perms(mut self, letters: &str) -> Self {
+        self.perms = Some(Perms::from_letters(letters).unwrap_or_else(|| panic!("bad permissions {letters:?}")));
+        self
+    }
+}
+
+impl RawDevice {
+    pub fn new(name: &str, base: u64, size: u64, compatible: &[&str]) -> Self {
+        Self {
+            name: name.to_string(),
+            base,
+            phys: None,
+            size: Size(size),
+            interrupts: Vec::new(),
+            compatible: strings(compatible),
+        }
+    }
+
+    /// SPIs routed to vCPU 0.
+    pub fn interrupts(mut self, intids: &[u32]) -> Self {
+        self.interrupts.extend(intids.iter().map(|&intid| RawInterrupt::Bare(intid)));
+        self
+    }
+}
+
+impl RawChannel {
+    fn of(name: &str, kind: RawChannelKind) -> Self {
+        Self {
+            name: name.to_string(),
+            kind,
+            source: None,
+            destinations: None,
+            destination: None,
+            max_message: None,
+            refresh: None,
+            depth: None,
+            partitions: None,
+            base: None,
+            phys: None,
+            size: None,
+            read_only: None,
+            doorbell_intid: None,
+        }
+    }
+
+    /// A queuing port from `source` to `destination`.
+    pub fn queuing(name: &str, source: &str, destination: &str, max_message: u64, depth: u32) -> Self {
+        Self {
+            source: Some(source.to_string()),
+            destination: Some(destination.to_string()),
+            max_message: Some(Size(max_message)),
+            depth: Some(depth),
+            ..Self::of(name, RawChannelKind::Queuing)
+        }
+    }
+
+    /// A sampling port from `source` to every one of `destinations`.
+    pub fn sampling(name: &str, source: &str, destinations: &[&str], max_message: u64, refresh_us: u64) -> Self {
+        Self {
+            source: Some(source.to_string()),
+            destinations: Some(strings(destinations)),
+            max_message: Some(Size(max_message)),
+            refresh: Some(Micros(refresh_us)),
+            ..Self::of(name, RawChannelKind::Sampling)
+        }
+    }
+
+    /// A window of `size` bytes at guest-physical `base` in each of `partitions`.
+    pub fn shared_memory(name: &str, partitions: &[&str], base: u64, size: u64) -> Self {
+        Self {
+            partitions: Some(strings(partitions)),
+            base: Some(base),
+            size: Some(Size(size)),
+            ..Self::of(name, RawChannelKind::SharedMemory)
+        }
+    }
+
+    pub fn doorbell(mut self, intid: u32) -> Self {
+        self.doorbell_intid = Some(intid);
+        self
+    }
+
+    pub fn read_only(mut self, partitions: &[&str]) -> Self {
+        self.read_only = Some(strings(partitions));
+        self
+    }
+}
+
+impl RawPlan {
+    pub fn new(name: &str) -> Self {
+        Self { name: name.to_string(), core: Vec::new() }
+    }
+
+    pub fn core(mut self, core: RawCore) -> Self {
+        self.core.push(core);
+        self
+    }
+}
+
+impl RawCore {
+    pub fn new(cpu: u32, major_frame_us: u64) -> Self {
+        Self { cpu, major_frame_us: Micros(major_frame_us), slot: Vec::new() }
+    }
+
+    /// `partition`'s vCPU `vcpu` runs from `start_us` for `duration_us` of each frame.
+    pub fn slot(mut self, partition: &str, vcpu: u32, start_us: u64, duration_us: u64) -> Self {
+        self.slot.push(RawSlot {
+            partition: partition.to_string(),
+            vcpu: Some(vcpu),
+            start_us: Micros(start_us),
+            duration_us: Micros(duration_us),
+        });
+        self
+    }
+}
+
+fn strings(names: &[&str]) -> Vec<String> {
+    names.iter().map(|name| name.to_string()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::load_str;
+    use std::path::PathBuf;
+
+    fn image() -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("partita-generate-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("guest.bin");
+        std::fs::write(&path, [0u8; 16]).unwrap();
+        path
+    }
+
+    #[test]
+    fn every_builder_writes_what_the_loader_reads() {
+        let image = image();
+        let text = RawConfig::new()
+            .cpus(4)
+            .quantum_us(2000)
+            .trace(1024)
+            .partition(
+                RawPartition::new("a", &[1])
+                    .bootargs("x=1")
+                    .criticality(RawCriticality::High)
+                    .priority(200)
+                    .rights(&[RawRight::ReadHmLog])
+                    .budget(3000, 10_000)
+                    .health(RawHealth { stage2_fault: Some(RawAction::Log), ..RawHealth::default() })
+                    .watchdog_us(100_000)
+                    .memory(0x4000_0000, 16 << 20)
+                    .region(RawMemory::new(0x4800_0000, 2 << 20).identity().perms("rw"))
+                    .raw_image(&image, 0x4000_0000)
+                    .device(
+                        RawDevice::new("rtc", 0x0901_0000, 0x1000, &["arm,pl031", "arm,primecell"]).interrupts(&[34]),
+                    ),
+            )
+            .partition(
+                RawPartition::new("b", &[1, 2])
+                    .migrate(0, &[2])
+                    .memory(0x4000_0000, 16 << 20)
+                    .raw_image(&image, 0x4000_0000),
+            )
+            .channel(RawChannel::queuing("q", "a", "b", 16, 4))
+            .channel(RawChannel::sampling("s", "a", &["b"], 16, 20_000))
+            .channel(RawChannel::shared_memory("m", &["a", "b"], 0x5000_0000, 4096).doorbell(48).read_only(&["b"]))
+            .to_toml();
+        let config =
+            load_str(&image.with_file_name("generated.toml"), &text).unwrap_or_else(|e| panic!("{e:#?}\n{text}"));
+        let system = &config.system;
+        assert_eq!((system.platform.cpus, system.hypervisor.quantum_us), (4, 2000), "{text}");
+        let a = &system.partitions[0];
+        assert_eq!((a.priority, a.memory.len(), a.devices.len()), (200, 2, 1), "{text}");
+        assert_eq!(a.memory[1].ipa, a.memory[1].pa, "identity: {text}");
+        assert_eq!(system.channels.len(), 3, "{text}");
+        assert!(text.contains("size = \"16M\"") && text.contains("max_message = 16"), "{text}");
+    }
+
+    #[test]
+    fn plans_keep_their_slots() {
+        let image = image();
+        let part =
+            |name: &str| RawPartition::new(name, &[1]).memory(0x4000_0000, 16 << 20).raw_image(&image, 0x4000_0000);
+        let text = RawConfig::new()
+            .cpus(2)
+            .partitions([part("a"), part("b")])
+            .plan(RawPlan::new("main").core(RawCore::new(1, 2000).slot("a", 0, 0, 1000).slot("b", 0, 1000, 1000)))
+            .to_toml();
+        let config = load_str(&image.with_file_name("plan.toml"), &text).unwrap_or_else(|e| panic!("{e:#?}\n{text}"));
+        let slots = &config.system.plans[0].cores[0].slots;
+        assert_eq!((slots[1].partition, slots[1].start_us, slots[1].duration_us), (1, 1000, 1000), "{text}");
+    }
+}
