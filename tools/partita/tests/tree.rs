@@ -293,3 +293,24 @@ fn the_arch_readme_lists_its_modules() {
 fn the_hypervisor_readme_lists_its_modules() {
     check_module_table("hypervisor");
 }
+
+/// The tool's README lists every source and test file by its path (a
+/// folder entry, ending in `/`, covers what is in it), and nothing else.
+#[test]
+fn the_tool_readme_lists_its_files() {
+    let root = repo().join("tools/partita");
+    let readme = fs::read_to_string(root.join("README.md")).unwrap();
+    let listed: Vec<String> = table_entries(&readme).into_iter().filter(|e| e.contains('/')).collect();
+    let stale: Vec<&String> = listed.iter().filter(|entry| !root.join(entry).exists()).collect();
+    let files: Vec<String> = ["src", "tests"]
+        .iter()
+        .flat_map(|dir| rust_files(&root.join(dir)).into_iter().map(move |f| format!("{dir}/{}", f.display())))
+        .collect();
+    let covered =
+        |file: &String| listed.iter().any(|e| e == file || (e.ends_with('/') && file.starts_with(e.as_str())));
+    let missing: Vec<&String> = files.iter().filter(|f| !covered(f)).collect();
+    assert!(
+        missing.is_empty() && stale.is_empty(),
+        "tools/partita/README.md: not listed {missing:?}, not in the tree {stale:?}"
+    );
+}
