@@ -21,6 +21,6 @@ pub mod uart;
 pub mod vgic;
 
 /// The most physical CPUs Partita supports (stacks are reserved per CPU).
-pub const MAX_CPUS: usize = 8;
+pub const MAX_CPUS: usize = partita_core::config::limits::MAX_PCPUS as usize;
 /// Bytes of EL2 stack per CPU.
 pub const STACK_SIZE: usize = 64 * 1024;
