@@ -22,6 +22,6 @@ pub mod timer;
 pub(crate) use cpu::read_sysreg;
 
 /// The most physical CPUs Partita supports (stacks are reserved per CPU).
-pub const MAX_CPUS: usize = 8;
+pub const MAX_CPUS: usize = partita_core::config::limits::MAX_PCPUS as usize;
 /// Bytes of EL2 stack per CPU.
 pub const STACK_SIZE: usize = 64 * 1024;

@@ -3,6 +3,7 @@
 //! that carries it to the hypervisor.
 
 pub mod image;
+pub mod limits;
 pub mod model;
 pub mod overhead;
 pub mod utilisation;

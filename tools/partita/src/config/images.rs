@@ -6,10 +6,9 @@ use crate::devicetree::DTB_WINDOW;
 use object::elf::{EM_AARCH64, PT_LOAD};
 use object::read::elf::{ElfFile64, FileHeader, ProgramHeader};
 use object::{Endianness, FileKind, Object};
+use partita_core::config::limits::MAX_IMAGES;
 use partita_core::config::model::{MemoryRegion, Partition, Range, System};
 use partita_core::config::validate::{hex_range, Issue};
-
-pub const MAX_IMAGES: usize = 4;
 
 /// What an image puts into guest memory.
 struct Placed {
