@@ -5,7 +5,7 @@
 
 use crate::channel;
 use crate::console::log;
-use crate::partition::{self, lifecycle, Dirty, Partition, Shared, Watcher, MAX_VCPUS_PER_PCPU};
+use crate::partition::{self, lifecycle, Dirty, Partition, Shared, Watcher};
 use crate::scheduler::cyclic::Plans;
 use crate::state::{self, PerCpu, Policy, System};
 use alloc::boxed::Box;
@@ -14,6 +14,7 @@ use core::sync::atomic::AtomicU32;
 use partita_arch::platform::{self, Console, Gic, InterruptController, Uart};
 use partita_arch::{boot as image, cpu, el2, firmware, heap, mmu, stage2};
 use partita_core::config::image::{decode, payload_len, BootTable};
+use partita_core::config::limits::MAX_VCPUS_PER_PCPU;
 use partita_core::config::model::Range;
 use partita_core::time::us_to_ticks;
 

@@ -7,10 +7,11 @@
 //! to a global.
 
 use crate::channel::Channel;
-use crate::partition::{Dirty, Partition, Vcpu, MAX_VCPUS_PER_PCPU};
+use crate::partition::{Dirty, Partition, Vcpu};
 use crate::scheduler::cyclic::{CyclicCpu, Plans};
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use partita_core::config::limits::MAX_VCPUS_PER_PCPU;
 use partita_core::config::model::Platform;
 use partita_core::scheduler::readyq::ReadyQueue;
 use spin::{Mutex, Once};

@@ -4,12 +4,13 @@
 
 use crate::partition::Partition;
 use partita_arch::guest_memory;
+use partita_core::config::limits::HM_LOG_ENTRIES;
 use partita_core::health::{Action, HmLog, Report, RECORD_LEN};
 use partita_core::hypercall::status;
 use spin::Mutex;
 
 /// The largest log the configuration may ask for (`hm_log_entries`).
-const MAX_ENTRIES: usize = 4096;
+const MAX_ENTRIES: usize = *HM_LOG_ENTRIES.end() as usize;
 /// Records copied to a guest per step of a read, through a buffer on the
 /// stack: a read of the whole log never needs the whole log's size there.
 const RECORDS_PER_COPY: usize = 16;

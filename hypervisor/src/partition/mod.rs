@@ -18,6 +18,7 @@ use partita_arch::exception::Regs;
 use partita_arch::platform::{VgicContext, MAX_LRS};
 use partita_arch::stage2::{self, Stage2Table};
 use partita_core::config::image::PartitionBoot;
+use partita_core::config::limits::MAX_VCPUS_PER_PCPU;
 use partita_core::config::model::{self, Range};
 use partita_core::health::{PartitionHm, Policy, Watchdog};
 use partita_core::partition::lifecycle::{Change, RunState, WrongState};
@@ -30,9 +31,6 @@ use partita_core::trap::vuart::{LineBuffer, Pl011};
 use partita_core::vgic::queue::Queue;
 use partita_core::vgic::regs::PartitionGic;
 use spin::{Mutex, Once};
-
-/// vCPUs one pCPU may list: its own, plus those that may migrate to it.
-pub const MAX_VCPUS_PER_PCPU: usize = 128;
 
 /// `wake_at` of a vCPU that is not parked in a port call.
 const NO_DEADLINE: u64 = u64::MAX;

@@ -3,10 +3,10 @@
 //! and vlk's migration of a vCPU out of a more urgent one's way.
 
 use super::runnable::{rank, wants_cpu};
-use crate::partition::MAX_VCPUS_PER_PCPU;
 use crate::state::{FixedPriority, PerCpu, System};
 use crate::trace;
 use partita_arch::platform::{Gic, InterruptController};
+use partita_core::config::limits::MAX_VCPUS_PER_PCPU;
 use partita_core::scheduler::decide;
 use partita_core::scheduler::readyq::ReadyQueue;
 use partita_core::trace::Kind;

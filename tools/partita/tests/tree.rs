@@ -119,16 +119,16 @@ fn referenced_paths(code: &str) -> Vec<String> {
 /// is a module of the crate.
 fn resolve(path: &str, from: &[String], modules: &BTreeSet<Vec<String>>) -> Option<Vec<String>> {
     let mut parts: Vec<&str> = path.split("::").collect();
-    let mut base: Vec<String> = match parts.first()? {
-        &"crate" => {
+    let mut base: Vec<String> = match *parts.first()? {
+        "crate" => {
             parts.remove(0);
             Vec::new()
         }
-        &"super" => {
+        "super" => {
             parts.remove(0);
             from[..from.len().saturating_sub(1)].to_vec()
         }
-        &"self" => {
+        "self" => {
             parts.remove(0);
             from.to_vec()
         }

@@ -58,10 +58,6 @@ use overlap::Overlaps;
 
 pub use plans::slot_label;
 
-/// Kept for the hypervisor, which reads its pCPU bound here until it imports
-/// [`crate::config::limits`].
-pub use crate::config::limits::PCPUS as CPUS;
-
 /// One broken rule.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Issue {

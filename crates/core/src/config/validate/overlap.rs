@@ -15,7 +15,6 @@
 
 use crate::config::limits::CONSOLE_SIZE;
 use crate::config::model::{ChannelKind, Range, System};
-use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 
 /// An address space: ranges in different spaces never clash.
@@ -58,7 +57,8 @@ pub(super) struct Overlaps {
     spans: Vec<Span>,
     /// Per span, the spans it overlaps, by index into `spans`, ascending.
     partners: Vec<Vec<usize>>,
-    index: BTreeMap<(Space, Item), usize>,
+    /// Span indices sorted by (space, item), for lookups.
+    index: Vec<usize>,
 }
 
 impl Overlaps {
@@ -137,21 +137,28 @@ impl Overlaps {
             partners[later].push(earlier);
             partners[earlier].push(later);
         }
-        let index = spans.iter().enumerate().map(|(i, span)| ((span.space, span.item), i)).collect();
+        let mut index: Vec<usize> = (0..spans.len()).collect();
+        heapsort(&mut index, &|&a, &b| (spans[a].space, spans[a].item, a).cmp(&(spans[b].space, spans[b].item, b)));
         Self { spans, partners, index }
+    }
+
+    /// The span collected for `item` in `space`, if any.
+    fn find(&self, space: Space, item: Item) -> Option<usize> {
+        let found = self.index.binary_search_by(|&i| (self.spans[i].space, self.spans[i].item).cmp(&(space, item)));
+        found.ok().map(|at| self.index[at])
     }
 
     /// The ranges that overlap `item` in `space`, in the order they were
     /// collected; none when the item was not collected.
     pub(super) fn with(&self, space: Space, item: Item) -> impl Iterator<Item = (Item, Range)> + '_ {
-        let partners = self.index.get(&(space, item)).map_or(&[][..], |&i| self.partners[i].as_slice());
+        let partners = self.find(space, item).map_or(&[][..], |i| self.partners[i].as_slice());
         self.spans_at(partners)
     }
 
     /// Those of [`Overlaps::with`] collected before `item`: a rule that
     /// reports a pair at its later entry asks this, so it reports it once.
     pub(super) fn before(&self, space: Space, item: Item) -> impl Iterator<Item = (Item, Range)> + '_ {
-        let partners = self.index.get(&(space, item)).map_or(&[][..], |&i| {
+        let partners = self.find(space, item).map_or(&[][..], |i| {
             let all = self.partners[i].as_slice();
             &all[..all.partition_point(|&o| o < i)]
         });
@@ -164,8 +171,8 @@ impl Overlaps {
 
     /// Whether `a` and `b` overlap in `space`.
     pub(super) fn between(&self, space: Space, a: Item, b: Item) -> bool {
-        match (self.index.get(&(space, a)), self.index.get(&(space, b))) {
-            (Some(&a), Some(&b)) => self.partners[a].binary_search(&b).is_ok(),
+        match (self.find(space, a), self.find(space, b)) {
+            (Some(a), Some(b)) => self.partners[a].binary_search(&b).is_ok(),
             _ => false,
         }
     }
@@ -182,17 +189,49 @@ impl Overlaps {
 /// the pairs found, and ties between equal starts are broken by index.
 pub(super) fn overlapping_pairs<S: Ord + Copy>(intervals: &[(S, u64, u64)]) -> Vec<(usize, usize)> {
     let mut order: Vec<usize> = (0..intervals.len()).filter(|&i| intervals[i].1 < intervals[i].2).collect();
-    order.sort_unstable_by_key(|&i| (intervals[i].0, intervals[i].1, i));
+    heapsort(&mut order, &|&a, &b| (intervals[a].0, intervals[a].1, a).cmp(&(intervals[b].0, intervals[b].1, b)));
     let mut open: Vec<usize> = Vec::new();
+    // A pair (later, earlier) as one number, `later * n + earlier`, so the
+    // pairs sort by the same routine.
+    let n = intervals.len();
     let mut pairs = Vec::new();
     for i in order {
         let (space, start, _) = intervals[i];
         open.retain(|&o| intervals[o].0 == space && intervals[o].2 > start);
-        pairs.extend(open.iter().map(|&o| (i.max(o), i.min(o))));
+        pairs.extend(open.iter().map(|&o| i.max(o) * n + i.min(o)));
         open.push(i);
     }
-    pairs.sort_unstable();
-    pairs
+    heapsort(&mut pairs, &|a, b| a.cmp(b));
+    pairs.into_iter().map(|p| (p / n, p % n)).collect()
+}
+
+/// Sorts `items` by `order`: a heapsort, hand-written because each use of
+/// the standard library's generic sorts puts about 15 KiB of code into the
+/// hypervisor, which runs this validator too; through `dyn`, every caller
+/// shares this one copy. O(n log n), no allocation.
+fn heapsort(items: &mut [usize], order: &dyn Fn(&usize, &usize) -> core::cmp::Ordering) {
+    let sift = |items: &mut [usize], mut root: usize, end: usize| loop {
+        let mut child = 2 * root + 1;
+        if child >= end {
+            break;
+        }
+        if child + 1 < end && order(&items[child], &items[child + 1]).is_lt() {
+            child += 1;
+        }
+        if order(&items[root], &items[child]).is_ge() {
+            break;
+        }
+        items.swap(root, child);
+        root = child;
+    };
+    let len = items.len();
+    for root in (0..len / 2).rev() {
+        sift(items, root, len);
+    }
+    for end in (1..len).rev() {
+        items.swap(0, end);
+        sift(items, 0, end);
+    }
 }
 
 #[cfg(test)]
@@ -295,6 +334,16 @@ mod tests {
         }
     }
 
+    proptest! {
+        #[test]
+        fn the_heapsort_sorts_like_the_standard_library(mut items in proptest::collection::vec(0usize..50, 0..200)) {
+            let mut expected = items.clone();
+            expected.sort_unstable();
+            heapsort(&mut items, &|a, b| a.cmp(b));
+            prop_assert_eq!(items, expected);
+        }
+    }
+
     #[test]
     fn the_index_answers_in_the_order_of_collection() {
         let mut s = system();
@@ -320,7 +369,7 @@ mod tests {
         let mut s = linked();
         s.partitions.push(s.partitions[0].clone());
         let overlaps = Overlaps::of(&s, true);
-        let window = |p| overlaps.index.contains_key(&(Space::Guest(p), Item::Channel(2)));
+        let window = |p| overlaps.find(Space::Guest(p), Item::Channel(2)).is_some();
         assert_eq!((window(0), window(1), window(2)), (true, true, false));
         let host: Vec<Item> = overlaps.with(Space::Physical, Item::Channel(2)).map(|(item, _)| item).collect();
         assert_eq!(host, vec![Item::Ram]);
