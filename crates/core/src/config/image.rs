@@ -190,6 +190,7 @@ mod tests {
             console: 0x0900_0000,
             bootargs: "hello".to_string(),
             health: Health { reported: Action::Restart, watchdog_us: Some(100_000), ..Health::DEFAULT },
+            accelerators: Vec::new(),
         };
         BootTable {
             system: System {
@@ -227,6 +228,7 @@ mod tests {
                         refresh_us: 10_000,
                     },
                 }],
+                fabric: None,
             },
             boot: vec![PartitionBoot {
                 entry: 0x4000_0000,

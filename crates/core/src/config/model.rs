@@ -21,6 +21,9 @@ pub struct System {
     /// Inter-partition communication, in file order; the hypervisor numbers
     /// channels by their index here.
     pub channels: Vec<Channel>,
+    /// The reconfigurable fabric and its accelerators; `None`: there is
+    /// none, and no partition has a virtual device.
+    pub fabric: Option<Fabric>,
 }
 
 /// The board Partita runs on.
@@ -139,6 +142,81 @@ pub struct Partition {
     pub bootargs: String,
     /// What the health monitor does when this partition misbehaves.
     pub health: Health,
+    /// Its virtual devices: accelerators of the fabric, each behind one
+    /// interface page at a fixed guest-physical address.
+    pub accelerators: Vec<VirtualDevice>,
+}
+
+/// The reconfigurable fabric (Ker-ONE section 4): partially
+/// reconfigurable regions (PRRs) and the accelerators they can host,
+/// shared by the partitions' virtual devices.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fabric {
+    /// Host-physical memory, Partita's alone, that holds what the fabric
+    /// keeps per virtual device: its interface page and its saved
+    /// accelerator context.
+    pub memory: Range,
+    /// The reconfiguration port's bandwidth (PCAP), bytes per second: a
+    /// PRR's bitstream takes its size over this to download.
+    pub bandwidth: u64,
+    /// How long a PRR allocated to a client waits for it to start (Hold)
+    /// before it becomes Idle again, in microseconds.
+    pub hold_us: u64,
+    pub prrs: Vec<Prr>,
+    pub accelerators: Vec<Accelerator>,
+}
+
+/// A partially reconfigurable region.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Prr {
+    pub name: String,
+    /// Its share of the fabric's resources: the monitor prefers the
+    /// smallest compatible PRR.
+    pub size: u32,
+    /// Bytes of each of its bitstreams (fixed by the region's area).
+    pub bitstream: u64,
+    /// The accelerators it can host, by index into `Fabric::accelerators`
+    /// (a column of the compatibility table).
+    pub hosts: Vec<usize>,
+}
+
+/// An accelerator the fabric can load into a PRR.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Accelerator {
+    pub name: String,
+    /// What it computes.
+    pub function: Function,
+    /// Time to process one frame, in nanoseconds.
+    pub frame_ns: u64,
+    /// δ_pre: the longest it takes to reach a consistency point once asked
+    /// to stop, in nanoseconds.
+    pub preempt_ns: u64,
+}
+
+/// The computations the emulated fabric implements (Ker-ONE's OFDM
+/// experiment).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Function {
+    Qam16,
+    Qam64,
+    Fft512,
+    Fft1024,
+}
+
+/// A partition's virtual device: accelerator `accelerator` behind an
+/// interface page at `ipa`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VirtualDevice {
+    /// Index into `Fabric::accelerators`.
+    pub accelerator: usize,
+    /// Guest-physical address of its 4 KiB interface page.
+    pub ipa: u64,
+    /// The virtual SPIs that signal IPC_WAIT, IPC_READY and IPC_PREEMPT.
+    pub signals: [u32; 3],
+    /// The longest allocation latency this partition accepts, in
+    /// microseconds: `partita check` rejects a configuration whose bound
+    /// exceeds it.
+    pub deadline_us: Option<u64>,
 }
 
 /// Hypercall rights over other partitions, each granted by the configuration.
@@ -451,6 +529,7 @@ mod tests {
             console: 0x0900_0000,
             bootargs: String::new(),
             health: Health::DEFAULT,
+            accelerators: Vec::new(),
         }
     }
 

@@ -77,7 +77,7 @@ pub fn resolve(raw: RawConfig, name: String, config_dir: &Path) -> Resolved {
     for (i, raw_channel) in raw.channel.iter().enumerate() {
         channels.push(channel(i, raw_channel, &partitions, &mut issues, &mut unresolved));
     }
-    let mut system = System { name, platform, hypervisor, partitions, plans, channels };
+    let mut system = System { name, platform, hypervisor, partitions, plans, channels, fabric: None };
     let unallocated = allocate(&mut system, &raw.partition, &raw.channel, &mut issues);
     Resolved { system, images, entries, issues, unallocated, unresolved }
 }
@@ -144,6 +144,7 @@ fn partition(raw: &RawPartition) -> Partition {
         console: raw.console.unwrap_or(DEFAULT_PARTITION_CONSOLE),
         bootargs: raw.bootargs.clone().unwrap_or_default(),
         health: health(raw),
+        accelerators: Vec::new(),
     }
 }
 

@@ -38,6 +38,7 @@ pub fn partition(name: &str, vcpus: Vec<u32>, memory: Vec<MemoryRegion>) -> Part
         console: 0x0900_0000,
         bootargs: format!("console=ttyAMA0 name={name}"),
         health: Health::DEFAULT,
+        accelerators: Vec::new(),
     }
 }
 
@@ -62,6 +63,7 @@ pub fn system(name: &str, partitions: Vec<Partition>) -> System {
         partitions,
         plans: vec![],
         channels: vec![],
+        fabric: None,
     }
 }
 

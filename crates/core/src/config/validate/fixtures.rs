@@ -31,6 +31,7 @@ pub(super) fn partition(name: &str, vcpus: Vec<u32>, pa: u64) -> Partition {
         console: 0x0900_0000,
         bootargs: String::new(),
         health: Health::DEFAULT,
+        accelerators: Vec::new(),
     }
 }
 
@@ -70,6 +71,7 @@ pub(super) fn system() -> System {
         partitions: vec![partition("rtos", vec![1], 0x4200_0000), partition("gpos", vec![2, 3], 0x4400_0000)],
         plans: Vec::new(),
         channels: Vec::new(),
+        fabric: None,
     }
 }
 

@@ -285,6 +285,7 @@ mod tests {
                 console,
                 bootargs: String::new(),
                 health: Health { watchdog_us, ..Health::DEFAULT },
+                accelerators: Vec::new(),
             })
     }
 
