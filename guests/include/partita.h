@@ -125,6 +125,33 @@ struct partita_hm_record {
 #define PARTITA_PART_SUSPENDED		4
 #define PARTITA_PART_HALTED		5
 
+/*
+ * Accelerator interface page (docs/accelerators.md): one 4 KiB page per
+ * virtual device, at the guest-physical address the configuration gives.
+ * While the device is not connected to a PRR the page is read-only and the
+ * first write asks Partita for one: a native guest just writes and its vCPU
+ * waits at that store until the device is connected.
+ */
+#define PARTITA_ACC_STAT		0x00	/* 32-bit, read-only: PARTITA_ACC_STAT_* */
+#define PARTITA_ACC_START		0x08	/* 8-bit: write 1 to start */
+#define PARTITA_ACC_OVER		0x0c	/* 8-bit: 1 when over; write 0 to clear */
+#define PARTITA_ACC_CMD			0x10	/* 32-bit: accelerator command */
+#define PARTITA_ACC_DATA_ADDR		0x18	/* 64-bit: input buffer (guest-physical) */
+#define PARTITA_ACC_DATA_SIZE		0x20	/* 32-bit: input bytes */
+#define PARTITA_ACC_RESULT		0x28	/* 64-bit, read-only: frames processed */
+#define PARTITA_ACC_INT_CTRL		0x30	/* 32-bit: bit 0 signals READY when over */
+#define PARTITA_ACC_PORT(n)		(0x40 + 4 * (n))	/* 8 x 32-bit custom ports */
+#define PARTITA_ACC_OUT_ADDR_LO		PARTITA_ACC_PORT(0)	/* output buffer, low 32 bits */
+#define PARTITA_ACC_OUT_ADDR_HI		PARTITA_ACC_PORT(1)	/* output buffer, high 32 bits */
+#define PARTITA_ACC_OUT_SIZE		PARTITA_ACC_PORT(2)	/* output bytes */
+
+#define PARTITA_ACC_STAT_CONNECTED	(1u << 0)	/* connected to a PRR */
+#define PARTITA_ACC_STAT_BUSY		(1u << 1)	/* computing */
+#define PARTITA_ACC_STAT_WAITING	(1u << 2)	/* a request for a PRR waits */
+#define PARTITA_ACC_STAT_PREEMPTED	(1u << 3)	/* preempted; resumes when connected */
+#define PARTITA_ACC_STAT_ERR_DMA	(1u << 8)	/* a buffer outside the partition */
+#define PARTITA_ACC_STAT_ERR_CMD	(1u << 9)	/* a command or size not accepted */
+
 struct partita_result {
 	long status;
 	unsigned long value;	/* x1 */

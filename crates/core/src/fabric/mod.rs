@@ -4,5 +4,6 @@
 //! request, and the worst-case allocation latency is known before boot.
 
 pub mod bound;
+pub mod interface;
 pub mod monitor;
 pub mod prr;
