@@ -5,5 +5,6 @@
 
 pub mod bound;
 pub mod interface;
+pub mod manager;
 pub mod monitor;
 pub mod prr;

@@ -1,0 +1,585 @@
+//! The virtual device manager's decisions (Ker-ONE section 4.4.2): what to
+//! do, in which order, for each event of the fabric. The hypervisor feeds
+//! it events (a write fault on an unconnected interface, a PRR that
+//! stopped, a download that completed, a computation that started or
+//! ended, a hold that expired, a partition that restarted) and carries out
+//! the [`Action`]s it returns: remap an interface page, save or restore a
+//! context, start a download, ask an accelerator to stop, signal a guest.
+//!
+//! Every PRR state change goes through the transition table in
+//! [`super::prr`], and every search through [`super::monitor`]. Requests no
+//! PRR can serve wait in the monitor's list and are searched again each
+//! time a PRR becomes free.
+
+use super::monitor::{search, Client, Compatible, Descriptor, Method, Request, Solution, Waiting, MAX_PRRS};
+use super::prr::{PrrEvent, PrrState};
+
+/// The signals a guest receives (Ker-ONE Table 2), as virtual interrupts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Signal {
+    /// IPC_WAIT: the device is not available yet.
+    Wait,
+    /// IPC_READY: the device is connected.
+    Ready,
+    /// IPC_PREEMPT: the device was taken away; its work resumes later.
+    Preempt,
+}
+
+/// What the hypervisor must do, in the order given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Save `client`'s accelerator context from `prr` into its interface
+    /// and make its page read-only.
+    Disconnect { client: Client, prr: usize },
+    /// Ask the accelerator in `prr` to stop at its next consistency point;
+    /// [`Event::Stopped`] follows.
+    Stop { prr: usize },
+    /// Download `accelerator` into `prr`; [`Event::Reconfigured`] follows.
+    Reconfigure { prr: usize, accelerator: usize },
+    /// Restore `client`'s context into `prr` and make its page read-write:
+    /// the device is connected, a stalled write may go on.
+    Connect { client: Client, prr: usize },
+    /// Tell `client` about its device.
+    Signal { client: Client, signal: Signal },
+}
+
+/// What happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// A write to an unconnected interface page.
+    Request(Request),
+    /// The accelerator in `prr` stopped at a consistency point.
+    Stopped { prr: usize },
+    /// The download into `prr` completed.
+    Reconfigured { prr: usize },
+    /// The client of `prr` started a computation.
+    Started { prr: usize },
+    /// The computation in `prr` is over.
+    Done { prr: usize },
+    /// `prr` waited in Hold for its client too long.
+    Expired { prr: usize },
+    /// Partition `partition` restarted or halted: whatever it held or
+    /// asked for is released.
+    Released { partition: usize },
+}
+
+/// A solution under way on a PRR: who gets it once it is free.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Incoming {
+    request: Request,
+    /// Its partition was released meanwhile: the PRR becomes free instead.
+    cancelled: bool,
+    /// It preempts a computation, whose client asks again once stopped (a
+    /// client preempted in Hold had started nothing).
+    preempts_work: bool,
+}
+
+/// The manager's state: each PRR's descriptor and incoming client, the
+/// compatibility table, the waiting list of at most `W` requests.
+pub struct Manager<const W: usize> {
+    prrs: heapless::Vec<Descriptor, MAX_PRRS>,
+    incoming: heapless::Vec<Option<Incoming>, MAX_PRRS>,
+    compatible: heapless::Vec<Compatible, MAX_ACCELERATORS>,
+    waiting: Waiting<W>,
+}
+
+/// Accelerators a fabric may describe.
+pub const MAX_ACCELERATORS: usize = 32;
+
+/// An event that no longer applies to its PRR.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stale;
+
+/// A fabric larger than the monitor's bitmask, or an accelerator index the
+/// table does not have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TooLarge;
+
+impl<const W: usize> Manager<W> {
+    /// A fabric of PRRs of `sizes`, every one Idle and empty, with
+    /// `compatible[a]` the PRRs that can host accelerator `a`.
+    pub fn new(sizes: &[u32], compatible: &[Compatible]) -> Result<Self, TooLarge> {
+        if sizes.len() > MAX_PRRS {
+            return Err(TooLarge);
+        }
+        let idle = |&size| Descriptor { state: PrrState::Idle, loaded: None, client: None, size };
+        Ok(Self {
+            prrs: sizes.iter().map(idle).collect(),
+            incoming: sizes.iter().map(|_| None).collect(),
+            compatible: heapless::Vec::from_slice(compatible).map_err(|_| TooLarge)?,
+            waiting: Waiting::new(),
+        })
+    }
+
+    pub fn prrs(&self) -> &[Descriptor] {
+        &self.prrs
+    }
+
+    pub fn waiting(&self) -> impl Iterator<Item = &Request> {
+        self.waiting.iter()
+    }
+
+    /// The PRR `client`'s device is connected to, if any.
+    pub fn connected(&self, client: Client) -> Option<usize> {
+        self.prrs.iter().position(|d| d.client.is_some_and(|c| same_device(c, client)))
+    }
+
+    /// Handles `event`, handing each action to `act` in order. An event
+    /// the PRR's state does not allow (a report that crossed a decision,
+    /// or a PRR that does not exist) changes nothing: `Err(Stale)`.
+    pub fn handle(&mut self, event: Event, act: &mut impl FnMut(Action)) -> Result<(), Stale> {
+        let external = match event {
+            Event::Stopped { prr } => Some((prr, PrrEvent::Stopped)),
+            Event::Reconfigured { prr } => Some((prr, PrrEvent::Reconfigured)),
+            Event::Started { prr } => Some((prr, PrrEvent::Start)),
+            Event::Done { prr } => Some((prr, PrrEvent::Done)),
+            Event::Expired { prr } => Some((prr, PrrEvent::Expire)),
+            Event::Request(_) | Event::Released { .. } => None,
+        };
+        if let Some((prr, event)) = external {
+            let allowed = self.prrs.get(prr).is_some_and(|d| d.state.next(event).is_ok());
+            if !allowed {
+                return Err(Stale);
+            }
+        }
+        match event {
+            Event::Request(request) => self.request(request, act),
+            Event::Stopped { prr } => self.stopped(prr, act),
+            Event::Reconfigured { prr } => {
+                self.step(prr, PrrEvent::Reconfigured);
+                if let Some(request) = self.incoming[prr].map(|i| i.request) {
+                    self.prrs[prr].loaded = Some(request.accelerator);
+                }
+                self.hand_over(prr, act);
+            }
+            Event::Started { prr } => self.step(prr, PrrEvent::Start),
+            Event::Done { prr } => {
+                self.step(prr, PrrEvent::Done);
+                self.serve_waiting(act);
+            }
+            Event::Expired { prr } => {
+                self.step(prr, PrrEvent::Expire);
+                self.serve_waiting(act);
+            }
+            Event::Released { partition } => self.release(partition, act),
+        }
+        Ok(())
+    }
+
+    fn request(&mut self, request: Request, act: &mut impl FnMut(Action)) {
+        let busy = |i: &Option<Incoming>| i.is_some_and(|i| same_device(i.request.client, request.client));
+        let waiting = self.waiting.iter().any(|r| same_device(r.client, request.client));
+        if self.connected(request.client).is_some() || self.incoming.iter().any(busy) || waiting {
+            // A write that raced the connection, or a second fault of a
+            // stalled vCPU: the request is already served, under way, or
+            // waiting in its place in the list.
+            return;
+        }
+        let solution = search(&request, &self.prrs, self.compatible_with(request.accelerator));
+        if solution.method == Method::Unavailable {
+            // A full list drops the request; the stalled write faults again.
+            let _ = self.waiting.push(request);
+        }
+        self.carry_out(solution, Signal::Wait, act);
+    }
+
+    /// Starts `solution`: `on_wait` tells the requester it must wait (a
+    /// fresh request), or nothing (one from the waiting list, already
+    /// told).
+    fn carry_out(&mut self, solution: Solution, on_wait: Signal, act: &mut impl FnMut(Action)) {
+        let client = solution.request.client;
+        let told = |act: &mut dyn FnMut(Action)| {
+            if on_wait == Signal::Wait {
+                act(Action::Signal { client, signal: Signal::Wait });
+            }
+        };
+        match solution.method {
+            Method::Unavailable => told(act),
+            Method::Assign(prr) => {
+                self.step(prr, PrrEvent::Allocate);
+                self.incoming[prr] =
+                    Some(Incoming { request: solution.request, cancelled: false, preempts_work: false });
+                if let Some(previous) = self.prrs[prr].client.take() {
+                    act(Action::Disconnect { client: previous, prr });
+                }
+                self.switched(prr, solution.reconfig, &mut |a| act(a));
+                if solution.reconfig {
+                    told(act);
+                }
+            }
+            Method::Preempt(prr) => {
+                let preempts_work = self.prrs[prr].state == PrrState::Busy;
+                self.step(prr, PrrEvent::Preempt);
+                self.incoming[prr] = Some(Incoming { request: solution.request, cancelled: false, preempts_work });
+                act(Action::Stop { prr });
+                told(act);
+            }
+        }
+    }
+
+    /// The context switch on `prr` is done: download, or hand over.
+    fn switched(&mut self, prr: usize, reconfig: bool, act: &mut dyn FnMut(Action)) {
+        self.step(prr, PrrEvent::Switched { reconfig });
+        match (reconfig, self.incoming[prr]) {
+            (true, Some(incoming)) => act(Action::Reconfigure { prr, accelerator: incoming.request.accelerator }),
+            _ => self.hand_over(prr, &mut |a| act(a)),
+        }
+    }
+
+    /// `prr` is in Hold: its incoming client gets it, unless that client's
+    /// partition was released meanwhile.
+    fn hand_over(&mut self, prr: usize, act: &mut impl FnMut(Action)) {
+        let Some(incoming) = self.incoming[prr].take() else { return };
+        if incoming.cancelled {
+            self.step(prr, PrrEvent::Expire);
+            self.serve_waiting(act);
+            return;
+        }
+        let client = incoming.request.client;
+        self.prrs[prr].client = Some(client);
+        act(Action::Connect { client, prr });
+        act(Action::Signal { client, signal: Signal::Ready });
+    }
+
+    /// The preempted accelerator stopped: its client loses the PRR (and
+    /// asks again, its work unfinished), the incoming one takes it.
+    fn stopped(&mut self, prr: usize, act: &mut impl FnMut(Action)) {
+        let loaded = self.prrs[prr].loaded;
+        let incoming = self.incoming[prr];
+        self.step(prr, PrrEvent::Stopped);
+        if let Some(victim) = self.prrs[prr].client.take() {
+            act(Action::Disconnect { client: victim, prr });
+            act(Action::Signal { client: victim, signal: Signal::Preempt });
+            if let (Some(accelerator), true) = (loaded, incoming.is_some_and(|i| i.preempts_work)) {
+                let _ = self.waiting.push(Request { client: victim, accelerator });
+            }
+        }
+        // A cancelled preemptor needs no download: the PRR just goes free.
+        let reconfig = incoming.is_some_and(|i| !i.cancelled && loaded != Some(i.request.accelerator));
+        self.switched(prr, reconfig, &mut |a| act(a));
+    }
+
+    fn release(&mut self, partition: usize, act: &mut impl FnMut(Action)) {
+        self.waiting.forget(partition);
+        for prr in 0..self.prrs.len() {
+            if let Some(incoming) = self.incoming[prr].as_mut().filter(|i| i.request.client.partition == partition) {
+                incoming.cancelled = true;
+            }
+            let held = self.prrs[prr].client.is_some_and(|c| c.partition == partition);
+            if held && self.prrs[prr].state.next(PrrEvent::Release).is_ok() {
+                let client = self.prrs[prr].client.take().expect("held");
+                act(Action::Disconnect { client, prr });
+                self.step(prr, PrrEvent::Release);
+                if self.prrs[prr].state == PrrState::Switch {
+                    // It was being preempted: the preemptor gets it now.
+                    let reconfig =
+                        self.incoming[prr].is_some_and(|i| self.prrs[prr].loaded != Some(i.request.accelerator));
+                    self.switched(prr, reconfig, &mut |a| act(a));
+                }
+            }
+        }
+        self.serve_waiting(act);
+    }
+
+    /// Searches the waiting list again, serving what can be served.
+    fn serve_waiting(&mut self, act: &mut impl FnMut(Action)) {
+        while let Some(solution) = {
+            let compatible = &self.compatible;
+            self.waiting.solve_next(&self.prrs, |a| compatible.get(a).copied().unwrap_or(0))
+        } {
+            self.carry_out(solution, Signal::Ready, act);
+        }
+    }
+
+    fn compatible_with(&self, accelerator: usize) -> Compatible {
+        self.compatible.get(accelerator).copied().unwrap_or(0)
+    }
+
+    /// Moves `prr` through `event`. The manager only asks for changes the
+    /// table allows; one it does not is a bug in this module.
+    fn step(&mut self, prr: usize, event: PrrEvent) {
+        let descriptor = &mut self.prrs[prr];
+        descriptor.state = descriptor.state.next(event).expect("the manager follows the PRR table");
+    }
+}
+
+fn same_device(a: Client, b: Client) -> bool {
+    a.partition == b.partition && a.device == b.device
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec::Vec;
+
+    // Ker-ONE's fabric: PRR sizes and Table 5's compatibility.
+    const QAM16: usize = 0;
+    const QAM64: usize = 1;
+    const FFT512: usize = 2;
+    const FFT1024: usize = 3;
+    const SIZES: [u32; 3] = [2, 8, 13];
+    const COMPATIBLE: [Compatible; 4] = [0b011, 0b011, 0b110, 0b100];
+    const RTOS: u8 = 200;
+    const GPOS: u8 = 50;
+
+    fn manager() -> Manager<8> {
+        Manager::new(&SIZES, &COMPATIBLE).unwrap()
+    }
+
+    fn client(partition: usize, device: usize, priority: u8) -> Client {
+        Client { partition, device, priority }
+    }
+
+    fn ask(m: &mut Manager<8>, c: Client, accelerator: usize) -> Vec<Action> {
+        run(m, Event::Request(Request { client: c, accelerator }))
+    }
+
+    fn run(m: &mut Manager<8>, event: Event) -> Vec<Action> {
+        let mut actions = Vec::new();
+        m.handle(event, &mut |a| actions.push(a)).expect("an event the PRR's state allows");
+        actions
+    }
+
+    #[test]
+    fn path_1_assign_connects_at_once() {
+        let mut m = manager();
+        let rtos = client(0, 0, RTOS);
+        m.prrs[0].loaded = Some(QAM16);
+        let actions = ask(&mut m, rtos, QAM16);
+        assert_eq!(
+            actions,
+            [Action::Connect { client: rtos, prr: 0 }, Action::Signal { client: rtos, signal: Signal::Ready }]
+        );
+        assert_eq!(m.prrs()[0].state, PrrState::Hold);
+        assert_eq!(m.connected(rtos), Some(0));
+        run(&mut m, Event::Started { prr: 0 });
+        assert_eq!(m.prrs()[0].state, PrrState::Busy);
+    }
+
+    #[test]
+    fn path_2_assign_with_reconfiguration_waits_for_the_download() {
+        let mut m = manager();
+        let rtos = client(0, 0, RTOS);
+        let actions = ask(&mut m, rtos, QAM16);
+        assert_eq!(
+            actions,
+            [Action::Reconfigure { prr: 0, accelerator: QAM16 }, Action::Signal { client: rtos, signal: Signal::Wait }]
+        );
+        assert_eq!(m.prrs()[0].state, PrrState::Reconfig);
+        assert_eq!(m.connected(rtos), None);
+        let actions = run(&mut m, Event::Reconfigured { prr: 0 });
+        assert_eq!(
+            actions,
+            [Action::Connect { client: rtos, prr: 0 }, Action::Signal { client: rtos, signal: Signal::Ready }]
+        );
+        assert_eq!((m.prrs()[0].state, m.prrs()[0].loaded), (PrrState::Hold, Some(QAM16)));
+    }
+
+    /// The GPOS holds every PRR that can host QAM-16, computing.
+    fn gpos_everywhere(m: &mut Manager<8>) -> [Client; 2] {
+        let gpos = [client(1, 0, GPOS), client(1, 1, GPOS)];
+        for (prr, (&c, accel)) in gpos.iter().zip([QAM16, FFT512]).enumerate() {
+            m.prrs[prr].loaded = Some(accel);
+            ask(m, c, accel);
+            run(m, Event::Started { prr });
+        }
+        gpos
+    }
+
+    #[test]
+    fn path_3_preempt_stops_the_gpos_then_connects_the_rtos() {
+        let mut m = manager();
+        let [gpos, _] = gpos_everywhere(&mut m);
+        let rtos = client(0, 0, RTOS);
+        let actions = ask(&mut m, rtos, QAM16);
+        assert_eq!(actions, [Action::Stop { prr: 0 }, Action::Signal { client: rtos, signal: Signal::Wait }]);
+        assert_eq!(m.prrs()[0].state, PrrState::Preempt);
+        let actions = run(&mut m, Event::Stopped { prr: 0 });
+        assert_eq!(
+            actions,
+            [
+                Action::Disconnect { client: gpos, prr: 0 },
+                Action::Signal { client: gpos, signal: Signal::Preempt },
+                Action::Connect { client: rtos, prr: 0 },
+                Action::Signal { client: rtos, signal: Signal::Ready },
+            ]
+        );
+        // The GPOS's unfinished work waits for a PRR.
+        assert_eq!(m.waiting().map(|r| r.client).collect::<Vec<_>>(), [gpos]);
+    }
+
+    #[test]
+    fn path_4_preempt_with_reconfiguration() {
+        let mut m = manager();
+        let [_, gpos_fft] = gpos_everywhere(&mut m);
+        let rtos = client(0, 1, RTOS);
+        // QAM-64 fits PRR 1 and 2; both busy; the smallest is preempted,
+        // and it holds QAM-16, not QAM-64.
+        ask(&mut m, rtos, QAM64);
+        let actions = run(&mut m, Event::Stopped { prr: 0 });
+        assert!(matches!(
+            actions[..],
+            [Action::Disconnect { .. }, Action::Signal { .. }, Action::Reconfigure { prr: 0, accelerator: QAM64 }]
+        ));
+        let actions = run(&mut m, Event::Reconfigured { prr: 0 });
+        assert_eq!(actions[0], Action::Connect { client: rtos, prr: 0 });
+        assert_eq!(m.connected(gpos_fft), Some(1), "the other PRR is untouched");
+    }
+
+    #[test]
+    fn unavailable_waits_and_is_served_when_a_prr_frees() {
+        let mut m = manager();
+        let rtos = client(0, 0, RTOS);
+        let other_rtos = client(2, 0, RTOS);
+        m.prrs[2].loaded = Some(FFT1024);
+        ask(&mut m, rtos, FFT1024);
+        run(&mut m, Event::Started { prr: 2 });
+        // Equal priority: no preemption, the request waits.
+        let actions = ask(&mut m, other_rtos, FFT1024);
+        assert_eq!(actions, [Action::Signal { client: other_rtos, signal: Signal::Wait }]);
+        assert_eq!(m.waiting().count(), 1);
+        let actions = run(&mut m, Event::Done { prr: 2 });
+        assert_eq!(
+            actions,
+            [
+                Action::Disconnect { client: rtos, prr: 2 },
+                Action::Connect { client: other_rtos, prr: 2 },
+                Action::Signal { client: other_rtos, signal: Signal::Ready },
+            ]
+        );
+        assert_eq!(m.waiting().count(), 0);
+    }
+
+    #[test]
+    fn a_repeated_fault_is_one_request() {
+        let mut m = manager();
+        let rtos = client(0, 0, RTOS);
+        ask(&mut m, rtos, QAM16);
+        assert_eq!(ask(&mut m, rtos, QAM16), [], "under way: nothing more to do");
+        run(&mut m, Event::Reconfigured { prr: 0 });
+        assert_eq!(ask(&mut m, rtos, QAM16), [], "connected: the write simply goes on");
+    }
+
+    #[test]
+    fn a_hold_expires_and_the_waiting_list_is_served() {
+        let mut m = manager();
+        let a = client(0, 0, GPOS);
+        let b = client(1, 0, GPOS);
+        m.prrs[2].loaded = Some(FFT1024);
+        ask(&mut m, a, FFT1024);
+        ask(&mut m, b, FFT1024);
+        let actions = run(&mut m, Event::Expired { prr: 2 });
+        assert_eq!(actions[0], Action::Disconnect { client: a, prr: 2 });
+        assert_eq!(m.connected(b), Some(2));
+    }
+
+    #[test]
+    fn a_restart_releases_what_the_partition_held_and_asked_for() {
+        let mut m = manager();
+        let [gpos, gpos_fft] = gpos_everywhere(&mut m);
+        let waiter = client(1, 2, GPOS);
+        ask(&mut m, waiter, FFT1024);
+        let rtos = client(0, 0, RTOS);
+        m.prrs[2].loaded = Some(FFT1024);
+        let actions = run(&mut m, Event::Released { partition: 1 });
+        assert_eq!(
+            actions[..2],
+            [Action::Disconnect { client: gpos, prr: 0 }, Action::Disconnect { client: gpos_fft, prr: 1 }]
+        );
+        assert!(m.prrs().iter().all(|d| d.client.is_none_or(|c| c.partition != 1)));
+        assert_eq!(m.waiting().count(), 0);
+        // Everything is free again for others.
+        assert_eq!(ask(&mut m, rtos, QAM16)[0], Action::Connect { client: rtos, prr: 0 });
+    }
+
+    #[test]
+    fn a_release_during_a_download_frees_the_prr_instead_of_connecting() {
+        let mut m = manager();
+        let gpos = client(1, 0, GPOS);
+        ask(&mut m, gpos, FFT1024);
+        run(&mut m, Event::Released { partition: 1 });
+        let actions = run(&mut m, Event::Reconfigured { prr: 2 });
+        assert_eq!(actions, []);
+        assert_eq!(m.prrs()[2].state, PrrState::Idle);
+        assert_eq!(m.connected(gpos), None);
+    }
+
+    #[test]
+    fn a_report_that_crossed_a_decision_changes_nothing() {
+        let mut m = manager();
+        let mut actions = Vec::new();
+        assert_eq!(m.handle(Event::Done { prr: 0 }, &mut |a| actions.push(a)), Err(Stale));
+        assert_eq!(m.handle(Event::Stopped { prr: 7 }, &mut |a| actions.push(a)), Err(Stale));
+        assert!(actions.is_empty());
+        assert!(m.prrs().iter().all(|d| d.state == PrrState::Idle));
+    }
+
+    #[test]
+    fn a_client_preempted_before_it_started_does_not_ask_again() {
+        let mut m = manager();
+        let gpos = client(1, 0, GPOS);
+        m.prrs[0].loaded = Some(QAM16);
+        m.prrs[1] =
+            Descriptor { state: PrrState::Busy, loaded: Some(FFT512), client: Some(client(1, 1, GPOS)), size: 8 };
+        ask(&mut m, gpos, QAM16);
+        assert_eq!(m.prrs()[0].state, PrrState::Hold);
+        let rtos = client(0, 0, RTOS);
+        ask(&mut m, rtos, QAM16);
+        run(&mut m, Event::Stopped { prr: 0 });
+        assert_eq!(m.connected(rtos), Some(0));
+        assert_eq!(m.waiting().count(), 0);
+    }
+
+    fn any_event() -> impl proptest::strategy::Strategy<Value = Event> {
+        use proptest::prelude::*;
+        let request = (0usize..3, 0usize..2, 0usize..4).prop_map(|(partition, device, accelerator)| {
+            // Partition 0 is the most urgent; 1 and 2 share a priority.
+            let priority = if partition == 0 { RTOS } else { GPOS };
+            Event::Request(Request { client: client(partition, device, priority), accelerator })
+        });
+        let prr = 0usize..4;
+        prop_oneof![
+            3 => request,
+            1 => prr.clone().prop_map(|prr| Event::Stopped { prr }),
+            1 => prr.clone().prop_map(|prr| Event::Reconfigured { prr }),
+            1 => prr.clone().prop_map(|prr| Event::Started { prr }),
+            1 => prr.clone().prop_map(|prr| Event::Done { prr }),
+            1 => prr.prop_map(|prr| Event::Expired { prr }),
+            1 => (0usize..3).prop_map(|partition| Event::Released { partition }),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Whatever happens, in whatever order: nothing panics, a device is
+        /// connected to one PRR at most, a PRR in transition has an incoming
+        /// client and no connected one, and no connected device waits.
+        #[test]
+        fn any_sequence_of_events_keeps_the_manager_sound(events in proptest::collection::vec(any_event(), 0..200)) {
+            let mut m = manager();
+            for event in events {
+                let _ = m.handle(event, &mut |_| {});
+                let clients: Vec<Client> = m.prrs().iter().filter_map(|d| d.client).collect();
+                for (i, a) in clients.iter().enumerate() {
+                    proptest::prop_assert!(!clients[i + 1..].iter().any(|b| same_device(*a, *b)), "{a:?} on two PRRs");
+                }
+                for (prr, d) in m.prrs().iter().enumerate() {
+                    if matches!(d.state, PrrState::Switch | PrrState::Reconfig) {
+                        proptest::prop_assert!(d.client.is_none() && m.incoming[prr].is_some(), "{prr}: {d:?}");
+                    }
+                    if d.state == PrrState::Preempt {
+                        proptest::prop_assert!(d.client.is_some() && m.incoming[prr].is_some(), "{prr}: {d:?}");
+                    }
+                }
+                for r in m.waiting() {
+                    proptest::prop_assert!(m.connected(r.client).is_none(), "{r:?} waits while connected");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_fabric_beyond_the_bitmask_is_refused() {
+        assert!(Manager::<4>::new(&[1; MAX_PRRS + 1], &[1]).is_err());
+        assert!(Manager::<4>::new(&[1; 3], &[1; MAX_ACCELERATORS + 1]).is_err());
+    }
+}
