@@ -121,7 +121,7 @@ impl<const W: usize> Manager<W> {
 
     /// The PRR `client`'s device is connected to, if any.
     pub fn connected(&self, client: Client) -> Option<usize> {
-        self.prrs.iter().position(|d| d.client.is_some_and(|c| same_device(c, client)))
+        self.prrs.iter().position(|d| d.client.is_some_and(|c| c.same_device(client)))
     }
 
     /// Handles `event`, handing each action to `act` in order. An event
@@ -167,8 +167,8 @@ impl<const W: usize> Manager<W> {
     }
 
     fn request(&mut self, request: Request, act: &mut impl FnMut(Action)) {
-        let busy = |i: &Option<Incoming>| i.is_some_and(|i| same_device(i.request.client, request.client));
-        let waiting = self.waiting.iter().any(|r| same_device(r.client, request.client));
+        let busy = |i: &Option<Incoming>| i.is_some_and(|i| i.request.client.same_device(request.client));
+        let waiting = self.waiting.iter().any(|r| r.client.same_device(request.client));
         if self.connected(request.client).is_some() || self.incoming.iter().any(busy) || waiting {
             // A write that raced the connection, or a second fault of a
             // stalled vCPU: the request is already served, under way, or
@@ -303,22 +303,12 @@ impl<const W: usize> Manager<W> {
     }
 }
 
-fn same_device(a: Client, b: Client) -> bool {
-    a.partition == b.partition && a.device == b.device
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use alloc::vec::Vec;
 
-    // Ker-ONE's fabric: PRR sizes and Table 5's compatibility.
-    const QAM16: usize = 0;
-    const QAM64: usize = 1;
-    const FFT512: usize = 2;
-    const FFT1024: usize = 3;
-    const SIZES: [u32; 3] = [2, 8, 13];
-    const COMPATIBLE: [Compatible; 4] = [0b011, 0b011, 0b110, 0b100];
+    use crate::fabric::ker_one::*;
     const RTOS: u8 = 200;
     const GPOS: u8 = 50;
 
@@ -560,7 +550,7 @@ mod tests {
                 let _ = m.handle(event, &mut |_| {});
                 let clients: Vec<Client> = m.prrs().iter().filter_map(|d| d.client).collect();
                 for (i, a) in clients.iter().enumerate() {
-                    proptest::prop_assert!(!clients[i + 1..].iter().any(|b| same_device(*a, *b)), "{a:?} on two PRRs");
+                    proptest::prop_assert!(!clients[i + 1..].iter().any(|b| a.same_device(*b)), "{a:?} on two PRRs");
                 }
                 for (prr, d) in m.prrs().iter().enumerate() {
                     if matches!(d.state, PrrState::Switch | PrrState::Reconfig) {

@@ -8,3 +8,19 @@ pub mod interface;
 pub mod manager;
 pub mod monitor;
 pub mod prr;
+
+/// Ker-ONE's experiment (section 6.1, Table 5), which the tests of every
+/// module here share: three PRRs of growing size and four accelerators.
+#[cfg(test)]
+pub(crate) mod ker_one {
+    use super::monitor::Compatible;
+
+    pub const QAM16: usize = 0;
+    pub const QAM64: usize = 1;
+    pub const FFT512: usize = 2;
+    pub const FFT1024: usize = 3;
+    /// Each PRR's share of the fabric (Table 6's resource usage).
+    pub const SIZES: [u32; 3] = [2, 8, 13];
+    /// PRR 1 hosts QAM only, PRR 2 QAM and FFT-512, PRR 3 the FFTs.
+    pub const COMPATIBLE: [Compatible; 4] = [0b011, 0b011, 0b110, 0b100];
+}

@@ -30,6 +30,14 @@ pub struct Client {
     pub priority: u8,
 }
 
+impl Client {
+    /// The same virtual device (of the same partition), whatever the
+    /// priority.
+    pub fn same_device(self, other: Client) -> bool {
+        self.partition == other.partition && self.device == other.device
+    }
+}
+
 /// What the monitor knows of one PRR (Ker-ONE's PRR descriptor).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Descriptor {
@@ -162,13 +170,7 @@ mod tests {
     use proptest::prelude::*;
     use PrrState::*;
 
-    // Ker-ONE's experiment: three PRRs of growing size; accelerators
-    // QAM16, QAM64, FFT512, FFT1024 with Table 5's compatibility.
-    const QAM16: usize = 0;
-    const QAM64: usize = 1;
-    const FFT512: usize = 2;
-    const FFT1024: usize = 3;
-    const COMPATIBLE: [Compatible; 4] = [0b011, 0b011, 0b110, 0b100];
+    use crate::fabric::ker_one::*;
 
     fn prr(state: PrrState, loaded: Option<usize>, holder: Option<(usize, u8)>, size: u32) -> Descriptor {
         let client = holder.map(|(partition, priority)| Client { partition, device: 0, priority });
