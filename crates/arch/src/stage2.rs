@@ -27,6 +27,11 @@ pub struct Stage2Table {
     vmid: u16,
 }
 
+// SAFETY: the table's memory is the boot heap's, reachable from every CPU;
+// its owner serialises every change (a lock around the table), so moving
+// the handle between CPUs is sound.
+unsafe impl Send for Stage2Table {}
+
 impl Stage2Table {
     pub fn new(vmid: u16) -> Self {
         Self { mapping: Mapping::new(IdTranslation::new(), ROOT_LEVEL, Stage2), vmid }
@@ -37,6 +42,26 @@ impl Stage2Table {
         let range = MemoryRegion::new(ipa as usize, (ipa + size) as usize);
         let attrs = attributes(kind);
         self.mapping.map_range(&range, PhysicalAddress(pa as usize), attrs, Constraints::empty())
+    }
+
+    /// Makes the RAM pages `[ipa, ipa + size)`, already mapped, writable or
+    /// read-only: an accelerator's interface page as its device connects
+    /// and disconnects. Only the permission bits change, which needs no
+    /// break-before-make; TLBs that may still hold the old permission are
+    /// the caller's to invalidate before it relies on the new one.
+    pub fn set_writable(&mut self, ipa: u64, size: u64, write: bool) -> Result<(), aarch64_paging::MapError> {
+        let range = MemoryRegion::new(ipa as usize, (ipa + size) as usize);
+        let (set, clear) = if write {
+            (Stage2Attributes::S2AP_ACCESS_RW, Stage2Attributes::empty())
+        } else {
+            (Stage2Attributes::S2AP_ACCESS_RO, Stage2Attributes::S2AP_ACCESS_WO)
+        };
+        self.mapping.modify_range(&range, &|_, descriptor| {
+            if descriptor.is_table() || !descriptor.flags().contains(Stage2Attributes::VALID) {
+                return Ok(());
+            }
+            descriptor.modify_flags(set, clear)
+        })
     }
 
     /// VTTBR_EL2 value: VMID in bits 55:48, table base below.
