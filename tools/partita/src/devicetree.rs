@@ -7,6 +7,7 @@
 
 use anyhow::{bail, Context, Result};
 use partita_core::config::model::{ChannelKind, Partition, System};
+use partita_core::fabric::interface::PAGE_SIZE as INTERFACE_PAGE;
 use partita_core::hypercall::ABI_VERSION;
 use vm_fdt::FdtWriter;
 
@@ -79,6 +80,7 @@ fn write_tree(system: &System, partition: &Partition) -> FdtResult<Vec<u8>> {
     clock(&mut fdt)?;
     console(&mut fdt, partition)?;
     devices(&mut fdt, partition)?;
+    accelerators(&mut fdt, system, partition)?;
     hypervisor(&mut fdt, system, partition)?;
     fdt.end_node(root)?;
     fdt.finish()
@@ -188,6 +190,27 @@ fn devices(fdt: &mut FdtWriter, partition: &Partition) -> FdtResult<()> {
             let cells: Vec<u32> = device.interrupts.iter().flat_map(|i| interrupt_cells(i.intid)).collect();
             fdt.property_array_u32("interrupts", &cells)?;
         }
+        fdt.end_node(node)?;
+    }
+    Ok(())
+}
+
+/// One node per virtual device: its interface page (`docs/accelerators.md`),
+/// what it computes, and the three virtual interrupts that signal
+/// IPC_WAIT, IPC_READY and IPC_PREEMPT, so that a guest-aware driver finds
+/// them by name.
+fn accelerators(fdt: &mut FdtWriter, system: &System, partition: &Partition) -> FdtResult<()> {
+    let Some(fabric) = &system.fabric else { return Ok(()) };
+    for (device, virtual_device) in partition.accelerators.iter().enumerate() {
+        let Some(accelerator) = fabric.accelerators.get(virtual_device.accelerator) else { continue };
+        let node = fdt.begin_node(&format!("{}@{:x}", accelerator.name, virtual_device.ipa))?;
+        fdt.property_string("compatible", "partita,accelerator")?;
+        fdt.property_array_u64("reg", &[virtual_device.ipa, INTERFACE_PAGE])?;
+        fdt.property_string("function", accelerator.function.name())?;
+        fdt.property_u32("device", device as u32)?;
+        let cells: Vec<u32> = virtual_device.signals.iter().flat_map(|&intid| interrupt_cells(intid)).collect();
+        fdt.property_array_u32("interrupts", &cells)?;
+        fdt.property_string_list("interrupt-names", strings(&["wait", "ready", "preempt"]))?;
         fdt.end_node(node)?;
     }
     Ok(())

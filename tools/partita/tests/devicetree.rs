@@ -160,23 +160,27 @@ fn oversized_tree_is_refused() {
 #[test]
 fn dtc_reads_it_without_warnings() {
     let (system, part) = sample();
-    let blob = generate(&system, &part).unwrap();
-    let dir = scratch("dtc");
-    let path = dir.join("rtos.dtb");
-    std::fs::write(&path, &blob).unwrap();
+    let Some(dts) = decompiled(&generate(&system, &part).unwrap(), "rtos") else { return };
+    assert!(dts.contains("compatible = \"arm,gic-v3\";"), "{dts}");
+    assert!(dts.contains("stdout-path = \"/pl011@9000000\";"), "{dts}");
+}
+
+/// The tree as dtc decompiles it, after checking dtc had nothing to say;
+/// `None` where dtc is not installed.
+fn decompiled(blob: &[u8], name: &str) -> Option<String> {
+    let path = scratch(&format!("dtc-{name}")).join(format!("{name}.dtb"));
+    std::fs::write(&path, blob).unwrap();
     let output = match std::process::Command::new("dtc").args(["-I", "dtb", "-O", "dts"]).arg(&path).output() {
         Ok(output) => output,
         Err(_) => {
             eprintln!("dtc not installed; skipping the decompile check");
-            return;
+            return None;
         }
     };
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
     assert!(stderr.trim().is_empty(), "dtc warnings:\n{stderr}");
-    let dts = String::from_utf8_lossy(&output.stdout);
-    assert!(dts.contains("compatible = \"arm,gic-v3\";"), "{dts}");
-    assert!(dts.contains("stdout-path = \"/pl011@9000000\";"), "{dts}");
+    Some(String::from_utf8_lossy(&output.stdout).into_owned())
 }
 
 /// `/partita` lists exactly the channels the partition is on, with the
@@ -226,4 +230,43 @@ fn channels_the_partition_is_listed_on() {
     assert_eq!(u64s(prop(frames, "reg")), [0x7000_0000, 0x1_0000]);
     assert!(frames.property("writable").is_none(), "rtos maps it read-only");
     assert_eq!(cells(prop(frames, "interrupts")), [0, 16, 4], "SPI 48");
+}
+
+/// Each virtual device is a node at its interface page, naming its function
+/// and its three signals; a partition without accelerators gets none.
+#[test]
+fn accelerators_with_their_page_and_signals() {
+    use partita_core::config::model::{Accelerator, Fabric, Function, Range, VirtualDevice};
+    let (mut system, mut part) = sample();
+    let accelerator =
+        |name: &str, function| Accelerator { name: name.to_string(), function, frame_ns: 1, preempt_ns: 1 };
+    system.fabric = Some(Fabric {
+        memory: Range::new(0x4f00_0000, 0x10_0000),
+        bandwidth: 128_000_000,
+        hold_us: 1_000,
+        prrs: Vec::new(),
+        accelerators: vec![accelerator("qam", Function::Qam16), accelerator("fft", Function::Fft1024)],
+    });
+    part.accelerators = vec![
+        VirtualDevice { accelerator: 1, ipa: 0x1000_1000, signals: [80, 81, 82], deadline_us: None },
+        VirtualDevice { accelerator: 0, ipa: 0x1000_0000, signals: [83, 84, 85], deadline_us: Some(2_000) },
+    ];
+    let blob = generate(&system, &part).unwrap();
+    let fdt = Fdt::new(&blob).unwrap();
+    let fft = node(&fdt, "/fft@10001000");
+    assert_eq!(text(fft, "compatible"), "partita,accelerator");
+    assert_eq!(text(fft, "function"), "fft1024");
+    assert_eq!(u64s(prop(fft, "reg")), [0x1000_1000, 0x1000]);
+    assert_eq!(cells(prop(fft, "device")), [0]);
+    assert_eq!(cells(prop(fft, "interrupts")), [0, 48, 4, 0, 49, 4, 0, 50, 4]);
+    assert_eq!(string_list(fft, "interrupt-names"), ["wait", "ready", "preempt"]);
+    assert_eq!(cells(prop(node(&fdt, "/qam@10000000"), "device")), [1]);
+    if let Some(dts) = decompiled(&blob, "accelerators") {
+        assert!(dts.contains("function = \"fft1024\";"), "{dts}");
+    }
+
+    part.accelerators.clear();
+    let blob = generate(&system, &part).unwrap();
+    let fdt = Fdt::new(&blob).unwrap();
+    assert!(fdt.all_nodes().all(|n| !n.name.starts_with("fft@") && !n.name.starts_with("qam@")));
 }

@@ -203,6 +203,20 @@ pub enum Function {
     Fft1024,
 }
 
+impl Function {
+    pub const ALL: [Function; 4] = [Function::Qam16, Function::Qam64, Function::Fft512, Function::Fft1024];
+
+    /// Its name in the configuration and the device tree.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Function::Qam16 => "qam16",
+            Function::Qam64 => "qam64",
+            Function::Fft512 => "fft512",
+            Function::Fft1024 => "fft1024",
+        }
+    }
+}
+
 /// A partition's virtual device: accelerator `accelerator` behind an
 /// interface page at `ipa`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
