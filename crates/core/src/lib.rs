@@ -13,6 +13,7 @@ extern crate alloc;
 
 pub mod channel;
 pub mod config;
+pub mod fabric;
 pub mod health;
 pub mod hypercall;
 pub mod partition;
