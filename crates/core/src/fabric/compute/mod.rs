@@ -12,7 +12,7 @@
 //!
 //! Each accelerator is pure functions ([`qam::map`], [`fft::fft`]) plus a
 //! stream type ([`qam::QamStream`], [`fft::FftStream`]) that drives them
-//! over a frame in bounded steps. The hypervisor copies guest memory in
+//! over a frame in bounded steps, both behind one [`Stream`] protocol. The hypervisor copies guest memory in
 //! chunks, so a step takes whatever input and output chunks the caller has
 //! at the stream's cursors and does at most `budget` units of work. A stream
 //! may be preempted only at a consistency point (Ker-ONE section 4): the
@@ -122,6 +122,48 @@ pub enum Progress {
     Frame,
 }
 
+/// What every accelerator stream offers, so that the fabric drives them
+/// all with one loop: copy the input chunk from [`Stream::input_offset`]
+/// of the frame and room from [`Stream::output_offset`] of its output,
+/// [`Stream::step`], copy the output back, and on [`Progress::Frame`] tell
+/// the guest; at a consistency point, if the PRR must change hands,
+/// [`Stream::save`] and later [`Stream::restore`].
+///
+/// Each frame is its own buffer of [`Stream::input_len`] input units and
+/// [`Stream::output_len`] samples; a stream that ends a frame starts the
+/// next at offset 0 of both.
+pub trait Stream: Sized {
+    /// What a frame's input is made of: bytes of bits (QAM), samples (FFT).
+    type Input: Copy;
+
+    fn input_len(&self) -> usize;
+    fn output_len(&self) -> usize;
+
+    /// Where in the frame's input the next chunk must start.
+    fn input_offset(&self) -> usize;
+
+    /// Where in the frame's output the next chunk must start.
+    fn output_offset(&self) -> usize;
+
+    /// Frames completed since the stream began.
+    fn frames(&self) -> u64;
+
+    fn at_consistency_point(&self) -> bool;
+
+    /// Does at most `budget` units of work, stopping at the next
+    /// consistency point and wherever `input` (the frame from
+    /// [`Stream::input_offset`]) or `output` (from [`Stream::output_offset`])
+    /// ends; every unit is bounded, so the budget bounds the step.
+    fn step(&mut self, input: &[Self::Input], output: &mut [Sample], budget: usize) -> Progress;
+
+    /// Writes the context, which holds everything but the frames' data;
+    /// refused away from a consistency point.
+    fn save(&self, out: &mut Context) -> Result<(), ContextError>;
+
+    /// The stream a saved context describes, ready to go on where it stopped.
+    fn restore(ctx: &Context) -> Result<Self, ContextError>;
+}
+
 /// The context a virtual device interface keeps for its accelerator.
 pub const CONTEXT_SIZE: usize = 1024;
 
@@ -214,6 +256,7 @@ impl Saved {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use proptest::prelude::*;
     use std::vec::Vec;
 
     /// xorshift64*: the tests' frames are random but the same on every run.
@@ -234,6 +277,44 @@ pub(crate) mod tests {
         pub(crate) fn bytes(&mut self, n: usize) -> Vec<u8> {
             (0..n).map(|_| self.next() as u8).collect()
         }
+    }
+
+    /// Runs `frames` through `stream` in steps of random budgets and
+    /// chunks. With `preempt`, at every consistency point the coin picks it
+    /// saves the stream, lets `tenant` use the PRR, and restores the stream
+    /// into a new one. Returns every frame's output, end to end.
+    pub(crate) fn drive<S: Stream>(
+        mut stream: S,
+        frames: &[Vec<S::Input>],
+        rng: &mut Rng,
+        preempt: bool,
+        mut tenant: impl FnMut(),
+    ) -> Vec<[i16; 2]> {
+        let per_frame = stream.output_len();
+        let mut out = std::vec![[0; 2]; per_frame * frames.len()];
+        let mut frame = 0;
+        while frame < frames.len() {
+            if preempt && stream.at_consistency_point() && rng.below(2) == 0 {
+                let mut ctx = [0; CONTEXT_SIZE];
+                stream.save(&mut ctx).unwrap();
+                tenant();
+                stream = S::restore(&ctx).unwrap();
+            }
+            let input = &frames[frame][stream.input_offset()..];
+            let input = &input[..input.len().min(rng.below(700) as usize)];
+            let at = frame * per_frame + stream.output_offset();
+            let end = (at + rng.below(700) as usize).min((frame + 1) * per_frame);
+            match stream.step(input, &mut out[at..end], rng.below(3_000) as usize) {
+                Progress::Running => {}
+                Progress::Block => assert!(stream.at_consistency_point()),
+                Progress::Frame => {
+                    assert!(stream.at_consistency_point() && stream.input_offset() == 0);
+                    frame += 1;
+                }
+            }
+        }
+        assert_eq!(stream.frames(), frames.len() as u64);
+        out
     }
 
     #[test]
@@ -295,6 +376,29 @@ pub(crate) mod tests {
             for word in ["f32", "f64"] {
                 assert!(!code.contains(word), "{file} uses {word} outside its tests");
             }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(96))]
+
+        /// Whatever the accelerator, the frames and where the stream is
+        /// preempted, its output is the pure functions'.
+        #[test]
+        fn any_frames_any_preemption_points(
+            which in 0..Accelerator::ALL.len(),
+            frame_len in 6u32..3_000,
+            seed in any::<u64>(),
+            count in 1usize..4,
+        ) {
+            let mut rng = Rng(seed | 1);
+            let accelerator = Accelerator::ALL[which];
+            let (preempted, expected) = match (qam::Modulation::of(accelerator), fft::FftSize::of(accelerator)) {
+                (Some(m), _) => qam::tests::preempted_and_expected(m, frame_len, count, &mut rng),
+                (_, Some(size)) => fft::tests::preempted_and_expected(size, frame_len, count, &mut rng),
+                (None, None) => unreachable!("{accelerator} is a mapper or an FFT"),
+            };
+            prop_assert_eq!(preempted, expected);
         }
     }
 }
