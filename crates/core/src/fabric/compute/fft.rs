@@ -581,6 +581,25 @@ pub(super) mod tests {
         }
     }
 
+    /// Ker-ONE's chain: a frame through QAM-16, its 4,700 symbols through
+    /// both FFTs, every block within the bound, nothing on the rails.
+    #[test]
+    fn the_experiments_chain_stays_within_the_bound() {
+        use super::super::qam::{map, Modulation};
+        use super::super::EXPERIMENT_FRAME_BITS;
+        let bits = Rng(0xc4a1).bytes(EXPERIMENT_FRAME_BITS as usize / 8);
+        let mut symbols = vec![[0; 2]; EXPERIMENT_FRAME_SAMPLES as usize];
+        assert_eq!(map(Modulation::Qam16, &bits, 0, &mut symbols), symbols.len());
+        for n in [512usize, 1024] {
+            let mut errors = Errors::new();
+            for block in symbols.chunks(n) {
+                let out = errors.check(block, n);
+                assert!(out.iter().flatten().all(|&v| v != i16::MAX && v != i16::MIN), "N={n}: saturated");
+            }
+            assert!(errors.max <= bound(n.trailing_zeros()), "N={n}: {}", errors.max);
+        }
+    }
+
     #[test]
     fn a_short_input_is_zero_padded() {
         let mut rng = Rng(3);

@@ -10,16 +10,17 @@
 //! allocates, and nothing uses floating point: the hypervisor is built with
 //! soft-float, where each float operation is a library call.
 //!
-//! Each accelerator is pure functions ([`qam::map`], [`fft::fft`]) plus a
+//! Each accelerator is pure functions ([`qam::map`], [`fft::fft`]) and a
 //! stream type ([`qam::QamStream`], [`fft::FftStream`]) that drives them
-//! over a frame in bounded steps, both behind one [`Stream`] protocol. The hypervisor copies guest memory in
-//! chunks, so a step takes whatever input and output chunks the caller has
-//! at the stream's cursors and does at most `budget` units of work. A stream
-//! may be preempted only at a consistency point (Ker-ONE section 4): the
-//! QAM mappers between frames, the FFTs between blocks. There its context
-//! (cursor and counters, never the data, which lives in guest memory) fits
-//! the 1 KiB a virtual device interface keeps, and a stream restored from it
-//! carries on exactly as if it had never stopped.
+//! over a frame in bounded steps, both behind one [`Stream`] protocol. The
+//! hypervisor copies guest memory in chunks, so a step takes whatever input
+//! and output chunks the caller has at the stream's cursors and does at
+//! most `budget` units of work. A stream may be preempted only at a
+//! consistency point (Ker-ONE section 4): the QAM mappers between frames,
+//! the FFTs between blocks. There its context (cursors and counters, never
+//! the data, which lives in guest memory) fits the 1 KiB a virtual device
+//! interface keeps, and a stream restored from it carries on exactly as if
+//! it had never stopped.
 //!
 //! Samples are [`Sample`]s, `[I, Q]` (or `[re, im]`), 16-bit signed; in
 //! guest memory one sample is I then Q, each little-endian.
