@@ -193,29 +193,8 @@ pub struct Accelerator {
     pub preempt_ns: u64,
 }
 
-/// The computations the emulated fabric implements (Ker-ONE's OFDM
-/// experiment).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Function {
-    Qam16,
-    Qam64,
-    Fft512,
-    Fft1024,
-}
-
-impl Function {
-    pub const ALL: [Function; 4] = [Function::Qam16, Function::Qam64, Function::Fft512, Function::Fft1024];
-
-    /// Its name in the configuration and the device tree.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Function::Qam16 => "qam16",
-            Function::Qam64 => "qam64",
-            Function::Fft512 => "fft512",
-            Function::Fft1024 => "fft1024",
-        }
-    }
-}
+/// What an accelerator computes (the fabric's own type).
+pub use crate::fabric::compute::Function;
 
 /// A partition's virtual device: accelerator `accelerator` behind an
 /// interface page at `ipa`.
