@@ -50,7 +50,7 @@ fn expect_error(name: &str, field: &str, message: &str) {
 /// A fixed switch cost, so that the expected percentages do not move when
 /// `partita bench pcs --save` rewrites the board's profile.
 fn profile() -> PlatformProfile {
-    PlatformProfile { pcs_ns: 2_000, pcs_instructions: 1_500, measured: "fixed for the tests".into() }
+    PlatformProfile { pcs_ns: 2_000, pcs_instructions: 1_500, measured: "fixed for the tests".into(), accel: None }
 }
 
 fn load_good(name: &str) -> Config {

@@ -363,7 +363,10 @@ pub fn holders_text(system: &System, holders: &[(usize, (usize, usize))]) -> Str
             format!("{prr} by {holder}")
         })
         .collect();
-    format!("partitions of equal or higher priority may hold every PRR that can host it ({})", held.join(", "))
+    format!(
+        "virtual devices of equal or higher priority may hold every PRR that can host it at once ({})",
+        held.join(", ")
+    )
 }
 
 /// The deadlines the analysed bound exceeds, with the board's atomic
@@ -663,7 +666,7 @@ mod tests {
             "partition[0].accelerators[0]",
             "deadline",
             "partition \"rtos\" accelerator \"qam16\": no bound on its allocation latency, so no deadline can hold: \
-             partitions of equal or higher priority may hold every PRR that can host it (prr1 by partition \"gpos\" \
+             virtual devices of equal or higher priority may hold every PRR that can host it at once (prr1 by partition \"gpos\" \
              accelerator \"qam64\", prr2 by partition \"gpos\" accelerator \"fft512\")",
         );
     }
