@@ -194,6 +194,32 @@ mod tests {
             format!("Messages the queue holds, {}.", span(&QUEUE_DEPTH)),
             format!("`depth` {}, `max_message` × `depth` at most {} MiB", span(&QUEUE_DEPTH), MAX_QUEUE_BYTES >> 20),
             format!("`max_message` × `depth` must be at most {} MiB", MAX_QUEUE_BYTES >> 20),
+            format!("0 to {} `[[fabric.accelerator]]` entries.", n(MAX_ACCELERATORS)),
+            format!("0 to {} `[[fabric.prr]]` entries.", n(MAX_PRRS)),
+            format!(
+                "0 to {} PRRs, 0 to {} accelerators; per partition 0 to {} virtual devices.",
+                n(MAX_PRRS),
+                n(MAX_ACCELERATORS),
+                n(MAX_VIRTUAL_DEVICES)
+            ),
+            format!("0 to {} [virtual devices](#virtual-devices)", n(MAX_VIRTUAL_DEVICES)),
+            format!(
+                "before it becomes Idle again, {} us to {} s.",
+                FABRIC_HOLD_US.start(),
+                FABRIC_HOLD_US.end() / 1_000_000
+            ),
+            format!("`hold` {} us to {} s;", FABRIC_HOLD_US.start(), FABRIC_HOLD_US.end() / 1_000_000),
+            format!(
+                "Time to process one frame, {} ns to {} s.",
+                ACCELERATOR_FRAME_NS.start(),
+                ACCELERATOR_FRAME_NS.end() / 1_000_000_000
+            ),
+            format!(
+                "`frame` {} ns to {} s",
+                ACCELERATOR_FRAME_NS.start(),
+                ACCELERATOR_FRAME_NS.end() / 1_000_000_000
+            ),
+            format!("Each {} but not {CONSOLE_INTID}, and not one of the partition's passthrough", span(&SPI)),
         ];
         let missing: Vec<String> = expected.into_iter().filter(|text| !DOCS.contains(text.as_str())).collect();
         assert!(missing.is_empty(), "docs/configuration.md does not say {missing:#?}");
