@@ -214,11 +214,7 @@ mod tests {
                 ACCELERATOR_FRAME_NS.start(),
                 ACCELERATOR_FRAME_NS.end() / 1_000_000_000
             ),
-            format!(
-                "`frame` {} ns to {} s",
-                ACCELERATOR_FRAME_NS.start(),
-                ACCELERATOR_FRAME_NS.end() / 1_000_000_000
-            ),
+            format!("`frame` {} ns to {} s", ACCELERATOR_FRAME_NS.start(), ACCELERATOR_FRAME_NS.end() / 1_000_000_000),
             format!("Each {} but not {CONSOLE_INTID}, and not one of the partition's passthrough", span(&SPI)),
         ];
         let missing: Vec<String> = expected.into_iter().filter(|text| !DOCS.contains(text.as_str())).collect();

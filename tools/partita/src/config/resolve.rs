@@ -726,6 +726,23 @@ mod tests {
     }
 
     #[test]
+    fn the_default_bitstreams_download_in_table_5_s_times() {
+        use partita_core::fabric::bound::reconfig_time;
+        let micros: Vec<u64> = DEFAULT_PRRS
+            .iter()
+            .map(|&(_, _, bytes, _)| reconfig_time(bytes, DEFAULT_FABRIC_BANDWIDTH, 1_000_000))
+            .collect();
+        assert_eq!(micros, [231, 810, 1_206]);
+        // Exactly, not rounded up to them.
+        assert!(DEFAULT_PRRS
+            .iter()
+            .all(|&(_, _, bytes, _)| (bytes * 1_000_000).is_multiple_of(DEFAULT_FABRIC_BANDWIDTH)));
+        for (_, _, _, hosts) in DEFAULT_PRRS {
+            assert!(hosts.iter().all(|host| DEFAULT_ACCELERATORS.iter().any(|(name, ..)| name == host)));
+        }
+    }
+
+    #[test]
     fn lowest_free_on_unaligned_ram() {
         let ram = Range::new(0x4010_0000, 0x0100_0000);
         assert_eq!(lowest_free(ram, &[], MIB), Some(0x4020_0000));

@@ -194,7 +194,8 @@ impl Validator<'_> {
             if let Some(problem) = name_problem(&accelerator.name) {
                 self.push(path.clone(), "name", problem);
             }
-            if let Some(first) = fabric.accelerators.iter().take(a).position(|other| other.name == accelerator.name) {
+            let first = fabric.accelerators.iter().take(a).position(|other| other.name == accelerator.name);
+            if let Some(first) = first {
                 let message =
                     format!("duplicate accelerator name \"{}\" (also accelerator[{first}])", accelerator.name);
                 self.push(path.clone(), "name", message);
@@ -216,7 +217,8 @@ impl Validator<'_> {
                 );
                 self.push(path.clone(), "preempt", message);
             }
-            if !fabric.prrs.iter().any(|prr| prr.hosts.contains(&a)) {
+            // A PRR names the first of two namesakes; the duplicate is the problem.
+            if first.is_none() && !fabric.prrs.iter().any(|prr| prr.hosts.contains(&a)) {
                 let message = format!("{label} is hosted by no PRR; list it in the hosts of a [[fabric.prr]]");
                 self.push(path, "name", message);
             }
