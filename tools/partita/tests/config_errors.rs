@@ -10,11 +10,11 @@ mod config_support;
 use config_support::{aarch64_elf, scratch_dir};
 use partita::config::{self, Config, Diagnostic, Image, ImageFormat};
 use partita::profile::PlatformProfile;
+use partita_core::config::allocation::KER_ONE_TABLE_4;
 use partita_core::config::model::{
     Action, Budget, Channel, ChannelKind, Criticality, CyclicCore, Function, Health, Interrupt, Perms, Range, Slot,
     VirtualDevice,
 };
-use partita_core::fabric::bound::AtomicCosts;
 use std::path::{Path, PathBuf};
 
 const MARKER: &str = "# <- error";
@@ -1292,20 +1292,9 @@ fn health_log_out_of_range() {
 
 // --- The fabric and virtual devices ----------------------------------------
 
-/// Ker-ONE's Table 4, in nanoseconds, as a board's measured costs.
+/// Ker-ONE's Table 4, as a board's measured costs.
 fn costed_profile() -> PlatformProfile {
-    let costs = AtomicCosts {
-        trap: 760,
-        resume: 640,
-        pl_irq: 810,
-        search: 500,
-        assign: 1_130,
-        assign_reconfig: 2_770,
-        preempt: 340,
-        irq_pcap: 640,
-        irq_stop: 280,
-    };
-    PlatformProfile { accel: Some(costs), ..profile() }
+    PlatformProfile { accel: Some(KER_ONE_TABLE_4), ..profile() }
 }
 
 fn accel_example() -> Config {

@@ -32,6 +32,21 @@ use alloc::vec::Vec;
 /// of the accelerators' δ_pre and of the board's atomic costs.
 const NS_PER_SECOND: u64 = 1_000_000_000;
 
+/// Ker-ONE's atomic costs as measured on a Zynq-7000 at 667 MHz (Table 4),
+/// in nanoseconds: what Ker-ONE's own bounds (eq. 6) come from, to compare
+/// a board's measurement with. Never taken for a board's costs.
+pub const KER_ONE_TABLE_4: AtomicCosts = AtomicCosts {
+    trap: 760,
+    resume: 640,
+    pl_irq: 810,
+    search: 500,
+    assign: 1_130,
+    assign_reconfig: 2_770,
+    preempt: 340,
+    irq_pcap: 640,
+    irq_stop: 280,
+};
+
 /// What T_preempt and T_RCFG are capped at (about 146 years): the paths
 /// add them to each other and to the atomic costs, which must not
 /// overflow on a corrupt table, and no real term comes near it.
@@ -205,19 +220,6 @@ mod tests {
     use crate::config::validate::fixtures;
     use alloc::string::ToString;
 
-    /// Ker-ONE Table 4, in nanoseconds.
-    const TABLE_4: AtomicCosts = AtomicCosts {
-        trap: 760,
-        resume: 640,
-        pl_irq: 810,
-        search: 500,
-        assign: 1_130,
-        assign_reconfig: 2_770,
-        preempt: 340,
-        irq_pcap: 640,
-        irq_stop: 280,
-    };
-
     const QAM16: usize = 0;
     const QAM64: usize = 1;
     const FFT512: usize = 2;
@@ -269,7 +271,7 @@ mod tests {
     fn the_rtos_qam16_follows_eq_7_and_8() {
         // gpos may hold QAM-16, QAM-64 and FFT-512 in PRR 1 and 2: eq. 7.
         let s = system(&[QAM16], &[QAM16, QAM64, FFT512, FFT1024]);
-        let all = device_latencies(&s, Some(&TABLE_4));
+        let all = device_latencies(&s, Some(&KER_ONE_TABLE_4));
         assert_eq!((all[0].partition, all[0].device, all[0].compatible.clone()), (0, 0, vec![0, 1]));
         assert_eq!(bounded(&all[0].wait), (Some(47_000), Some(810_000), Some(866_960)));
         // Without the costs, the two terms still come out.
@@ -281,7 +283,10 @@ mod tests {
     fn only_what_a_lower_priority_partition_may_hold_is_displaced() {
         // gpos uses FFT-1024 only, which never sits in PRR 1 or 2.
         let s = system(&[QAM16], &[FFT1024]);
-        assert_eq!(bounded(&device_latencies(&s, Some(&TABLE_4))[0].wait), (None, Some(810_000), Some(816_760)));
+        assert_eq!(
+            bounded(&device_latencies(&s, Some(&KER_ONE_TABLE_4))[0].wait),
+            (None, Some(810_000), Some(816_760))
+        );
         // Alone on the fabric: no preemption path at all.
         let s = system(&[FFT512], &[]);
         assert_eq!(bounded(&device_latencies(&s, None)[0].wait), (None, Some(1_206_000), None));
@@ -314,7 +319,7 @@ mod tests {
     #[test]
     fn higher_priority_holders_bound_nothing_for_the_lower() {
         let s = system(&[FFT1024], &[FFT1024]);
-        let all = device_latencies(&s, Some(&TABLE_4));
+        let all = device_latencies(&s, Some(&KER_ONE_TABLE_4));
         assert_eq!(bounded(&all[0].wait), (Some(33_600), Some(1_206_000), Some(9_960 + 33_600 + 1_206_000)));
         assert_eq!(all[1].wait, Wait::Unbounded { holders: vec![(2, (0, 0))] });
     }
@@ -332,7 +337,7 @@ mod tests {
             preempt_ns: u64::MAX,
         });
         fabric.memory = Range::new(0, 0);
-        let all = device_latencies(&s, Some(&TABLE_4));
+        let all = device_latencies(&s, Some(&KER_ONE_TABLE_4));
         assert_eq!(all.len(), 3);
         // A device no PRR can host has nowhere to go.
         assert_eq!(all[1].wait, Wait::Unbounded { holders: vec![] });

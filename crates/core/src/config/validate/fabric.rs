@@ -4,7 +4,9 @@
 //! signals, its deadline).
 
 use super::overlap::{Item, Space};
-use super::{bounds, hex_range, is_aligned, name_problem, Issue, Validator};
+use super::{
+    accelerator_path, bounds, hex_range, is_aligned, name_problem, prr_path, virtual_device_path, Issue, Validator,
+};
 use crate::config::allocation::{device_latencies, micros_text, Wait};
 use crate::config::limits::{
     ACCELERATOR_FRAME_NS, CONSOLE_INTID, FABRIC_HOLD_US, MAX_ACCELERATORS, MAX_PRRS, MAX_VIRTUAL_DEVICES, SPI,
@@ -17,18 +19,6 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 const FABRIC: &str = "fabric";
-
-fn accelerator_path(a: usize) -> String {
-    format!("fabric.accelerator[{a}]")
-}
-
-fn prr_path(r: usize) -> String {
-    format!("fabric.prr[{r}]")
-}
-
-fn virtual_device_path(p: usize, d: usize) -> String {
-    format!("partition[{p}].accelerators[{d}]")
-}
 
 /// Whether the counts are within what the rules between entries handle.
 pub(super) fn within_limits(system: &System) -> bool {
@@ -400,6 +390,7 @@ pub fn allocation_deadlines(system: &System, costs: &AtomicCosts) -> Vec<Issue> 
 mod tests {
     use super::super::fixtures::*;
     use super::*;
+    use crate::config::allocation::KER_ONE_TABLE_4;
     use crate::config::model::{Accelerator, Function, Interrupt, Prr};
     use alloc::vec;
     use proptest::prelude::*;
@@ -720,22 +711,9 @@ mod tests {
             s.partitions[1].accelerators = gpos;
             (s.partitions[0].priority, s.partitions[1].priority) = priorities;
             let _ = validate(&s);
-            let _ = allocation_deadlines(&s, &TABLE_4);
+            let _ = allocation_deadlines(&s, &KER_ONE_TABLE_4);
         }
     }
-
-    /// Ker-ONE Table 4, in nanoseconds.
-    const TABLE_4: AtomicCosts = AtomicCosts {
-        trap: 760,
-        resume: 640,
-        pl_irq: 810,
-        search: 500,
-        assign: 1_130,
-        assign_reconfig: 2_770,
-        preempt: 340,
-        irq_pcap: 640,
-        irq_stop: 280,
-    };
 
     #[test]
     fn a_deadline_shorter_than_the_bound() {
@@ -743,9 +721,9 @@ mod tests {
         // (gpos holds FFT-1024 only).
         let mut s = accelerated();
         s.partitions[0].accelerators[0].deadline_us = Some(817);
-        assert_eq!(allocation_deadlines(&s, &TABLE_4), vec![]);
+        assert_eq!(allocation_deadlines(&s, &KER_ONE_TABLE_4), vec![]);
         s.partitions[0].accelerators[0].deadline_us = Some(816);
-        let issues = allocation_deadlines(&s, &TABLE_4);
+        let issues = allocation_deadlines(&s, &KER_ONE_TABLE_4);
         assert_eq!(issues.len(), 1, "{issues:#?}");
         assert_eq!((issues[0].path.as_str(), issues[0].field), ("partition[0].accelerators[0]", "deadline"));
         assert_eq!(

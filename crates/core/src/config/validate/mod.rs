@@ -143,6 +143,18 @@ fn channel_path(i: usize) -> String {
     format!("channel[{i}]")
 }
 
+fn accelerator_path(a: usize) -> String {
+    format!("fabric.accelerator[{a}]")
+}
+
+fn prr_path(r: usize) -> String {
+    format!("fabric.prr[{r}]")
+}
+
+fn virtual_device_path(p: usize, d: usize) -> String {
+    format!("partition[{p}].accelerators[{d}]")
+}
+
 fn plan_path(i: usize) -> String {
     format!("plan[{i}]")
 }
