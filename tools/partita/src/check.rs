@@ -35,7 +35,7 @@ pub fn check_to(
             Some(profile) => profile.accel,
             None => profile::for_board(&system.platform.board).ok().and_then(|profile| profile.accel),
         };
-        costs.map_or_else(Vec::new, |costs| allocation_deadlines(system, &costs))
+        allocation_deadlines(system, costs.as_ref())
     };
     let config = match config::load_with(path, &deadlines) {
         Ok(config) => config,

@@ -11,7 +11,7 @@ mod resolve;
 mod spans;
 
 use partita_core::config::model::System;
-use partita_core::config::validate::{validate, Issue};
+use partita_core::config::validate::{allocation_deadlines, validate, Issue};
 use spans::SpanIndex;
 use std::path::{Path, PathBuf};
 
@@ -74,17 +74,20 @@ impl Diagnostic {
     }
 }
 
-/// Rules over a valid model beyond the validator's, whose issues are
-/// placed in the file like its own: `check` passes those that need the
-/// board's profile.
+/// Rules of the host alone over a model that passed every other, whose
+/// issues are placed in the file like the validator's: the deadlines of
+/// virtual devices against the allocation-latency analysis, which `check`
+/// judges with the board's atomic costs.
 pub type Rules<'r> = &'r dyn Fn(&System) -> Vec<Issue>;
 
-/// Reads, resolves and validates a configuration file.
+/// Reads, resolves and validates a configuration file, with the deadlines
+/// that need no board: none on a device whose wait has no bound.
 pub fn load(path: &Path) -> Result<Config, Vec<Diagnostic>> {
-    load_with(path, &|_| Vec::new())
+    load_with(path, &|system| allocation_deadlines(system, None))
 }
 
-/// [`load`], then `rules` once nothing else is wrong.
+/// [`load`] with `rules` in place of its deadline rule, once nothing else
+/// is wrong.
 pub fn load_with(path: &Path, rules: Rules) -> Result<Config, Vec<Diagnostic>> {
     let bytes =
         std::fs::read(path).map_err(|error| vec![Diagnostic::whole_file(path, format!("cannot read: {error}"))])?;
@@ -103,7 +106,7 @@ pub fn load_with(path: &Path, rules: Rules) -> Result<Config, Vec<Diagnostic>> {
 /// Like [`load`], for text already in memory; `path` names the file in
 /// diagnostics and anchors relative image paths.
 pub fn load_str(path: &Path, text: &str) -> Result<Config, Vec<Diagnostic>> {
-    load_str_with(path, text, &|_| Vec::new())
+    load_str_with(path, text, &|system| allocation_deadlines(system, None))
 }
 
 fn load_str_with(path: &Path, text: &str, rules: Rules) -> Result<Config, Vec<Diagnostic>> {

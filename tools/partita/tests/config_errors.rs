@@ -16,13 +16,21 @@ use partita_core::config::model::{
     VirtualDevice,
 };
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 const MARKER: &str = "# <- error";
+
+/// A scratch folder for `name` that no other test shares: tests run in
+/// parallel, and several load the same file.
+fn own_dir(name: &str) -> PathBuf {
+    static COPIES: AtomicUsize = AtomicUsize::new(0);
+    scratch_dir(&format!("{name}-{}", COPIES.fetch_add(1, Ordering::Relaxed)))
+}
 
 fn fixture(name: &str) -> (PathBuf, String) {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/configs").join(format!("{name}.toml"));
     let text = std::fs::read_to_string(&source).unwrap();
-    let path = scratch_dir(name).join(format!("{name}.toml"));
+    let path = own_dir(name).join(format!("{name}.toml"));
     std::fs::write(&path, &text).unwrap();
     (path, text)
 }
@@ -74,6 +82,7 @@ fn good_fixture_resolves_defaults_and_allocates() {
     assert_eq!(system.hypervisor.memory, Range::new(0x4000_0000, 32 << 20));
     assert_eq!(system.hypervisor.quantum_us, 500);
     assert_eq!(system.hypervisor.trace_events, 4096);
+    assert_eq!(system.fabric, None, "no [fabric], no fabric");
 
     let [rtos, gpos] = &system.partitions[..] else { panic!("two partitions expected") };
     assert_eq!((rtos.criticality, gpos.criticality), (Criticality::High, Criticality::Low));
@@ -130,7 +139,7 @@ fn spi(intid: u32, vcpu: u32) -> Interrupt {
 /// Loads `text` as `configs/<name>.toml` of a scratch tree whose
 /// `target/guests/test-guest.elf` is a stand-in for the real guest.
 fn load_beside_stand_in_guest(name: &str, text: &str) -> Config {
-    let root = scratch_dir(name);
+    let root = own_dir(name);
     std::fs::create_dir_all(root.join("configs")).unwrap();
     std::fs::create_dir_all(root.join("target/guests")).unwrap();
     for guest in ["test-guest.elf", "rtos.elf"] {
@@ -1394,11 +1403,6 @@ fn every_field_of_the_fabric_resolves() {
     partita::check::check_to(&path, Some(&costed_profile()), &mut out, &mut Vec::new()).unwrap();
     let out = String::from_utf8(out).unwrap();
     assert!(out.contains("2288.819 us  2329.779 us  3000 us"), "{out}");
-}
-
-#[test]
-fn no_fabric_by_default() {
-    assert_eq!(load_good("good").system.fabric, None);
 }
 
 #[test]

@@ -78,18 +78,12 @@ impl Validator<'_> {
         };
         self.fabric_settings(fabric);
         self.fabric_memory(fabric);
-        let accelerators_known = self.prrs(fabric);
+        self.prrs(fabric);
         self.accelerators(fabric);
-        let mut devices_known = true;
         for (p, partition) in system.partitions.iter().enumerate() {
             for (d, device) in partition.accelerators.iter().enumerate() {
-                devices_known &= self.virtual_device(fabric, p, partition, d, device);
+                self.virtual_device(fabric, p, partition, d, device);
             }
-        }
-        // The analysis would only restate an accelerator or PRR that is
-        // not there.
-        if accelerators_known && devices_known {
-            self.unbounded_deadlines();
         }
     }
 
@@ -139,10 +133,8 @@ impl Validator<'_> {
         }
     }
 
-    /// Returns whether every accelerator a PRR lists exists.
-    fn prrs(&mut self, fabric: &Fabric) -> bool {
+    fn prrs(&mut self, fabric: &Fabric) {
         let count = fabric.accelerators.len();
-        let mut known = true;
         for (r, prr) in fabric.prrs.iter().enumerate() {
             let path = prr_path(r);
             if let Some(problem) = name_problem(&prr.name) {
@@ -166,7 +158,6 @@ impl Validator<'_> {
                 if a >= count {
                     let message = format!("PRR \"{}\": accelerator {a} does not exist; there are {count}", prr.name);
                     self.push(path.clone(), "hosts", message);
-                    known = false;
                 } else if prr.hosts.iter().take(k).any(|&other| other == a) {
                     let message =
                         format!("PRR \"{}\" lists accelerator \"{}\" twice", prr.name, fabric.accelerators[a].name);
@@ -174,7 +165,6 @@ impl Validator<'_> {
                 }
             }
         }
-        known
     }
 
     fn accelerators(&mut self, fabric: &Fabric) {
@@ -215,15 +205,7 @@ impl Validator<'_> {
         }
     }
 
-    /// Returns whether the device's accelerator exists.
-    fn virtual_device(
-        &mut self,
-        fabric: &Fabric,
-        p: usize,
-        partition: &Partition,
-        d: usize,
-        device: &VirtualDevice,
-    ) -> bool {
+    fn virtual_device(&mut self, fabric: &Fabric, p: usize, partition: &Partition, d: usize, device: &VirtualDevice) {
         let path = virtual_device_path(p, d);
         let count = fabric.accelerators.len();
         let Some(accelerator) = fabric.accelerators.get(device.accelerator) else {
@@ -232,7 +214,7 @@ impl Validator<'_> {
                 partition.name, device.accelerator
             );
             self.push(path, "name", message);
-            return false;
+            return;
         };
         let label = format!("partition \"{}\" accelerator \"{}\"", partition.name, accelerator.name);
         if let Some(first) = partition.accelerators.iter().take(d).position(|o| o.accelerator == device.accelerator) {
@@ -247,7 +229,6 @@ impl Validator<'_> {
         if device.deadline_us == Some(0) {
             self.push(path, "deadline", format!("{label}: the deadline must be longer than 0 us"));
         }
-        true
     }
 
     /// The page sits in the partition's guest space with everything else
@@ -304,24 +285,6 @@ impl Validator<'_> {
             _ => None,
         })
     }
-
-    /// A deadline promises a bound; without one, nothing can keep it.
-    fn unbounded_deadlines(&mut self) {
-        let system = self.system;
-        for latency in device_latencies(system, None) {
-            let Wait::Unbounded { holders } = &latency.wait else { continue };
-            let Some(device) = device_at(system, latency.partition, latency.device) else { continue };
-            if device.deadline_us.is_none() {
-                continue;
-            }
-            let message = format!(
-                "{}: no bound on its allocation latency, so no deadline can hold: {}",
-                device_label(system, latency.partition, device),
-                holders_text(system, holders)
-            );
-            self.push(virtual_device_path(latency.partition, latency.device), "deadline", message);
-        }
-    }
 }
 
 fn device_at(system: &System, p: usize, d: usize) -> Option<&VirtualDevice> {
@@ -361,27 +324,32 @@ pub fn holders_text(system: &System, holders: &[(usize, (usize, usize))]) -> Str
     )
 }
 
-/// The deadlines the analysed bound exceeds, with the board's atomic
-/// costs (in nanoseconds): rules that need the board's profile, so the
-/// host runs them beside [`super::validate`].
-pub fn allocation_deadlines(system: &System, costs: &AtomicCosts) -> Vec<Issue> {
+/// The deadlines the analysis cannot promise: any on a virtual device
+/// whose wait has no bound, and, with the board's atomic costs (in
+/// nanoseconds), one shorter than the bound. Rules of the host alone, on a
+/// model that passed [`super::validate`]: the hypervisor keeps no deadline,
+/// and the analysis stays out of its image.
+pub fn allocation_deadlines(system: &System, costs: Option<&AtomicCosts>) -> Vec<Issue> {
     let mut issues = Vec::new();
-    for latency in device_latencies(system, Some(costs)) {
-        let Wait::Bounded { latency: Some(bound), .. } = latency.wait else { continue };
-        let Some(device) = device_at(system, latency.partition, latency.device) else { continue };
+    for latency in device_latencies(system, costs) {
+        let (p, d) = (latency.partition, latency.device);
+        let Some(device) = device_at(system, p, d) else { continue };
         let Some(deadline_us) = device.deadline_us else { continue };
-        if bound.worst > deadline_us.saturating_mul(1_000) {
-            let message = format!(
-                "{}: the deadline of {deadline_us} us is shorter than its worst-case allocation latency, {} us",
-                device_label(system, latency.partition, device),
+        let problem = match &latency.wait {
+            Wait::Unbounded { holders } => {
+                format!(
+                    "no bound on its allocation latency, so no deadline can hold: {}",
+                    holders_text(system, holders)
+                )
+            }
+            Wait::Bounded { latency: Some(bound), .. } if bound.worst > deadline_us.saturating_mul(1_000) => format!(
+                "the deadline of {deadline_us} us is shorter than its worst-case allocation latency, {} us",
                 micros_text(bound.worst)
-            );
-            issues.push(Issue {
-                path: virtual_device_path(latency.partition, latency.device),
-                field: "deadline",
-                message,
-            });
-        }
+            ),
+            Wait::Bounded { .. } => continue,
+        };
+        let message = format!("{}: {problem}", device_label(system, p, device));
+        issues.push(Issue { path: virtual_device_path(p, d), field: "deadline", message });
     }
     issues
 }
@@ -652,12 +620,14 @@ mod tests {
             (extra.accelerator, extra.ipa, extra.signals) = (accelerator, ipa, signals);
             s.partitions[1].accelerators.push(extra);
         }
-        assert_eq!(validate(&s), vec![], "no deadline, no promise");
+        assert_eq!(allocation_deadlines(&s, None), vec![], "no deadline, no promise");
         s.partitions[0].accelerators[0].deadline_us = Some(2_000);
-        expect_one(
-            &s,
-            "partition[0].accelerators[0]",
-            "deadline",
+        assert_eq!(validate(&s), vec![], "the hypervisor keeps no deadline");
+        let issues = allocation_deadlines(&s, None);
+        assert_eq!(issues.len(), 1, "{issues:#?}");
+        assert_eq!((issues[0].path.as_str(), issues[0].field), ("partition[0].accelerators[0]", "deadline"));
+        assert_eq!(
+            issues[0].message,
             "partition \"rtos\" accelerator \"qam16\": no bound on its allocation latency, so no deadline can hold: \
              virtual devices of equal or higher priority may hold every PRR that can host it at once (prr1 by partition \"gpos\" \
              accelerator \"qam64\", prr2 by partition \"gpos\" accelerator \"fft512\")",
@@ -711,7 +681,7 @@ mod tests {
             s.partitions[1].accelerators = gpos;
             (s.partitions[0].priority, s.partitions[1].priority) = priorities;
             let _ = validate(&s);
-            let _ = allocation_deadlines(&s, &KER_ONE_TABLE_4);
+            let _ = allocation_deadlines(&s, Some(&KER_ONE_TABLE_4));
         }
     }
 
@@ -721,9 +691,9 @@ mod tests {
         // (gpos holds FFT-1024 only).
         let mut s = accelerated();
         s.partitions[0].accelerators[0].deadline_us = Some(817);
-        assert_eq!(allocation_deadlines(&s, &KER_ONE_TABLE_4), vec![]);
+        assert_eq!(allocation_deadlines(&s, Some(&KER_ONE_TABLE_4)), vec![]);
         s.partitions[0].accelerators[0].deadline_us = Some(816);
-        let issues = allocation_deadlines(&s, &KER_ONE_TABLE_4);
+        let issues = allocation_deadlines(&s, Some(&KER_ONE_TABLE_4));
         assert_eq!(issues.len(), 1, "{issues:#?}");
         assert_eq!((issues[0].path.as_str(), issues[0].field), ("partition[0].accelerators[0]", "deadline"));
         assert_eq!(

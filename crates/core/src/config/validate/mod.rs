@@ -31,6 +31,11 @@
 //! - `overlap`: the one place that finds which ranges share addresses, for
 //!   every rule above that forbids it.
 //!
+//! One rule is the host's alone: whether a virtual device's `deadline` is
+//! kept by the allocation-latency analysis ([`allocation_deadlines`]),
+//! judged once everything else holds. The hypervisor keeps no deadline,
+//! and the analysis need not be part of its image.
+//!
 //! The issues come out in a fixed order: that of the calls in [`validate`],
 //! then file order. The host keeps it among the issues of one line, and the
 //! hypervisor prints them in it.
