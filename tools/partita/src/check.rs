@@ -4,11 +4,13 @@
 
 use crate::config::{self, Config};
 use crate::profile::{self, PlatformProfile};
+use partita_core::config::allocation::{device_latencies, micros_text, reconfig_ns, Wait};
 use partita_core::config::model::{
-    Action, ChannelKind, Criticality, Device, Health, Interrupt, MemoryRegion, Partition, Perms, Plan, System,
+    Action, ChannelKind, Criticality, Device, Fabric, Health, Interrupt, MemoryRegion, Partition, Perms, Plan, System,
 };
 use partita_core::config::overhead::switch_losses;
 use partita_core::config::utilisation::{fixed_priority_loads, share_tenths_of_percent, tenths_text};
+use partita_core::config::validate::{allocation_deadlines, holders_text};
 use std::io::Write;
 use std::path::Path;
 
@@ -27,7 +29,15 @@ pub fn check_to(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<Config> {
-    let config = match config::load(path) {
+    // Deadlines against the analysed bound need the board's atomic costs.
+    let deadlines = |system: &System| {
+        let costs = match profile {
+            Some(profile) => profile.accel,
+            None => profile::for_board(&system.platform.board).ok().and_then(|profile| profile.accel),
+        };
+        allocation_deadlines(system, costs.as_ref())
+    };
+    let config = match config::load_with(path, &deadlines) {
         Ok(config) => config,
         Err(diagnostics) => {
             for diagnostic in &diagnostics {
@@ -76,8 +86,99 @@ pub fn summary(config: &Config, profile: &PlatformProfile) -> String {
     out.push_str(&budgets(system));
     out.push_str(&plans(system, profile));
     out.push_str(&channels(system));
+    out.push_str(&fabric(system, profile));
     out.push_str(&health(system));
     out
+}
+
+/// The fabric's PRRs with their download time and what each can host,
+/// its accelerators, then the analysed allocation latency of every
+/// virtual device.
+fn fabric(system: &System, profile: &PlatformProfile) -> String {
+    let Some(fabric) = &system.fabric else { return String::new() };
+    let memory = fabric.memory;
+    let mut out = format!(
+        "\nfabric: reconfiguration at {} B/s, hold {} us, memory {:#x} ({})\n",
+        fabric.bandwidth,
+        fabric.hold_us,
+        memory.base,
+        size(memory.size)
+    );
+    let mut header: Vec<String> = ["PRR", "SIZE", "BITSTREAM", "T_RCFG"].map(String::from).to_vec();
+    header.extend(fabric.accelerators.iter().map(|a| a.name.clone()));
+    let mut rows = vec![header];
+    for prr in &fabric.prrs {
+        let mut row =
+            vec![prr.name.clone(), prr.size.to_string(), format!("{} B", prr.bitstream), us(reconfig_ns(fabric, prr))];
+        row.extend((0..fabric.accelerators.len()).map(|a| if prr.hosts.contains(&a) { "x" } else { "-" }.into()));
+        rows.push(row);
+    }
+    out += &indented(&table(&rows), "  ");
+    let mut rows = vec![["ACCELERATOR", "FUNCTION", "FRAME", "PREEMPT"].map(String::from)];
+    for a in &fabric.accelerators {
+        rows.push([a.name.clone(), a.function.name().into(), us(a.frame_ns), us(a.preempt_ns)]);
+    }
+    out += &indented(&table(&rows), "  ");
+    out + &allocation(system, fabric, profile)
+}
+
+/// Each virtual device's L_alloc(WCET) (Ker-ONE eq. 5), or its two
+/// board-independent terms while the atomic costs are not measured.
+fn allocation(system: &System, fabric: &Fabric, profile: &PlatformProfile) -> String {
+    let latencies = device_latencies(system, profile.accel.as_ref());
+    if latencies.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\nallocation latency (Ker-ONE eq. 5-8)");
+    match profile.accel {
+        Some(_) => out += &format!(", atomic costs from the board's profile ({}):\n", profile.measured),
+        None => {
+            out += ": the atomic costs are not measured yet, so L_ALLOC is left out; it adds them to T_PREEMPT and \
+                    T_RCFG\n"
+        }
+    }
+    let mut rows =
+        vec![["PARTITION", "PRIORITY", "DEVICE", "IPA", "SIGNALS", "T_PREEMPT", "T_RCFG", "L_ALLOC", "DEADLINE"]
+            .map(String::from)];
+    let mut notes = String::new();
+    for latency in &latencies {
+        let partition = &system.partitions[latency.partition];
+        let device = &partition.accelerators[latency.device];
+        let name = fabric.accelerators.get(device.accelerator).map_or("?", |a| a.name.as_str());
+        let signals: Vec<String> = device.signals.iter().map(u32::to_string).collect();
+        let term = |ns: Option<u64>| ns.map_or_else(|| "-".into(), us);
+        let (preempt, reconfig, worst) = match &latency.wait {
+            Wait::Bounded { preempt_ns, reconfig_ns, latency } => {
+                (term(*preempt_ns), term(*reconfig_ns), latency.map_or_else(|| "n/a".into(), |bound| us(bound.worst)))
+            }
+            Wait::Unbounded { holders } => {
+                notes += &format!("  {}/{name}: not bounded: {}\n", partition.name, holders_text(system, holders));
+                ("-".into(), "-".into(), "not bounded".into())
+            }
+        };
+        rows.push([
+            partition.name.clone(),
+            partition.priority.to_string(),
+            name.into(),
+            format!("{:#010x}", device.ipa),
+            signals.join(","),
+            preempt,
+            reconfig,
+            worst,
+            device.deadline_us.map_or_else(|| "-".into(), |deadline| format!("{deadline} us")),
+        ]);
+    }
+    out += &indented(&table(&rows), "  ");
+    out + &notes
+}
+
+/// `47 us`, `71.1 us`: nanoseconds as the tables of Ker-ONE write them.
+fn us(ns: u64) -> String {
+    format!("{} us", micros_text(ns))
+}
+
+fn indented(text: &str, indent: &str) -> String {
+    text.lines().map(|line| format!("{indent}{line}\n")).collect()
 }
 
 /// Each channel with its kind, who writes and who reads, and its sizes.
@@ -306,16 +407,17 @@ fn partition_rows(partition: &Partition) -> Vec<[String; 5]> {
         .collect()
 }
 
-fn table<const N: usize>(rows: &[[String; N]]) -> String {
-    let mut widths = [0usize; N];
+fn table<R: AsRef<[String]>>(rows: &[R]) -> String {
+    let mut widths = vec![0usize; rows.iter().map(|row| row.as_ref().len()).max().unwrap_or(0)];
     for row in rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
+        for (width, cell) in widths.iter_mut().zip(row.as_ref()) {
             *width = (*width).max(cell.chars().count());
         }
     }
     let mut out = String::new();
     for row in rows {
-        let cells: Vec<String> = row.iter().zip(widths).map(|(cell, width)| format!("{cell:<width$}")).collect();
+        let cells: Vec<String> =
+            row.as_ref().iter().zip(&widths).map(|(cell, &width)| format!("{cell:<width$}")).collect();
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');
     }

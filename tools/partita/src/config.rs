@@ -11,7 +11,7 @@ mod resolve;
 mod spans;
 
 use partita_core::config::model::System;
-use partita_core::config::validate::{validate, Issue};
+use partita_core::config::validate::{allocation_deadlines, validate, Issue};
 use spans::SpanIndex;
 use std::path::{Path, PathBuf};
 
@@ -74,12 +74,25 @@ impl Diagnostic {
     }
 }
 
-/// Reads, resolves and validates a configuration file.
+/// Rules of the host alone over a model that passed every other, whose
+/// issues are placed in the file like the validator's: the deadlines of
+/// virtual devices against the allocation-latency analysis, which `check`
+/// judges with the board's atomic costs.
+pub type Rules<'r> = &'r dyn Fn(&System) -> Vec<Issue>;
+
+/// Reads, resolves and validates a configuration file, with the deadlines
+/// that need no board: none on a device whose wait has no bound.
 pub fn load(path: &Path) -> Result<Config, Vec<Diagnostic>> {
+    load_with(path, &|system| allocation_deadlines(system, None))
+}
+
+/// [`load`] with `rules` in place of its deadline rule, once nothing else
+/// is wrong.
+pub fn load_with(path: &Path, rules: Rules) -> Result<Config, Vec<Diagnostic>> {
     let bytes =
         std::fs::read(path).map_err(|error| vec![Diagnostic::whole_file(path, format!("cannot read: {error}"))])?;
     match String::from_utf8(bytes) {
-        Ok(text) => load_str(path, &text),
+        Ok(text) => load_str_with(path, &text, rules),
         Err(error) => {
             let valid = &error.as_bytes()[..error.utf8_error().valid_up_to()];
             let valid = String::from_utf8_lossy(valid);
@@ -93,6 +106,10 @@ pub fn load(path: &Path) -> Result<Config, Vec<Diagnostic>> {
 /// Like [`load`], for text already in memory; `path` names the file in
 /// diagnostics and anchors relative image paths.
 pub fn load_str(path: &Path, text: &str) -> Result<Config, Vec<Diagnostic>> {
+    load_str_with(path, text, &|system| allocation_deadlines(system, None))
+}
+
+fn load_str_with(path: &Path, text: &str, rules: Rules) -> Result<Config, Vec<Diagnostic>> {
     let spans = SpanIndex::new(text);
     let raw: raw::RawConfig = toml::from_str(text).map_err(|error| vec![parse_diagnostic(path, &spans, &error)])?;
     let name = path.file_stem().map_or_else(|| "config".into(), |stem| stem.to_string_lossy().into_owned());
@@ -111,6 +128,9 @@ pub fn load_str(path: &Path, text: &str) -> Result<Config, Vec<Diagnostic>> {
     };
     issues.extend(validate(&resolved.system).into_iter().filter(|issue| placed(issue) && named(issue)));
     issues.extend(images::check(&resolved.system, &resolved.images, &resolved.entries));
+    if issues.is_empty() {
+        issues = rules(&resolved.system);
+    }
     if !issues.is_empty() {
         return Err(diagnostics(path, &spans, issues));
     }

@@ -4,6 +4,7 @@
 //! wherever the binary runs, with no path to find at run time.
 
 use anyhow::{anyhow, Context, Result};
+use partita_core::fabric::bound::AtomicCosts;
 use serde::Deserialize;
 
 /// Every board with a profile, and the file's text.
@@ -12,6 +13,7 @@ const PROFILES: &[(&str, &str)] = &[("qemu-virt", include_str!("../../../platfor
 /// What one board's file says. Keys beyond these are ignored, so that
 /// `partita bench pcs` may record more than `check` reads.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "RawProfile")]
 pub struct PlatformProfile {
     /// One partition context switch, in wall-clock nanoseconds.
     pub pcs_ns: u64,
@@ -19,6 +21,85 @@ pub struct PlatformProfile {
     pub pcs_instructions: u64,
     /// How and when the numbers were produced.
     pub measured: String,
+    /// The atomic costs of an accelerator allocation (Ker-ONE Table 4), in
+    /// wall-clock nanoseconds like `pcs_ns`: the `accel_*_ns` keys, all of
+    /// them or none. `None` until they are measured.
+    pub accel: Option<AtomicCosts>,
+}
+
+/// The file's keys, before the accelerator costs are put together.
+#[derive(Deserialize)]
+struct RawProfile {
+    pcs_ns: u64,
+    pcs_instructions: u64,
+    measured: String,
+    accel_trap_ns: Option<u64>,
+    accel_resume_ns: Option<u64>,
+    accel_pl_irq_ns: Option<u64>,
+    accel_search_ns: Option<u64>,
+    accel_assign_ns: Option<u64>,
+    accel_assign_reconfig_ns: Option<u64>,
+    accel_preempt_ns: Option<u64>,
+    accel_irq_pcap_ns: Option<u64>,
+    accel_irq_stop_ns: Option<u64>,
+}
+
+/// No atomic step of an allocation takes a second: a larger value is a
+/// unit mistake, and it would also overflow the paths' sums.
+const MAX_ACCEL_COST_NS: u64 = 1_000_000_000;
+
+impl TryFrom<RawProfile> for PlatformProfile {
+    type Error = String;
+
+    fn try_from(raw: RawProfile) -> Result<Self, String> {
+        let keys = [
+            ("accel_trap_ns", raw.accel_trap_ns),
+            ("accel_resume_ns", raw.accel_resume_ns),
+            ("accel_pl_irq_ns", raw.accel_pl_irq_ns),
+            ("accel_search_ns", raw.accel_search_ns),
+            ("accel_assign_ns", raw.accel_assign_ns),
+            ("accel_assign_reconfig_ns", raw.accel_assign_reconfig_ns),
+            ("accel_preempt_ns", raw.accel_preempt_ns),
+            ("accel_irq_pcap_ns", raw.accel_irq_pcap_ns),
+            ("accel_irq_stop_ns", raw.accel_irq_stop_ns),
+        ];
+        let missing: Vec<&str> = keys.iter().filter(|(_, value)| value.is_none()).map(|(key, _)| *key).collect();
+        let accel = match missing.len() {
+            0 => {
+                if let Some((key, value)) = keys.iter().find(|(_, value)| value.is_some_and(|v| v > MAX_ACCEL_COST_NS))
+                {
+                    let value = value.unwrap_or_default();
+                    return Err(format!("{key} = {value} is more than a second; the costs are in nanoseconds"));
+                }
+                let [trap, resume, pl_irq, search, assign, assign_reconfig, preempt, irq_pcap, irq_stop] =
+                    keys.map(|(_, value)| value.unwrap_or_default());
+                Some(AtomicCosts { trap, resume, pl_irq, search, assign, assign_reconfig, preempt, irq_pcap, irq_stop })
+            }
+            n if n == keys.len() => None,
+            _ => return Err(format!("the accelerator costs are incomplete: {} missing", missing.join(", "))),
+        };
+        Ok(PlatformProfile {
+            pcs_ns: raw.pcs_ns,
+            pcs_instructions: raw.pcs_instructions,
+            measured: raw.measured,
+            accel,
+        })
+    }
+}
+
+/// `text`, a profile about to replace `previous`, with the `accel_*` lines
+/// of `previous` added when it has none of its own: each measurement
+/// rewrites its own keys and keeps the others'.
+pub fn keep_accel_costs(text: &str, previous: &str) -> String {
+    let accel = |line: &&str| line.trim_start().starts_with("accel_");
+    if text.lines().any(|line| accel(&line)) {
+        return text.to_owned();
+    }
+    let kept: Vec<&str> = previous.lines().filter(accel).collect();
+    if kept.is_empty() {
+        return text.to_owned();
+    }
+    format!("{text}\n# The atomic costs of an accelerator allocation, wall-clock nanoseconds.\n{}\n", kept.join("\n"))
 }
 
 /// Parses a profile's text; `file` names it in the error.
@@ -56,8 +137,44 @@ mod tests {
     #[test]
     fn a_complete_profile() {
         let text = "pcs_ns = 2500\npcs_instructions = 900\nmeasured = \"bench pcs, 100 runs\"\nruns = 100\n";
-        let expected = PlatformProfile { pcs_ns: 2500, pcs_instructions: 900, measured: "bench pcs, 100 runs".into() };
+        let expected = PlatformProfile {
+            pcs_ns: 2500,
+            pcs_instructions: 900,
+            measured: "bench pcs, 100 runs".into(),
+            accel: None,
+        };
         assert_eq!(parse("p.toml", text).unwrap(), expected);
+    }
+
+    const ACCEL: &str = "accel_trap_ns = 760\naccel_resume_ns = 640\naccel_pl_irq_ns = 810\naccel_search_ns = 500\n\
+                         accel_assign_ns = 1130\naccel_assign_reconfig_ns = 2770\naccel_preempt_ns = 340\n\
+                         accel_irq_pcap_ns = 640\naccel_irq_stop_ns = 280\n";
+
+    #[test]
+    fn accelerator_costs_all_or_none() {
+        let base = "pcs_ns = 1\npcs_instructions = 1\nmeasured = \"m\"\n";
+        let costs = parse("p.toml", &format!("{base}{ACCEL}")).unwrap().accel.expect("all nine given");
+        assert_eq!(costs.paths(), [3_030, 6_760, 5_100, 9_960], "Ker-ONE's Table 4 gives eq. 6");
+        let partial =
+            format!("{base}{}", ACCEL.replace("accel_search_ns = 500\n", "").replace("accel_trap_ns = 760\n", ""));
+        let error = parse("p.toml", &partial).unwrap_err().to_string();
+        assert!(
+            error.contains("the accelerator costs are incomplete: accel_trap_ns, accel_search_ns missing"),
+            "{error}"
+        );
+        let huge = format!("{base}{}", ACCEL.replace("= 340", "= 2000000000"));
+        let error = parse("p.toml", &huge).unwrap_err().to_string();
+        assert!(error.contains("accel_preempt_ns = 2000000000 is more than a second"), "{error}");
+    }
+
+    #[test]
+    fn a_new_measurement_keeps_the_accelerator_costs() {
+        let previous = format!("pcs_ns = 1\n{ACCEL}");
+        let kept = keep_accel_costs("pcs_ns = 2\n", &previous);
+        assert!(kept.starts_with("pcs_ns = 2\n") && kept.contains("accel_irq_stop_ns = 280\n"), "{kept}");
+        assert_eq!(keep_accel_costs("pcs_ns = 2\n", "pcs_ns = 1\n"), "pcs_ns = 2\n");
+        let own = format!("pcs_ns = 2\n{}", ACCEL.replace("760", "700"));
+        assert_eq!(keep_accel_costs(&own, &previous), own, "a file with its own costs keeps them");
     }
 
     #[test]

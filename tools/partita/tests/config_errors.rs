@@ -10,17 +10,27 @@ mod config_support;
 use config_support::{aarch64_elf, scratch_dir};
 use partita::config::{self, Config, Diagnostic, Image, ImageFormat};
 use partita::profile::PlatformProfile;
+use partita_core::config::allocation::KER_ONE_TABLE_4;
 use partita_core::config::model::{
-    Action, Budget, Channel, ChannelKind, Criticality, CyclicCore, Health, Interrupt, Perms, Range, Slot,
+    Action, Budget, Channel, ChannelKind, Criticality, CyclicCore, Function, Health, Interrupt, Perms, Range, Slot,
+    VirtualDevice,
 };
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 const MARKER: &str = "# <- error";
+
+/// A scratch folder for `name` that no other test shares: tests run in
+/// parallel, and several load the same file.
+fn own_dir(name: &str) -> PathBuf {
+    static COPIES: AtomicUsize = AtomicUsize::new(0);
+    scratch_dir(&format!("{name}-{}", COPIES.fetch_add(1, Ordering::Relaxed)))
+}
 
 fn fixture(name: &str) -> (PathBuf, String) {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/configs").join(format!("{name}.toml"));
     let text = std::fs::read_to_string(&source).unwrap();
-    let path = scratch_dir(name).join(format!("{name}.toml"));
+    let path = own_dir(name).join(format!("{name}.toml"));
     std::fs::write(&path, &text).unwrap();
     (path, text)
 }
@@ -50,7 +60,7 @@ fn expect_error(name: &str, field: &str, message: &str) {
 /// A fixed switch cost, so that the expected percentages do not move when
 /// `partita bench pcs --save` rewrites the board's profile.
 fn profile() -> PlatformProfile {
-    PlatformProfile { pcs_ns: 2_000, pcs_instructions: 1_500, measured: "fixed for the tests".into() }
+    PlatformProfile { pcs_ns: 2_000, pcs_instructions: 1_500, measured: "fixed for the tests".into(), accel: None }
 }
 
 fn load_good(name: &str) -> Config {
@@ -72,6 +82,7 @@ fn good_fixture_resolves_defaults_and_allocates() {
     assert_eq!(system.hypervisor.memory, Range::new(0x4000_0000, 32 << 20));
     assert_eq!(system.hypervisor.quantum_us, 500);
     assert_eq!(system.hypervisor.trace_events, 4096);
+    assert_eq!(system.fabric, None, "no [fabric], no fabric");
 
     let [rtos, gpos] = &system.partitions[..] else { panic!("two partitions expected") };
     assert_eq!((rtos.criticality, gpos.criticality), (Criticality::High, Criticality::Low));
@@ -128,7 +139,7 @@ fn spi(intid: u32, vcpu: u32) -> Interrupt {
 /// Loads `text` as `configs/<name>.toml` of a scratch tree whose
 /// `target/guests/test-guest.elf` is a stand-in for the real guest.
 fn load_beside_stand_in_guest(name: &str, text: &str) -> Config {
-    let root = scratch_dir(name);
+    let root = own_dir(name);
     std::fs::create_dir_all(root.join("configs")).unwrap();
     std::fs::create_dir_all(root.join("target/guests")).unwrap();
     for guest in ["test-guest.elf", "rtos.elf"] {
@@ -1286,4 +1297,419 @@ fn health_log_out_of_range() {
         "hypervisor.hm_log_entries",
         "8 health-monitor log entries is out of range 16..=4096",
     );
+}
+
+// --- The fabric and virtual devices ----------------------------------------
+
+/// Ker-ONE's Table 4, as a board's measured costs.
+fn costed_profile() -> PlatformProfile {
+    PlatformProfile { accel: Some(KER_ONE_TABLE_4), ..profile() }
+}
+
+fn accel_example() -> Config {
+    load_beside_stand_in_guest("accel", include_str!("../../../configs/accel.toml"))
+}
+
+#[test]
+fn an_empty_fabric_table_is_ker_one_s_experiment() {
+    let config = accel_example();
+    let fabric = config.system.fabric.as_ref().expect("[fabric] gives a fabric");
+    assert_eq!((fabric.bandwidth, fabric.hold_us), (128_000_000, 1_000));
+    let accelerators: Vec<(&str, Function, u64, u64)> =
+        fabric.accelerators.iter().map(|a| (a.name.as_str(), a.function, a.frame_ns, a.preempt_ns)).collect();
+    assert_eq!(
+        accelerators,
+        [
+            ("qam16", Function::Qam16, 47_000, 47_000),
+            ("qam64", Function::Qam64, 31_000, 31_000),
+            ("fft512", Function::Fft512, 71_100, 24_100),
+            ("fft1024", Function::Fft1024, 90_600, 33_600),
+        ]
+    );
+    let prrs: Vec<(&str, u32, u64, &[usize])> =
+        fabric.prrs.iter().map(|p| (p.name.as_str(), p.size, p.bitstream, p.hosts.as_slice())).collect();
+    assert_eq!(
+        prrs,
+        [("prr1", 2, 29_568, &[0, 1][..]), ("prr2", 8, 103_680, &[0, 1, 2]), ("prr3", 13, 154_368, &[2, 3])]
+    );
+    // After Partita's 32 MiB and the two 16 MiB regions; four devices of
+    // a page and a 1 KiB context each take 20 KiB.
+    assert_eq!(fabric.memory, Range::new(0x4400_0000, 0x5000));
+    let [rtos, gpos] = &config.system.partitions[..] else { panic!("two partitions expected") };
+    assert_eq!(
+        rtos.accelerators,
+        [
+            VirtualDevice { accelerator: 0, ipa: 0x0b00_0000, signals: [80, 81, 82], deadline_us: Some(1_000) },
+            VirtualDevice { accelerator: 3, ipa: 0x0b00_3000, signals: [83, 84, 85], deadline_us: Some(2_000) },
+        ]
+    );
+    assert_eq!(
+        gpos.accelerators,
+        [
+            VirtualDevice { accelerator: 1, ipa: 0x0b00_1000, signals: [80, 81, 82], deadline_us: None },
+            VirtualDevice { accelerator: 2, ipa: 0x0b00_2000, signals: [83, 84, 85], deadline_us: None },
+        ]
+    );
+}
+
+/// The reference page writes out the default fabric: the same as `[fabric]`
+/// alone.
+#[test]
+fn documented_default_fabric_is_the_default() {
+    let page = include_str!("../../../docs/configuration.md");
+    let block = |from: usize| {
+        let start = from + page[from..].find("```toml\n").expect("a toml example") + "```toml\n".len();
+        &page[start..start + page[start..].find("```").unwrap()]
+    };
+    let example = block(0);
+    let written_out = block(page.find("## `[fabric]`").expect("a fabric section"));
+    let empty = "[fabric]                                     # optional: Ker-ONE's fabric\n";
+    assert!(example.contains(empty), "the full example has an empty [fabric]");
+    let default = load_beside_stand_in_guest("documented_example_fabric", example);
+    let explicit = load_beside_stand_in_guest("documented_fabric", &example.replace(empty, written_out));
+    assert_eq!(default.system.fabric, explicit.system.fabric);
+    assert_eq!(default.system.partitions[0].accelerators.len(), 1, "the example's rtos uses FFT-1024");
+}
+
+#[test]
+fn every_field_of_the_fabric_resolves() {
+    let config = load_good("good_fabric");
+    let fabric = config.system.fabric.as_ref().unwrap();
+    assert_eq!((fabric.bandwidth, fabric.hold_us), (64 << 20, 500));
+    assert_eq!(fabric.memory, Range::new(0x7f00_0000, 0x4000), "its base given, its size for three devices");
+    let accelerators: Vec<(&str, Function, u64, u64)> =
+        fabric.accelerators.iter().map(|a| (a.name.as_str(), a.function, a.frame_ns, a.preempt_ns)).collect();
+    assert_eq!(accelerators, [("fft", Function::Fft1024, 90_600, 33_600), ("qam", Function::Qam64, 31_000, 31_000)]);
+    let prrs: Vec<(&str, u32, u64, &[usize])> =
+        fabric.prrs.iter().map(|p| (p.name.as_str(), p.size, p.bitstream, p.hosts.as_slice())).collect();
+    assert_eq!(prrs, [("big", 13, 150 << 10, &[0, 1][..]), ("small", 2, 29_568, &[1])]);
+    let [rtos, gpos] = &config.system.partitions[..] else { panic!("two partitions expected") };
+    // rtos has the doorbell 80, its GPIO's 81 and 100 to 102 of its own.
+    assert_eq!(
+        rtos.accelerators,
+        [
+            VirtualDevice { accelerator: 1, ipa: 0x0b00_1000, signals: [82, 83, 84], deadline_us: Some(3_000) },
+            VirtualDevice { accelerator: 0, ipa: 0x0c10_0000, signals: [100, 101, 102], deadline_us: None },
+        ]
+    );
+    assert_eq!(
+        gpos.accelerators,
+        [VirtualDevice { accelerator: 1, ipa: 0x0b00_1000, signals: [81, 82, 83], deadline_us: None }]
+    );
+    // With the costs, 3 ms holds: 9.96 + 31 + 2,288.819 us, a download of
+    // 150 KiB at 64 MiB/s rounded up to the nanosecond.
+    let (path, _) = fixture("good_fabric");
+    let mut out = Vec::new();
+    partita::check::check_to(&path, Some(&costed_profile()), &mut out, &mut Vec::new()).unwrap();
+    let out = String::from_utf8(out).unwrap();
+    assert!(out.contains("2288.819 us  2329.779 us  3000 us"), "{out}");
+}
+
+#[test]
+fn prr_hosting_an_unknown_accelerator() {
+    expect_error("fabric_unknown_host", "fabric.prr[0].hosts", "PRR \"prr1\": no accelerator is named \"qam61\"");
+}
+
+#[test]
+fn partition_naming_an_unknown_accelerator() {
+    expect_error(
+        "fabric_unknown_accelerator",
+        "partition[0].accelerators[0].name",
+        "partition \"rtos\": the fabric has no accelerator named \"fft2048\"",
+    );
+}
+
+#[test]
+fn own_accelerators_with_the_default_prrs() {
+    expect_error(
+        "fabric_default_prrs",
+        "fabric.accelerator",
+        "the default PRRs host accelerators the fabric does not declare (\"qam64\", \"fft512\", \"fft1024\")",
+    );
+}
+
+#[test]
+fn two_signals_instead_of_three() {
+    expect_error(
+        "fabric_signal_count",
+        "partition[0].accelerators[0].signals",
+        "partition \"rtos\" accelerator \"qam16\": 2 signal(s) given; a virtual device has three, for IPC_WAIT",
+    );
+}
+
+#[test]
+fn virtual_devices_without_a_fabric() {
+    expect_error(
+        "fabric_missing",
+        "partition[0].accelerators",
+        "partition \"rtos\" has virtual devices, but the configuration has no [fabric]",
+    );
+}
+
+#[test]
+fn duplicate_accelerator_names() {
+    expect_error(
+        "fabric_duplicate_accelerator",
+        "fabric.accelerator[1].name",
+        "duplicate accelerator name \"qam16\" (also accelerator[0])",
+    );
+}
+
+#[test]
+fn duplicate_prr_names() {
+    expect_error("fabric_duplicate_prr", "fabric.prr[2].name", "duplicate PRR name \"prr1\" (also prr[0])");
+}
+
+#[test]
+fn zero_bandwidth() {
+    expect_error(
+        "fabric_zero_bandwidth",
+        "fabric.bandwidth",
+        "the reconfiguration bandwidth must be more than 0 bytes per second",
+    );
+}
+
+#[test]
+fn hold_out_of_range() {
+    expect_error("fabric_hold_out_of_range", "fabric.hold", "hold time 2000000 us is out of range 10..=1000000 us");
+}
+
+#[test]
+fn fabric_memory_over_partitas() {
+    expect_error(
+        "fabric_memory_overlap",
+        "fabric.memory.base",
+        "fabric memory 0x41000000..0x41010000 overlaps hypervisor memory (0x40000000..0x42000000)",
+    );
+}
+
+#[test]
+fn fabric_memory_too_small() {
+    expect_error(
+        "fabric_memory_too_small",
+        "fabric.memory.size",
+        "fabric memory of 0x2000 bytes is too small for 2 virtual device(s), which need 0x3000",
+    );
+}
+
+#[test]
+fn accelerator_frame_out_of_range() {
+    expect_error(
+        "fabric_zero_frame",
+        "fabric.accelerator[0].frame",
+        "accelerator \"qam16\": a frame of 0 ns is out of range 1..=1000000000 ns",
+    );
+}
+
+#[test]
+fn preemption_longer_than_a_frame() {
+    expect_error(
+        "fabric_preempt_over_frame",
+        "fabric.accelerator[0].preempt",
+        "accelerator \"qam16\": preempt (47.5 us) is longer than a frame (47 us)",
+    );
+}
+
+#[test]
+fn accelerator_hosted_by_no_prr() {
+    expect_error("fabric_unhosted", "fabric.accelerator[1].name", "accelerator \"fft1024\" is hosted by no PRR");
+}
+
+#[test]
+fn prr_hosting_nothing() {
+    expect_error("fabric_prr_no_hosts", "fabric.prr[3].hosts", "PRR \"prr4\" hosts no accelerator");
+}
+
+#[test]
+fn prr_of_no_size() {
+    expect_error("fabric_prr_zero_size", "fabric.prr[1].size", "PRR \"prr2\": the size must be more than 0");
+}
+
+#[test]
+fn prr_with_an_empty_bitstream() {
+    expect_error(
+        "fabric_prr_zero_bitstream",
+        "fabric.prr[2].bitstream",
+        "PRR \"prr3\": the bitstream must be more than 0 bytes",
+    );
+}
+
+#[test]
+fn prr_hosting_an_accelerator_twice() {
+    expect_error("fabric_host_twice", "fabric.prr[2].hosts", "PRR \"prr3\" lists accelerator \"fft512\" twice");
+}
+
+#[test]
+fn partition_using_an_accelerator_twice() {
+    expect_error(
+        "fabric_device_twice",
+        "partition[0].accelerators[1].name",
+        "partition \"rtos\" accelerator \"qam16\" is listed twice (also accelerators[0])",
+    );
+}
+
+#[test]
+fn interface_page_over_the_partitions_memory() {
+    expect_error(
+        "fabric_page_over_memory",
+        "partition[0].accelerators[0].ipa",
+        "the interface page 0x40800000..0x40801000 overlaps memory[0] (0x40000000..0x41000000) in guest-physical space",
+    );
+}
+
+#[test]
+fn interface_page_unaligned() {
+    expect_error("fabric_page_unaligned", "partition[0].accelerators[0].ipa", "0xb000800 is not 4 KiB aligned");
+}
+
+#[test]
+fn signal_outside_the_spis() {
+    expect_error(
+        "fabric_signal_not_spi",
+        "partition[0].accelerators[0].signals",
+        "signal INTID 27 is out of range 32..=1019 (an SPI)",
+    );
+}
+
+#[test]
+fn signal_on_a_passthrough_interrupt() {
+    expect_error(
+        "fabric_signal_device_interrupt",
+        "partition[0].accelerators[0].signals",
+        "signal INTID 39 is already device \"gpio\"'s interrupt",
+    );
+}
+
+#[test]
+fn signal_on_a_doorbell() {
+    expect_error(
+        "fabric_signal_doorbell",
+        "partition[0].accelerators[0].signals",
+        "signal INTID 48 is already channel \"frames\"'s doorbell",
+    );
+}
+
+#[test]
+fn signal_of_two_devices() {
+    expect_error(
+        "fabric_signal_shared",
+        "partition[0].accelerators[1].signals",
+        "partition \"rtos\" accelerator \"fft1024\": signal INTID 92 is already accelerators[0]'s",
+    );
+}
+
+#[test]
+fn deadline_without_a_bound() {
+    expect_error(
+        "fabric_deadline_unbounded",
+        "partition[0].accelerators[0].deadline",
+        "partition \"rtos\" accelerator \"qam16\": no bound on its allocation latency, so no deadline can hold: \
+         virtual devices of equal or higher priority may hold every PRR that can host it at once (prr1 by partition \
+         \"gpos\" accelerator \"qam64\", prr2 by partition \"gpos\" accelerator \"fft512\")",
+    );
+}
+
+#[test]
+fn deadline_of_no_time() {
+    expect_error(
+        "fabric_deadline_zero",
+        "partition[0].accelerators[0].deadline",
+        "partition \"rtos\" accelerator \"qam16\": the deadline must be longer than 0 us",
+    );
+}
+
+/// Only the board's atomic costs make this an error: without them the
+/// file is valid, with them `check` names the device and the bound.
+#[test]
+fn deadline_shorter_than_the_bound() {
+    let (path, text) = fixture("fabric_deadline_missed");
+    let config = config::load(&path).expect("valid without the costs");
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    partita::check::check_to(&path, Some(&profile()), &mut out, &mut err).expect("no costs, no comparison");
+    assert!(String::from_utf8(out).unwrap().contains("n/a"));
+    let error = partita::check::check_to(&path, Some(&costed_profile()), &mut Vec::new(), &mut err).unwrap_err();
+    assert_eq!(error.to_string(), format!("1 error(s) in {}", path.display()));
+    let err = String::from_utf8(err).unwrap();
+    let line = marked_line(&text);
+    assert_eq!(
+        err,
+        format!(
+            "{}:{line}:35: error: partition[0].accelerators[0].deadline: partition \"rtos\" accelerator \"qam16\": \
+             the deadline of 800 us is shorter than its worst-case allocation latency, 850.96 us\n",
+            path.display()
+        )
+    );
+    assert_eq!(config.system.partitions[0].accelerators[0].deadline_us, Some(800));
+}
+
+#[test]
+fn too_many_virtual_devices() {
+    expect_error("fabric_too_many_devices", "partition[0].accelerators", "9 virtual devices; at most 8 are allowed");
+}
+
+#[test]
+fn too_many_prrs() {
+    let prr = "[[fabric.prr]]\nname = \"p{i}\"\nsize = 1\nbitstream = 1\nhosts = [\"qam16\"]\n";
+    let prrs: String = (0..33).map(|i| prr.replace("{i}", &i.to_string())).collect();
+    let text = format!("{}\n[fabric]\n{prrs}", include_str!("configs/good.toml"));
+    let root = scratch_dir("fabric_too_many_prrs");
+    let path = root.join("fabric_too_many_prrs.toml");
+    std::fs::write(&path, text).unwrap();
+    let diagnostics = config::load(&path).expect_err("33 PRRs");
+    assert_eq!(diagnostics.len(), 1, "{}", listing(&diagnostics));
+    assert_eq!(diagnostics[0].field, "fabric.prr");
+    assert!(diagnostics[0].message.contains("33 PRRs; at most 32 are allowed"), "{}", diagnostics[0]);
+}
+
+#[test]
+fn frame_time_finer_than_a_nanosecond() {
+    expect_error("fabric_bad_time", "fabric.accelerator[0].frame", "invalid time \"47.0005us\"");
+}
+
+#[test]
+fn unknown_accelerator_function() {
+    expect_error(
+        "fabric_unknown_function",
+        "fabric.accelerator[0].function",
+        "unknown variant `fir64`, expected one of `qam16`, `qam64`, `fft512`, `fft1024`",
+    );
+}
+
+#[test]
+fn accel_configuration_checks_clean() {
+    let config = accel_example();
+    let names: Vec<&str> = config.system.partitions.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["rtos", "gpos"]);
+    let summary = partita::check::summary(&config, &profile());
+    for line in [
+        "  PRR   SIZE  BITSTREAM  T_RCFG   qam16  qam64  fft512  fft1024\n",
+        "  prr1  2     29568 B    231 us   x      x      -       -\n",
+        "  prr2  8     103680 B   810 us   x      x      x       -\n",
+        "  prr3  13    154368 B   1206 us  -      -      x       x\n",
+        "  fft512       fft512    71.1 us  24.1 us\n",
+        "allocation latency (Ker-ONE eq. 5-8): the atomic costs are not measured yet",
+        "  rtos       192       qam16    0x0b000000  80,81,82  31 us      810 us   n/a          1000 us\n",
+        "  rtos       192       fft1024  0x0b003000  83,84,85  24.1 us    1206 us  n/a          2000 us\n",
+        "  gpos       64        qam64    0x0b001000  80,81,82  -          -        not bounded  -\n",
+        "  gpos/fft512: not bounded: virtual devices of equal or higher priority may hold every PRR that can host it \
+         at once (prr2 by partition \"rtos\" accelerator \"qam16\", prr3 by partition \"rtos\" accelerator \"fft1024\")\n",
+    ] {
+        assert!(summary.contains(line), "no {line:?} in:\n{summary}");
+    }
+}
+
+/// With Ker-ONE's own atomic costs, the bounds of the default fabric are
+/// Ker-ONE's: eq. 6 plus T_preempt and T_RCFG.
+#[test]
+fn accel_configuration_bounds_with_measured_costs() {
+    let summary = partita::check::summary(&accel_example(), &costed_profile());
+    assert!(summary.contains("atomic costs from the board's profile (fixed for the tests):"), "{summary}");
+    for line in [
+        // 9.96 + 31 + 810 us, within 1 ms.
+        "  rtos       192       qam16    0x0b000000  80,81,82  31 us      810 us   850.96 us    1000 us\n",
+        // 9.96 + 24.1 + 1,206 us, within 2 ms.
+        "  rtos       192       fft1024  0x0b003000  83,84,85  24.1 us    1206 us  1240.06 us   2000 us\n",
+    ] {
+        assert!(summary.contains(line), "no {line:?} in:\n{summary}");
+    }
 }

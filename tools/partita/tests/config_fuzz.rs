@@ -15,6 +15,13 @@ const CASES: u32 = 192;
 
 const GOOD: &str = include_str!("configs/good.toml");
 const DEMO: &str = include_str!("../../../configs/demo.toml");
+const ACCEL: &str = include_str!("../../../configs/accel.toml");
+const GOOD_FABRIC: &str = include_str!("configs/good_fabric.toml");
+
+/// The valid files mutations start from, with the guest the scratch folder has.
+fn seeds() -> [String; 4] {
+    [GOOD, DEMO, ACCEL, GOOD_FABRIC].map(|text| text.replace("../target/guests/test-guest.elf", "guest.elf"))
+}
 
 /// Pieces that steer mutations towards the interesting corners of the
 /// schema rather than towards plain syntax errors.
@@ -26,6 +33,14 @@ const TOKENS: &[&str] = &[
     "\n[platform]\n",
     "\n[hypervisor]\n",
     "\n[schedule]\n",
+    "\n[fabric]\n",
+    "\n[[fabric.accelerator]]\n",
+    "\n[[fabric.prr]]\n",
+    "accelerators = [{ name = \"qam16\" }]\n",
+    "accelerators = [{ name = \"qam16\", signals = [33, 80] }]\n",
+    "hosts = [\"fft1024\", \"nope\"]\n",
+    "frame = \"0.5ns\"\n",
+    "bandwidth = 0\n",
     "name = \"x\"\n",
     "cpus = [0, 1, 2, 3]\n",
     "cpus = []\n",
@@ -273,10 +288,10 @@ proptest! {
 
     #[test]
     fn mutated_valid_files_never_panic(
-        demo in any::<bool>(),
+        seed in 0usize..4,
         mutations in proptest::collection::vec(mutation(), 1..5),
     ) {
-        let mut text = if demo { DEMO } else { GOOD }.replace("../target/guests/test-guest.elf", "guest.elf");
+        let mut text = seeds()[seed].clone();
         for mutation in &mutations {
             apply(&mut text, mutation);
         }
@@ -291,7 +306,7 @@ proptest! {
 
 #[test]
 fn the_unmutated_files_are_accepted() {
-    for text in [GOOD.to_owned(), DEMO.replace("../target/guests/test-guest.elf", "guest.elf")] {
+    for text in seeds() {
         let config = config::load_str(&config_path(), &text);
         assert!(config.is_ok(), "{:?}", config.err());
     }

@@ -95,6 +95,27 @@ pub const QUEUE_DEPTH: RangeInclusive<u32> = 1..=1024;
 /// the hypervisor reserves for the channel, so their total is capped.
 pub const MAX_QUEUE_BYTES: u64 = 1 << 20;
 
+// The fabric.
+
+/// `[[fabric.prr]]` entries: the PRR monitor keeps the PRRs that can host
+/// an accelerator as one bit each of a 32-bit mask.
+pub const MAX_PRRS: usize = 32;
+const _: () = assert!(MAX_PRRS == crate::fabric::monitor::MAX_PRRS);
+/// `[[fabric.accelerator]]` entries: the virtual device manager's
+/// compatibility table has a row for each.
+pub const MAX_ACCELERATORS: usize = 32;
+const _: () = assert!(MAX_ACCELERATORS == crate::fabric::manager::MAX_ACCELERATORS);
+/// Entries of a partition's `accelerators`, its virtual devices: each
+/// takes an interface page, a saved context and three virtual SPIs.
+pub const MAX_VIRTUAL_DEVICES: usize = 8;
+/// `fabric.hold`: shorter than an allocation's own path (Ker-ONE measured
+/// 3 to 10 us) it would expire before the client could start; longer than
+/// a second, a client that never starts keeps the PRR from everyone.
+pub const FABRIC_HOLD_US: RangeInclusive<u64> = 10..=1_000_000;
+/// An accelerator's `frame`, in nanoseconds: a frame longer than a second
+/// would make every preemption wait that long.
+pub const ACCELERATOR_FRAME_NS: RangeInclusive<u64> = 1..=1_000_000_000;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,6 +194,28 @@ mod tests {
             format!("Messages the queue holds, {}.", span(&QUEUE_DEPTH)),
             format!("`depth` {}, `max_message` × `depth` at most {} MiB", span(&QUEUE_DEPTH), MAX_QUEUE_BYTES >> 20),
             format!("`max_message` × `depth` must be at most {} MiB", MAX_QUEUE_BYTES >> 20),
+            format!("0 to {} `[[fabric.accelerator]]` entries.", n(MAX_ACCELERATORS)),
+            format!("0 to {} `[[fabric.prr]]` entries.", n(MAX_PRRS)),
+            format!(
+                "0 to {} PRRs, 0 to {} accelerators; per partition 0 to {} virtual devices.",
+                n(MAX_PRRS),
+                n(MAX_ACCELERATORS),
+                n(MAX_VIRTUAL_DEVICES)
+            ),
+            format!("0 to {} [virtual devices](#virtual-devices)", n(MAX_VIRTUAL_DEVICES)),
+            format!(
+                "before it becomes Idle again, {} us to {} s.",
+                FABRIC_HOLD_US.start(),
+                FABRIC_HOLD_US.end() / 1_000_000
+            ),
+            format!("`hold` {} us to {} s;", FABRIC_HOLD_US.start(), FABRIC_HOLD_US.end() / 1_000_000),
+            format!(
+                "Time to process one frame, {} ns to {} s.",
+                ACCELERATOR_FRAME_NS.start(),
+                ACCELERATOR_FRAME_NS.end() / 1_000_000_000
+            ),
+            format!("`frame` {} ns to {} s", ACCELERATOR_FRAME_NS.start(), ACCELERATOR_FRAME_NS.end() / 1_000_000_000),
+            format!("Each {} but not {CONSOLE_INTID}, and not one of the partition's passthrough", span(&SPI)),
         ];
         let missing: Vec<String> = expected.into_iter().filter(|text| !DOCS.contains(text.as_str())).collect();
         assert!(missing.is_empty(), "docs/configuration.md does not say {missing:#?}");

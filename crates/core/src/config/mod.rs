@@ -2,6 +2,7 @@
 //! must keep, the analyses `partita check` prints, and the boot payload
 //! that carries it to the hypervisor.
 
+pub mod allocation;
 pub mod image;
 pub mod limits;
 pub mod model;

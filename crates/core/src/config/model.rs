@@ -166,6 +166,22 @@ pub struct Fabric {
     pub accelerators: Vec<Accelerator>,
 }
 
+impl Fabric {
+    /// Bytes of `memory` that `devices` virtual devices need: an interface
+    /// page and a saved accelerator context each, in whole pages, and never
+    /// less than one page, so that a fabric always has a place of its own.
+    pub const fn memory_needed(devices: usize) -> u64 {
+        let each = crate::fabric::interface::PAGE_SIZE + crate::fabric::interface::CONTEXT_SIZE as u64;
+        let page = crate::fabric::interface::PAGE_SIZE;
+        let bytes = (devices as u64).saturating_mul(each);
+        if bytes <= page {
+            page
+        } else {
+            bytes.div_ceil(page).saturating_mul(page)
+        }
+    }
+}
+
 /// A partially reconfigurable region.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Prr {

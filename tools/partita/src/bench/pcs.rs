@@ -798,8 +798,9 @@ pub fn pcs(opts: &PcsOptions) -> Result<PcsReport> {
     let mut report = PcsReport { runs: opts.runs, counter_hz, rows, saved: None };
     if opts.save {
         let measured = report.measured(&today()).context("--save needs both passes")?;
-        let text = profile_text(&measured);
         let path = profile_path();
+        let previous = std::fs::read_to_string(&path).unwrap_or_default();
+        let text = profile::keep_accel_costs(&profile_text(&measured), &previous);
         profile::parse(&path.display().to_string(), &text)?;
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
         report.saved = Some(format!("platforms/{BOARD}.toml"));

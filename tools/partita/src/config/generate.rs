@@ -49,6 +49,12 @@ impl RawConfig {
         self
     }
 
+    /// A fabric; `RawFabric::default()` is Ker-ONE's.
+    pub fn fabric(mut self, fabric: RawFabric) -> Self {
+        self.fabric = Some(fabric);
+        self
+    }
+
     pub fn to_toml(&self) -> String {
         toml::to_string(self).expect("a configuration is plain data: strings, numbers and tables")
     }
@@ -139,6 +145,51 @@ impl RawPartition {
 
     pub fn device(mut self, device: RawDevice) -> Self {
         self.device.push(device);
+        self
+    }
+}
+
+impl RawPartition {
+    /// A virtual device: accelerator `device.name` of the fabric.
+    pub fn accelerator(mut self, device: RawVirtualDevice) -> Self {
+        self.accelerators.push(device);
+        self
+    }
+}
+
+impl RawVirtualDevice {
+    /// At its default page, with signals allocated and no deadline.
+    pub fn new(accelerator: &str) -> Self {
+        Self { name: accelerator.to_string(), ipa: None, signals: None, deadline: None }
+    }
+
+    pub fn ipa(mut self, ipa: u64) -> Self {
+        self.ipa = Some(ipa);
+        self
+    }
+
+    pub fn signals(mut self, signals: [u32; 3]) -> Self {
+        self.signals = Some(signals.to_vec());
+        self
+    }
+
+    pub fn deadline_us(mut self, deadline_us: u64) -> Self {
+        self.deadline = Some(Micros(deadline_us));
+        self
+    }
+}
+
+impl RawFabric {
+    /// An accelerator of the fabric's own; declaring one replaces Ker-ONE's four.
+    pub fn accelerator(mut self, name: &str, function: RawFunction, frame_ns: u64, preempt_ns: u64) -> Self {
+        let (frame, preempt) = (Nanos(frame_ns), Nanos(preempt_ns));
+        self.accelerator.push(RawAccelerator { name: name.to_string(), function, frame, preempt });
+        self
+    }
+
+    /// A PRR of the fabric's own; declaring one replaces Ker-ONE's three.
+    pub fn prr(mut self, name: &str, size: u32, bitstream: u64, hosts: &[&str]) -> Self {
+        self.prr.push(RawPrr { name: name.to_string(), size, bitstream: Size(bitstream), hosts: strings(hosts) });
         self
     }
 }
@@ -338,6 +389,41 @@ mod tests {
         assert_eq!(a.memory[1].ipa, a.memory[1].pa, "identity: {text}");
         assert_eq!(system.channels.len(), 3, "{text}");
         assert!(text.contains("size = \"16M\"") && text.contains("max_message = 16"), "{text}");
+    }
+
+    #[test]
+    fn fabric_builders_write_what_the_loader_reads() {
+        let image = image();
+        let part = |name: &str, cpu| {
+            RawPartition::new(name, &[cpu]).memory(0x4000_0000, 16 << 20).raw_image(&image, 0x4000_0000)
+        };
+        let default = RawConfig::new()
+            .fabric(RawFabric::default())
+            .partition(part("a", 1).priority(200).accelerator(RawVirtualDevice::new("fft512").deadline_us(2_000)))
+            .partition(part("b", 2).accelerator(RawVirtualDevice::new("qam16").ipa(0x0b01_0000).signals([90, 91, 92])))
+            .to_toml();
+        let config =
+            load_str(&image.with_file_name("fabric.toml"), &default).unwrap_or_else(|e| panic!("{e:#?}\n{default}"));
+        let fabric = config.system.fabric.as_ref().expect("a fabric");
+        assert_eq!((fabric.prrs.len(), fabric.accelerators.len()), (3, 4), "Ker-ONE's: {default}");
+        let [a, b] = &config.system.partitions[..] else { panic!("two partitions") };
+        assert_eq!((a.accelerators[0].accelerator, a.accelerators[0].deadline_us), (2, Some(2_000)), "{default}");
+        assert_eq!((b.accelerators[0].ipa, b.accelerators[0].signals), (0x0b01_0000, [90, 91, 92]), "{default}");
+        let own = RawConfig::new()
+            .fabric(RawFabric::default().accelerator("fft", RawFunction::Fft512, 71_100, 24_000).prr(
+                "only",
+                8,
+                29_568,
+                &["fft"],
+            ))
+            .partition(part("a", 1).accelerator(RawVirtualDevice::new("fft")))
+            .to_toml();
+        let config = load_str(&image.with_file_name("own.toml"), &own).unwrap_or_else(|e| panic!("{e:#?}\n{own}"));
+        let fabric = config.system.fabric.as_ref().expect("a fabric");
+        let accelerator = &fabric.accelerators[0];
+        assert_eq!((accelerator.frame_ns, accelerator.preempt_ns), (71_100, 24_000), "{own}");
+        assert_eq!((fabric.prrs[0].bitstream, fabric.prrs[0].hosts.as_slice()), (29_568, &[0][..]), "{own}");
+        assert!(own.contains("frame = \"71100ns\"") && own.contains("preempt = 24"), "{own}");
     }
 
     #[test]

@@ -1,9 +1,9 @@
 //! The TOML schema exactly as written, before defaults and allocation.
 //!
 //! Every struct denies unknown fields so that a typo is an error naming the
-//! field instead of a silently ignored setting. A later section (`[schedule]`,
-//! `[[accelerator]]`) becomes one more field of [`RawConfig`], as `[[plan]]`
-//! and `[[channel]]` did.
+//! field instead of a silently ignored setting. A later section (`[schedule]`)
+//! becomes one more field of [`RawConfig`], as `[[plan]]`, `[[channel]]`
+//! and `[fabric]` did.
 //!
 //! The same types serialise back to TOML, so that configurations the tool
 //! and its tests generate are built as data and read by the one loader
@@ -33,6 +33,9 @@ pub struct RawConfig {
     pub plan: Vec<RawPlan>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub channel: Vec<RawChannel>,
+    /// Present, even empty: the system has a fabric.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric: Option<RawFabric>,
 }
 
 #[derive(Debug, Default, PartialEq, Deserialize, Serialize)]
@@ -105,6 +108,65 @@ pub struct RawPartition {
     pub image: Vec<RawImage>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub device: Vec<RawDevice>,
+    /// Its virtual devices, each an accelerator of the fabric.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accelerators: Vec<RawVirtualDevice>,
+}
+
+/// `{ name = "qam16", ipa = 0x0b000000, signals = [80, 81, 82], deadline = "2ms" }`.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawVirtualDevice {
+    /// The accelerator's name in the fabric.
+    pub name: String,
+    pub ipa: Option<u64>,
+    /// A list rather than an array of three, so that a wrong count is
+    /// reported with the other problems, naming what the three are for.
+    pub signals: Option<Vec<u32>>,
+    pub deadline: Option<Micros>,
+}
+
+/// `[fabric]`: the reconfigurable fabric; what it leaves out is Ker-ONE's.
+#[derive(Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFabric {
+    /// Bytes per second of the reconfiguration port.
+    pub bandwidth: Option<Size>,
+    pub hold: Option<Micros>,
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub memory: RawRange,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub accelerator: Vec<RawAccelerator>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prr: Vec<RawPrr>,
+}
+
+#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawAccelerator {
+    pub name: String,
+    pub function: RawFunction,
+    pub frame: Nanos,
+    pub preempt: Nanos,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RawFunction {
+    Qam16,
+    Qam64,
+    Fft512,
+    Fft1024,
+}
+
+#[derive(Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPrr {
+    pub name: String,
+    pub size: u32,
+    pub bitstream: Size,
+    /// Accelerator names.
+    pub hosts: Vec<String>,
 }
 
 /// `{ vcpu = 0, to = [3] }`: vCPU 0 may move to pCPU 3.
@@ -379,6 +441,92 @@ impl Visitor<'_> for MicrosVisitor {
     }
 }
 
+/// A time in nanoseconds, for what is shorter than a few microseconds or
+/// not a whole number of them: an integer (microseconds, like every time),
+/// or a string with a decimal number and a unit, `ns`, `us`, `ms` or `s`
+/// (`"47.0us"`, `"71.1us"`, `"47000ns"`), down to a whole nanosecond.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Nanos(pub u64);
+
+/// Parses the string form of [`Nanos`]; like [`parse_micros`], the unit is
+/// required.
+pub fn parse_nanos(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let number_end = text.find(|c: char| !c.is_ascii_digit() && c != '_' && c != '.')?;
+    let (number, unit) = (&text[..number_end], text[number_end..].trim_start());
+    let decimals: u32 = match unit {
+        "ns" => 0,
+        "us" => 3,
+        "ms" => 6,
+        "s" => 9,
+        _ => return None,
+    };
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    let digits = |part: &str| part.bytes().all(|b| b.is_ascii_digit() || b == b'_');
+    if !whole.starts_with(|c: char| c.is_ascii_digit()) || !digits(whole) || !digits(fraction) {
+        return None;
+    }
+    if number.contains('.') && !fraction.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    let fraction = fraction.replace('_', "");
+    // Digits past the nanosecond must be zeros: nothing is rounded away.
+    let (kept, dropped) = fraction.split_at(fraction.len().min(decimals as usize));
+    if dropped.bytes().any(|b| b != b'0') {
+        return None;
+    }
+    let scale = 10u64.pow(decimals);
+    let whole = whole.replace('_', "").parse::<u64>().ok()?.checked_mul(scale)?;
+    let kept_value = if kept.is_empty() { 0 } else { kept.parse::<u64>().ok()? };
+    whole.checked_add(kept_value * 10u64.pow(decimals - kept.len() as u32))
+}
+
+/// Whole microseconds as an integer, as every time is written; anything
+/// finer in nanoseconds.
+impl Serialize for Nanos {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        if self.0.is_multiple_of(1_000) {
+            serializer.serialize_u64(self.0 / 1_000)
+        } else {
+            serializer.serialize_str(&format!("{}ns", self.0))
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Nanos {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(NanosVisitor)
+    }
+}
+
+struct NanosVisitor;
+
+impl Visitor<'_> for NanosVisitor {
+    type Value = Nanos;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a time: microseconds as a non-negative integer, or a string like \"47.0us\", \"47000ns\"")
+    }
+
+    fn visit_u64<E: de::Error>(self, value: u64) -> Result<Nanos, E> {
+        value.checked_mul(1_000).map(Nanos).ok_or_else(|| E::custom(format!("time {value} us is too long")))
+    }
+
+    fn visit_i64<E: de::Error>(self, value: i64) -> Result<Nanos, E> {
+        let value = u64::try_from(value).map_err(|_| E::custom(format!("time {value} is negative")))?;
+        self.visit_u64(value)
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<Nanos, E> {
+        parse_nanos(text).map(Nanos).ok_or_else(|| {
+            E::custom(format!(
+                "invalid time \"{text}\": expected microseconds or a string like \"47.0us\", \"71.1us\", \"47000ns\" \
+                 (a whole number of nanoseconds)"
+            ))
+        })
+    }
+}
+
 /// A byte count: an integer, or a string such as `"64K"`, `"16M"`, `"1G"`, `"0x1000"`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Size(pub u64);
@@ -518,6 +666,21 @@ mod tests {
             ["", "10", "ms", "_1ms", "1.5ms", "10m", "-1ms", "10 mss", "99999999999999999999s", "20000000000000s"]
         {
             assert_eq!(parse_micros(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn nanosecond_times() {
+        assert_eq!(parse_nanos("47.0us"), Some(47_000));
+        assert_eq!(parse_nanos("71.1us"), Some(71_100));
+        assert_eq!(parse_nanos("47000ns"), Some(47_000));
+        assert_eq!(parse_nanos("0.000_5ms"), Some(500));
+        assert_eq!(parse_nanos("1.5s"), Some(1_500_000_000));
+        assert_eq!(parse_nanos(" 24.100 us "), Some(24_100));
+        assert_eq!(parse_nanos("2ms"), Some(2_000_000));
+        for bad in ["", "47", "47.0", ".5us", "5.us", "1.0001us", "1.5ns", "47 min", "-1us", "1.2.3us", "99999999999s"]
+        {
+            assert_eq!(parse_nanos(bad), None, "{bad}");
         }
     }
 

@@ -1,15 +1,20 @@
 //! From the schema to the model: defaults applied, addresses allocated.
 
 use super::raw::{
-    RawAction, RawChannel, RawChannelKind, RawConfig, RawCore, RawCriticality, RawDevice, RawFormat, RawImage,
-    RawInterrupt, RawMemory, RawPartition, RawPlan, RawPlatform, RawRange, RawRight, RawSlot, RawTrace,
+    RawAction, RawChannel, RawChannelKind, RawConfig, RawCore, RawCriticality, RawDevice, RawFabric, RawFormat,
+    RawFunction, RawImage, RawInterrupt, RawMemory, RawPartition, RawPlan, RawPlatform, RawRange, RawRight, RawSlot,
+    RawTrace,
 };
 use super::{Image, ImageFormat};
+use partita_core::config::limits::{CONSOLE_INTID, SPI};
 use partita_core::config::model::{
-    Action, Budget, Channel, ChannelKind, Criticality, CyclicCore, Device, Health, Hypervisor, Interrupt, MemoryRegion,
-    Migration, Partition, Perms, Plan, Platform, Range, Rights, Slot, System,
+    Accelerator, Action, Budget, Channel, ChannelKind, Criticality, CyclicCore, Device, Fabric, Function, Health,
+    Hypervisor, Interrupt, MemoryRegion, Migration, Partition, Perms, Plan, Platform, Prr, Range, Rights, Slot, System,
+    VirtualDevice,
 };
 use partita_core::config::validate::{hex_range, slot_label, Issue};
+use partita_core::fabric::interface::PAGE_SIZE as INTERFACE_PAGE;
+use std::collections::BTreeSet;
 use std::path::Path;
 
 const KIB: u64 = 1 << 10;
@@ -35,6 +40,35 @@ pub const DEFAULT_HM_LOG_ENTRIES: u32 = 256;
 pub const DEFAULT_PARTITION_CONSOLE: u64 = 0x0900_0000;
 /// Allocated regions start on 2 MiB so the stage-2 tables can use block mappings.
 pub const ALLOCATION_ALIGN: u64 = 2 * MIB;
+/// Zynq-7000's PCAP as Ker-ONE measured it: 128 MB/s, decimal.
+pub const DEFAULT_FABRIC_BANDWIDTH: u64 = 128_000_000;
+pub const DEFAULT_FABRIC_HOLD_US: u64 = 1_000;
+/// Ker-ONE's accelerators (Tables 5 and 6): name, function, time per
+/// frame and δ_pre, in nanoseconds.
+pub const DEFAULT_ACCELERATORS: [(&str, Function, u64, u64); 4] = [
+    ("qam16", Function::Qam16, 47_000, 47_000),
+    ("qam64", Function::Qam64, 31_000, 31_000),
+    ("fft512", Function::Fft512, 71_100, 24_100),
+    ("fft1024", Function::Fft1024, 90_600, 33_600),
+];
+/// Ker-ONE's PRRs: name, share of the fabric, bitstream bytes (Table 5's
+/// T_RCFG of 231, 810 and 1,206 us at 128 MB/s), the accelerators it hosts.
+pub const DEFAULT_PRRS: [(&str, u32, u64, &[&str]); 3] = [
+    ("prr1", 2, 29_568, &["qam16", "qam64"]),
+    ("prr2", 8, 103_680, &["qam16", "qam64", "fft512"]),
+    ("prr3", 13, 154_368, &["fft512", "fft1024"]),
+];
+/// Where a partition sees accelerator `a`'s interface page unless it says
+/// otherwise: `0x0b000000 + a x 4 KiB`, the same in every partition, as
+/// Ker-ONE maps a device at one address in every VM. QEMU `virt` has
+/// nothing between its virtio-mmio transports (`0x0a000000`, 16 KiB) and
+/// its platform bus (`0x0c000000`), so no device a partition passes
+/// through from the board sits there, and it is below RAM.
+pub const DEFAULT_ACCELERATOR_WINDOW: u64 = 0x0b00_0000;
+/// The first INTID of the signals allocated to virtual devices: the first
+/// past QEMU `virt`'s own SPIs (UART 33, RTC 34, PCIe 35 to 38, GPIO 39,
+/// virtio-mmio 48 to 79), so that a passthrough device rarely needs one.
+pub const DEFAULT_SIGNAL_BASE: u32 = 80;
 
 /// The model plus what only the host needs, and what went wrong on the way.
 pub struct Resolved {
@@ -77,8 +111,17 @@ pub fn resolve(raw: RawConfig, name: String, config_dir: &Path) -> Resolved {
     for (i, raw_channel) in raw.channel.iter().enumerate() {
         channels.push(channel(i, raw_channel, &partitions, &mut issues, &mut unresolved));
     }
-    let mut system = System { name, platform, hypervisor, partitions, plans, channels, fabric: None };
-    let unallocated = allocate(&mut system, &raw.partition, &raw.channel, &mut issues);
+    let fabric = raw.fabric.as_ref().map(|raw_fabric| fabric(raw_fabric, &mut issues, &mut unresolved));
+    for (p, raw_partition) in raw.partition.iter().enumerate() {
+        let devices = virtual_devices(p, raw_partition, fabric.as_ref(), &channels, &mut issues, &mut unresolved);
+        partitions[p].accelerators = devices;
+    }
+    let mut system = System { name, platform, hypervisor, partitions, plans, channels, fabric };
+    let unallocated = allocate(&mut system, &raw, &mut issues);
+    // An unplaced fabric has no address to judge; its own issue says why.
+    if unallocated.iter().any(|path| path == FABRIC_MEMORY) {
+        unresolved.push((FABRIC_MEMORY.into(), "base"));
+    }
     Resolved { system, images, entries, issues, unallocated, unresolved }
 }
 
@@ -404,6 +447,166 @@ fn image_format(image: &RawImage) -> Result<ImageFormat, (&'static str, &'static
     }
 }
 
+const FABRIC_MEMORY: &str = "fabric.memory";
+
+/// The fabric with its defaults, names of hosted accelerators resolved;
+/// its memory's base is provisional when [`allocate`] places it.
+fn fabric(raw: &RawFabric, issues: &mut Vec<Issue>, unresolved: &mut Vec<(String, &'static str)>) -> Fabric {
+    let accelerators: Vec<Accelerator> = if raw.accelerator.is_empty() {
+        let default = |&(name, function, frame_ns, preempt_ns): &(&str, Function, u64, u64)| Accelerator {
+            name: name.into(),
+            function,
+            frame_ns,
+            preempt_ns,
+        };
+        DEFAULT_ACCELERATORS.iter().map(default).collect()
+    } else {
+        let given = |a: &super::raw::RawAccelerator| Accelerator {
+            name: a.name.clone(),
+            function: function(a.function),
+            frame_ns: a.frame.0,
+            preempt_ns: a.preempt.0,
+        };
+        raw.accelerator.iter().map(given).collect()
+    };
+    let index_of = |name: &str| accelerators.iter().position(|a| a.name == name);
+    let mut prrs = Vec::new();
+    if raw.prr.is_empty() {
+        let mut missing: Vec<&str> = Vec::new();
+        for (r, &(name, size, bitstream, hosts)) in DEFAULT_PRRS.iter().enumerate() {
+            let absent: Vec<&str> = hosts.iter().copied().filter(|host| index_of(host).is_none()).collect();
+            if !absent.is_empty() {
+                // Its rules would only restate the missing names.
+                unresolved.push((format!("fabric.prr[{r}]"), ""));
+            }
+            for host in absent {
+                if !missing.contains(&host) {
+                    missing.push(host);
+                }
+            }
+            let hosts = hosts.iter().filter_map(|host| index_of(host)).collect();
+            prrs.push(Prr { name: name.into(), size, bitstream, hosts });
+        }
+        if !missing.is_empty() {
+            let names: Vec<String> = missing.iter().map(|name| format!("\"{name}\"")).collect();
+            let message = format!(
+                "the default PRRs host accelerators the fabric does not declare ({}); with accelerators of \
+                 your own, declare the PRRs too ([[fabric.prr]])",
+                names.join(", ")
+            );
+            issues.push(Issue { path: "fabric".into(), field: "accelerator", message });
+        }
+    } else {
+        for (r, raw_prr) in raw.prr.iter().enumerate() {
+            let path = format!("fabric.prr[{r}]");
+            let mut indices = Vec::new();
+            for host in &raw_prr.hosts {
+                indices.push(index_of(host).unwrap_or_else(|| {
+                    let message = format!("PRR \"{}\": no accelerator is named \"{host}\"", raw_prr.name);
+                    issues.push(Issue { path: path.clone(), field: "hosts", message });
+                    unresolved.push((path.clone(), "hosts"));
+                    UNKNOWN_ACCELERATOR
+                }));
+            }
+            prrs.push(Prr {
+                name: raw_prr.name.clone(),
+                size: raw_prr.size,
+                bitstream: raw_prr.bitstream.0,
+                hosts: indices,
+            });
+        }
+    }
+    Fabric {
+        memory: Range::new(raw.memory.base.unwrap_or(UNPLACED), raw.memory.size.map_or(0, |size| size.0)),
+        bandwidth: raw.bandwidth.map_or(DEFAULT_FABRIC_BANDWIDTH, |size| size.0),
+        hold_us: raw.hold.map_or(DEFAULT_FABRIC_HOLD_US, |hold| hold.0),
+        prrs,
+        accelerators,
+    }
+}
+
+fn function(raw: RawFunction) -> Function {
+    match raw {
+        RawFunction::Qam16 => Function::Qam16,
+        RawFunction::Qam64 => Function::Qam64,
+        RawFunction::Fft512 => Function::Fft512,
+        RawFunction::Fft1024 => Function::Fft1024,
+    }
+}
+
+/// The index an entry gets when no accelerator has its name: beyond any
+/// table, so the validator could never take it for a real one.
+const UNKNOWN_ACCELERATOR: usize = usize::MAX;
+
+/// A partition's virtual devices: names resolved, interface pages and
+/// signals defaulted. Signals left out are the lowest free INTIDs from
+/// [`DEFAULT_SIGNAL_BASE`], three per device in file order, skipping every
+/// INTID the partition already has: its devices' interrupts, the doorbells
+/// of its channels and the signals given explicitly.
+fn virtual_devices(
+    p: usize,
+    raw: &RawPartition,
+    fabric: Option<&Fabric>,
+    channels: &[Channel],
+    issues: &mut Vec<Issue>,
+    unresolved: &mut Vec<(String, &'static str)>,
+) -> Vec<VirtualDevice> {
+    let mut taken: BTreeSet<u32> =
+        raw.device.iter().flat_map(|d| d.interrupts.iter().map(interrupt)).map(|i| i.intid).collect();
+    for channel in channels {
+        if let ChannelKind::SharedMemory { partitions, doorbell: Some(intid), .. } = &channel.kind {
+            if partitions.contains(&p) {
+                taken.insert(*intid);
+            }
+        }
+    }
+    taken.insert(CONSOLE_INTID);
+    taken.extend(raw.accelerators.iter().filter_map(|device| device.signals.as_ref()).flatten());
+    let mut free = (DEFAULT_SIGNAL_BASE..=*SPI.end()).filter(|intid| !taken.contains(intid));
+    let mut devices = Vec::new();
+    for (d, raw_device) in raw.accelerators.iter().enumerate() {
+        let path = format!("partition[{p}].accelerators[{d}]");
+        let accelerator = match fabric {
+            // The validator reports a partition with devices and no fabric.
+            None => UNKNOWN_ACCELERATOR,
+            Some(fabric) => fabric.accelerators.iter().position(|a| a.name == raw_device.name).unwrap_or_else(|| {
+                let message =
+                    format!("partition \"{}\": the fabric has no accelerator named \"{}\"", raw.name, raw_device.name);
+                issues.push(Issue { path: path.clone(), field: "name", message });
+                UNKNOWN_ACCELERATOR
+            }),
+        };
+        if accelerator == UNKNOWN_ACCELERATOR && fabric.is_some() {
+            // Its default page and every comparison with it would be made up.
+            unresolved.push((path.clone(), ""));
+        }
+        let signals = match &raw_device.signals {
+            Some(given) => <[u32; 3]>::try_from(given.as_slice()).unwrap_or_else(|_| {
+                let message = format!(
+                    "partition \"{}\" accelerator \"{}\": {} signal(s) given; a virtual device has three, \
+                     for IPC_WAIT, IPC_READY and IPC_PREEMPT",
+                    raw.name,
+                    raw_device.name,
+                    given.len()
+                );
+                issues.push(Issue { path: path.clone(), field: "signals", message });
+                unresolved.push((path.clone(), "signals"));
+                [0; 3]
+            }),
+            // Running out leaves 0, which the validator reports as no SPI.
+            None => [free.next().unwrap_or(0), free.next().unwrap_or(0), free.next().unwrap_or(0)],
+        };
+        let window = |a: usize| DEFAULT_ACCELERATOR_WINDOW.saturating_add(INTERFACE_PAGE.saturating_mul(a as u64));
+        devices.push(VirtualDevice {
+            accelerator,
+            ipa: raw_device.ipa.unwrap_or_else(|| window(accelerator)),
+            signals,
+            deadline_us: raw_device.deadline.map(|deadline| deadline.0),
+        });
+    }
+    devices
+}
+
 /// Host address given to a region that found no place: beyond any physical
 /// address an AArch64 core can issue.
 const UNPLACED: u64 = 0xffff_0000_0000_0000;
@@ -414,15 +617,15 @@ fn needs_allocation(raw: &RawMemory) -> bool {
 
 /// Places every region without a fixed host address, in declaration order,
 /// at the lowest 2 MiB-aligned free spot of platform RAM: the partitions'
-/// regions first, then the shared-memory channels'. Returns the paths of
-/// entries that did not fit.
-fn allocate(
-    system: &mut System,
-    raw: &[RawPartition],
-    raw_channels: &[RawChannel],
-    issues: &mut Vec<Issue>,
-) -> Vec<String> {
+/// regions first, then the shared-memory channels', then the fabric's
+/// memory. Returns the paths of entries that did not fit.
+fn allocate(system: &mut System, raw_config: &RawConfig, issues: &mut Vec<Issue>) -> Vec<String> {
+    let (raw, raw_channels) = (&raw_config.partition, &raw_config.channel);
     let mut taken = vec![system.hypervisor.memory];
+    let fixed_fabric = raw_config.fabric.as_ref().is_some_and(|fabric| fabric.memory.base.is_some());
+    if let Some(fabric) = system.fabric.as_ref().filter(|_| fixed_fabric) {
+        taken.push(fabric.memory);
+    }
     for (partition, raw_partition) in system.partitions.iter().zip(raw) {
         let fixed = partition.memory.iter().zip(&raw_partition.memory).filter(|(_, r)| !needs_allocation(r));
         taken.extend(fixed.map(|(region, _)| region.host()));
@@ -469,6 +672,15 @@ fn allocate(
             }
         }
     }
+    let devices: usize = system.partitions.iter().map(|p| p.accelerators.len()).sum();
+    if let Some(fabric) = system.fabric.as_mut() {
+        if raw_config.fabric.as_ref().is_some_and(|fabric| fabric.memory.size.is_none()) {
+            fabric.memory.size = Fabric::memory_needed(devices);
+        }
+        if !fixed_fabric {
+            place(FABRIC_MEMORY.into(), fabric.memory.size, &mut fabric.memory.base, &mut taken);
+        }
+    }
     unallocated
 }
 
@@ -511,6 +723,23 @@ mod tests {
             assert_eq!(basis_points(outside), 0, "{outside}");
         }
         assert_eq!(basis_points(f64::INFINITY), u32::MAX);
+    }
+
+    #[test]
+    fn the_default_bitstreams_download_in_table_5_s_times() {
+        use partita_core::fabric::bound::reconfig_time;
+        let micros: Vec<u64> = DEFAULT_PRRS
+            .iter()
+            .map(|&(_, _, bytes, _)| reconfig_time(bytes, DEFAULT_FABRIC_BANDWIDTH, 1_000_000))
+            .collect();
+        assert_eq!(micros, [231, 810, 1_206]);
+        // Exactly, not rounded up to them.
+        assert!(DEFAULT_PRRS
+            .iter()
+            .all(|&(_, _, bytes, _)| (bytes * 1_000_000).is_multiple_of(DEFAULT_FABRIC_BANDWIDTH)));
+        for (_, _, _, hosts) in DEFAULT_PRRS {
+            assert!(hosts.iter().all(|host| DEFAULT_ACCELERATORS.iter().any(|(name, ..)| name == host)));
+        }
     }
 
     #[test]

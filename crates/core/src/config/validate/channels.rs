@@ -222,8 +222,9 @@ impl Validator<'_> {
     fn shared_memory_guest(&mut self, i: usize, label: &str, p: usize, guest: Range) {
         let Some(partition) = self.system.partitions.get(p) else { return };
         for (other, range) in self.overlaps.with(Space::Guest(p), Item::Channel(i)) {
-            // Other channels are compared in `channel_pairs`.
-            if matches!(other, Item::Channel(_)) {
+            // Other channels are compared in `channel_pairs`, interface
+            // pages by the fabric's rules.
+            if matches!(other, Item::Channel(_) | Item::Accelerator(..)) {
                 continue;
             }
             let message = format!(

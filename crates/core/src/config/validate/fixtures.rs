@@ -3,8 +3,8 @@
 use super::platform::BOARD;
 pub(super) use super::validate;
 use crate::config::model::{
-    Budget, Channel, ChannelKind, Criticality, CyclicCore, Device, Health, Hypervisor, Interrupt, MemoryRegion,
-    Partition, Perms, Plan, Platform, Range, Rights, Slot, System,
+    Accelerator, Budget, Channel, ChannelKind, Criticality, CyclicCore, Device, Fabric, Function, Health, Hypervisor,
+    Interrupt, MemoryRegion, Partition, Perms, Plan, Platform, Prr, Range, Rights, Slot, System, VirtualDevice,
 };
 use alloc::string::String;
 use alloc::vec;
@@ -149,4 +149,53 @@ pub(super) fn shared(
         unreachable!("linked() puts shared memory third")
     };
     (partitions, ipa, pa, size, read_only, doorbell)
+}
+
+/// Ker-ONE's fabric (section 6.1, Tables 5 and 6): four accelerators, then
+/// three PRRs whose bitstreams take 231, 810 and 1,206 us at 128 MB/s.
+pub(crate) fn ker_one_fabric() -> Fabric {
+    let accelerator =
+        |name: &str, function, frame_ns, preempt_ns| Accelerator { name: name.into(), function, frame_ns, preempt_ns };
+    let prr = |name: &str, size, bitstream, hosts: &[usize]| Prr {
+        name: name.into(),
+        size,
+        bitstream,
+        hosts: hosts.to_vec(),
+    };
+    Fabric {
+        memory: Range::new(0x4700_0000, 0x1_0000),
+        bandwidth: 128_000_000,
+        hold_us: 1_000,
+        prrs: vec![
+            prr("prr1", 2, 29_568, &[0, 1]),
+            prr("prr2", 8, 103_680, &[0, 1, 2]),
+            prr("prr3", 13, 154_368, &[2, 3]),
+        ],
+        accelerators: vec![
+            accelerator("qam16", Function::Qam16, 47_000, 47_000),
+            accelerator("qam64", Function::Qam64, 31_000, 31_000),
+            accelerator("fft512", Function::Fft512, 71_100, 24_100),
+            accelerator("fft1024", Function::Fft1024, 90_600, 33_600),
+        ],
+    }
+}
+
+/// `system()` on Ker-ONE's fabric, with no virtual device yet.
+pub(crate) fn fabric_system() -> System {
+    System { fabric: Some(ker_one_fabric()), ..system() }
+}
+
+/// `fabric_system()` where rtos uses QAM-16 and gpos FFT-1024, each at its
+/// default page and signals.
+pub(super) fn accelerated() -> System {
+    let mut s = fabric_system();
+    let device = |accelerator: usize| VirtualDevice {
+        accelerator,
+        ipa: 0x0b00_0000 + 0x1000 * accelerator as u64,
+        signals: [80, 81, 82],
+        deadline_us: None,
+    };
+    s.partitions[0].accelerators = vec![device(0)];
+    s.partitions[1].accelerators = vec![device(3)];
+    s
 }

@@ -25,8 +25,16 @@
 //! - `budgets`: budgets and the fixed-priority pCPUs they share; apart from
 //!   `plans`, whose pCPUs they exclude;
 //! - `channels`: sampling, queuing and shared-memory channels;
+//! - `fabric`: the fabric's settings, memory, accelerators and PRRs, and
+//!   each partition's virtual devices (their accelerator, interface page,
+//!   signals and deadline);
 //! - `overlap`: the one place that finds which ranges share addresses, for
 //!   every rule above that forbids it.
+//!
+//! One rule is the host's alone: whether a virtual device's `deadline` is
+//! kept by the allocation-latency analysis ([`allocation_deadlines`]),
+//! judged once everything else holds. The hypervisor keeps no deadline,
+//! and the analysis need not be part of its image.
 //!
 //! The issues come out in a fixed order: that of the calls in [`validate`],
 //! then file order. The host keeps it among the issues of one line, and the
@@ -34,6 +42,7 @@
 
 mod budgets;
 mod channels;
+mod fabric;
 mod health;
 mod mappings;
 mod overlap;
@@ -42,7 +51,7 @@ mod plans;
 mod platform;
 
 #[cfg(test)]
-mod fixtures;
+pub(crate) mod fixtures;
 
 use crate::config::limits::{
     MAX_CHANNELS, MAX_CYCLIC_CORES, MAX_DEVICES, MAX_MEMORY_REGIONS, MAX_PARTITIONS, MAX_PLANS, MAX_PLAN_SLOTS,
@@ -56,6 +65,7 @@ use core::fmt::Display;
 use core::ops::RangeInclusive;
 use overlap::Overlaps;
 
+pub use fabric::{allocation_deadlines, device_label, holders_text};
 pub use plans::slot_label;
 
 /// One broken rule.
@@ -89,6 +99,7 @@ pub fn validate(system: &System) -> Vec<Issue> {
         v.plans();
         v.budgets();
         v.channels();
+        v.fabric();
     }
     v.issues
 }
@@ -118,6 +129,7 @@ fn within_limits(system: &System) -> bool {
             .channels
             .iter()
             .all(|channel| channels::endpoint_lists(&channel.kind).iter().all(|(_, list)| list.len() <= MAX_PARTITIONS))
+        && fabric::within_limits(system)
 }
 
 fn partition_path(p: usize) -> String {
@@ -134,6 +146,18 @@ fn device_path(p: usize, d: usize) -> String {
 
 fn channel_path(i: usize) -> String {
     format!("channel[{i}]")
+}
+
+fn accelerator_path(a: usize) -> String {
+    format!("fabric.accelerator[{a}]")
+}
+
+fn prr_path(r: usize) -> String {
+    format!("fabric.prr[{r}]")
+}
+
+fn virtual_device_path(p: usize, d: usize) -> String {
+    format!("partition[{p}].accelerators[{d}]")
 }
 
 fn plan_path(i: usize) -> String {
@@ -195,6 +219,7 @@ impl Validator<'_> {
         self.partition_counts();
         self.plan_counts();
         self.channel_counts();
+        self.fabric_counts();
     }
 
     fn partition_name(&self, p: usize) -> &str {

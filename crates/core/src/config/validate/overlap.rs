@@ -3,7 +3,8 @@
 //! Many rules forbid an overlap: a partition's memory with Partita's own or
 //! with another partition's, two passthrough devices, a shared-memory
 //! window with a member's RAM, console or emulated GIC, the platform's GIC
-//! frames with RAM, and more. Rather than each rule comparing its ranges
+//! frames with RAM, the fabric's memory with anyone's, an accelerator's
+//! interface page with anything its partition maps, and more. Rather than each rule comparing its ranges
 //! pairwise, [`Overlaps`] collects every labelled range of the system once,
 //! finds all overlapping pairs in one sorted sweep, and answers each rule's
 //! question from that. The rules keep their own wording and their place in
@@ -15,6 +16,7 @@
 
 use crate::config::limits::CONSOLE_SIZE;
 use crate::config::model::{ChannelKind, Range, System};
+use crate::fabric::interface::PAGE_SIZE as INTERFACE_PAGE;
 use alloc::vec::Vec;
 
 /// An address space: ranges in different spaces never clash.
@@ -44,6 +46,10 @@ pub(super) enum Item {
     Device(usize, usize),
     /// A shared-memory channel, by its index among all channels.
     Channel(usize),
+    /// The fabric's memory: interface pages and saved contexts.
+    Fabric,
+    /// Partition, then virtual device: its interface page.
+    Accelerator(usize, usize),
 }
 
 struct Span {
@@ -110,6 +116,9 @@ impl Overlaps {
         for &(c, _, host, _) in &windows {
             add(Space::Physical, Channel(c), host);
         }
+        if let Some(fabric) = &system.fabric {
+            add(Space::Physical, Fabric, fabric.memory);
+        }
         for (p, partition) in system.partitions.iter().enumerate() {
             let guest = Space::Guest(p);
             for (m, region) in partition.memory.iter().enumerate() {
@@ -123,6 +132,9 @@ impl Overlaps {
             add(guest, Gicr, platform.gicr);
             for &(c, _, _, window) in windows.iter().filter(|(_, members, ..)| members.contains(&p)) {
                 add(guest, Channel(c), window);
+            }
+            for (d, device) in partition.accelerators.iter().enumerate() {
+                add(guest, Accelerator(p, d), Range::new(device.ipa, INTERFACE_PAGE));
             }
         }
         Self::new(spans)
