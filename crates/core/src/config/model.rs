@@ -147,6 +147,13 @@ pub struct Partition {
     pub accelerators: Vec<VirtualDevice>,
 }
 
+impl Partition {
+    /// Whether one of its vCPUs lives on pCPU `cpu` or may migrate there.
+    pub fn uses_cpu(&self, cpu: u32) -> bool {
+        self.vcpus.contains(&cpu) || self.migrate.iter().any(|m| m.to.contains(&cpu))
+    }
+}
+
 /// The reconfigurable fabric (Ker-ONE section 4): partially
 /// reconfigurable regions (PRRs) and the accelerators they can host,
 /// shared by the partitions' virtual devices.
@@ -162,11 +169,20 @@ pub struct Fabric {
     /// How long a PRR allocated to a client waits for it to start (Hold)
     /// before it becomes Idle again, in microseconds.
     pub hold_us: u64,
+    /// The pCPU that runs the emulated fabric on a board without
+    /// programmable logic (QEMU): no vCPU lives or migrates there.
+    pub cpu: u32,
     pub prrs: Vec<Prr>,
     pub accelerators: Vec<Accelerator>,
 }
 
 impl Fabric {
+    /// The highest of `cpus` pCPUs on which no vCPU of `partitions` lives
+    /// or may migrate: where the emulated fabric runs by default.
+    pub fn free_cpu(cpus: u32, partitions: &[Partition]) -> Option<u32> {
+        (0..cpus).rev().find(|&cpu| partitions.iter().all(|p| !p.uses_cpu(cpu)))
+    }
+
     /// Bytes of `memory` that `devices` virtual devices need: an interface
     /// page and a saved accelerator context each, in whole pages, and never
     /// less than one page, so that a fabric always has a place of its own.

@@ -111,7 +111,13 @@ pub fn resolve(raw: RawConfig, name: String, config_dir: &Path) -> Resolved {
     for (i, raw_channel) in raw.channel.iter().enumerate() {
         channels.push(channel(i, raw_channel, &partitions, &mut issues, &mut unresolved));
     }
-    let fabric = raw.fabric.as_ref().map(|raw_fabric| fabric(raw_fabric, &mut issues, &mut unresolved));
+    let fabric = raw.fabric.as_ref().map(|raw_fabric| {
+        let mut fabric = fabric(raw_fabric, &mut issues, &mut unresolved);
+        // None free: an index past the last pCPU, which the validator names.
+        fabric.cpu =
+            raw_fabric.cpu.unwrap_or_else(|| Fabric::free_cpu(platform.cpus, &partitions).unwrap_or(platform.cpus));
+        fabric
+    });
     for (p, raw_partition) in raw.partition.iter().enumerate() {
         let devices = virtual_devices(p, raw_partition, fabric.as_ref(), &channels, &mut issues, &mut unresolved);
         partitions[p].accelerators = devices;
@@ -520,6 +526,7 @@ fn fabric(raw: &RawFabric, issues: &mut Vec<Issue>, unresolved: &mut Vec<(String
         memory: Range::new(raw.memory.base.unwrap_or(UNPLACED), raw.memory.size.map_or(0, |size| size.0)),
         bandwidth: raw.bandwidth.map_or(DEFAULT_FABRIC_BANDWIDTH, |size| size.0),
         hold_us: raw.hold.map_or(DEFAULT_FABRIC_HOLD_US, |hold| hold.0),
+        cpu: 0,
         prrs,
         accelerators,
     }

@@ -96,6 +96,22 @@ impl Validator<'_> {
             let message = format!("hold time {} us is out of range {} us", fabric.hold_us, bounds(&FABRIC_HOLD_US));
             self.push(FABRIC.into(), "hold", message);
         }
+        let cpus = self.system.platform.cpus;
+        if fabric.cpu >= cpus {
+            let message = format!(
+                "pCPU {} does not exist (platform.cpus = {cpus}): the emulated fabric needs a pCPU of its own, \
+                 which by default is the highest one no vCPU uses",
+                fabric.cpu
+            );
+            self.push(FABRIC.into(), "cpu", message);
+        }
+        for partition in self.system.partitions.iter().filter(|p| p.uses_cpu(fabric.cpu)) {
+            let message = format!(
+                "pCPU {} runs the emulated fabric, yet partition \"{}\" has a vCPU that lives or may migrate there",
+                fabric.cpu, partition.name
+            );
+            self.push(FABRIC.into(), "cpu", message);
+        }
     }
 
     /// Partita's own memory, like its code: in RAM, and nobody else's.
@@ -402,6 +418,22 @@ mod tests {
     }
 
     #[test]
+    fn the_emulated_fabric_has_a_pcpu_of_its_own() {
+        let mut s = accelerated();
+        fabric(&mut s).cpu = 4;
+        expect_one(&s, "fabric", "cpu", "pCPU 4 does not exist (platform.cpus = 4)");
+        fabric(&mut s).cpu = 2;
+        let issues = validate(&s);
+        assert_eq!(issues.len(), 1, "{issues:#?}");
+        assert!(issues[0].message.contains("partition \"gpos\" has a vCPU that lives or may migrate there"));
+        let mut s = accelerated();
+        s.partitions[0].migrate = vec![crate::config::model::Migration { vcpu: 0, to: vec![0] }];
+        expect_one(&s, "fabric", "cpu", "partition \"rtos\" has a vCPU");
+        assert_eq!(Fabric::free_cpu(4, &s.partitions), None);
+        assert_eq!(Fabric::free_cpu(4, &accelerated().partitions), Some(0));
+    }
+
+    #[test]
     fn memory_is_partitas_alone() {
         for (base, text) in [
             (0x4000_0000, "overlaps hypervisor memory (0x40000000..0x42000000)"),
@@ -650,6 +682,7 @@ mod tests {
                 memory: Range::new(base, size),
                 bandwidth,
                 hold_us,
+                cpu: 0,
                 prrs,
                 accelerators,
             })

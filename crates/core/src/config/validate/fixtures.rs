@@ -166,6 +166,7 @@ pub(crate) fn ker_one_fabric() -> Fabric {
         memory: Range::new(0x4700_0000, 0x1_0000),
         bandwidth: 128_000_000,
         hold_us: 1_000,
+        cpu: 0,
         prrs: vec![
             prr("prr1", 2, 29_568, &[0, 1]),
             prr("prr2", 8, 103_680, &[0, 1, 2]),
