@@ -339,8 +339,10 @@ mod tests {
     use crate::config::load_str;
     use std::path::PathBuf;
 
-    fn image() -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("partita-generate-{}", std::process::id()));
+    /// A stand-in guest image in a folder of `test`'s own: tests run in
+    /// parallel, and one rewriting a file another reads would race.
+    fn image(test: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("partita-generate-{}-{test}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("guest.bin");
         std::fs::write(&path, [0u8; 16]).unwrap();
@@ -349,7 +351,7 @@ mod tests {
 
     #[test]
     fn every_builder_writes_what_the_loader_reads() {
-        let image = image();
+        let image = image("every_builder_writes_what_the_loader_reads");
         let text = RawConfig::new()
             .cpus(4)
             .quantum_us(2000)
@@ -393,7 +395,7 @@ mod tests {
 
     #[test]
     fn fabric_builders_write_what_the_loader_reads() {
-        let image = image();
+        let image = image("fabric_builders_write_what_the_loader_reads");
         let part = |name: &str, cpu| {
             RawPartition::new(name, &[cpu]).memory(0x4000_0000, 16 << 20).raw_image(&image, 0x4000_0000)
         };
@@ -428,7 +430,7 @@ mod tests {
 
     #[test]
     fn plans_keep_their_slots() {
-        let image = image();
+        let image = image("plans_keep_their_slots");
         let part =
             |name: &str| RawPartition::new(name, &[1]).memory(0x4000_0000, 16 << 20).raw_image(&image, 0x4000_0000);
         let text = RawConfig::new()
