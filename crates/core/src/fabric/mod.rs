@@ -8,6 +8,7 @@
 pub mod bound;
 pub mod compute;
 pub mod interface;
+pub mod job;
 pub mod manager;
 pub mod monitor;
 pub mod prr;
