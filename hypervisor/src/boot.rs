@@ -5,6 +5,7 @@
 
 use crate::channel;
 use crate::console::log;
+use crate::fabric::Fabric;
 use crate::partition::{self, lifecycle, Dirty, Partition, Shared, Watcher};
 use crate::scheduler::cyclic::Plans;
 use crate::state::{self, PerCpu, Policy, System};
@@ -51,7 +52,15 @@ pub fn primary() -> ! {
     crate::vgic::configure_spis(sys);
     start_plans(sys);
     start_secondaries(sys.cpus.len());
-    crate::scheduler::run(sys, &sys.cpus[0])
+    work(sys, 0)
+}
+
+/// What pCPU `cpu` does from now on: run vCPUs, or be the fabric.
+fn work(sys: &'static System, cpu: usize) -> ! {
+    match &sys.fabric {
+        Some(fabric) if fabric.logic.cpu() == cpu => crate::fabric::emulated::run(sys, fabric),
+        _ => crate::scheduler::run(sys, &sys.cpus[cpu]),
+    }
 }
 
 /// A secondary CPU: the shared state exists; set up this CPU and schedule.
@@ -60,8 +69,7 @@ pub fn secondary(cpu: usize) -> ! {
     Gic::init_cpu(cpu);
     el2::init_cpu();
     stage2::init_cpu();
-    let sys = state::system();
-    crate::scheduler::run(sys, &sys.cpus[cpu])
+    work(state::system(), cpu)
 }
 
 #[inline(never)]
@@ -109,6 +117,11 @@ fn check_model(table: &BootTable) {
 #[inline(never)]
 fn build_system(table: BootTable, data: &'static [u8]) -> System {
     let BootTable { system, boot } = table;
+    let fabric = Fabric::build(&system);
+    if let Some(fabric) = &fabric {
+        // Interface pages and contexts start zeroed, like partition RAM.
+        partita_arch::cache::zero(fabric.config.memory.base, fabric.config.memory.size);
+    }
     let partitions: Vec<Partition> = system
         .partitions
         .into_iter()
@@ -116,7 +129,9 @@ fn build_system(table: BootTable, data: &'static [u8]) -> System {
         .enumerate()
         .map(|(i, (config, boot))| {
             let (windows, doorbells) = channel::membership(&system.channels, i);
-            let part = partition::build(i, config, boot, Shared { windows, doorbells });
+            let interfaces = fabric.as_ref().map_or(Vec::new(), |f| f.interfaces(i));
+            let signals = fabric.as_ref().map_or(Vec::new(), |f| f.signals(i));
+            let part = partition::build(i, config, boot, Shared { windows, doorbells, interfaces, signals });
             lifecycle::first_boot(&part, data);
             part
         })
@@ -133,7 +148,7 @@ fn build_system(table: BootTable, data: &'static [u8]) -> System {
     let cpus: Vec<PerCpu> = (0..system.platform.cpus as usize).map(|cpu| build_cpu(cpu, &partitions, &plans)).collect();
     watch_vcpus(&partitions, &cpus);
     let quantum = us_to_ticks(system.hypervisor.quantum_us.into(), hz);
-    System { platform: system.platform, partitions, cpus, quantum: quantum.max(1), plans, data, channels }
+    System { platform: system.platform, partitions, cpus, quantum: quantum.max(1), plans, data, channels, fabric }
 }
 
 /// pCPU `cpu`: the vCPUs it lists and the policy that chooses among them.

@@ -13,6 +13,7 @@ extern crate alloc;
 mod boot;
 mod channel;
 mod console;
+mod fabric;
 mod health;
 mod hypercall;
 mod partition;

@@ -7,6 +7,7 @@
 //! to a global.
 
 use crate::channel::Channel;
+use crate::fabric::Fabric;
 use crate::partition::{Dirty, Partition, Vcpu};
 use crate::scheduler::cyclic::{CyclicCpu, Plans};
 use alloc::vec::Vec;
@@ -29,6 +30,8 @@ pub struct System {
     pub data: &'static [u8],
     /// Inter-partition channels, in configuration order.
     pub channels: Vec<Channel>,
+    /// The reconfigurable fabric, if the configuration has one.
+    pub fabric: Option<Fabric>,
 }
 
 static SYSTEM: Once<System> = Once::new();

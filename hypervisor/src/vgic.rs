@@ -316,8 +316,9 @@ fn apply(me: &PerCpu, part: &Partition, effect: Effect) {
                 target.queue.lock().remove(intid);
             }
         }
-        // A doorbell is purely virtual: its physical namesake stays untouched.
-        Effect::SpiEnable { intid, .. } | Effect::SpiRoute { intid, .. } if part.doorbells.contains(&intid) => {}
+        // A doorbell or a signal is purely virtual: its physical namesake
+        // stays untouched.
+        Effect::SpiEnable { intid, .. } | Effect::SpiRoute { intid, .. } if part.virtual_spis.contains(&intid) => {}
         Effect::SpiEnable { intid, enabled } => Gic::enable_spi(intid, enabled),
         Effect::TimerEnabled { vcpu } => {
             // Only the vCPU loaded here has its timer PPI on this pCPU.

@@ -48,6 +48,14 @@ pub fn wait_for_interrupt() {
     unsafe { asm!("dsb sy", "wfi", options(nomem, nostack, preserves_flags)) };
 }
 
+/// Tells the core (or QEMU's round-robin of vCPUs) that this CPU is busy
+/// with work that can wait: the emulated fabric says it between steps of
+/// its computations, so the cores it runs beside are not held up.
+pub fn yield_now() {
+    // SAFETY: YIELD is a hint with no architectural effect.
+    unsafe { asm!("yield", options(nomem, nostack, preserves_flags)) };
+}
+
 pub fn isb() {
     // SAFETY: a barrier only orders execution.
     unsafe { asm!("isb", options(nomem, nostack, preserves_flags)) };

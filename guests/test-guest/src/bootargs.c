@@ -296,6 +296,42 @@ static bool parse_token(const char *tok, u32 n, struct bootargs *a)
 		if (!parse_u64(v, vlen, &num))
 			return false;
 		a->hm_read = num;
+	} else if (KEY("acc")) {
+		if (!parse_u64(v, vlen, &num))
+			return false;
+		a->acc = num;
+	} else if (KEY("acc-fn")) {
+		/* No table of names: the image must not hold absolute addresses. */
+		if (str_eq_n(v, vlen, "qam16"))
+			a->acc_fn = ACC_QAM16;
+		else if (str_eq_n(v, vlen, "qam64"))
+			a->acc_fn = ACC_QAM64;
+		else if (str_eq_n(v, vlen, "fft512"))
+			a->acc_fn = ACC_FFT512;
+		else if (str_eq_n(v, vlen, "fft1024"))
+			a->acc_fn = ACC_FFT1024;
+		else
+			return false;
+	} else if (KEY("acc-frames")) {
+		if (!parse_u64(v, vlen, &num) || num == 0)
+			return false;
+		a->acc_frames = num;
+	} else if (KEY("acc-jobs")) {
+		if (!parse_u64(v, vlen, &num))
+			return false;
+		a->acc_jobs = num;
+	} else if (KEY("acc-seed")) {
+		if (!parse_u64(v, vlen, &num))
+			return false;
+		a->acc_seed = num;
+	} else if (KEY("acc-cmd")) {
+		if (!parse_u64(v, vlen, &num) || num > 0xffffffffull)
+			return false;
+		a->acc_cmd = (u32)num;
+	} else if (KEY("acc-bad")) {
+		if (!parse_u64(v, vlen, &num))
+			return false;
+		a->acc_bad = num != 0;
 	} else if (KEY("fuzz")) {
 		if (!parse_u64(v, vlen, &num))
 			return false;
@@ -401,6 +437,9 @@ void bootargs_parse(const char *cmdline, struct bootargs *a)
 	a->fuzz_seed = DEFAULT_FUZZ_SEED;
 	a->ipc_bench = IPC_BENCH_NONE;
 	a->ipc_n = DEFAULT_IPC_N;
+	a->acc_frames = 1;
+	a->acc_jobs = 1;
+	a->acc_seed = 1;
 	a->until_off = 0;
 	a->has_until_off = false;
 	if (!p)

@@ -43,6 +43,14 @@ enum port_probe_role {
 	PROBE_OTHER,
 };
 
+/* acc-fn=...: what the virtual device at acc= computes (accel.c). */
+enum acc_fn {
+	ACC_QAM16 = 0,
+	ACC_QAM64,
+	ACC_FFT512,
+	ACC_FFT1024,
+};
+
 struct bootargs {
 	u64 ticks;		/* 0: forever */
 	u64 period_ms;
@@ -94,6 +102,12 @@ struct bootargs {
 	enum ipc_bench_role ipc_bench;	/* the communication benchmark (ipcbench.c) */
 	u64 ipc_n;			/* operations of each kind it measures */
 	u64 until_off;			/* tick until this partition has stopped */
+	/* Accelerators (accel.c): acc=0 leaves them off. */
+	u64 acc;			/* the interface page */
+	enum acc_fn acc_fn;
+	u64 acc_frames, acc_jobs, acc_seed;
+	u32 acc_cmd;
+	bool acc_bad;
 	bool has_until_off;
 };
 

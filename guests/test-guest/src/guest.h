@@ -66,4 +66,7 @@ void watchdog_test(const struct dt_info *dt, const struct bootargs *a);
 void fuzz_test(const struct dt_info *dt, const struct bootargs *a);
 void ipc_bench(const struct bootargs *a);
 
+/* Accelerators, the native model (accel.c). */
+void accel_test(const struct bootargs *a);
+
 #endif

@@ -294,6 +294,8 @@ void guest_main(u64 dtb)
 		ipc_bench(&args);
 	if (args.count_ms)
 		count_test(&args);
+	if (args.acc)
+		accel_test(&args);
 	tick_loop();
 	if (args.end_reset) {
 		printf("resetting\n");

@@ -48,6 +48,10 @@ pub fn change(sys: &System, part: &Partition, change: Change, cause: Cause) -> b
     }
     announce(part, change, cause);
     kick_others(part);
+    let restarts = change == Change::Restart || change == Change::RestartByOther;
+    if let Some(fabric) = sys.fabric.as_ref().filter(|_| restarts || part.state().ended()) {
+        fabric.release(sys, part.vcpus[0].partition);
+    }
     if part.state().ended() {
         power_off_when_all_ended(sys);
     }
@@ -171,7 +175,7 @@ pub fn first_boot(part: &Partition, data: &[u8]) {
 /// physical interrupts stay quiet until the guest enables them again in
 /// its fresh distributor.
 fn reset_devices(part: &Partition) {
-    *part.gic.lock() = super::virtual_gic(&part.config, &part.doorbells);
+    *part.gic.lock() = super::virtual_gic(&part.config, &part.virtual_spis);
     *part.console.lock() = Console { uart: Pl011::new(), line: LineBuffer::new() };
     for device in &part.config.devices {
         for interrupt in &device.interrupts {

@@ -15,7 +15,7 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use partita_arch::context::{El1Context, FpContext};
 use partita_arch::exception::Regs;
-use partita_arch::platform::{VgicContext, MAX_LRS};
+use partita_arch::platform::{Gic, InterruptController, VgicContext, MAX_LRS};
 use partita_arch::stage2::{self, Stage2Table};
 use partita_core::config::image::PartitionBoot;
 use partita_core::config::limits::MAX_VCPUS_PER_PCPU;
@@ -48,6 +48,9 @@ pub struct Partition {
     pub config: model::Partition,
     pub boot: PartitionBoot,
     pub vttbr: u64,
+    /// Its stage-2 table: changed only to connect or disconnect a virtual
+    /// device's interface page.
+    stage2: Mutex<Stage2Table>,
     state: AtomicU8,
     pub vcpus: Vec<&'static Vcpu>,
     pub console: Mutex<Console>,
@@ -64,9 +67,9 @@ pub struct Partition {
     /// Raised by every restart; a pCPU whose TLBs may hold entries of an
     /// older generation invalidates them before running a vCPU of it.
     tlb_generation: AtomicU32,
-    /// The doorbell INTIDs of its shared-memory channels: virtual SPIs with
-    /// no physical twin.
-    pub doorbells: Vec<u32>,
+    /// Virtual SPIs with no physical twin: the doorbells of its
+    /// shared-memory channels and the signals of its virtual devices.
+    pub virtual_spis: Vec<u32>,
     /// What a reload zeroes and cleans (its RAM) and copies (its loads).
     reload_regions: Vec<Range>,
     reload_loads: Vec<reload::Load>,
@@ -153,6 +156,26 @@ impl Partition {
     /// One per life: raised by every reload (see `tlb_generation`'s field).
     pub fn tlb_generation(&self) -> u32 {
         self.tlb_generation.load(Ordering::Acquire)
+    }
+
+    /// Its stage-2 map changed: every pCPU invalidates its TLB entries
+    /// before it next enters one of its vCPUs, and those running one now
+    /// are kicked out to do so at once.
+    pub fn stage2_changed(&self) {
+        self.tlb_generation.fetch_add(1, Ordering::AcqRel);
+        let here = partita_arch::cpu::index();
+        for vcpu in self.vcpus.iter().filter(|v| v.is_on_cpu() && v.pcpu() != here) {
+            Gic::kick(vcpu.pcpu());
+        }
+    }
+
+    /// Makes the interface page at `ipa` writable (connected) or
+    /// read-only, then [`Partition::stage2_changed`].
+    pub fn set_interface_writable(&self, ipa: u64, write: bool) {
+        let page = partita_core::fabric::interface::PAGE_SIZE;
+        self.stage2.lock().set_writable(ipa, page, write).expect("an interface page mapped at boot");
+        partita_arch::cpu::dsb_ish();
+        self.stage2_changed();
     }
 
     /// Bytes a guest wrote to its console: complete lines go out tagged.
@@ -315,20 +338,22 @@ impl Dirty {
 }
 
 /// What a partition shares with others: the shared-memory windows it maps
-/// and their doorbells.
+/// and their doorbells, and its virtual devices' interface pages
+/// (guest-physical, host-physical) with their signals.
 pub struct Shared {
     pub windows: Vec<Window>,
     pub doorbells: Vec<u32>,
+    pub interfaces: Vec<(u64, u64)>,
+    pub signals: Vec<u32>,
 }
 
 /// Builds a partition's stage-2 table and creates its vCPUs; [`lifecycle::first_boot`]
 /// then loads it.
 pub fn build(index: usize, config: model::Partition, boot: PartitionBoot, shared: Shared) -> Partition {
     let vmid = u16::try_from(index + 1).expect("VMID");
-    let table = build_stage2(vmid, &config, &shared.windows);
+    let table = build_stage2(vmid, &config, &shared);
+    let virtual_spis: Vec<u32> = shared.doorbells.iter().chain(&shared.signals).copied().collect();
     let vttbr = table.vttbr();
-    // The table lives as long as the partition, which is forever.
-    core::mem::forget(table);
     let vcpus = config
         .vcpus
         .iter()
@@ -341,13 +366,14 @@ pub fn build(index: usize, config: model::Partition, boot: PartitionBoot, shared
         })
         .collect();
     let partition = Partition {
-        gic: Mutex::new(virtual_gic(&config, &shared.doorbells)),
+        gic: Mutex::new(virtual_gic(&config, &virtual_spis)),
+        stage2: Mutex::new(table),
         rank: config.priority,
         setway_cursor: AtomicU64::new(0),
         denied_reports: AtomicU32::new(0),
         hm: Mutex::new(PartitionHm::new(Policy::from(&config.health))),
         tlb_generation: AtomicU32::new(0),
-        doorbells: shared.doorbells,
+        virtual_spis,
         reload_regions: config.memory.iter().map(|r| r.host()).collect(),
         reload_loads: boot.loads.iter().map(|l| reload_load(&config, l)).collect(),
         reload_cursor: AtomicU64::new(0),
@@ -400,14 +426,15 @@ fn budget_meter(budget: model::Budget) -> BudgetMeter {
 }
 
 /// The distributor a partition starts with: its devices' SPIs, each routed
-/// as configured, and its doorbells, routed to vCPU 0.
-fn virtual_gic(config: &model::Partition, doorbells: &[u32]) -> PartitionGic {
+/// as configured, and its virtual SPIs (doorbells, accelerator signals),
+/// routed to vCPU 0.
+fn virtual_gic(config: &model::Partition, virtual_spis: &[u32]) -> PartitionGic {
     let devices = config.devices.iter().flat_map(|d| d.interrupts.iter().map(|i| (i.intid, i.vcpu as usize)));
-    let spis: Vec<(u32, usize)> = devices.chain(doorbells.iter().map(|&intid| (intid, 0))).collect();
+    let spis: Vec<(u32, usize)> = devices.chain(virtual_spis.iter().map(|&intid| (intid, 0))).collect();
     PartitionGic::new(config.vcpus.len(), &spis)
 }
 
-fn build_stage2(vmid: u16, config: &model::Partition, windows: &[Window]) -> Stage2Table {
+fn build_stage2(vmid: u16, config: &model::Partition, shared: &Shared) -> Stage2Table {
     let mut table = Stage2Table::new(vmid);
     for region in &config.memory {
         let kind = stage2::Kind::Ram { write: region.perms.write, exec: region.perms.exec };
@@ -416,9 +443,16 @@ fn build_stage2(vmid: u16, config: &model::Partition, windows: &[Window]) -> Sta
     for device in &config.devices {
         table.map(device.ipa, device.pa, device.size, stage2::Kind::Device).expect("stage-2 map of a device");
     }
-    for window in windows {
+    for window in &shared.windows {
         let kind = stage2::Kind::Ram { write: window.write, exec: false };
         table.map(window.ipa, window.pa, window.size, kind).expect("stage-2 map of a shared-memory window");
+    }
+    // Unconnected: the guest reads its registers, and its first write is
+    // its request for a PRR.
+    let page = partita_core::fabric::interface::PAGE_SIZE;
+    for &(ipa, pa) in &shared.interfaces {
+        let kind = stage2::Kind::Ram { write: false, exec: false };
+        table.map(ipa, pa, page, kind).expect("stage-2 map of an interface page");
     }
     table
 }

@@ -129,10 +129,7 @@ fn switch_to(sys: &'static System, me: &'static PerCpu, slot: usize) -> ! {
     };
     let part = sys.partition_of(vcpu);
     stage2::activate(part.vttbr);
-    let generation = part.tlb_generation();
-    if me.tlb_seen[vcpu.partition].swap(generation, Ordering::Relaxed) != generation {
-        partita_arch::cache::invalidate_guest_tlb_local();
-    }
+    refresh_tlb(me, vcpu.partition, part);
     el2::trap_wfi(!me.policy.is_exclusive());
     if let Some(meter) = &vcpu.budget {
         meter.lock().enter(timer::counter());
@@ -150,6 +147,16 @@ fn switch_to(sys: &'static System, me: &'static PerCpu, slot: usize) -> ! {
     // Traced last, so that a switch's cost in the trace includes loading.
     trace::record(Kind::VcpuIn, vcpu.partition, vcpu.index, 0);
     enter_guest(regs)
+}
+
+/// Invalidates `me`'s TLB entries of partition `p` (`part`, whose table is
+/// the one loaded) if its stage-2 map changed since `me` last looked.
+pub fn refresh_tlb(me: &PerCpu, p: usize, part: &crate::partition::Partition) {
+    let generation = part.tlb_generation();
+    if me.tlb_seen[p].load(Ordering::Relaxed) != generation {
+        me.tlb_seen[p].store(generation, Ordering::Relaxed);
+        partita_arch::cache::invalidate_guest_tlb_local();
+    }
 }
 
 /// Takes the running vCPU off its pCPU, saving everything it had loaded,

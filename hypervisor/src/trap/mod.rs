@@ -121,7 +121,11 @@ fn health_action(here: &Here, regs: &Regs, action: Action, fault: &Fault) -> Opt
 fn carry_out(here: &Here, regs: &Regs, decision: AfterTrap, quantum_over: bool) {
     let Here { sys, me, slot, vcpu, .. } = *here;
     match decision {
-        AfterTrap::Stay if scheduler::keeps_cpu(sys, me, slot, quantum_over) => vgic::flush(vcpu),
+        AfterTrap::Stay if scheduler::keeps_cpu(sys, me, slot, quantum_over) => {
+            // An interface page may have been disconnected meanwhile.
+            scheduler::refresh_tlb(me, vcpu.partition, here.part);
+            vgic::flush(vcpu)
+        }
         AfterTrap::Stay => scheduler::switch_away(sys, me, vcpu, regs, OutReason::Preempted),
         AfterTrap::Leave(reason) => scheduler::switch_away(sys, me, vcpu, regs, reason),
     }
@@ -165,7 +169,13 @@ fn synchronous(here: &Here, regs: &mut Regs) -> Exit {
             firmware::call(here.sys, regs, part, vcpu, true)
         }
         Trap::SysReg(access) => system_register(regs, part, vcpu, access),
-        Trap::DataAbort { access, .. } => mmio::data_abort(here.sys, here.me, regs, part, access, ipa),
+        Trap::DataAbort { access, .. } => {
+            let fabric = here.sys.fabric.as_ref();
+            match fabric.and_then(|fabric| fabric.write_fault(here.sys, part, vcpu, ipa)) {
+                Some(exit) => exit,
+                None => mmio::data_abort(here.sys, here.me, regs, part, access, ipa),
+            }
+        }
         Trap::InstructionAbort { .. } => {
             Exit::Fault(Fault { what: "stage-2 instruction abort", class, address: Some(ipa) })
         }

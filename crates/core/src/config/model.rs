@@ -177,6 +177,19 @@ pub struct Fabric {
 }
 
 impl Fabric {
+    /// Host-physical address of virtual device `g`'s interface page, `g`
+    /// counting every partition's devices in order: the pages come first,
+    /// one per device, then the contexts.
+    pub fn page_of(&self, g: usize) -> u64 {
+        self.memory.base + g as u64 * crate::fabric::interface::PAGE_SIZE
+    }
+
+    /// Host-physical address of virtual device `g`'s saved context, when
+    /// the fabric has `devices` in all.
+    pub fn context_of(&self, g: usize, devices: usize) -> u64 {
+        self.page_of(devices) + (g * crate::fabric::interface::CONTEXT_SIZE) as u64
+    }
+
     /// The highest of `cpus` pCPUs on which no vCPU of `partitions` lives
     /// or may migrate: where the emulated fabric runs by default.
     pub fn free_cpu(cpus: u32, partitions: &[Partition]) -> Option<u32> {

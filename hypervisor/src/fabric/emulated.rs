@@ -1,0 +1,462 @@
+//! The programmable logic of a board that has none (QEMU): PRRs, the
+//! reconfiguration port (PCAP) and the accelerators, run on a pCPU of their
+//! own as the logic runs beside the cores.
+//!
+//! Its timing is the model's, in counter ticks: a download takes the PRR's
+//! bitstream over the configured bandwidth, one at a time as through the
+//! one PCAP; a frame takes the accelerator's frame time; a stop waits for
+//! the next consistency point, at most δ_pre after the job (re)started's
+//! grid. The accelerators compute real results, in bounded steps, between
+//! which the logic looks at its deadlines again and yields the host to the
+//! cores. Computing may run ahead of the model by at most one frame; a
+//! frame is reported (RESULT, OVER) when both the model and the
+//! computation have finished it, and a stop saves the context of the last
+//! consistency point the computation reached.
+//!
+//! The logic reads START from the interface pages of connected devices:
+//! it samples them every [`START_SAMPLE_NS`] while one of them has no job.
+
+use super::{Device, Fabric};
+use crate::health;
+use crate::partition::lifecycle::Cause;
+use crate::state::System;
+use crate::vgic;
+use alloc::vec::Vec;
+use partita_arch::platform::{self, Gic, InterruptController};
+use partita_arch::{cpu, guest_memory, timer};
+use partita_core::config::model;
+use partita_core::fabric::compute::Context;
+use partita_core::fabric::interface::{reg, stat, Registers, CONTEXT_SIZE, REGISTERS_SIZE};
+use partita_core::fabric::job::{Dma, Job};
+use partita_core::fabric::manager::{Event, Signal};
+use partita_core::health::Event as HmEvent;
+use spin::Mutex;
+
+/// How often the logic samples START while a connected device has no job.
+const START_SAMPLE_NS: u64 = 2_000;
+/// Units of work per computing step: a few thousand instructions.
+const STEP_BUDGET: usize = 256;
+/// What one pass of the loop may report.
+const REPORTS: usize = 64;
+
+/// One PRR of the emulated logic.
+struct Unit {
+    /// The accelerator its logic holds.
+    loaded: Option<usize>,
+    /// The device connected to it (index into `Fabric::devices`).
+    client: Option<usize>,
+    /// Allocated and not started: Hold ends then.
+    hold_until: Option<u64>,
+    job: Option<Running>,
+    /// Asked to stop: it stops at this tick.
+    stop_at: Option<u64>,
+    /// The context saved at the stop, for the manager's disconnect.
+    stopped: Option<Context>,
+    /// Connected with a saved context: the job resumes from it.
+    resume: Option<Context>,
+}
+
+struct Running {
+    job: Job,
+    /// When the job (re)started and the frames done then: frame `k` of the
+    /// model ends at `started + (k - base) × frame`.
+    started: u64,
+    base: u64,
+    frame: u64,
+    preempt: u64,
+    reported: u64,
+    /// The context of the last consistency point the computation reached.
+    snapshot: Context,
+}
+
+/// The one reconfiguration port: a download at a time, in order asked.
+struct Pcap {
+    current: Option<(usize, usize, u64)>,
+    queue: Vec<(usize, usize)>,
+}
+
+struct Logic {
+    units: Vec<Unit>,
+    pcap: Pcap,
+}
+
+/// What the logic tells the rest of Partita after a pass.
+enum Report {
+    /// An event for the manager.
+    Manager(Event),
+    /// A device's computation is over and it asked for its READY signal.
+    Ready(usize),
+    /// A device's job named memory outside its partition (`address`).
+    Dma(usize, u64),
+}
+
+/// The emulated logic: its state, and its pCPU's parameters.
+pub struct Emulated {
+    cpu: usize,
+    hz: u64,
+    hold: u64,
+    download: Vec<u64>,
+    logic: Mutex<Logic>,
+}
+
+fn ns_to_ticks(ns: u64, hz: u64) -> u64 {
+    u64::try_from((u128::from(ns) * u128::from(hz)).div_ceil(1_000_000_000)).unwrap_or(u64::MAX)
+}
+
+impl Emulated {
+    pub fn new(config: &model::Fabric) -> Emulated {
+        let hz = platform::counter_frequency();
+        let unit = || Unit {
+            loaded: None,
+            client: None,
+            hold_until: None,
+            job: None,
+            stop_at: None,
+            stopped: None,
+            resume: None,
+        };
+        let download = config
+            .prrs
+            .iter()
+            .map(|prr| partita_core::fabric::bound::reconfig_time(prr.bitstream, config.bandwidth, hz))
+            .collect();
+        Emulated {
+            cpu: config.cpu as usize,
+            hz,
+            hold: ns_to_ticks(config.hold_us.saturating_mul(1_000), hz),
+            download,
+            logic: Mutex::new(Logic {
+                units: config.prrs.iter().map(|_| unit()).collect(),
+                pcap: Pcap { current: None, queue: Vec::new() },
+            }),
+        }
+    }
+
+    pub fn cpu(&self) -> usize {
+        self.cpu
+    }
+
+    /// Asks the accelerator in `prr` to stop at its next consistency point.
+    pub fn stop(&self, prr: usize) {
+        let now = timer::now();
+        let mut logic = self.logic.lock();
+        let unit = &mut logic.units[prr];
+        let at = unit.job.as_ref().map_or(now, |run| {
+            let since = now.saturating_sub(run.started);
+            run.started + since.div_ceil(run.preempt.max(1)) * run.preempt.max(1)
+        });
+        unit.stop_at = Some(at);
+        drop(logic);
+        self.kick();
+    }
+
+    /// Downloads `accelerator` into `prr` through the PCAP.
+    pub fn reconfigure(&self, prr: usize, accelerator: usize) {
+        let now = timer::now();
+        let mut logic = self.logic.lock();
+        if logic.pcap.current.is_none() {
+            logic.pcap.current = Some((prr, accelerator, now + self.download[prr]));
+        } else {
+            logic.pcap.queue.push((prr, accelerator));
+        }
+        drop(logic);
+        self.kick();
+    }
+
+    /// Connects device `device` to `prr`; with a saved `context`, its
+    /// preempted job goes on.
+    pub fn connect(&self, prr: usize, device: usize, context: Option<Context>) {
+        let now = timer::now();
+        let mut logic = self.logic.lock();
+        let unit = &mut logic.units[prr];
+        unit.client = Some(device);
+        unit.hold_until = Some(now + self.hold);
+        unit.resume = context;
+        drop(logic);
+        self.kick();
+    }
+
+    /// Disconnects whatever device `prr` serves; the context saved by a
+    /// stop, if it made one, goes with it.
+    pub fn disconnect(&self, prr: usize) -> Option<Context> {
+        let mut logic = self.logic.lock();
+        let unit = &mut logic.units[prr];
+        unit.client = None;
+        unit.job = None;
+        unit.stop_at = None;
+        unit.hold_until = None;
+        unit.resume = None;
+        unit.stopped.take()
+    }
+
+    fn kick(&self) {
+        if self.cpu != cpu::index() {
+            Gic::kick(self.cpu);
+        }
+    }
+}
+
+/// The fabric pCPU's loop: the logic's passes, its computations between
+/// them, and sleep until its next deadline.
+pub fn run(sys: &'static System, fabric: &'static Fabric) -> ! {
+    let me = sys.here();
+    loop {
+        let now = timer::now();
+        let mut reports: heapless::Vec<Report, REPORTS> = heapless::Vec::new();
+        let (computed, next) = {
+            let mut logic = fabric.logic.logic.lock();
+            logic.pass(sys, fabric, now, &mut reports);
+            (logic.compute(sys, fabric), logic.next_deadline(fabric, now))
+        };
+        let reported = !reports.is_empty();
+        for report in reports {
+            deliver(sys, fabric, report);
+        }
+        if reported {
+            // What the manager did may have changed the deadlines.
+            continue;
+        }
+        if computed {
+            cpu::yield_now();
+            crate::scheduler::drain_interrupts(sys, me, None);
+            continue;
+        }
+        match next {
+            Some(at) => timer::arm_at(at),
+            None => timer::disarm(),
+        }
+        cpu::wait_for_interrupt();
+        crate::scheduler::drain_interrupts(sys, me, None);
+    }
+}
+
+fn deliver(sys: &System, fabric: &Fabric, report: Report) {
+    match report {
+        Report::Manager(event) => fabric.handle(sys, event),
+        Report::Ready(d) => {
+            let device = &fabric.devices[d];
+            vgic::inject(&sys.partitions[device.partition], 0, device.signals[Signal::Ready as usize], false);
+        }
+        Report::Dma(d, address) => {
+            let part = &sys.partitions[fabric.devices[d].partition];
+            crate::console::log!(
+                "fabric: partition {} accelerator DMA outside its memory at 0x{address:x}: refused",
+                part.name()
+            );
+            let action = health::raise(part, part.vcpus[0], HmEvent::Stage2Fault, address);
+            health::carry_out(sys, part, action, Cause::Health("accelerator DMA outside the partition"));
+        }
+    }
+}
+
+impl Logic {
+    /// Everything due at `now`: downloads, stops, frames, starts, holds.
+    fn pass(&mut self, sys: &System, fabric: &Fabric, now: u64, reports: &mut heapless::Vec<Report, REPORTS>) {
+        let mut report = |r| {
+            // The list holds a pass's reports for every PRR many times
+            // over; were it full, the rest would come at the next pass.
+            let _ = reports.push(r);
+        };
+        if let Some((prr, accelerator, until)) = self.pcap.current {
+            if until <= now {
+                self.units[prr].loaded = Some(accelerator);
+                report(Report::Manager(Event::Reconfigured { prr }));
+                self.pcap.current = None;
+                if !self.pcap.queue.is_empty() {
+                    let (next, accelerator) = self.pcap.queue.remove(0);
+                    self.pcap.current = Some((next, accelerator, now + fabric.logic.download[next]));
+                }
+            }
+        }
+        for (prr, unit) in self.units.iter_mut().enumerate() {
+            unit.pass(sys, fabric, prr, now, &mut report);
+        }
+    }
+
+    /// One computing step of the first job that may compute now.
+    fn compute(&mut self, sys: &System, fabric: &Fabric) -> bool {
+        let now = timer::now();
+        for unit in &mut self.units {
+            let (Some(run), Some(d)) = (unit.job.as_mut(), unit.client) else { continue };
+            // At most one frame ahead of the model.
+            if run.job.is_done() || run.job.frames_done() > run.due(now) {
+                continue;
+            }
+            let device = &fabric.devices[d];
+            let Some(mut dma) = HolderDma::new(&sys.partitions[device.partition].config, &run.job) else { continue };
+            run.job.step(&mut dma, STEP_BUDGET);
+            if run.job.at_consistency_point() {
+                let _ = run.job.save(&mut run.snapshot);
+            }
+            return true;
+        }
+        false
+    }
+
+    fn next_deadline(&self, fabric: &Fabric, now: u64) -> Option<u64> {
+        let sample = ns_to_ticks(START_SAMPLE_NS, fabric.logic.hz);
+        let pcap = self.pcap.current.map(|(_, _, until)| until);
+        let units = self.units.iter().flat_map(|unit| {
+            let frame = unit.job.as_ref().map(|run| run.started + (run.reported + 1 - run.base) * run.frame);
+            let idle = (unit.client.is_some() && unit.job.is_none()).then_some(now + sample);
+            [unit.hold_until, unit.stop_at, frame, idle]
+        });
+        pcap.into_iter().chain(units.flatten()).min()
+    }
+}
+
+impl Running {
+    /// Frames the model has finished by `now`.
+    fn due(&self, now: u64) -> u64 {
+        let elapsed = now.saturating_sub(self.started) / self.frame.max(1);
+        (self.base + elapsed).min(self.job.frames())
+    }
+}
+
+impl Unit {
+    fn pass(&mut self, sys: &System, fabric: &Fabric, prr: usize, now: u64, report: &mut impl FnMut(Report)) {
+        let Some(d) = self.client else { return };
+        let device = &fabric.devices[d];
+        if self.stop_at.is_some_and(|at| at <= now) {
+            self.stop_at = None;
+            self.stopped = self.job.take().map(|run| run.snapshot);
+            report(Report::Manager(Event::Stopped { prr }));
+            return;
+        }
+        if let Some(context) = self.resume.take() {
+            let regs = registers(device);
+            match Job::resume(fabric.config.accelerators[device.accelerator].function, &regs, &context) {
+                Ok(job) => self.begin(fabric, device, job, now, prr, report),
+                Err(_) => device.update_stat(stat::ERR_CMD, stat::PREEMPTED),
+            }
+            return;
+        }
+        if let Some(run) = &mut self.job {
+            let shown = run.job.frames_done().min(run.due(now));
+            if shown > run.reported {
+                run.reported = shown;
+                device.write_u32(reg::RESULT, shown as u32);
+                device.write_u32(reg::RESULT + 4, (shown >> 32) as u32);
+            }
+            if run.reported == run.job.frames() {
+                self.job = None;
+                device.update_stat(0, stat::BUSY);
+                guest_memory::write(device.page + reg::OVER, &[1]);
+                if device.read_u32(reg::INT_CTRL) & 1 != 0 {
+                    report(Report::Ready(d));
+                }
+                report(Report::Manager(Event::Done { prr }));
+            }
+            return;
+        }
+        let mut start = [0u8];
+        guest_memory::read(device.page + reg::START, &mut start);
+        if start[0] != 0 {
+            guest_memory::write(device.page + reg::START, &[0]);
+            self.start(sys, fabric, d, now, prr, report);
+            return;
+        }
+        if self.hold_until.is_some_and(|at| at <= now) {
+            self.hold_until = None;
+            report(Report::Manager(Event::Expired { prr }));
+        }
+    }
+
+    /// START was written: check the job, then run it.
+    fn start(
+        &mut self,
+        sys: &System,
+        fabric: &Fabric,
+        d: usize,
+        now: u64,
+        prr: usize,
+        report: &mut impl FnMut(Report),
+    ) {
+        let device = &fabric.devices[d];
+        let regs = registers(device);
+        let function = fabric.config.accelerators[device.accelerator].function;
+        let job = match Job::new(function, &regs) {
+            Ok(job) => job,
+            Err(_) => return device.update_stat(stat::ERR_CMD, stat::ERR_DMA),
+        };
+        let partition = &sys.partitions[device.partition].config;
+        if HolderDma::new(partition, &job).is_none() {
+            device.update_stat(stat::ERR_DMA, stat::ERR_CMD);
+            let [(input, _), (output, _)] = job.buffers();
+            let outside =
+                if partition.translate_buffer(input, job.buffers()[0].1, false).is_none() { input } else { output };
+            report(Report::Dma(d, outside));
+            return;
+        }
+        guest_memory::write(device.page + reg::OVER, &[0]);
+        device.write_u32(reg::RESULT, 0);
+        device.write_u32(reg::RESULT + 4, 0);
+        self.begin(fabric, device, job, now, prr, report);
+    }
+
+    fn begin(
+        &mut self,
+        fabric: &Fabric,
+        device: &Device,
+        job: Job,
+        now: u64,
+        prr: usize,
+        report: &mut impl FnMut(Report),
+    ) {
+        let accelerator = &fabric.config.accelerators[device.accelerator];
+        let hz = fabric.logic.hz;
+        let mut snapshot = [0; CONTEXT_SIZE];
+        let _ = job.save(&mut snapshot);
+        let base = job.frames_done();
+        self.hold_until = None;
+        self.job = Some(Running {
+            frame: ns_to_ticks(job.frame_ns(accelerator.frame_ns), hz).max(1),
+            preempt: ns_to_ticks(job.frame_ns(accelerator.preempt_ns), hz).max(1),
+            job,
+            started: now,
+            base,
+            reported: base,
+            snapshot,
+        });
+        device.update_stat(stat::BUSY, stat::ERR_CMD | stat::ERR_DMA | stat::PREEMPTED);
+        report(Report::Manager(Event::Started { prr }));
+    }
+}
+
+fn registers(device: &Device) -> Registers {
+    let mut page = [0u8; REGISTERS_SIZE];
+    guest_memory::read(device.page, &mut page);
+    Registers::decode(&page)
+}
+
+/// The holder's memory as the accelerator reaches it: only the job's two
+/// buffers, each inside one of its RAM regions, as an SMMU would allow.
+struct HolderDma {
+    /// (guest-physical, host-physical, bytes) of the input and the output.
+    buffers: [(u64, u64, u64); 2],
+}
+
+impl HolderDma {
+    fn new(partition: &model::Partition, job: &Job) -> Option<HolderDma> {
+        let [(input, in_len), (output, out_len)] = job.buffers();
+        let in_pa = partition.translate_buffer(input, in_len, false)?;
+        let out_pa = partition.translate_buffer(output, out_len, true)?;
+        Some(HolderDma { buffers: [(input, in_pa, in_len), (output, out_pa, out_len)] })
+    }
+
+    fn host(&self, addr: u64, len: usize, buffer: usize) -> u64 {
+        let (ipa, pa, size) = self.buffers[buffer];
+        assert!(addr >= ipa && addr - ipa + len as u64 <= size, "a job's access outside its buffer");
+        pa + (addr - ipa)
+    }
+}
+
+impl Dma for HolderDma {
+    fn read(&mut self, addr: u64, out: &mut [u8]) {
+        guest_memory::read(self.host(addr, out.len(), 0), out);
+    }
+
+    fn write(&mut self, addr: u64, bytes: &[u8]) {
+        guest_memory::write(self.host(addr, bytes.len(), 1), bytes);
+    }
+}
