@@ -58,7 +58,7 @@ pub fn primary() -> ! {
 /// What pCPU `cpu` does from now on: run vCPUs, or be the fabric.
 fn work(sys: &'static System, cpu: usize) -> ! {
     match &sys.fabric {
-        Some(fabric) if fabric.logic.cpu() == cpu => crate::fabric::emulated::run(sys, fabric),
+        Some(fabric) if fabric.logic.cpu() == cpu => crate::fabric::run::run(sys, fabric),
         _ => crate::scheduler::run(sys, &sys.cpus[cpu]),
     }
 }

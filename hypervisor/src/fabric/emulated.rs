@@ -17,10 +17,7 @@
 //! it samples them every [`START_SAMPLE_NS`] while one of them has no job.
 
 use super::{Device, Fabric};
-use crate::health;
-use crate::partition::lifecycle::Cause;
-use crate::state::System;
-use crate::vgic;
+use crate::partition::Partition;
 use alloc::vec::Vec;
 use partita_arch::platform::{self, Gic, InterruptController};
 use partita_arch::{cpu, guest_memory, timer};
@@ -28,8 +25,7 @@ use partita_core::config::model;
 use partita_core::fabric::compute::Context;
 use partita_core::fabric::interface::{reg, stat, Registers, CONTEXT_SIZE, REGISTERS_SIZE};
 use partita_core::fabric::job::{Dma, Job};
-use partita_core::fabric::manager::{Event, Signal};
-use partita_core::health::Event as HmEvent;
+use partita_core::fabric::manager::Event;
 use spin::Mutex;
 
 /// How often the logic samples START while a connected device has no job.
@@ -37,7 +33,7 @@ const START_SAMPLE_NS: u64 = 2_000;
 /// Units of work per computing step: a few thousand instructions.
 const STEP_BUDGET: usize = 256;
 /// What one pass of the loop may report.
-const REPORTS: usize = 64;
+pub const REPORTS: usize = 64;
 
 /// One PRR of the emulated logic.
 struct Unit {
@@ -75,13 +71,13 @@ struct Pcap {
     queue: Vec<(usize, usize)>,
 }
 
-struct Logic {
+pub struct Logic {
     units: Vec<Unit>,
     pcap: Pcap,
 }
 
 /// What the logic tells the rest of Partita after a pass.
-enum Report {
+pub enum Report {
     /// An event for the manager.
     Manager(Event),
     /// A device's computation is over and it asked for its READY signal.
@@ -93,13 +89,13 @@ enum Report {
 /// The emulated logic: its state, and its pCPU's parameters.
 pub struct Emulated {
     cpu: usize,
-    hz: u64,
+    pub hz: u64,
     hold: u64,
     download: Vec<u64>,
-    logic: Mutex<Logic>,
+    pub logic: Mutex<Logic>,
 }
 
-fn ns_to_ticks(ns: u64, hz: u64) -> u64 {
+pub fn ns_to_ticks(ns: u64, hz: u64) -> u64 {
     u64::try_from((u128::from(ns) * u128::from(hz)).div_ceil(1_000_000_000)).unwrap_or(u64::MAX)
 }
 
@@ -196,62 +192,15 @@ impl Emulated {
     }
 }
 
-/// The fabric pCPU's loop: the logic's passes, its computations between
-/// them, and sleep until its next deadline.
-pub fn run(sys: &'static System, fabric: &'static Fabric) -> ! {
-    let me = sys.here();
-    loop {
-        let now = timer::now();
-        let mut reports: heapless::Vec<Report, REPORTS> = heapless::Vec::new();
-        let (computed, next) = {
-            let mut logic = fabric.logic.logic.lock();
-            logic.pass(sys, fabric, now, &mut reports);
-            (logic.compute(sys, fabric), logic.next_deadline(fabric, now))
-        };
-        let reported = !reports.is_empty();
-        for report in reports {
-            deliver(sys, fabric, report);
-        }
-        if reported {
-            // What the manager did may have changed the deadlines.
-            continue;
-        }
-        if computed {
-            cpu::yield_now();
-            crate::scheduler::drain_interrupts(sys, me, None);
-            continue;
-        }
-        match next {
-            Some(at) => timer::arm_at(at),
-            None => timer::disarm(),
-        }
-        cpu::wait_for_interrupt();
-        crate::scheduler::drain_interrupts(sys, me, None);
-    }
-}
-
-fn deliver(sys: &System, fabric: &Fabric, report: Report) {
-    match report {
-        Report::Manager(event) => fabric.handle(sys, event),
-        Report::Ready(d) => {
-            let device = &fabric.devices[d];
-            vgic::inject(&sys.partitions[device.partition], 0, device.signals[Signal::Ready as usize], false);
-        }
-        Report::Dma(d, address) => {
-            let part = &sys.partitions[fabric.devices[d].partition];
-            crate::console::log!(
-                "fabric: partition {} accelerator DMA outside its memory at 0x{address:x}: refused",
-                part.name()
-            );
-            let action = health::raise(part, part.vcpus[0], HmEvent::Stage2Fault, address);
-            health::carry_out(sys, part, action, Cause::Health("accelerator DMA outside the partition"));
-        }
-    }
-}
-
 impl Logic {
     /// Everything due at `now`: downloads, stops, frames, starts, holds.
-    fn pass(&mut self, sys: &System, fabric: &Fabric, now: u64, reports: &mut heapless::Vec<Report, REPORTS>) {
+    pub fn pass(
+        &mut self,
+        partitions: &[Partition],
+        fabric: &Fabric,
+        now: u64,
+        reports: &mut heapless::Vec<Report, REPORTS>,
+    ) {
         let mut report = |r| {
             // The list holds a pass's reports for every PRR many times
             // over; were it full, the rest would come at the next pass.
@@ -269,12 +218,12 @@ impl Logic {
             }
         }
         for (prr, unit) in self.units.iter_mut().enumerate() {
-            unit.pass(sys, fabric, prr, now, &mut report);
+            unit.pass(partitions, fabric, prr, now, &mut report);
         }
     }
 
     /// One computing step of the first job that may compute now.
-    fn compute(&mut self, sys: &System, fabric: &Fabric) -> bool {
+    pub fn compute(&mut self, partitions: &[Partition], fabric: &Fabric) -> bool {
         let now = timer::now();
         for unit in &mut self.units {
             let (Some(run), Some(d)) = (unit.job.as_mut(), unit.client) else { continue };
@@ -283,7 +232,7 @@ impl Logic {
                 continue;
             }
             let device = &fabric.devices[d];
-            let Some(mut dma) = HolderDma::new(&sys.partitions[device.partition].config, &run.job) else { continue };
+            let Some(mut dma) = HolderDma::new(&partitions[device.partition].config, &run.job) else { continue };
             run.job.step(&mut dma, STEP_BUDGET);
             if run.job.at_consistency_point() {
                 let _ = run.job.save(&mut run.snapshot);
@@ -293,7 +242,7 @@ impl Logic {
         false
     }
 
-    fn next_deadline(&self, fabric: &Fabric, now: u64) -> Option<u64> {
+    pub fn next_deadline(&self, fabric: &Fabric, now: u64) -> Option<u64> {
         let sample = ns_to_ticks(START_SAMPLE_NS, fabric.logic.hz);
         let pcap = self.pcap.current.map(|(_, _, until)| until);
         let units = self.units.iter().flat_map(|unit| {
@@ -314,7 +263,14 @@ impl Running {
 }
 
 impl Unit {
-    fn pass(&mut self, sys: &System, fabric: &Fabric, prr: usize, now: u64, report: &mut impl FnMut(Report)) {
+    pub fn pass(
+        &mut self,
+        partitions: &[Partition],
+        fabric: &Fabric,
+        prr: usize,
+        now: u64,
+        report: &mut impl FnMut(Report),
+    ) {
         let Some(d) = self.client else { return };
         let device = &fabric.devices[d];
         if self.stop_at.is_some_and(|at| at <= now) {
@@ -353,7 +309,7 @@ impl Unit {
         guest_memory::read(device.page + reg::START, &mut start);
         if start[0] != 0 {
             guest_memory::write(device.page + reg::START, &[0]);
-            self.start(sys, fabric, d, now, prr, report);
+            self.start(partitions, fabric, d, now, prr, report);
             return;
         }
         if self.hold_until.is_some_and(|at| at <= now) {
@@ -365,7 +321,7 @@ impl Unit {
     /// START was written: check the job, then run it.
     fn start(
         &mut self,
-        sys: &System,
+        partitions: &[Partition],
         fabric: &Fabric,
         d: usize,
         now: u64,
@@ -379,7 +335,7 @@ impl Unit {
             Ok(job) => job,
             Err(_) => return device.update_stat(stat::ERR_CMD, stat::ERR_DMA),
         };
-        let partition = &sys.partitions[device.partition].config;
+        let partition = &partitions[device.partition].config;
         if HolderDma::new(partition, &job).is_none() {
             device.update_stat(stat::ERR_DMA, stat::ERR_CMD);
             let [(input, _), (output, _)] = job.buffers();

@@ -1,0 +1,67 @@
+//! The fabric pCPU's loop: the emulated logic's passes, its computations
+//! between them, and sleep until its next deadline; what a pass reports
+//! goes to the manager, a guest's signal or the health monitor from here,
+//! with no lock of the logic held.
+
+use super::emulated::{Report, REPORTS};
+use super::Fabric;
+use crate::health;
+use crate::partition::lifecycle::Cause;
+use crate::state::System;
+use crate::vgic;
+use partita_arch::{cpu, timer};
+use partita_core::fabric::manager::Signal;
+use partita_core::health::Event as HmEvent;
+
+/// The fabric pCPU's loop: the logic's passes, its computations between
+/// them, and sleep until its next deadline.
+pub fn run(sys: &'static System, fabric: &'static Fabric) -> ! {
+    let me = sys.here();
+    loop {
+        let now = timer::now();
+        let mut reports: heapless::Vec<Report, REPORTS> = heapless::Vec::new();
+        let (computed, next) = {
+            let mut logic = fabric.logic.logic.lock();
+            logic.pass(&sys.partitions, fabric, now, &mut reports);
+            (logic.compute(&sys.partitions, fabric), logic.next_deadline(fabric, now))
+        };
+        let reported = !reports.is_empty();
+        for report in reports {
+            deliver(sys, fabric, report);
+        }
+        if reported {
+            // What the manager did may have changed the deadlines.
+            continue;
+        }
+        if computed {
+            cpu::yield_now();
+            crate::scheduler::drain_interrupts(sys, me, None);
+            continue;
+        }
+        match next {
+            Some(at) => timer::arm_at(at),
+            None => timer::disarm(),
+        }
+        cpu::wait_for_interrupt();
+        crate::scheduler::drain_interrupts(sys, me, None);
+    }
+}
+
+fn deliver(sys: &System, fabric: &Fabric, report: Report) {
+    match report {
+        Report::Manager(event) => fabric.handle(sys, event),
+        Report::Ready(d) => {
+            let device = &fabric.devices[d];
+            vgic::inject(&sys.partitions[device.partition], 0, device.signals[Signal::Ready as usize], false);
+        }
+        Report::Dma(d, address) => {
+            let part = &sys.partitions[fabric.devices[d].partition];
+            crate::console::log!(
+                "fabric: partition {} accelerator DMA outside its memory at 0x{address:x}: refused",
+                part.name()
+            );
+            let action = health::raise(part, part.vcpus[0], HmEvent::Stage2Fault, address);
+            health::carry_out(sys, part, action, Cause::Health("accelerator DMA outside the partition"));
+        }
+    }
+}
