@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use partita::config::raw::{RawConfig, RawFabric, RawVirtualDevice};
+use partita::config::raw::{RawAction, RawConfig, RawFabric, RawHealth, RawVirtualDevice};
 use partita_core::fabric::compute::fft::fft;
 use partita_core::fabric::compute::qam::{map, Modulation};
 use partita_core::fabric::compute::{Function, Sample, EXPERIMENT_FRAME_BITS, EXPERIMENT_FRAME_SAMPLES};
@@ -125,4 +125,60 @@ fn native_devices_compute_the_host_s_results() {
     assert_powered_off(&boot);
     assert_jobs(boot.log("rtos"), Function::Qam16, 10, 2, 2);
     assert_jobs(boot.log("gpos"), Function::Fft1024, 20, 2, 1);
+}
+
+/// Isolation: a job whose input lies outside the holder's memory sets
+/// ERR_DMA, touches nothing and is a stage-2 fault for the health monitor
+/// (logged here, by policy); a partition that writes to an interface page
+/// it was not given faults like any other write outside its map.
+#[test]
+fn devices_reach_only_their_holder_s_memory_and_only_their_holder() {
+    let log_faults = RawHealth { stage2_fault: Some(RawAction::Log), ..RawHealth::default() };
+    let bad = part("bad", &[1], &format!("{} acc-bad=1", accel_args(0x0b00_0000, Function::Qam16, 1, 1, 1)))
+        .accelerator(RawVirtualDevice::new("qam16"))
+        .health(log_faults);
+    let stranger = part("stranger", &[2], "ticks=3 period_ms=20 misbehave=write-outside at=2 addr=0x0b000000");
+    let config = machine([bad, stranger]).cpus(3).fabric(RawFabric::default());
+    let boot = boot("qemu-fabric-isolation", &config, HANG_LIMIT);
+    assert_powered_off(&boot);
+    let lines = jobs(boot.log("bad"));
+    assert_eq!(lines.len(), 1, "{}", boot.log("bad"));
+    assert_ne!(lines[0].stat & 0x100, 0, "ERR_DMA: {}", boot.log("bad"));
+    assert_eq!(lines[0].result, 0, "{}", boot.log("bad"));
+    assert!(
+        boot.hypervisor.contains("fabric: partition bad accelerator DMA outside its memory at 0x1000"),
+        "{}",
+        boot.hypervisor
+    );
+    let hm = hm_log("qemu-fabric-isolation");
+    assert!(
+        hm.lines().any(|l| l.contains("partition bad vcpu 0 Stage2Fault detail 0x1000") && l.ends_with("action Log")),
+        "{hm}"
+    );
+    assert!(
+        boot.hypervisor.contains("partition stranger vcpu 0 stopped: stage-2 data abort outside its memory")
+            && boot.hypervisor.contains("address 0xb000000"),
+        "{}",
+        boot.hypervisor
+    );
+}
+
+/// A partition that restarts while it holds a PRR releases it: in its
+/// next life its first write asks again and is served again, with the
+/// same results.
+#[test]
+fn a_restart_releases_the_prr_and_the_next_life_asks_again() {
+    let args = format!("{} end=reset", accel_args(0x0b00_1000, Function::Qam64, 1, 1, 5));
+    let again = part("again", &[1], &args).accelerator(RawVirtualDevice::new("qam64"));
+    let config = machine([again]).cpus(2).fabric(RawFabric::default());
+    let boot = boot("qemu-fabric-restart", &config, 6);
+    let log = boot.log("again");
+    let lives = log.lines().filter(|l| l.starts_with("hello from partition again")).count();
+    assert!(lives >= 2, "{log}");
+    let lines = jobs(log);
+    assert!(lines.len() >= 2, "{log}");
+    for line in &lines {
+        assert_eq!(line.hash, expected_hash(Function::Qam64, 5, 1), "{log}");
+        assert_eq!(line.stat & !0xf, 0, "{log}");
+    }
 }
