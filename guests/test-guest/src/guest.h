@@ -67,6 +67,6 @@ void fuzz_test(const struct dt_info *dt, const struct bootargs *a);
 void ipc_bench(const struct bootargs *a);
 
 /* Accelerators, the native model (accel.c). */
-void accel_test(const struct bootargs *a);
+void accel_test(const struct dt_info *dt, const struct bootargs *a);
 
 #endif

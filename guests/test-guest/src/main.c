@@ -295,7 +295,7 @@ void guest_main(u64 dtb)
 	if (args.count_ms)
 		count_test(&args);
 	if (args.acc)
-		accel_test(&args);
+		accel_test(&dt, &args);
 	tick_loop();
 	if (args.end_reset) {
 		printf("resetting\n");
