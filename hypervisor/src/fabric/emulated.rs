@@ -54,6 +54,8 @@ struct Unit {
 
 struct Running {
     job: Job,
+    /// Its buffers in the holder's memory, checked when it (re)started.
+    dma: HolderDma,
     /// When the job (re)started and the frames done then: frame `k` of the
     /// model ends at `started + (k - base) × frame`.
     started: u64,
@@ -223,17 +225,14 @@ impl Logic {
     }
 
     /// One computing step of the first job that may compute now.
-    pub fn compute(&mut self, partitions: &[Partition], fabric: &Fabric) -> bool {
+    pub fn compute(&mut self) -> bool {
         let now = timer::now();
-        for unit in &mut self.units {
-            let (Some(run), Some(d)) = (unit.job.as_mut(), unit.client) else { continue };
+        for run in self.units.iter_mut().filter_map(|unit| unit.job.as_mut()) {
             // At most one frame ahead of the model.
             if run.job.is_done() || run.job.frames_done() > run.due(now) {
                 continue;
             }
-            let device = &fabric.devices[d];
-            let Some(mut dma) = HolderDma::new(&partitions[device.partition].config, &run.job) else { continue };
-            run.job.step(&mut dma, STEP_BUDGET);
+            run.job.step(&mut run.dma, STEP_BUDGET);
             if run.job.at_consistency_point() {
                 let _ = run.job.save(&mut run.snapshot);
             }
@@ -282,7 +281,7 @@ impl Unit {
         if let Some(context) = self.resume.take() {
             let regs = registers(device);
             match Job::resume(fabric.config.accelerators[device.accelerator].function, &regs, &context) {
-                Ok(job) => self.begin(fabric, device, job, now, prr, report),
+                Ok(job) => self.begin(partitions, fabric, d, job, now, prr, report),
                 Err(_) => device.update_stat(stat::ERR_CMD, stat::PREEMPTED),
             }
             return;
@@ -335,30 +334,34 @@ impl Unit {
             Ok(job) => job,
             Err(_) => return device.update_stat(stat::ERR_CMD, stat::ERR_DMA),
         };
-        let partition = &partitions[device.partition].config;
-        if HolderDma::new(partition, &job).is_none() {
-            device.update_stat(stat::ERR_DMA, stat::ERR_CMD);
-            let [(input, _), (output, _)] = job.buffers();
-            let outside =
-                if partition.translate_buffer(input, job.buffers()[0].1, false).is_none() { input } else { output };
-            report(Report::Dma(d, outside));
-            return;
-        }
         guest_memory::write(device.page + reg::OVER, &[0]);
         device.write_u32(reg::RESULT, 0);
         device.write_u32(reg::RESULT + 4, 0);
-        self.begin(fabric, device, job, now, prr, report);
+        self.begin(partitions, fabric, d, job, now, prr, report);
     }
 
+    /// Runs `job` of device `d`, fresh or resumed, once its buffers are
+    /// found inside the holder's memory.
+    #[allow(clippy::too_many_arguments)]
     fn begin(
         &mut self,
+        partitions: &[Partition],
         fabric: &Fabric,
-        device: &Device,
+        d: usize,
         job: Job,
         now: u64,
         prr: usize,
         report: &mut impl FnMut(Report),
     ) {
+        let device = &fabric.devices[d];
+        let dma = match HolderDma::new(&partitions[device.partition].config, &job) {
+            Ok(dma) => dma,
+            Err(outside) => {
+                device.update_stat(stat::ERR_DMA, stat::ERR_CMD | stat::BUSY);
+                report(Report::Dma(d, outside));
+                return;
+            }
+        };
         let accelerator = &fabric.config.accelerators[device.accelerator];
         let hz = fabric.logic.hz;
         let mut snapshot = [0; CONTEXT_SIZE];
@@ -369,6 +372,7 @@ impl Unit {
             frame: ns_to_ticks(job.frame_ns(accelerator.frame_ns), hz).max(1),
             preempt: ns_to_ticks(job.frame_ns(accelerator.preempt_ns), hz).max(1),
             job,
+            dma,
             started: now,
             base,
             reported: base,
@@ -393,11 +397,14 @@ struct HolderDma {
 }
 
 impl HolderDma {
-    fn new(partition: &model::Partition, job: &Job) -> Option<HolderDma> {
+    /// The job's buffers translated, or the address of the first that lies
+    /// outside the partition's memory (or, for the output, its writable
+    /// memory).
+    fn new(partition: &model::Partition, job: &Job) -> Result<HolderDma, u64> {
         let [(input, in_len), (output, out_len)] = job.buffers();
-        let in_pa = partition.translate_buffer(input, in_len, false)?;
-        let out_pa = partition.translate_buffer(output, out_len, true)?;
-        Some(HolderDma { buffers: [(input, in_pa, in_len), (output, out_pa, out_len)] })
+        let in_pa = partition.translate_buffer(input, in_len, false).ok_or(input)?;
+        let out_pa = partition.translate_buffer(output, out_len, true).ok_or(output)?;
+        Ok(HolderDma { buffers: [(input, in_pa, in_len), (output, out_pa, out_len)] })
     }
 
     fn host(&self, addr: u64, len: usize, buffer: usize) -> u64 {

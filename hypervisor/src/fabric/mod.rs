@@ -111,7 +111,7 @@ impl Fabric {
     }
 
     fn device(&self, client: Client) -> &Device {
-        &self.devices[self.first[client.partition] + client.device]
+        &self.devices[self.global(client)]
     }
 
     /// Index in `devices` of `client`'s device.

@@ -23,7 +23,7 @@ pub fn run(sys: &'static System, fabric: &'static Fabric) -> ! {
         let (computed, next) = {
             let mut logic = fabric.logic.logic.lock();
             logic.pass(&sys.partitions, fabric, now, &mut reports);
-            (logic.compute(&sys.partitions, fabric), logic.next_deadline(fabric, now))
+            (logic.compute(), logic.next_deadline(fabric, now))
         };
         let reported = !reports.is_empty();
         for report in reports {
