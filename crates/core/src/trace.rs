@@ -49,6 +49,18 @@ pub enum Kind {
     SlotStart = 10,
     /// A vCPU moved to another pCPU (vlk migration); `arg` is that pCPU.
     Migrate = 11,
+    /// A write to an unconnected interface page asked for a PRR. `vcpu`
+    /// holds the partition's device index; `arg` is the accelerator.
+    AccelRequest = 12,
+    /// A virtual device was connected. `vcpu` holds the device index;
+    /// `arg` packs the [`crate::fabric::manager::Path`] index (bits 24..32)
+    /// and the ticks since the request (0..24, saturated).
+    AccelConnect = 13,
+}
+
+/// `arg` of [`Kind::AccelConnect`].
+pub fn accel_connect_arg(path: usize, latency_ticks: u64) -> u32 {
+    ((path as u32) << 24) | latency_ticks.min(0xff_ffff) as u32
 }
 
 impl Kind {
@@ -66,6 +78,8 @@ impl Kind {
             Health,
             SlotStart,
             Migrate,
+            AccelRequest,
+            AccelConnect,
         ]
         .into_iter()
         .find(|k| *k as u8 == value)
@@ -84,6 +98,8 @@ impl Kind {
             Kind::Health => "health event",
             Kind::SlotStart => "slot start",
             Kind::Migrate => "migrate",
+            Kind::AccelRequest => "accelerator request",
+            Kind::AccelConnect => "accelerator connect",
         }
     }
 }

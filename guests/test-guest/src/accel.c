@@ -11,18 +11,27 @@
  *   acc-cmd=C      frame length, CMD (0: Ker-ONE's)
  *   acc-seed=S     job j's input comes from seed S + j (1)
  *   acc-bad=1      the input lies outside the partition: ERR_DMA expected
+ *   acc2=ADDR acc2-fn=F   a second device, given as many jobs after the
+ *                  first's, numbered on from them
+ *
+ * Tests that need partitions to ask in a given order chain them through
+ * channels rather than delays:
+ *   acc-wait=CH    receive one message on channel CH before asking
+ *   acc-delay-ms=N then wait N ms more
+ *   acc-tell=CH    send one message on CH at the moment acc-tell-at says:
+ *   acc-tell-at=ask|busy|done   before the first request, once the first
+ *                  job computes (the default), or once every job is over
  */
 #include "guest.h"
 #include "console.h"
 #include "partita.h"
 
-#define ACC_IN_MAX (256u << 10)
-#define ACC_OUT_MAX (1024u << 10)
 /* Ker-ONE's frame: 18,800 bits into the mappers, 4,700 samples into the FFTs. */
 #define FRAME_BITS 18800
 #define FRAME_SAMPLES 4700
-/* A job not over after this long has failed. */
+/* A job not over after this long (plus so much per frame) has failed. */
 #define ACC_TIMEOUT_MS 5000
+#define ACC_TIMEOUT_FRAME_MS 20
 
 /*
  * The buffers sit in the upper half of the first RAM region, past the
@@ -30,6 +39,7 @@
  * guest zero them, and so change the timing of tests that never use them.
  */
 static u8 *acc_in, *acc_out;
+static u64 acc_in_max, acc_out_max;
 
 static u64 rng_next(u64 *s)
 {
@@ -109,18 +119,47 @@ static u32 r32(u64 page, u32 off)
 	return *(volatile u32 *)(page + off);
 }
 
-static void one_job(const struct bootargs *a, u64 j)
+static void tell(const struct bootargs *a, enum acc_moment now)
 {
-	u64 page = a->acc;
+	u64 msg = now;
+	long s;
+
+	if (a->acc_tell == ACC_NO_CHANNEL || a->acc_tell_at != now)
+		return;
+	s = partita_call4(PARTITA_PORT_SEND, a->acc_tell, (u64)&msg, sizeof(msg), PARTITA_POLL).status;
+	if (s != PARTITA_OK)
+		printf("accel: telling channel %lu failed: %ld\n", a->acc_tell, s);
+}
+
+static void wait_for_turn(const struct bootargs *a)
+{
+	u64 msg;
+	long s;
+
+	if (a->acc_wait != ACC_NO_CHANNEL) {
+		s = partita_call4(PARTITA_PORT_RECEIVE, a->acc_wait, (u64)&msg, sizeof(msg), PARTITA_FOREVER).status;
+		if (s != PARTITA_OK)
+			printf("accel: waiting on channel %lu failed: %ld\n", a->acc_wait, s);
+	}
+	if (a->acc_delay_ms)
+		delay_ms(a->acc_delay_ms);
+}
+
+/* Job `j` on the device at `page`, computing `fn`. */
+static void one_job(const struct bootargs *a, u64 page, enum acc_fn fn, u64 j)
+{
 	u32 in, out, stat;
 	u64 frames = a->acc_frames, t0, t1, t2, limit, input;
+	bool first = j == 0;
 
-	frame_bytes(a->acc_fn, a->acc_cmd, &in, &out);
-	if (frames * in > ACC_IN_MAX || frames * out > ACC_OUT_MAX) {
+	frame_bytes(fn, a->acc_cmd, &in, &out);
+	if (frames * in > acc_in_max || frames * out > acc_out_max) {
 		printf("accel: job %lu too large\n", j);
 		return;
 	}
-	fill_input(a->acc_fn, a->acc_seed + j, frames * in);
+	fill_input(fn, a->acc_seed + j, frames * in);
+	if (first)
+		tell(a, ACC_AT_ASK);
 	input = a->acc_bad ? 0x1000 : (u64)acc_in;
 	t0 = counter_now();
 	/* The first write asks for a PRR: it returns once one is connected. */
@@ -135,9 +174,13 @@ static void one_job(const struct bootargs *a, u64 j)
 	w32(page, PARTITA_ACC_INT_CTRL, 0);
 	*(volatile u8 *)(page + PARTITA_ACC_OVER) = 0;
 	*(volatile u8 *)(page + PARTITA_ACC_START) = 1;
-	limit = t1 + ms_to_counts(ACC_TIMEOUT_MS);
+	limit = t1 + ms_to_counts(ACC_TIMEOUT_MS + frames * ACC_TIMEOUT_FRAME_MS);
 	for (;;) {
 		stat = r32(page, PARTITA_ACC_STAT);
+		if (first && (stat & PARTITA_ACC_STAT_BUSY)) {
+			tell(a, ACC_AT_BUSY);
+			first = false;
+		}
 		if (stat & (PARTITA_ACC_STAT_ERR_DMA | PARTITA_ACC_STAT_ERR_CMD))
 			break;
 		if (*(volatile u8 *)(page + PARTITA_ACC_OVER))
@@ -149,23 +192,32 @@ static void one_job(const struct bootargs *a, u64 j)
 		__asm__ volatile("yield");
 	}
 	t2 = counter_now();
-	printf("accel: job %lu frames %lu result %lu hash %016lx stat 0x%x alloc %lu ticks done %lu ticks\n", j,
-	       frames, *(volatile u64 *)(page + PARTITA_ACC_RESULT), fnv1a(acc_out, frames * out), stat, t1 - t0,
-	       t2 - t1);
+	if (first)
+		tell(a, ACC_AT_BUSY);	/* over before it was seen computing */
+	printf("accel: job %lu frames %lu result %lu hash %016lx stat 0x%x alloc %lu ticks done %lu ticks fn %s\n",
+	       j, frames, *(volatile u64 *)(page + PARTITA_ACC_RESULT), fnv1a(acc_out, frames * out), stat, t1 - t0,
+	       t2 - t1, acc_fn_name(fn));
 }
 
 void accel_test(const struct dt_info *dt, const struct bootargs *a)
 {
 	u64 j, half = dt->mem[0].size / 2;
 
-	if (dt->nmem == 0 || half < ACC_IN_MAX + ACC_OUT_MAX) {
+	if (dt->nmem == 0) {
 		printf("accel: no room for the buffers\n");
 		return;
 	}
+	/* A ninth of the room for input: QAM-16 makes 8 bytes of each. */
+	acc_in_max = half / 9;
+	acc_out_max = half - acc_in_max;
 	acc_in = (u8 *)(dt->mem[0].base + half);
-	acc_out = acc_in + ACC_IN_MAX;
+	acc_out = acc_in + acc_in_max;
 
+	wait_for_turn(a);
 	for (j = 0; j < a->acc_jobs; j++)
-		one_job(a, j);
+		one_job(a, a->acc, a->acc_fn, j);
+	for (j = 0; a->acc2 && j < a->acc_jobs; j++)
+		one_job(a, a->acc2, a->acc2_fn, a->acc_jobs + j);
+	tell(a, ACC_AT_DONE);
 	printf("accel: done\n");
 }

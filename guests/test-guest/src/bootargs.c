@@ -86,6 +86,28 @@ static bool parse_kind(const char *v, u32 n, enum misbehave_kind *k)
 	return false;
 }
 
+/* No table of names: the image must not hold absolute addresses. */
+const char *acc_fn_name(enum acc_fn f)
+{
+	if (f == ACC_QAM16) return "qam16";
+	if (f == ACC_QAM64) return "qam64";
+	if (f == ACC_FFT512) return "fft512";
+	return "fft1024";
+}
+
+static bool parse_acc_fn(const char *v, u32 n, enum acc_fn *f)
+{
+	enum acc_fn c;
+
+	for (c = ACC_QAM16; c <= ACC_FFT1024; c++) {
+		if (str_eq_n(v, n, acc_fn_name(c))) {
+			*f = c;
+			return true;
+		}
+	}
+	return false;
+}
+
 /* One key=value token; returns false if the value is bad. Unknown keys pass. */
 static bool parse_token(const char *tok, u32 n, struct bootargs *a)
 {
@@ -301,17 +323,36 @@ static bool parse_token(const char *tok, u32 n, struct bootargs *a)
 			return false;
 		a->acc = num;
 	} else if (KEY("acc-fn")) {
-		/* No table of names: the image must not hold absolute addresses. */
-		if (str_eq_n(v, vlen, "qam16"))
-			a->acc_fn = ACC_QAM16;
-		else if (str_eq_n(v, vlen, "qam64"))
-			a->acc_fn = ACC_QAM64;
-		else if (str_eq_n(v, vlen, "fft512"))
-			a->acc_fn = ACC_FFT512;
-		else if (str_eq_n(v, vlen, "fft1024"))
-			a->acc_fn = ACC_FFT1024;
+		if (!parse_acc_fn(v, vlen, &a->acc_fn))
+			return false;
+	} else if (KEY("acc2")) {
+		if (!parse_u64(v, vlen, &num))
+			return false;
+		a->acc2 = num;
+	} else if (KEY("acc2-fn")) {
+		if (!parse_acc_fn(v, vlen, &a->acc2_fn))
+			return false;
+	} else if (KEY("acc-wait")) {
+		if (!parse_u64(v, vlen, &num))
+			return false;
+		a->acc_wait = num;
+	} else if (KEY("acc-tell")) {
+		if (!parse_u64(v, vlen, &num))
+			return false;
+		a->acc_tell = num;
+	} else if (KEY("acc-tell-at")) {
+		if (str_eq_n(v, vlen, "ask"))
+			a->acc_tell_at = ACC_AT_ASK;
+		else if (str_eq_n(v, vlen, "busy"))
+			a->acc_tell_at = ACC_AT_BUSY;
+		else if (str_eq_n(v, vlen, "done"))
+			a->acc_tell_at = ACC_AT_DONE;
 		else
 			return false;
+	} else if (KEY("acc-delay-ms")) {
+		if (!parse_u64(v, vlen, &num) || num > MAX_PERIOD_MS)
+			return false;
+		a->acc_delay_ms = num;
 	} else if (KEY("acc-frames")) {
 		if (!parse_u64(v, vlen, &num) || num == 0)
 			return false;
@@ -439,6 +480,9 @@ void bootargs_parse(const char *cmdline, struct bootargs *a)
 	a->ipc_n = DEFAULT_IPC_N;
 	a->acc_frames = 1;
 	a->acc_jobs = 1;
+	a->acc_wait = ACC_NO_CHANNEL;
+	a->acc_tell = ACC_NO_CHANNEL;
+	a->acc_tell_at = ACC_AT_BUSY;
 	a->acc_seed = 1;
 	a->until_off = 0;
 	a->has_until_off = false;

@@ -51,6 +51,16 @@ enum acc_fn {
 	ACC_FFT1024,
 };
 
+/* acc-tell-at=...: when the guest messages acc-tell (accel.c). */
+enum acc_moment {
+	ACC_AT_ASK = 0,		/* just before its first request */
+	ACC_AT_BUSY,		/* once its first job computes */
+	ACC_AT_DONE,		/* once every job is over */
+};
+
+/* No channel: acc-wait and acc-tell are off. */
+#define ACC_NO_CHANNEL (~0ull)
+
 struct bootargs {
 	u64 ticks;		/* 0: forever */
 	u64 period_ms;
@@ -105,6 +115,11 @@ struct bootargs {
 	/* Accelerators (accel.c): acc=0 leaves them off. */
 	u64 acc;			/* the interface page */
 	enum acc_fn acc_fn;
+	u64 acc2;			/* a second device, used after the first */
+	enum acc_fn acc2_fn;
+	u64 acc_wait, acc_tell;		/* channels, or ACC_NO_CHANNEL */
+	enum acc_moment acc_tell_at;
+	u64 acc_delay_ms;		/* after acc-wait, before asking */
 	u64 acc_frames, acc_jobs, acc_seed;
 	u32 acc_cmd;
 	bool acc_bad;
@@ -120,5 +135,6 @@ struct bootargs {
 void bootargs_parse(const char *cmdline, struct bootargs *a);
 
 const char *misbehave_name(enum misbehave_kind k);
+const char *acc_fn_name(enum acc_fn f);
 
 #endif

@@ -274,7 +274,9 @@ impl Unit {
         let device = &fabric.devices[d];
         if self.stop_at.is_some_and(|at| at <= now) {
             self.stop_at = None;
-            self.stopped = self.job.take().map(|run| run.snapshot);
+            // Stopped before a resumed job restarted: its context is the
+            // one it was connected with.
+            self.stopped = self.job.take().map(|run| run.snapshot).or_else(|| self.resume.take());
             report(Report::Manager(Event::Stopped { prr }));
             return;
         }

@@ -6,14 +6,17 @@
 use super::{Device, Fabric};
 use crate::partition::{Partition, Vcpu};
 use crate::state::System;
+use crate::trace;
 use crate::trap::exit::Exit;
 use crate::vgic;
 use core::sync::atomic::Ordering;
 use partita_arch::guest_memory;
 use partita_arch::platform::{Gic, InterruptController};
+use partita_arch::timer;
 use partita_core::fabric::interface::{stat, CONTEXT_SIZE, PAGE_SIZE, REGISTERS_SIZE};
-use partita_core::fabric::manager::{Action, Event, Signal};
+use partita_core::fabric::manager::{Action, Event, Path, Signal};
 use partita_core::fabric::monitor::{Client, Request};
+use partita_core::trace::{accel_connect_arg, Kind};
 
 impl Fabric {
     /// Hands `event` to the manager and carries out what it decides. An
@@ -33,14 +36,19 @@ impl Fabric {
                     guest_memory::write(device.context, context);
                 }
                 device.connected.store(false, Ordering::SeqCst);
+                if saved.is_some() {
+                    // Its work waits from now until it is connected again.
+                    device.asked.store(timer::counter(), Ordering::SeqCst);
+                }
                 let preempted = if saved.is_some() { stat::PREEMPTED } else { 0 };
                 device.update_stat(preempted, stat::CONNECTED | stat::BUSY);
                 sys.partitions[client.partition].set_interface_writable(device.ipa, false);
             }
             Action::Stop { prr } => self.logic.stop(prr),
             Action::Reconfigure { prr, accelerator } => self.logic.reconfigure(prr, accelerator),
-            Action::Connect { client, prr } => {
+            Action::Connect { client, prr, path } => {
                 let device = self.device(client);
+                self.measure(client, path);
                 let resume = device.stat() & stat::PREEMPTED != 0;
                 let context = resume.then(|| {
                     let mut context = [0; CONTEXT_SIZE];
@@ -64,6 +72,21 @@ impl Fabric {
         }
     }
 
+    /// Counts `client`'s connection by `path`, timed from its request.
+    fn measure(&self, client: Client, path: Path) {
+        let now = timer::counter();
+        let asked = self.device(client).asked.swap(0, Ordering::SeqCst);
+        let ticks = if asked == 0 { 0 } else { now.saturating_sub(asked) };
+        self.count(path, ticks);
+        trace::record_at(
+            now,
+            Kind::AccelConnect,
+            client.partition,
+            client.device,
+            accel_connect_arg(path as usize, ticks),
+        );
+    }
+
     /// A stage-2 write fault at `ipa` of `vcpu`: `None` unless `ipa` is one
     /// of its partition's interface pages. The write is the request for a
     /// PRR: it runs again once the device is connected, at once on Path 1.
@@ -75,8 +98,12 @@ impl Fabric {
             // in between is never missed.
             device.stalled.fetch_or(1 << vcpu.index, Ordering::SeqCst);
             vcpu.set_waiting(true);
+            let now = timer::counter();
+            if device.asked.compare_exchange(0, now, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+                trace::record_at(now, Kind::AccelRequest, p, device.index, device.accelerator as u32);
+            }
             let client = Client { partition: p, device: device.index, priority: part.rank };
-            self.handle(sys, Event::Request(Request { client, accelerator: device.accelerator }));
+            self.handle(sys, Event::Request(Request { client, accelerator: device.accelerator, unfinished: false }));
             if !device.connected.load(Ordering::SeqCst) {
                 return Some(Exit::Wait);
             }
@@ -95,6 +122,7 @@ impl Fabric {
         self.handle(sys, Event::Released { partition: p });
         for device in self.of_partition(p) {
             device.stalled.store(0, Ordering::SeqCst);
+            device.asked.store(0, Ordering::SeqCst);
             guest_memory::write(device.page, &[0; REGISTERS_SIZE]);
         }
     }

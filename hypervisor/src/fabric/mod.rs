@@ -21,14 +21,16 @@ pub mod emulated;
 pub mod manager;
 pub mod run;
 
+use crate::console::log;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicU64};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use emulated::Emulated;
 use partita_arch::guest_memory;
 use partita_core::config::model;
 use partita_core::fabric::interface::reg;
-use partita_core::fabric::manager::Manager;
+use partita_core::fabric::manager::{Manager, Path};
 use partita_core::fabric::monitor::{Client, Compatible};
+use partita_core::time::ticks_to_us;
 use spin::Mutex;
 
 /// Requests that may wait for a PRR at once: every virtual device of the
@@ -49,6 +51,9 @@ pub struct Device {
     /// Its vCPUs stalled on a write to the unconnected page, one bit each.
     stalled: AtomicU64,
     connected: AtomicBool,
+    /// When its pending request was made (or its work preempted), in
+    /// counter ticks; 0 while nothing is pending.
+    asked: AtomicU64,
 }
 
 /// The fabric: the manager's decisions, the devices, the logic.
@@ -59,6 +64,16 @@ pub struct Fabric {
     /// Where each partition's devices start in `devices`.
     first: Vec<usize>,
     pub logic: Emulated,
+    /// Connections so far, by [`Path`].
+    paths: [PathStats; Path::ALL.len()],
+}
+
+/// The connections made by one path and how long they took.
+#[derive(Default)]
+struct PathStats {
+    count: AtomicU64,
+    max_ticks: AtomicU64,
+    total_ticks: AtomicU64,
 }
 
 impl Fabric {
@@ -82,6 +97,7 @@ impl Fabric {
                     signals: device.signals,
                     stalled: AtomicU64::new(0),
                     connected: AtomicBool::new(false),
+                    asked: AtomicU64::new(0),
                 });
             }
         }
@@ -93,7 +109,8 @@ impl Fabric {
             .collect();
         let manager = Manager::new(&sizes, &compatible).expect("validated fabric sizes");
         let logic = Emulated::new(&config);
-        Some(Fabric { config, manager: Mutex::new(manager), devices, first, logic })
+        let paths = Default::default();
+        Some(Fabric { config, manager: Mutex::new(manager), devices, first, logic, paths })
     }
 
     /// The interface pages of partition `p`: (guest-physical, host-physical).
@@ -104,6 +121,35 @@ impl Fabric {
     /// The signals of partition `p`'s devices.
     pub fn signals(&self, p: usize) -> Vec<u32> {
         self.of_partition(p).flat_map(|d| d.signals).collect()
+    }
+
+    /// Logs how many connections each path made and how long they took,
+    /// from the write that asked to the connection: the measured side of
+    /// what `partita check` bounds.
+    pub fn report(&self) {
+        let hz = self.logic.hz;
+        for (path, stats) in Path::ALL.iter().zip(&self.paths) {
+            let count = stats.count.load(Ordering::Relaxed);
+            if count == 0 {
+                continue;
+            }
+            let ns = |ticks: u64| ticks_to_us(ticks.saturating_mul(1_000), hz);
+            let (max, total) = (stats.max_ticks.load(Ordering::Relaxed), stats.total_ticks.load(Ordering::Relaxed));
+            log!(
+                "fabric: path {}: {count} connection(s), latency max {} ns mean {} ns",
+                path.name(),
+                ns(max),
+                ns(total / count)
+            );
+        }
+    }
+
+    /// A connection by `path` that took `ticks` since its request.
+    fn count(&self, path: Path, ticks: u64) {
+        let stats = &self.paths[path as usize];
+        stats.count.fetch_add(1, Ordering::Relaxed);
+        stats.max_ticks.fetch_max(ticks, Ordering::Relaxed);
+        stats.total_ticks.fetch_add(ticks, Ordering::Relaxed);
     }
 
     fn of_partition(&self, p: usize) -> impl Iterator<Item = &Device> {

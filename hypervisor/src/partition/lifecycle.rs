@@ -118,6 +118,9 @@ fn kick_others(part: &Partition) {
 
 fn power_off_when_all_ended(sys: &System) {
     if sys.partitions.iter().all(|p| p.state().ended()) {
+        if let Some(fabric) = &sys.fabric {
+            fabric.report();
+        }
         selfcheck::run(sys);
         log!("all partitions stopped; powering off");
         firmware::system_off();

@@ -335,6 +335,7 @@ fn category(kind: Kind) -> &'static str {
         Kind::Health => "health",
         Kind::SlotStart | Kind::Migrate => "schedule",
         Kind::VcpuIn | Kind::VcpuOut => "vcpu",
+        Kind::AccelRequest | Kind::AccelConnect => "fabric",
     }
 }
 
@@ -356,6 +357,8 @@ fn instant_args(meta: &TraceMeta, event: &Event) -> Value {
             ("slot", json!({ "index": event.arg & 0xff, "plan": event.arg >> 8 & 0xff, "late_ticks": event.arg >> 16 }))
         }
         Kind::Migrate => ("to_cpu", json!(event.arg)),
+        Kind::AccelRequest => ("accelerator", json!(event.arg)),
+        Kind::AccelConnect => ("connect", json!({ "path": event.arg >> 24, "latency_ticks": event.arg & 0xff_ffff })),
         Kind::VcpuIn | Kind::VcpuOut => ("arg", json!(event.arg)),
     };
     args.insert(key.into(), value);

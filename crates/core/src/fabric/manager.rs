@@ -25,6 +25,55 @@ pub enum Signal {
     Preempt,
 }
 
+/// How a connection came about: Ker-ONE's four paths (Fig. 15, eq. 6)
+/// for a request served at once, or a wait in the list first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Path {
+    /// Path 1: an Idle PRR that held the accelerator.
+    Assign,
+    /// Path 2: an Idle PRR, downloaded first.
+    AssignReconfig,
+    /// Path 3: a PRR taken from a client of lower priority.
+    Preempt,
+    /// Path 4: taken, then downloaded.
+    PreemptReconfig,
+    /// Unavailable when asked, served from the waiting list.
+    Waited,
+    /// A preempted client's work, connected again to resume.
+    Resumed,
+}
+
+impl Path {
+    pub const ALL: [Path; 6] =
+        [Path::Assign, Path::AssignReconfig, Path::Preempt, Path::PreemptReconfig, Path::Waited, Path::Resumed];
+
+    /// The path of a solution found for a fresh request.
+    pub fn of(solution: &Solution) -> Path {
+        match (solution.method, solution.reconfig) {
+            (Method::Assign(_), false) => Path::Assign,
+            (Method::Assign(_), true) => Path::AssignReconfig,
+            (Method::Preempt(_), false) => Path::Preempt,
+            (Method::Preempt(_), true) => Path::PreemptReconfig,
+            (Method::Unavailable, _) => Path::Waited,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Path::Assign => "assign",
+            Path::AssignReconfig => "assign+reconfig",
+            Path::Preempt => "preempt",
+            Path::PreemptReconfig => "preempt+reconfig",
+            Path::Waited => "unavailable, then served",
+            Path::Resumed => "preempted, resumed",
+        }
+    }
+
+    pub fn from_index(index: usize) -> Option<Path> {
+        Path::ALL.get(index).copied()
+    }
+}
+
 /// What the hypervisor must do, in the order given.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
@@ -37,8 +86,9 @@ pub enum Action {
     /// Download `accelerator` into `prr`; [`Event::Reconfigured`] follows.
     Reconfigure { prr: usize, accelerator: usize },
     /// Restore `client`'s context into `prr` and make its page read-write:
-    /// the device is connected, a stalled write may go on.
-    Connect { client: Client, prr: usize },
+    /// the device is connected, a stalled write may go on. `path` is how
+    /// the request got here.
+    Connect { client: Client, prr: usize, path: Path },
     /// Tell `client` about its device.
     Signal { client: Client, signal: Signal },
 }
@@ -70,8 +120,10 @@ struct Incoming {
     /// Its partition was released meanwhile: the PRR becomes free instead.
     cancelled: bool,
     /// It preempts a computation, whose client asks again once stopped (a
-    /// client preempted in Hold had started nothing).
+    /// client preempted in Hold had started nothing, unless it was about
+    /// to resume).
     preempts_work: bool,
+    path: Path,
 }
 
 /// The manager's state: each PRR's descriptor and incoming client, the
@@ -79,6 +131,9 @@ struct Incoming {
 pub struct Manager<const W: usize> {
     prrs: heapless::Vec<Descriptor, MAX_PRRS>,
     incoming: heapless::Vec<Option<Incoming>, MAX_PRRS>,
+    /// The PRR's client was connected to resume preempted work and has
+    /// not restarted it yet: its Hold is work all the same.
+    resuming: heapless::Vec<bool, MAX_PRRS>,
     compatible: heapless::Vec<Compatible, MAX_ACCELERATORS>,
     waiting: Waiting<W>,
 }
@@ -106,6 +161,7 @@ impl<const W: usize> Manager<W> {
         Ok(Self {
             prrs: sizes.iter().map(idle).collect(),
             incoming: sizes.iter().map(|_| None).collect(),
+            resuming: sizes.iter().map(|_| false).collect(),
             compatible: heapless::Vec::from_slice(compatible).map_err(|_| TooLarge)?,
             waiting: Waiting::new(),
         })
@@ -152,7 +208,10 @@ impl<const W: usize> Manager<W> {
                 }
                 self.hand_over(prr, act);
             }
-            Event::Started { prr } => self.step(prr, PrrEvent::Start),
+            Event::Started { prr } => {
+                self.step(prr, PrrEvent::Start);
+                self.resuming[prr] = false;
+            }
             Event::Done { prr } => {
                 self.step(prr, PrrEvent::Done);
                 self.serve_waiting(act);
@@ -180,13 +239,13 @@ impl<const W: usize> Manager<W> {
             // A full list drops the request; the stalled write faults again.
             let _ = self.waiting.push(request);
         }
-        self.carry_out(solution, Signal::Wait, act);
+        self.carry_out(solution, Path::of(&solution), Signal::Wait, act);
     }
 
-    /// Starts `solution`: `on_wait` tells the requester it must wait (a
-    /// fresh request), or nothing (one from the waiting list, already
-    /// told).
-    fn carry_out(&mut self, solution: Solution, on_wait: Signal, act: &mut impl FnMut(Action)) {
+    /// Starts `solution`, which connects by `path`: `on_wait` tells the
+    /// requester it must wait (a fresh request), or nothing (one from the
+    /// waiting list, already told).
+    fn carry_out(&mut self, solution: Solution, path: Path, on_wait: Signal, act: &mut impl FnMut(Action)) {
         let client = solution.request.client;
         let told = |act: &mut dyn FnMut(Action)| {
             if on_wait == Signal::Wait {
@@ -198,7 +257,7 @@ impl<const W: usize> Manager<W> {
             Method::Assign(prr) => {
                 self.step(prr, PrrEvent::Allocate);
                 self.incoming[prr] =
-                    Some(Incoming { request: solution.request, cancelled: false, preempts_work: false });
+                    Some(Incoming { request: solution.request, cancelled: false, preempts_work: false, path });
                 if let Some(previous) = self.prrs[prr].client.take() {
                     act(Action::Disconnect { client: previous, prr });
                 }
@@ -208,9 +267,10 @@ impl<const W: usize> Manager<W> {
                 }
             }
             Method::Preempt(prr) => {
-                let preempts_work = self.prrs[prr].state == PrrState::Busy;
+                let preempts_work = self.prrs[prr].state == PrrState::Busy || self.resuming[prr];
                 self.step(prr, PrrEvent::Preempt);
-                self.incoming[prr] = Some(Incoming { request: solution.request, cancelled: false, preempts_work });
+                self.incoming[prr] =
+                    Some(Incoming { request: solution.request, cancelled: false, preempts_work, path });
                 act(Action::Stop { prr });
                 told(act);
             }
@@ -237,7 +297,8 @@ impl<const W: usize> Manager<W> {
         }
         let client = incoming.request.client;
         self.prrs[prr].client = Some(client);
-        act(Action::Connect { client, prr });
+        self.resuming[prr] = incoming.request.unfinished;
+        act(Action::Connect { client, prr, path: incoming.path });
         act(Action::Signal { client, signal: Signal::Ready });
     }
 
@@ -251,7 +312,7 @@ impl<const W: usize> Manager<W> {
             act(Action::Disconnect { client: victim, prr });
             act(Action::Signal { client: victim, signal: Signal::Preempt });
             if let (Some(accelerator), true) = (loaded, incoming.is_some_and(|i| i.preempts_work)) {
-                let _ = self.waiting.push(Request { client: victim, accelerator });
+                let _ = self.waiting.push(Request { client: victim, accelerator, unfinished: true });
             }
         }
         // A cancelled preemptor needs no download: the PRR just goes free.
@@ -287,7 +348,8 @@ impl<const W: usize> Manager<W> {
             let compatible = &self.compatible;
             self.waiting.solve_next(&self.prrs, |a| compatible.get(a).copied().unwrap_or(0))
         } {
-            self.carry_out(solution, Signal::Ready, act);
+            let path = if solution.request.unfinished { Path::Resumed } else { Path::Waited };
+            self.carry_out(solution, path, Signal::Ready, act);
         }
     }
 
@@ -321,7 +383,7 @@ mod tests {
     }
 
     fn ask(m: &mut Manager<8>, c: Client, accelerator: usize) -> Vec<Action> {
-        run(m, Event::Request(Request { client: c, accelerator }))
+        run(m, Event::Request(Request { client: c, accelerator, unfinished: false }))
     }
 
     fn run(m: &mut Manager<8>, event: Event) -> Vec<Action> {
@@ -338,7 +400,10 @@ mod tests {
         let actions = ask(&mut m, rtos, QAM16);
         assert_eq!(
             actions,
-            [Action::Connect { client: rtos, prr: 0 }, Action::Signal { client: rtos, signal: Signal::Ready }]
+            [
+                Action::Connect { client: rtos, prr: 0, path: Path::Assign },
+                Action::Signal { client: rtos, signal: Signal::Ready }
+            ]
         );
         assert_eq!(m.prrs()[0].state, PrrState::Hold);
         assert_eq!(m.connected(rtos), Some(0));
@@ -360,7 +425,10 @@ mod tests {
         let actions = run(&mut m, Event::Reconfigured { prr: 0 });
         assert_eq!(
             actions,
-            [Action::Connect { client: rtos, prr: 0 }, Action::Signal { client: rtos, signal: Signal::Ready }]
+            [
+                Action::Connect { client: rtos, prr: 0, path: Path::AssignReconfig },
+                Action::Signal { client: rtos, signal: Signal::Ready }
+            ]
         );
         assert_eq!((m.prrs()[0].state, m.prrs()[0].loaded), (PrrState::Hold, Some(QAM16)));
     }
@@ -390,12 +458,36 @@ mod tests {
             [
                 Action::Disconnect { client: gpos, prr: 0 },
                 Action::Signal { client: gpos, signal: Signal::Preempt },
-                Action::Connect { client: rtos, prr: 0 },
+                Action::Connect { client: rtos, prr: 0, path: Path::Preempt },
                 Action::Signal { client: rtos, signal: Signal::Ready },
             ]
         );
         // The GPOS's unfinished work waits for a PRR.
-        assert_eq!(m.waiting().map(|r| r.client).collect::<Vec<_>>(), [gpos]);
+        assert_eq!(m.waiting().map(|r| (r.client, r.unfinished)).collect::<Vec<_>>(), [(gpos, true)]);
+    }
+
+    #[test]
+    fn preempted_work_resumes_when_a_prr_frees_and_is_work_even_in_hold() {
+        let mut m = manager();
+        let [gpos, _] = gpos_everywhere(&mut m);
+        let rtos = client(0, 0, RTOS);
+        ask(&mut m, rtos, QAM16);
+        run(&mut m, Event::Stopped { prr: 0 });
+        run(&mut m, Event::Started { prr: 0 });
+        let actions = run(&mut m, Event::Done { prr: 0 });
+        assert_eq!(
+            actions,
+            [
+                Action::Disconnect { client: rtos, prr: 0 },
+                Action::Connect { client: gpos, prr: 0, path: Path::Resumed },
+                Action::Signal { client: gpos, signal: Signal::Ready },
+            ]
+        );
+        // Preempted again before its work restarted: it is still work, and
+        // it asks again once stopped.
+        ask(&mut m, rtos, QAM16);
+        run(&mut m, Event::Stopped { prr: 0 });
+        assert_eq!(m.waiting().map(|r| (r.client, r.unfinished)).collect::<Vec<_>>(), [(gpos, true)]);
     }
 
     #[test]
@@ -412,7 +504,7 @@ mod tests {
             [Action::Disconnect { .. }, Action::Signal { .. }, Action::Reconfigure { prr: 0, accelerator: QAM64 }]
         ));
         let actions = run(&mut m, Event::Reconfigured { prr: 0 });
-        assert_eq!(actions[0], Action::Connect { client: rtos, prr: 0 });
+        assert_eq!(actions[0], Action::Connect { client: rtos, prr: 0, path: Path::PreemptReconfig });
         assert_eq!(m.connected(gpos_fft), Some(1), "the other PRR is untouched");
     }
 
@@ -433,7 +525,7 @@ mod tests {
             actions,
             [
                 Action::Disconnect { client: rtos, prr: 2 },
-                Action::Connect { client: other_rtos, prr: 2 },
+                Action::Connect { client: other_rtos, prr: 2, path: Path::Waited },
                 Action::Signal { client: other_rtos, signal: Signal::Ready },
             ]
         );
@@ -479,7 +571,7 @@ mod tests {
         assert!(m.prrs().iter().all(|d| d.client.is_none_or(|c| c.partition != 1)));
         assert_eq!(m.waiting().count(), 0);
         // Everything is free again for others.
-        assert_eq!(ask(&mut m, rtos, QAM16)[0], Action::Connect { client: rtos, prr: 0 });
+        assert_eq!(ask(&mut m, rtos, QAM16)[0], Action::Connect { client: rtos, prr: 0, path: Path::Assign });
     }
 
     #[test]
@@ -525,7 +617,7 @@ mod tests {
         let request = (0usize..3, 0usize..2, 0usize..4).prop_map(|(partition, device, accelerator)| {
             // Partition 0 is the most urgent; 1 and 2 share a priority.
             let priority = if partition == 0 { RTOS } else { GPOS };
-            Event::Request(Request { client: client(partition, device, priority), accelerator })
+            Event::Request(Request { client: client(partition, device, priority), accelerator, unfinished: false })
         });
         let prr = 0usize..4;
         prop_oneof![

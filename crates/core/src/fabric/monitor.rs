@@ -56,6 +56,9 @@ pub struct Descriptor {
 pub struct Request {
     pub client: Client,
     pub accelerator: usize,
+    /// Asked on the client's behalf after a preemption: its saved work
+    /// resumes as soon as it is connected again.
+    pub unfinished: bool,
 }
 
 /// How a request is served.
@@ -182,7 +185,7 @@ mod tests {
     }
 
     fn request(partition: usize, priority: u8, accelerator: usize) -> Request {
-        Request { client: Client { partition, device: accelerator, priority }, accelerator }
+        Request { client: Client { partition, device: accelerator, priority }, accelerator, unfinished: false }
     }
 
     fn solve(r: Request, prrs: &[Descriptor]) -> (Method, bool) {
