@@ -61,6 +61,14 @@
 #define PARTITA_HM_READ			PARTITA_CALL(0x42)	/* (buf, size, from) -> x1 = records, x2 = next
 								   from, x3 = records lost; right "read-hm-log" */
 
+/*
+ * Accelerators, guest-aware (docs/accelerators.md): asks for a PRR for the
+ * caller's virtual device (its index in `accelerators`) without stalling.
+ * x1 = 1 if connected on return; 0 if the request waits, and IPC_READY
+ * follows once it is connected.
+ */
+#define PARTITA_ACC_REQUEST		PARTITA_CALL(0x50)	/* (device) -> x1 = connected */
+
 /* Status codes in x0. */
 #define PARTITA_OK			0
 #define PARTITA_ENOTSUPPORTED		(-1)	/* no such function */

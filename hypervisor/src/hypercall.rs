@@ -50,6 +50,10 @@ pub fn handle(sys: &System, regs: &mut Regs, part: &Partition, vcpu: &Vcpu, call
             None => (status::INVALID, 0),
         },
         Call::PlanSwitch { plan } => switch_plan(sys, part, plan),
+        Call::AccRequest { device } => match sys.fabric.as_ref().and_then(|f| f.request(sys, part, vcpu, device)) {
+            Some(connected) => (status::OK, u64::from(connected)),
+            None => (status::INVALID, 0),
+        },
         Call::PlanCurrent => {
             let (current, pending) = sys.plans.current(timer::counter());
             regs.x[2] = pending.map_or(u64::MAX, |p| p as u64);

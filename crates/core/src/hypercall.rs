@@ -34,6 +34,7 @@ pub mod id {
     pub const HM_REPORT: u64 = super::BASE + 0x40;
     pub const WATCHDOG_KICK: u64 = super::BASE + 0x41;
     pub const HM_READ: u64 = super::BASE + 0x42;
+    pub const ACC_REQUEST: u64 = super::BASE + 0x50;
 }
 
 /// Status codes in x0.
@@ -163,6 +164,13 @@ pub enum Call {
         size: u64,
         from: u64,
     },
+    /// Asks for a PRR for the caller's virtual device `device` (its index
+    /// in the partition's `accelerators`) without stalling, as the
+    /// guest-aware model does: x1 = 1 if connected on return, 0 if the
+    /// request waits (IPC_READY follows once connected).
+    AccRequest {
+        device: u64,
+    },
     /// In Partita's range, but no such function.
     Unknown,
 }
@@ -196,6 +204,7 @@ pub fn decode(x: [u64; 5]) -> Option<Call> {
         id::HM_REPORT => Call::HmReport { code: x[1] },
         id::WATCHDOG_KICK => Call::WatchdogKick,
         id::HM_READ => Call::HmRead { buffer: x[1], size: x[2], from: x[3] },
+        id::ACC_REQUEST => Call::AccRequest { device: x[1] },
         _ => Call::Unknown,
     })
 }
@@ -226,6 +235,10 @@ mod tests {
         assert_eq!(
             decode([id::HM_READ, 0x4000_0000, 256, 9, 0]),
             Some(Call::HmRead { buffer: 0x4000_0000, size: 256, from: 9 })
+        );
+        assert_eq!(
+            decode([id::ACC_REQUEST, 1, 0, 0, 0]),
+            Some(Call::AccRequest { device: 1 })
         );
         assert_eq!(decode([BASE + 0xffff, 0, 0, 0, 0]), Some(Call::Unknown));
     }

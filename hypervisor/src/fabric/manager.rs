@@ -98,13 +98,7 @@ impl Fabric {
             // in between is never missed.
             device.stalled.fetch_or(1 << vcpu.index, Ordering::SeqCst);
             vcpu.set_waiting(true);
-            let now = timer::counter();
-            if device.asked.compare_exchange(0, now, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
-                trace::record_at(now, Kind::AccelRequest, p, device.index, device.accelerator as u32);
-            }
-            let client = Client { partition: p, device: device.index, priority: part.rank };
-            self.handle(sys, Event::Request(Request { client, accelerator: device.accelerator, unfinished: false }));
-            if !device.connected.load(Ordering::SeqCst) {
+            if !self.ask(sys, part, device) {
                 return Some(Exit::Wait);
             }
             device.stalled.fetch_and(!(1 << vcpu.index), Ordering::SeqCst);
@@ -114,6 +108,26 @@ impl Fabric {
         // caches.
         partita_arch::cache::invalidate_guest_tlb_local();
         Some(Exit::Resume)
+    }
+
+    /// The guest-aware request of `vcpu` for its partition's device
+    /// `index`: `None` if it has no such device, else whether the device
+    /// is connected on return. Nothing stalls; READY follows a wait.
+    pub fn request(&self, sys: &System, part: &Partition, vcpu: &Vcpu, index: u64) -> Option<bool> {
+        let device = self.of_partition(vcpu.partition).nth(usize::try_from(index).ok()?)?;
+        Some(device.connected.load(Ordering::SeqCst) || self.ask(sys, part, device))
+    }
+
+    /// Hands `device`'s request to the manager: whether it is connected
+    /// on return.
+    fn ask(&self, sys: &System, part: &Partition, device: &Device) -> bool {
+        let now = timer::counter();
+        if device.asked.compare_exchange(0, now, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+            trace::record_at(now, Kind::AccelRequest, device.partition, device.index, device.accelerator as u32);
+        }
+        let client = Client { partition: device.partition, device: device.index, priority: part.rank };
+        self.handle(sys, Event::Request(Request { client, accelerator: device.accelerator, unfinished: false }));
+        device.connected.load(Ordering::SeqCst)
     }
 
     /// Partition `p` restarted or halted: it holds and waits for nothing,
