@@ -236,10 +236,7 @@ mod tests {
             decode([id::HM_READ, 0x4000_0000, 256, 9, 0]),
             Some(Call::HmRead { buffer: 0x4000_0000, size: 256, from: 9 })
         );
-        assert_eq!(
-            decode([id::ACC_REQUEST, 1, 0, 0, 0]),
-            Some(Call::AccRequest { device: 1 })
-        );
+        assert_eq!(decode([id::ACC_REQUEST, 1, 0, 0, 0]), Some(Call::AccRequest { device: 1 }));
         assert_eq!(decode([BASE + 0xffff, 0, 0, 0, 0]), Some(Call::Unknown));
     }
 }

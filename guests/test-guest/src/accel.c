@@ -11,8 +11,8 @@
  *   acc-cmd=C      frame length, CMD (0: Ker-ONE's)
  *   acc-seed=S     job j's input comes from seed S + j (1)
  *   acc-bad=1      the input lies outside the partition: ERR_DMA expected
- *   acc2=ADDR acc2-fn=F   a second device, given as many jobs after the
- *                  first's, numbered on from them
+ *   acc2=ADDR acc2-fn=F   a second device, as many jobs as the first;
+ *                  the two take turns, the first first
  *
  * Tests that need partitions to ask in a given order chain them through
  * channels rather than delays:
@@ -214,10 +214,12 @@ void accel_test(const struct dt_info *dt, const struct bootargs *a)
 	acc_out = acc_in + acc_in_max;
 
 	wait_for_turn(a);
-	for (j = 0; j < a->acc_jobs; j++)
-		one_job(a, a->acc, a->acc_fn, j);
-	for (j = 0; a->acc2 && j < a->acc_jobs; j++)
-		one_job(a, a->acc2, a->acc2_fn, a->acc_jobs + j);
+	/* With two devices, they take turns: job 2k on the first, 2k+1 on the second. */
+	for (j = 0; j < (a->acc2 ? 2 : 1) * a->acc_jobs; j++) {
+		bool second = a->acc2 && j % 2;
+
+		one_job(a, second ? a->acc2 : a->acc, second ? a->acc2_fn : a->acc_fn, j);
+	}
 	tell(a, ACC_AT_DONE);
 	printf("accel: done\n");
 }

@@ -275,9 +275,11 @@ impl Unit {
         if self.stop_at.is_some_and(|at| at <= now) {
             self.stop_at = None;
             // Stopped before a resumed job restarted: its context is the
-            // one it was connected with.
+            // one it was connected with. A START not taken yet stays in the
+            // page and is taken once the device is connected again.
             self.stopped = self.job.take().map(|run| run.snapshot).or_else(|| self.resume.take());
-            report(Report::Manager(Event::Stopped { prr }));
+            let work = self.stopped.is_some() || start_pending(device);
+            report(Report::Manager(Event::Stopped { prr, work }));
             return;
         }
         if let Some(context) = self.resume.take() {
@@ -306,9 +308,7 @@ impl Unit {
             }
             return;
         }
-        let mut start = [0u8];
-        guest_memory::read(device.page + reg::START, &mut start);
-        if start[0] != 0 {
+        if start_pending(device) {
             guest_memory::write(device.page + reg::START, &[0]);
             self.start(partitions, fabric, d, now, prr, report);
             return;
@@ -383,6 +383,12 @@ impl Unit {
         device.update_stat(stat::BUSY, stat::ERR_CMD | stat::ERR_DMA | stat::PREEMPTED);
         report(Report::Manager(Event::Started { prr }));
     }
+}
+
+fn start_pending(device: &Device) -> bool {
+    let mut start = [0u8];
+    guest_memory::read(device.page + reg::START, &mut start);
+    start[0] != 0
 }
 
 fn registers(device: &Device) -> Registers {

@@ -141,8 +141,8 @@ fn big(name: &str, cpus: &[u32], bootargs: &str) -> RawPartition {
 
 /// Ker-ONE's fabric with a hold long enough for an emulated vCPU, which a
 /// busy host may leave unscheduled for milliseconds, to write START after
-/// its connection: an expired hold would hand the PRR back to the waiting
-/// stream and make the RTOS ask again, which is the model but not what
+/// its connection: an expired hold would hand the PRR to the next waiting
+/// request and make its holder ask again, which is the model but not what
 /// these tests count.
 fn patient_fabric() -> RawFabric {
     RawFabric { hold: Some(Micros(100_000)), ..RawFabric::default() }
@@ -163,8 +163,8 @@ fn accel_args(page: u64, function: Function, frames: u64, jobs: u64, seed: u64) 
 /// Both partitions drive their devices natively. The GPOS's FFT-1024 is
 /// downloaded into PRR 3 (Assign with Reconfig) and serves two jobs; once
 /// it is done, the RTOS's own FFT-1024 finds PRR 3 idle and holding it
-/// (Assign, Path 1), and its QAM-16 is downloaded into PRR 1. Every
-/// frame's output is the host's.
+/// (Assign, Path 1), and its QAM-16, taking turns with it, is downloaded
+/// into PRR 1. Every frame's output is the host's.
 #[test]
 fn native_devices_compute_the_host_s_results() {
     let rtos_args = format!(
@@ -178,7 +178,7 @@ fn native_devices_compute_the_host_s_results() {
     let gpos_args = format!("{} acc-tell=0 acc-tell-at=done", accel_args(FFT1024_PAGE, Function::Fft1024, 1, 2, 20));
     let gpos = part("gpos", &[2], &gpos_args).priority(50).accelerator(RawVirtualDevice::new("fft1024"));
     let config: RawConfig =
-        machine([rtos, gpos]).cpus(3).fabric(RawFabric::default()).channel(turn("turn", "gpos", "rtos"));
+        machine([rtos, gpos]).cpus(3).fabric(patient_fabric()).channel(turn("turn", "gpos", "rtos"));
     let boot = boot("qemu-fabric-native", &config, HANG_LIMIT);
     assert_powered_off(&boot);
     assert_jobs(boot.log("rtos"), 10, 4, 1);
@@ -242,7 +242,7 @@ fn waiting_requests_are_served_by_priority_then_arrival() {
     let mid = part("mid", &[2], &mid_args).priority(100).accelerator(RawVirtualDevice::new("fft1024"));
     let config = machine([rtos, low, mid])
         .cpus(4)
-        .fabric(RawFabric::default())
+        .fabric(patient_fabric())
         .channel(turn("rtos-to-low", "rtos", "low"))
         .channel(turn("low-to-mid", "low", "mid"))
         .trace(4096);

@@ -98,8 +98,10 @@ pub enum Action {
 pub enum Event {
     /// A write to an unconnected interface page.
     Request(Request),
-    /// The accelerator in `prr` stopped at a consistency point.
-    Stopped { prr: usize },
+    /// The accelerator in `prr` stopped at a consistency point. `work`:
+    /// its client had work there (a job computing, one about to resume, a
+    /// START not yet taken), which asks for a PRR again.
+    Stopped { prr: usize, work: bool },
     /// The download into `prr` completed.
     Reconfigured { prr: usize },
     /// The client of `prr` started a computation.
@@ -119,10 +121,6 @@ struct Incoming {
     request: Request,
     /// Its partition was released meanwhile: the PRR becomes free instead.
     cancelled: bool,
-    /// It preempts a computation, whose client asks again once stopped (a
-    /// client preempted in Hold had started nothing, unless it was about
-    /// to resume).
-    preempts_work: bool,
     path: Path,
 }
 
@@ -131,9 +129,6 @@ struct Incoming {
 pub struct Manager<const W: usize> {
     prrs: heapless::Vec<Descriptor, MAX_PRRS>,
     incoming: heapless::Vec<Option<Incoming>, MAX_PRRS>,
-    /// The PRR's client was connected to resume preempted work and has
-    /// not restarted it yet: its Hold is work all the same.
-    resuming: heapless::Vec<bool, MAX_PRRS>,
     compatible: heapless::Vec<Compatible, MAX_ACCELERATORS>,
     waiting: Waiting<W>,
 }
@@ -161,7 +156,6 @@ impl<const W: usize> Manager<W> {
         Ok(Self {
             prrs: sizes.iter().map(idle).collect(),
             incoming: sizes.iter().map(|_| None).collect(),
-            resuming: sizes.iter().map(|_| false).collect(),
             compatible: heapless::Vec::from_slice(compatible).map_err(|_| TooLarge)?,
             waiting: Waiting::new(),
         })
@@ -185,7 +179,7 @@ impl<const W: usize> Manager<W> {
     /// or a PRR that does not exist) changes nothing: `Err(Stale)`.
     pub fn handle(&mut self, event: Event, act: &mut impl FnMut(Action)) -> Result<(), Stale> {
         let external = match event {
-            Event::Stopped { prr } => Some((prr, PrrEvent::Stopped)),
+            Event::Stopped { prr, .. } => Some((prr, PrrEvent::Stopped)),
             Event::Reconfigured { prr } => Some((prr, PrrEvent::Reconfigured)),
             Event::Started { prr } => Some((prr, PrrEvent::Start)),
             Event::Done { prr } => Some((prr, PrrEvent::Done)),
@@ -200,7 +194,7 @@ impl<const W: usize> Manager<W> {
         }
         match event {
             Event::Request(request) => self.request(request, act),
-            Event::Stopped { prr } => self.stopped(prr, act),
+            Event::Stopped { prr, work } => self.stopped(prr, work, act),
             Event::Reconfigured { prr } => {
                 self.step(prr, PrrEvent::Reconfigured);
                 if let Some(request) = self.incoming[prr].map(|i| i.request) {
@@ -208,10 +202,7 @@ impl<const W: usize> Manager<W> {
                 }
                 self.hand_over(prr, act);
             }
-            Event::Started { prr } => {
-                self.step(prr, PrrEvent::Start);
-                self.resuming[prr] = false;
-            }
+            Event::Started { prr } => self.step(prr, PrrEvent::Start),
             Event::Done { prr } => {
                 self.step(prr, PrrEvent::Done);
                 self.serve_waiting(act);
@@ -256,8 +247,7 @@ impl<const W: usize> Manager<W> {
             Method::Unavailable => told(act),
             Method::Assign(prr) => {
                 self.step(prr, PrrEvent::Allocate);
-                self.incoming[prr] =
-                    Some(Incoming { request: solution.request, cancelled: false, preempts_work: false, path });
+                self.incoming[prr] = Some(Incoming { request: solution.request, cancelled: false, path });
                 if let Some(previous) = self.prrs[prr].client.take() {
                     act(Action::Disconnect { client: previous, prr });
                 }
@@ -267,10 +257,8 @@ impl<const W: usize> Manager<W> {
                 }
             }
             Method::Preempt(prr) => {
-                let preempts_work = self.prrs[prr].state == PrrState::Busy || self.resuming[prr];
                 self.step(prr, PrrEvent::Preempt);
-                self.incoming[prr] =
-                    Some(Incoming { request: solution.request, cancelled: false, preempts_work, path });
+                self.incoming[prr] = Some(Incoming { request: solution.request, cancelled: false, path });
                 act(Action::Stop { prr });
                 told(act);
             }
@@ -297,21 +285,20 @@ impl<const W: usize> Manager<W> {
         }
         let client = incoming.request.client;
         self.prrs[prr].client = Some(client);
-        self.resuming[prr] = incoming.request.unfinished;
         act(Action::Connect { client, prr, path: incoming.path });
         act(Action::Signal { client, signal: Signal::Ready });
     }
 
     /// The preempted accelerator stopped: its client loses the PRR (and
     /// asks again, its work unfinished), the incoming one takes it.
-    fn stopped(&mut self, prr: usize, act: &mut impl FnMut(Action)) {
+    fn stopped(&mut self, prr: usize, work: bool, act: &mut impl FnMut(Action)) {
         let loaded = self.prrs[prr].loaded;
         let incoming = self.incoming[prr];
         self.step(prr, PrrEvent::Stopped);
         if let Some(victim) = self.prrs[prr].client.take() {
             act(Action::Disconnect { client: victim, prr });
             act(Action::Signal { client: victim, signal: Signal::Preempt });
-            if let (Some(accelerator), true) = (loaded, incoming.is_some_and(|i| i.preempts_work)) {
+            if let (Some(accelerator), true) = (loaded, work) {
                 let _ = self.waiting.push(Request { client: victim, accelerator, unfinished: true });
             }
         }
@@ -452,7 +439,7 @@ mod tests {
         let actions = ask(&mut m, rtos, QAM16);
         assert_eq!(actions, [Action::Stop { prr: 0 }, Action::Signal { client: rtos, signal: Signal::Wait }]);
         assert_eq!(m.prrs()[0].state, PrrState::Preempt);
-        let actions = run(&mut m, Event::Stopped { prr: 0 });
+        let actions = run(&mut m, Event::Stopped { prr: 0, work: true });
         assert_eq!(
             actions,
             [
@@ -472,7 +459,7 @@ mod tests {
         let [gpos, _] = gpos_everywhere(&mut m);
         let rtos = client(0, 0, RTOS);
         ask(&mut m, rtos, QAM16);
-        run(&mut m, Event::Stopped { prr: 0 });
+        run(&mut m, Event::Stopped { prr: 0, work: true });
         run(&mut m, Event::Started { prr: 0 });
         let actions = run(&mut m, Event::Done { prr: 0 });
         assert_eq!(
@@ -483,10 +470,10 @@ mod tests {
                 Action::Signal { client: gpos, signal: Signal::Ready },
             ]
         );
-        // Preempted again before its work restarted: it is still work, and
-        // it asks again once stopped.
+        // Preempted again before its work restarted: the logic reports it
+        // as work, and it asks again once stopped.
         ask(&mut m, rtos, QAM16);
-        run(&mut m, Event::Stopped { prr: 0 });
+        run(&mut m, Event::Stopped { prr: 0, work: true });
         assert_eq!(m.waiting().map(|r| (r.client, r.unfinished)).collect::<Vec<_>>(), [(gpos, true)]);
     }
 
@@ -498,7 +485,7 @@ mod tests {
         // QAM-64 fits PRR 1 and 2; both busy; the smallest is preempted,
         // and it holds QAM-16, not QAM-64.
         ask(&mut m, rtos, QAM64);
-        let actions = run(&mut m, Event::Stopped { prr: 0 });
+        let actions = run(&mut m, Event::Stopped { prr: 0, work: true });
         assert!(matches!(
             actions[..],
             [Action::Disconnect { .. }, Action::Signal { .. }, Action::Reconfigure { prr: 0, accelerator: QAM64 }]
@@ -591,7 +578,7 @@ mod tests {
         let mut m = manager();
         let mut actions = Vec::new();
         assert_eq!(m.handle(Event::Done { prr: 0 }, &mut |a| actions.push(a)), Err(Stale));
-        assert_eq!(m.handle(Event::Stopped { prr: 7 }, &mut |a| actions.push(a)), Err(Stale));
+        assert_eq!(m.handle(Event::Stopped { prr: 7, work: false }, &mut |a| actions.push(a)), Err(Stale));
         assert!(actions.is_empty());
         assert!(m.prrs().iter().all(|d| d.state == PrrState::Idle));
     }
@@ -607,9 +594,23 @@ mod tests {
         assert_eq!(m.prrs()[0].state, PrrState::Hold);
         let rtos = client(0, 0, RTOS);
         ask(&mut m, rtos, QAM16);
-        run(&mut m, Event::Stopped { prr: 0 });
+        run(&mut m, Event::Stopped { prr: 0, work: false });
         assert_eq!(m.connected(rtos), Some(0));
         assert_eq!(m.waiting().count(), 0);
+    }
+
+    #[test]
+    fn a_client_preempted_in_hold_with_work_asks_again() {
+        // It wrote START, which the logic had not taken yet: that is work.
+        let mut m = manager();
+        let gpos = client(1, 0, GPOS);
+        m.prrs[0].loaded = Some(QAM16);
+        m.prrs[1] =
+            Descriptor { state: PrrState::Busy, loaded: Some(FFT512), client: Some(client(1, 1, GPOS)), size: 8 };
+        ask(&mut m, gpos, QAM16);
+        ask(&mut m, client(0, 0, RTOS), QAM16);
+        run(&mut m, Event::Stopped { prr: 0, work: true });
+        assert_eq!(m.waiting().map(|r| (r.client, r.unfinished)).collect::<Vec<_>>(), [(gpos, true)]);
     }
 
     fn any_event() -> impl proptest::strategy::Strategy<Value = Event> {
@@ -622,7 +623,7 @@ mod tests {
         let prr = 0usize..4;
         prop_oneof![
             3 => request,
-            1 => prr.clone().prop_map(|prr| Event::Stopped { prr }),
+            1 => (prr.clone(), proptest::bool::ANY).prop_map(|(prr, work)| Event::Stopped { prr, work }),
             1 => prr.clone().prop_map(|prr| Event::Reconfigured { prr }),
             1 => prr.clone().prop_map(|prr| Event::Started { prr }),
             1 => prr.clone().prop_map(|prr| Event::Done { prr }),
