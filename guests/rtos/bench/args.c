@@ -14,6 +14,9 @@
 #define IPC_COUNT	100
 #define MAX_IPC_COUNT	1000000u
 #define MAX_IPC_TICKS	100000u
+/* DATA_SIZE is 32-bit: no job of Ker-ONE's frames goes much beyond this. */
+#define MAX_ACCEL_FRAMES	100000u
+#define MAX_ACCEL_JOBS		10000u
 
 /* A switch, not a table: the image must hold no absolute addresses. */
 const char *bench_name(enum bench_id id)
@@ -35,6 +38,18 @@ const char *bench_name(enum bench_id id)
 	}
 }
 
+/* A switch, not a table: the image must hold no absolute addresses. */
+const char *accel_mode_name(enum accel_mode mode)
+{
+	switch (mode) {
+	case ACCEL_QAM16: return "qam16";
+	case ACCEL_QAM64: return "qam64";
+	case ACCEL_FFT512: return "fft512";
+	case ACCEL_FFT1024: return "fft1024";
+	default: return "";
+	}
+}
+
 static bool is_space(char c)
 {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
@@ -48,6 +63,19 @@ static bool eq(const char *s, size_t n, const char *lit)
 		if (lit[i] != s[i])
 			return false;
 	return lit[n] == '\0';
+}
+
+static bool parse_accel(const char *s, size_t n, struct bench_args *a)
+{
+	uint32_t m;
+
+	for (m = ACCEL_QAM16; m <= ACCEL_FFT1024; m++) {
+		if (eq(s, n, accel_mode_name(m))) {
+			a->accel = m;
+			return true;
+		}
+	}
+	return false;
 }
 
 /* Decimal only, min..max. */
@@ -144,6 +172,16 @@ static bool parse_token(const char *tok, size_t n, struct bench_args *a)
 		return parse_range(v, vlen, 0, UINT32_MAX, &a->ipc_report);
 	if (eq(tok, klen, "ipc_bell"))
 		return parse_range(v, vlen, 0, 1, &a->ipc_bell);
+	if (eq(tok, klen, "accel"))
+		return parse_accel(v, vlen, a);
+	if (eq(tok, klen, "accel_frames"))
+		return parse_num(v, vlen, MAX_ACCEL_FRAMES, &a->accel_frames);
+	if (eq(tok, klen, "accel_jobs"))
+		return parse_num(v, vlen, MAX_ACCEL_JOBS, &a->accel_jobs);
+	if (eq(tok, klen, "accel_seed"))
+		return parse_range(v, vlen, 0, UINT32_MAX, &a->accel_seed);
+	if (eq(tok, klen, "accel_wait"))
+		return parse_range(v, vlen, 0, MAX_CHANNEL, &a->accel_wait);
 	if (eq(tok, klen, "sched")) {
 		if (eq(v, vlen, "bitmap"))
 			a->linear = false;
@@ -173,6 +211,11 @@ void bench_args_parse(const char *cmdline, struct bench_args *a, bench_bad_fn ba
 	a->ipc_hold = 0;
 	a->ipc_report = 0;
 	a->ipc_bell = 0;
+	a->accel = ACCEL_OFF;
+	a->accel_frames = 1;
+	a->accel_jobs = 1;
+	a->accel_seed = 1;
+	a->accel_wait = ACCEL_NO_CHANNEL;
 	if (!s)
 		return;
 	while (*s) {

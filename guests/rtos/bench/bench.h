@@ -23,6 +23,10 @@ enum bench_id {
 /* ipc=: a Partita channel exchange instead of the benchmarks. */
 enum ipc_role { IPC_NONE, IPC_PING, IPC_PONG };
 
+/* accel=: guest-aware jobs on a virtual accelerator instead of the benchmarks. */
+enum accel_mode { ACCEL_OFF, ACCEL_QAM16, ACCEL_QAM64, ACCEL_FFT512, ACCEL_FFT1024 };
+#define ACCEL_NO_CHANNEL	UINT32_MAX
+
 struct bench_args {
 	uint32_t select;	/* a bit per enum bench_id; 0 for selftest */
 	bool selftest;
@@ -37,6 +41,11 @@ struct bench_args {
 	uint32_t ipc_hold;	/* ticks to stay up after the exchange */
 	uint32_t ipc_report;	/* ping: a code to report and read back; 0: none */
 	uint32_t ipc_bell;	/* 1: ring through the channel named "bell" */
+	uint32_t accel;		/* enum accel_mode */
+	uint32_t accel_frames;	/* frames per job */
+	uint32_t accel_jobs;
+	uint32_t accel_seed;	/* job j's input comes from seed accel_seed + j */
+	uint32_t accel_wait;	/* a channel to receive one message on first; ACCEL_NO_CHANNEL: none */
 };
 
 /* ---- Pure helpers (args.c), also built for the host ---- */
@@ -46,6 +55,8 @@ typedef void (*bench_bad_fn)(const char *tok, size_t n);
 
 void bench_args_parse(const char *cmdline, struct bench_args *a, bench_bad_fn bad);
 const char *bench_name(enum bench_id id);
+/* "qam16", ...: the device tree's `function` of an accel= mode; "" for ACCEL_OFF. */
+const char *accel_mode_name(enum accel_mode mode);
 /* Sorts v in place; the lower median. */
 uint64_t median_u64(uint64_t *v, size_t n);
 /* How many counter counts make ms milliseconds at hz, without overflow. */
@@ -96,5 +107,7 @@ void coremark_run(uint32_t ms);
 void schedprio_run(bool linear);
 /* ipc=ping|pong (ipc.c): runs the exchange, prints its checks, powers off. */
 void ipc_run(const struct bench_args *a) __attribute__((noreturn));
+/* accel=qam16|... (accel.c): runs the jobs, prints one line each, powers off. */
+void accel_run(const struct bench_args *a) __attribute__((noreturn));
 
 #endif

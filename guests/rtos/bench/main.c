@@ -3,7 +3,8 @@
  * controller task at the most urgent priority (Thread-Metric's reporter),
  * and runs the chosen benchmarks one after another, each on workers of its
  * own that are deleted before the next begins; or, with ipc=, the Partita
- * channel exchange of ipc.c.
+ * channel exchange of ipc.c; or, with accel=, the guest-aware accelerator
+ * jobs of accel.c.
  */
 #include "rtos.h"
 #include "bench.h"
@@ -34,6 +35,8 @@ static void controller_main(void *arg)
 	(void)arg;
 	if (bench_args.ipc != IPC_NONE)
 		ipc_run(&bench_args);
+	if (bench_args.accel != ACCEL_OFF)
+		accel_run(&bench_args);
 	for (id = 0; id < B_COUNT; id++) {
 		if (!(bench_args.select & (1u << id)))
 			continue;

@@ -1,6 +1,7 @@
 /*
- * rtos_partita.h: Partita's channels and health monitor for RTOS tasks,
- * a thin layer over the hypercalls of partita.h.
+ * rtos_partita.h: Partita's channels, health monitor and virtual
+ * accelerators for RTOS tasks, a thin layer over the hypercalls of
+ * partita.h.
  *
  * One rule shapes it: no hypercall here ever blocks. A blocking hypercall
  * stops the vCPU, and with it every task of the RTOS, the more urgent ones
@@ -183,7 +184,106 @@ long rtos_hm_read(struct partita_hm_record *records, uint32_t max, uint64_t from
 const char *rtos_hm_event_name(unsigned int event);
 /* "log", "restart", ... as the configuration spells them; "?" if unknown. */
 const char *rtos_hm_action_name(unsigned int action);
-/* "OK", "EFULL", ...: a PARTITA_* status without its prefix; "?" if unknown. */
+/*
+ * "OK", "EFULL", ...: a PARTITA_* status without its prefix, or the
+ * accelerator library's own ("ACCEL_EDMA", "ACCEL_ECMD"); "?" if unknown.
+ */
 const char *rtos_partita_status_name(long status);
+
+/* ---- Accelerators, guest-aware (docs/accelerators.md) ---- */
+
+/*
+ * A virtual device driven the guest-aware way: a task asks for a PRR with
+ * PARTITA_ACC_REQUEST, which never stalls, and sleeps on a semaphore until
+ * IPC_READY says the device is connected; only then does it write the
+ * interface page. The native way (just writing) would stall the vCPU at
+ * that write, and with it every task of the RTOS.
+ *
+ * The registers are the truth, the signals only wake the task: after every
+ * wake-up, and at least once a tick, the library reads STAT and OVER again
+ * (or asks again, which is harmless: a request already connected, waiting
+ * or under way is not made twice). So a READY that was for an earlier
+ * request, or an error that no signal announces, costs at most a tick.
+ *
+ * Besides the PARTITA_* codes of the calls above, run returns the
+ * device's own errors, outside the hypervisor's range:
+ */
+#define RTOS_ACCEL_EDMA		(-64)	/* STAT.ERR_DMA: a buffer outside the partition */
+#define RTOS_ACCEL_ECMD		(-65)	/* STAT.ERR_CMD: a command or size not accepted */
+
+/* What a device computes, from its `function` in the device tree. */
+enum rtos_accel_function {
+	RTOS_ACCEL_UNKNOWN,
+	RTOS_ACCEL_QAM16,
+	RTOS_ACCEL_QAM64,
+	RTOS_ACCEL_FFT512,
+	RTOS_ACCEL_FFT1024,
+};
+
+/* IRQ priority of the three signals. */
+#define RTOS_ACCEL_IRQ_PRIO	0x60
+
+/* One virtual device; the caller's memory, filled by rtos_accel_find. */
+struct rtos_accel {
+	uint64_t page;			/* the interface page, guest-physical */
+	uint32_t device;		/* its index in `accelerators`: PARTITA_ACC_REQUEST's argument */
+	enum rtos_accel_function function;
+	uint32_t intid_wait, intid_ready, intid_preempt;
+	rtos_sem_t signal;		/* given by READY and PREEMPT */
+	/* Signals received so far, counted by the ISR. */
+	volatile uint32_t waits, readies, preempts;
+	/* Counter ticks (rtos_counter) the last acquire took, from request to connection. */
+	uint64_t waited;
+};
+
+/*
+ * Finds this partition's virtual device computing `function` ("qam16",
+ * "qam64", "fft512", "fft1024"; the first in the partition's order if it
+ * has several) among the `partita,accelerator` nodes of the boot device
+ * tree: its page, index and three signal INTIDs (by `interrupt-names`).
+ * Then initialises acc->signal and attaches the signals' ISR. Call it after
+ * rtos_init, once per device. PARTITA_EINVAL for a NULL argument or no
+ * such device; PARTITA_ESTATE if the tree is not Partita's or cannot be
+ * read, or the RTOS refuses the interrupts (before rtos_init).
+ */
+long rtos_accel_find(struct rtos_accel *acc, const char *function);
+
+/*
+ * Makes sure the device is connected to a PRR: asks (PARTITA_ACC_REQUEST)
+ * and, while it is not connected, blocks the calling task on acc->signal,
+ * so that every other task runs meanwhile, for up to `timeout` ticks.
+ * acc->waited gets the time it took. PARTITA_OK once connected;
+ * PARTITA_EINVAL if the partition has no such device; PARTITA_ETIMEOUT if
+ * the timeout ran out (RTOS_NO_WAIT: not connected at once), the request
+ * staying queued; PARTITA_ESTATE where no task can block (an ISR, before
+ * rtos_start).
+ */
+long rtos_accel_acquire(struct rtos_accel *acc, uint32_t timeout);
+
+/*
+ * One job: acquires the device, writes its buffers (in: in_bytes, a whole
+ * number of frames; out: out_bytes), CMD (the frame length, 0 for
+ * Ker-ONE's) and INT_CTRL = 1, starts it and blocks the task until OVER;
+ * READY at the end of the job wakes it. If the device is taken away
+ * meanwhile (IPC_PREEMPT, counted in acc->preempts), the job resumes by
+ * itself from its saved context once connected again: the task just waits
+ * longer. `timeout` in ticks covers the whole call. Returns the frames
+ * done (RESULT), or RTOS_ACCEL_EDMA, RTOS_ACCEL_ECMD, or acquire's errors.
+ * A job that timed out may still be running: its buffers stay the
+ * device's until OVER. The buffers are guest-physical addresses (the RTOS
+ * runs with its MMU off).
+ */
+long rtos_accel_run(struct rtos_accel *acc, const void *in, uint32_t in_bytes, void *out,
+		    uint32_t out_bytes, uint32_t cmd, uint32_t timeout);
+
+/*
+ * Bytes of one frame of input and of output of `function` with CMD `cmd`
+ * (docs/accelerators.md): QAM takes ceil(bits / 8) bytes and gives 4 bytes
+ * (I then Q) a symbol; an FFT takes 4 bytes a sample and gives whole
+ * blocks of N samples, the last zero-padded. PARTITA_EINVAL for an
+ * unknown function or a NULL pointer.
+ */
+long rtos_accel_frame_bytes(enum rtos_accel_function function, uint32_t cmd, uint32_t *in,
+			    uint32_t *out);
 
 #endif

@@ -269,6 +269,8 @@ const char *rtos_partita_status_name(long status)
 	case PARTITA_ESMALL: return "ESMALL";
 	case PARTITA_ETIMEOUT: return "ETIMEOUT";
 	case PARTITA_EFAULT: return "EFAULT";
+	case RTOS_ACCEL_EDMA: return "ACCEL_EDMA";
+	case RTOS_ACCEL_ECMD: return "ACCEL_ECMD";
 	default: return "?";
 	}
 }

@@ -72,6 +72,24 @@ int main(void)
 	parse("ipc_bell=2 ipc_bell=x", &a);
 	CHECK(bads == 2 && a.ipc_bell == 0);
 
+	parse("bench=tm1", &a);
+	CHECK(a.accel == ACCEL_OFF && a.accel_frames == 1 && a.accel_jobs == 1);
+	CHECK(a.accel_seed == 1 && a.accel_wait == ACCEL_NO_CHANNEL);
+
+	parse("accel=fft1024 accel_frames=3 accel_jobs=4 accel_seed=0 accel_wait=0", &a);
+	CHECK(a.accel == ACCEL_FFT1024 && a.accel_frames == 3 && a.accel_jobs == 4);
+	CHECK(a.accel_seed == 0 && a.accel_wait == 0 && bads == 0);
+
+	parse("accel=qam16 accel_seed=4294967295", &a);
+	CHECK(a.accel == ACCEL_QAM16 && a.accel_seed == 4294967295u && bads == 0);
+
+	parse("accel=qam32 accel=QAM16 accel_frames=0 accel_jobs=x accel_seed=4294967296 accel_wait=64", &a);
+	CHECK(bads == 6 && a.accel == ACCEL_OFF && a.accel_frames == 1 && a.accel_jobs == 1);
+	CHECK(a.accel_seed == 1 && a.accel_wait == ACCEL_NO_CHANNEL);
+
+	CHECK(strcmp(accel_mode_name(ACCEL_QAM64), "qam64") == 0 && strcmp(accel_mode_name(ACCEL_FFT512), "fft512") == 0);
+	CHECK(strcmp(accel_mode_name(ACCEL_OFF), "") == 0);
+
 	CHECK(median_u64(v, 5) == 5 && v[0] == 1 && v[4] == 9);
 	CHECK(median_u64(w, 2) == 2);
 	CHECK(median_u64(w, 0) == 0);

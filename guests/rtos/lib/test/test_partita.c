@@ -536,6 +536,8 @@ static void names(void)
 	EXPECT(strcmp(rtos_partita_status_name(PARTITA_EFAULT), "EFAULT") == 0);
 	EXPECT(strcmp(rtos_partita_status_name(-12), "?") == 0);
 	EXPECT(strcmp(rtos_partita_status_name(1), "?") == 0);
+	EXPECT(strcmp(rtos_partita_status_name(RTOS_ACCEL_EDMA), "ACCEL_EDMA") == 0);
+	EXPECT(strcmp(rtos_partita_status_name(RTOS_ACCEL_ECMD), "ACCEL_ECMD") == 0);
 	for (long s = PARTITA_EFAULT; s <= PARTITA_OK; s++)
 		EXPECT(strcmp(rtos_partita_status_name(s), "?") != 0);
 	EXPECT(strcmp(rtos_hm_event_name(PARTITA_HM_EV_STAGE2_FAULT), "stage2-fault") == 0);

@@ -1,0 +1,211 @@
+/*
+ * accel=qam16|qam64|fft512|fft1024: the guest-aware programming model of
+ * a virtual accelerator, through rtos_partita.h. This task (the
+ * controller, the most urgent) runs accel_jobs jobs of accel_frames frames
+ * each with rtos_accel_run; a second task of lower priority does nothing
+ * but count, so every count it makes while a job is under way is time the
+ * RTOS gave it while the first task waited, for READY or for OVER.
+ *
+ * Each job's input comes from xorshift64* seeded accel_seed + j, as the
+ * test guest makes it (guests/test-guest/src/accel.c), and its output is
+ * hashed (FNV-1a, 64-bit), so the host checks it against its own
+ * computation. With accel_wait=CH the task first receives one message on
+ * channel CH, so that a test can make it ask only once another partition
+ * computes on the fabric. Output, then power off:
+ *
+ *   accel: qam16 device D at 0xPAGE, signals WAIT READY PREEMPT
+ *   accel: job J frames F result R hash H waited W ticks preempts P waits X other A B
+ *   accel: other task ran N times while waiting, M while waiting for READY
+ *   accel: done
+ *
+ * W is the acquire's time in counter ticks (CNTFRQ a second), P and X the
+ * IPC_PREEMPT and IPC_WAIT signals of the job, A and B the other task's
+ * counts while this one waited for READY and while its job computed.
+ */
+#include "rtos_partita.h"
+#include "bench.h"
+#include "dt.h"
+
+#define OTHER_PRIO	16
+#define OTHER_STACK	4096
+/* Long enough for any peer to tell; short enough to fail instead of hang. */
+#define PEER_WAIT_MS	10000u
+/* A job not over after this long (plus so much per frame) has failed. */
+#define JOB_TIMEOUT_MS	5000u
+#define JOB_TIMEOUT_FRAME_MS	20u
+#define PAGE		0x1000ull
+
+static struct rtos_accel acc;
+static struct dt_info dt;
+static rtos_task_t other;
+static uint64_t other_stack[OTHER_STACK / 8] __attribute__((aligned(16)));
+static volatile uint64_t other_loops;
+/*
+ * The buffers sit in the upper half of the first RAM region, below the
+ * device tree Partita puts at its end (the library reads it again): in
+ * .bss they would make every boot zero them.
+ */
+static uint8_t *in_buf, *out_buf;
+static uint64_t in_max, out_max;
+
+extern char _end[];
+
+/* Counts, for ever: it runs only when every more urgent task waits. */
+static void other_main(void *arg)
+{
+	(void)arg;
+	for (;;)
+		other_loops++;
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 0x2545f4914f6cdd1dull;
+}
+
+static uint64_t fnv1a(const uint8_t *p, uint32_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		h ^= p[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+/* The job's input: random bytes (QAM) or samples inside the unit circle (FFT), re then im. */
+static void fill_input(bool qam, uint64_t seed, uint32_t bytes)
+{
+	uint64_t s = seed;
+	uint32_t i;
+
+	for (i = 0; i < bytes; i += qam ? 1 : 4) {
+		if (qam) {
+			in_buf[i] = (uint8_t)rng_next(&s);
+		} else {
+			int16_t re = (int16_t)(rng_next(&s) % 46341) - 23170;
+			int16_t im = (int16_t)(rng_next(&s) % 46341) - 23170;
+
+			in_buf[i] = (uint8_t)re;
+			in_buf[i + 1] = (uint8_t)((uint16_t)re >> 8);
+			in_buf[i + 2] = (uint8_t)im;
+			in_buf[i + 3] = (uint8_t)((uint16_t)im >> 8);
+		}
+	}
+}
+
+/* In the upper half of the first RAM region, clear of the image and the tree. */
+static bool place_buffers(void)
+{
+	const char *why = "";
+	uint64_t lo, hi, dtb = rtos_boot_dtb(), end = (uint64_t)(uintptr_t)_end;
+
+	if (!dt_read(dtb, &dt, &why) || dt.nmem == 0)
+		return false;
+	lo = dt.mem[0].base + dt.mem[0].size / 2;
+	hi = dt.mem[0].base + dt.mem[0].size;
+	if (lo < end)
+		lo = (end + PAGE - 1) & ~(PAGE - 1);
+	if (dtb >= lo && dtb < hi)
+		hi = dtb & ~(PAGE - 1);
+	if (hi <= lo)
+		return false;
+	/* A ninth for input: QAM-16 makes 8 bytes of each. */
+	in_max = (hi - lo) / 9 & ~15ull;
+	out_max = (hi - lo - in_max) & ~15ull;
+	in_buf = (uint8_t *)(uintptr_t)lo;
+	out_buf = in_buf + in_max;
+	return true;
+}
+
+static uint32_t ms_to_ticks(uint32_t ms, uint32_t hz)
+{
+	return (uint32_t)(((uint64_t)ms * hz + 999) / 1000);
+}
+
+__attribute__((noreturn)) static void finish(void)
+{
+	rtos_printf("accel: done\n");
+	rtos_power_off();
+}
+
+static void wait_for_turn(const struct bench_args *a, uint32_t hz)
+{
+	uint64_t msg;
+	uint32_t len;
+	long s;
+
+	if (a->accel_wait == ACCEL_NO_CHANNEL)
+		return;
+	s = rtos_port_receive(a->accel_wait, &msg, sizeof(msg), &len, ms_to_ticks(PEER_WAIT_MS, hz));
+	if (s != PARTITA_OK)
+		rtos_printf("accel: waiting on channel %u: %s\n", a->accel_wait, rtos_partita_status_name(s));
+}
+
+void accel_run(const struct bench_args *a)
+{
+	const char *name = accel_mode_name(a->accel);
+	uint32_t hz = a->tick_hz ? a->tick_hz : RTOS_TICK_HZ_DEFAULT, in_frame, out_frame, j;
+	uint32_t timeout = ms_to_ticks(JOB_TIMEOUT_MS + a->accel_frames * JOB_TIMEOUT_FRAME_MS, hz);
+	uint64_t in_bytes, out_bytes, total = 0, total_ready = 0;
+	bool qam = a->accel == ACCEL_QAM16 || a->accel == ACCEL_QAM64;
+	long s;
+
+	s = rtos_accel_find(&acc, name);
+	if (s != PARTITA_OK) {
+		rtos_printf("accel: no %s device: %s\n", name, rtos_partita_status_name(s));
+		finish();
+	}
+	rtos_printf("accel: %s device %u at 0x%lx, signals %u %u %u\n", name, acc.device, acc.page,
+		    acc.intid_wait, acc.intid_ready, acc.intid_preempt);
+	if (rtos_accel_frame_bytes(acc.function, 0, &in_frame, &out_frame) != PARTITA_OK ||
+	    !place_buffers()) {
+		rtos_printf("accel: no room for the buffers\n");
+		finish();
+	}
+	in_bytes = (uint64_t)a->accel_frames * in_frame;
+	out_bytes = (uint64_t)a->accel_frames * out_frame;
+	if (in_bytes > in_max || out_bytes > out_max) {
+		rtos_printf("accel: %u frames do not fit in 0x%lx + 0x%lx bytes\n", a->accel_frames, in_max,
+			    out_max);
+		finish();
+	}
+	s = rtos_task_create(&other, "other", other_main, NULL, OTHER_PRIO, other_stack,
+			     sizeof(other_stack));
+	if (s != RTOS_OK)
+		rtos_printf("accel: no other task: %ld\n", s);
+	wait_for_turn(a, hz);
+	for (j = 0; j < a->accel_jobs; j++) {
+		uint32_t preempts = acc.preempts, waits = acc.waits;
+		uint64_t before, ready, after, waited;
+		long frames;
+
+		fill_input(qam, (uint64_t)a->accel_seed + j, (uint32_t)in_bytes);
+		/* Acquiring first only splits the counts: run acquires again, at once. */
+		before = other_loops;
+		s = rtos_accel_acquire(&acc, timeout);
+		ready = other_loops;
+		waited = acc.waited;
+		frames = s != PARTITA_OK ? s : rtos_accel_run(&acc, in_buf, (uint32_t)in_bytes, out_buf,
+							       (uint32_t)out_bytes, 0, timeout);
+		after = other_loops;
+		total += after - before;
+		total_ready += ready - before;
+		if (frames < 0) {
+			rtos_printf("accel: job %u failed: %s, stat 0x%x\n", j, rtos_partita_status_name(frames),
+				    *(volatile uint32_t *)(uintptr_t)(acc.page + PARTITA_ACC_STAT));
+			continue;
+		}
+		rtos_printf("accel: job %u frames %u result %ld hash %016lx waited %lu ticks preempts %u waits %u other %lu %lu\n",
+			    j, a->accel_frames, frames, fnv1a(out_buf, (uint32_t)out_bytes), waited,
+			    acc.preempts - preempts, acc.waits - waits, ready - before, after - ready);
+	}
+	rtos_printf("accel: other task ran %lu times while waiting, %lu while waiting for READY\n", total,
+		    total_ready);
+	finish();
+}
