@@ -385,7 +385,8 @@ impl Unit {
     }
 }
 
-fn start_pending(device: &Device) -> bool {
+/// The guest wrote START and the logic has not taken it yet.
+pub fn start_pending(device: &Device) -> bool {
     let mut start = [0u8];
     guest_memory::read(device.page + reg::START, &mut start);
     start[0] != 0

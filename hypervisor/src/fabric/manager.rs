@@ -3,6 +3,7 @@
 //! and the two ways events reach it from partitions, a write fault on an
 //! unconnected page and a partition's restart.
 
+use super::emulated::start_pending;
 use super::{Device, Fabric};
 use crate::partition::{Partition, Vcpu};
 use crate::state::System;
@@ -15,7 +16,7 @@ use partita_arch::platform::{Gic, InterruptController};
 use partita_arch::timer;
 use partita_core::fabric::interface::{stat, CONTEXT_SIZE, PAGE_SIZE, REGISTERS_SIZE};
 use partita_core::fabric::manager::{Action, Event, Path, Signal};
-use partita_core::fabric::monitor::{Client, Request};
+use partita_core::fabric::monitor::{Client, Request, MAX_PRRS};
 use partita_core::trace::{accel_connect_arg, Kind};
 
 impl Fabric {
@@ -24,14 +25,32 @@ impl Fabric {
     /// was released, say) changes nothing.
     pub fn handle(&self, sys: &System, event: Event) {
         let mut manager = self.manager.lock();
-        let _ = manager.handle(event, &mut |action| self.carry_out(sys, action));
+        let mut again = heapless::Vec::<Client, MAX_PRRS>::new();
+        let _ = manager.handle(event, &mut |action| self.carry_out(sys, action, &mut again));
+        if let Event::Released { partition } = event {
+            // Its pages are cleared: nothing of it asks again.
+            again.retain(|c| c.partition != partition);
+        }
+        // A client taken off an idle PRR just after it wrote START, before
+        // the logic took it, has work all the same: it asks again, and its
+        // START is taken once it is connected. (One already waiting is the
+        // same request and changes nothing.)
+        while let Some(client) = again.pop() {
+            let accelerator = self.device(client).accelerator;
+            let request = Request { client, accelerator, unfinished: true };
+            let _ = manager.handle(Event::Request(request), &mut |action| self.carry_out(sys, action, &mut again));
+        }
     }
 
-    fn carry_out(&self, sys: &System, action: Action) {
+    fn carry_out(&self, sys: &System, action: Action, again: &mut heapless::Vec<Client, MAX_PRRS>) {
         match action {
             Action::Disconnect { client, prr } => {
                 let device = self.device(client);
                 let saved = self.logic.disconnect(prr);
+                if saved.is_none() && start_pending(device) {
+                    // At most one disconnection per PRR per event.
+                    let _ = again.push(client);
+                }
                 if let Some(context) = &saved {
                     guest_memory::write(device.context, context);
                 }
