@@ -25,6 +25,7 @@
 #include "rtos_partita.h"
 #include "bench.h"
 #include "dt.h"
+#include "accel_job.h"
 
 #define OTHER_PRIO	16
 #define OTHER_STACK	4096
@@ -56,47 +57,6 @@ static void other_main(void *arg)
 	(void)arg;
 	for (;;)
 		other_loops++;
-}
-
-static uint64_t rng_next(uint64_t *s)
-{
-	*s ^= *s >> 12;
-	*s ^= *s << 25;
-	*s ^= *s >> 27;
-	return *s * 0x2545f4914f6cdd1dull;
-}
-
-static uint64_t fnv1a(const uint8_t *p, uint32_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	uint32_t i;
-
-	for (i = 0; i < n; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
-
-/* The job's input: random bytes (QAM) or samples inside the unit circle (FFT), re then im. */
-static void fill_input(bool qam, uint64_t seed, uint32_t bytes)
-{
-	uint64_t s = seed;
-	uint32_t i;
-
-	for (i = 0; i < bytes; i += qam ? 1 : 4) {
-		if (qam) {
-			in_buf[i] = (uint8_t)rng_next(&s);
-		} else {
-			int16_t re = (int16_t)(rng_next(&s) % 46341) - 23170;
-			int16_t im = (int16_t)(rng_next(&s) % 46341) - 23170;
-
-			in_buf[i] = (uint8_t)re;
-			in_buf[i + 1] = (uint8_t)((uint16_t)re >> 8);
-			in_buf[i + 2] = (uint8_t)im;
-			in_buf[i + 3] = (uint8_t)((uint16_t)im >> 8);
-		}
-	}
 }
 
 /* In the upper half of the first RAM region, clear of the image and the tree. */
@@ -185,7 +145,7 @@ void accel_run(const struct bench_args *a)
 		uint64_t before, ready, after, waited;
 		long frames;
 
-		fill_input(qam, (uint64_t)a->accel_seed + j, (uint32_t)in_bytes);
+		accel_job_input(in_buf, qam, (uint64_t)a->accel_seed + j, (uint32_t)in_bytes);
 		/* Acquiring first only splits the counts: run acquires again, at once. */
 		before = other_loops;
 		s = rtos_accel_acquire(&acc, timeout);
@@ -202,7 +162,7 @@ void accel_run(const struct bench_args *a)
 			continue;
 		}
 		rtos_printf("accel: job %u frames %u result %ld hash %016lx waited %lu ticks preempts %u waits %u other %lu %lu\n",
-			    j, a->accel_frames, frames, fnv1a(out_buf, (uint32_t)out_bytes), waited,
+			    j, a->accel_frames, frames, accel_job_hash(out_buf, out_bytes), waited,
 			    acc.preempts - preempts, acc.waits - waits, ready - before, after - ready);
 	}
 	rtos_printf("accel: other task ran %lu times while waiting, %lu while waiting for READY\n", total,

@@ -25,6 +25,7 @@
 #include "guest.h"
 #include "console.h"
 #include "partita.h"
+#include "accel_job.h"
 
 /* Ker-ONE's frame: 18,800 bits into the mappers, 4,700 samples into the FFTs. */
 #define FRAME_BITS 18800
@@ -40,14 +41,6 @@
  */
 static u8 *acc_in, *acc_out;
 static u64 acc_in_max, acc_out_max;
-
-static u64 rng_next(u64 *s)
-{
-	*s ^= *s >> 12;
-	*s ^= *s << 25;
-	*s ^= *s >> 27;
-	return *s * 0x2545f4914f6cdd1dull;
-}
 
 /* Bits per symbol of a mapper; 0 for an FFT. */
 static u32 qam_bits(enum acc_fn fn)
@@ -74,39 +67,6 @@ static void frame_bytes(enum acc_fn fn, u32 cmd, u32 *in, u32 *out)
 		*in = samples * 4;
 		*out = (samples + n - 1) / n * n * 4;
 	}
-}
-
-/* The job's input: random bytes (QAM) or samples inside the unit circle (FFT). */
-static void fill_input(enum acc_fn fn, u64 seed, u32 bytes)
-{
-	u64 s = seed;
-	u32 i;
-
-	for (i = 0; i < bytes; i += qam_bits(fn) ? 1 : 4) {
-		if (qam_bits(fn)) {
-			acc_in[i] = (u8)rng_next(&s);
-		} else {
-			int16_t re = (int16_t)(rng_next(&s) % 46341) - 23170;
-			int16_t im = (int16_t)(rng_next(&s) % 46341) - 23170;
-
-			acc_in[i] = (u8)re;
-			acc_in[i + 1] = (u8)((uint16_t)re >> 8);
-			acc_in[i + 2] = (u8)im;
-			acc_in[i + 3] = (u8)((uint16_t)im >> 8);
-		}
-	}
-}
-
-static u64 fnv1a(const u8 *p, u32 n)
-{
-	u64 h = 0xcbf29ce484222325ull;
-	u32 i;
-
-	for (i = 0; i < n; i++) {
-		h ^= p[i];
-		h *= 0x100000001b3ull;
-	}
-	return h;
 }
 
 static void w32(u64 page, u32 off, u32 v)
@@ -157,7 +117,7 @@ static void one_job(const struct bootargs *a, u64 page, enum acc_fn fn, u64 j)
 		printf("accel: job %lu too large\n", j);
 		return;
 	}
-	fill_input(fn, a->acc_seed + j, frames * in);
+	accel_job_input(acc_in, qam_bits(fn) != 0, a->acc_seed + j, frames * in);
 	if (first)
 		tell(a, ACC_AT_ASK);
 	input = a->acc_bad ? 0x1000 : (u64)acc_in;
@@ -195,7 +155,7 @@ static void one_job(const struct bootargs *a, u64 page, enum acc_fn fn, u64 j)
 	if (first)
 		tell(a, ACC_AT_BUSY);	/* over before it was seen computing */
 	printf("accel: job %lu frames %lu result %lu hash %016lx stat 0x%x alloc %lu ticks done %lu ticks fn %s\n",
-	       j, frames, *(volatile u64 *)(page + PARTITA_ACC_RESULT), fnv1a(acc_out, frames * out), stat, t1 - t0,
+	       j, frames, *(volatile u64 *)(page + PARTITA_ACC_RESULT), accel_job_hash(acc_out, frames * out), stat, t1 - t0,
 	       t2 - t1, acc_fn_name(fn));
 }
 
