@@ -56,6 +56,76 @@ pub enum Kind {
     /// `arg` packs the [`crate::fabric::manager::Path`] index (bits 24..32)
     /// and the ticks since the request (0..24, saturated).
     AccelConnect = 13,
+    /// A step of the fabric manager's work, for the atomic costs of an
+    /// allocation (Ker-ONE Table 4): `arg` packs the [`AccelStep`] (bits
+    /// 24..32) and, for an event of the logic, how late it was handled in
+    /// counter ticks (0..24, saturated). A step for a client has its
+    /// partition and device index; one of the logic has its PRR in `vcpu`.
+    AccelStep = 14,
+}
+
+/// What an [`Kind::AccelStep`] event marks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum AccelStep {
+    /// The manager decided what an event needs: the search is over.
+    Decided = 0,
+    /// A client was connected: the page is writable, its vCPUs go on.
+    Connected = 1,
+    /// A client was disconnected (its context saved if it was stopped).
+    Disconnected = 2,
+    /// The accelerator in a PRR was asked to stop.
+    StopAsked = 3,
+    /// A download was handed to the reconfiguration port.
+    ReconfigStarted = 4,
+    /// A guest was signalled (WAIT, READY or PREEMPT).
+    Signalled = 5,
+    /// The logic's end-of-download interrupt reached the manager.
+    Reconfigured = 6,
+    /// The logic's accelerator-stopped interrupt reached the manager.
+    Stopped = 7,
+    /// Another event of the logic (a job started or over, a hold expired)
+    /// reached the manager.
+    LogicEvent = 8,
+}
+
+impl AccelStep {
+    pub const ALL: [AccelStep; 9] = [
+        AccelStep::Decided,
+        AccelStep::Connected,
+        AccelStep::Disconnected,
+        AccelStep::StopAsked,
+        AccelStep::ReconfigStarted,
+        AccelStep::Signalled,
+        AccelStep::Reconfigured,
+        AccelStep::Stopped,
+        AccelStep::LogicEvent,
+    ];
+
+    /// `arg` of its event; `late` only means something for the logic's events.
+    pub fn arg(self, late_ticks: u64) -> u32 {
+        ((self as u32) << 24) | late_ticks.min(0xff_ffff) as u32
+    }
+
+    /// The step and the lateness an `arg` packs.
+    pub fn from_arg(arg: u32) -> Option<(AccelStep, u64)> {
+        let step = AccelStep::ALL.into_iter().find(|s| *s as u32 == arg >> 24)?;
+        Some((step, u64::from(arg & 0xff_ffff)))
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            AccelStep::Decided => "decided",
+            AccelStep::Connected => "connected",
+            AccelStep::Disconnected => "disconnected",
+            AccelStep::StopAsked => "stop asked",
+            AccelStep::ReconfigStarted => "download started",
+            AccelStep::Signalled => "signalled",
+            AccelStep::Reconfigured => "download over",
+            AccelStep::Stopped => "accelerator stopped",
+            AccelStep::LogicEvent => "logic event",
+        }
+    }
 }
 
 /// `arg` of [`Kind::AccelConnect`].
@@ -80,6 +150,7 @@ impl Kind {
             Migrate,
             AccelRequest,
             AccelConnect,
+            AccelStep,
         ]
         .into_iter()
         .find(|k| *k as u8 == value)
@@ -100,6 +171,7 @@ impl Kind {
             Kind::Migrate => "migrate",
             Kind::AccelRequest => "accelerator request",
             Kind::AccelConnect => "accelerator connect",
+            Kind::AccelStep => "accelerator step",
         }
     }
 }
@@ -270,6 +342,16 @@ mod tests {
 
     fn event(time: u64, kind: Kind, arg: u32) -> Event {
         Event { time, kind, partition: 1, vcpu: 0, arg }
+    }
+
+    #[test]
+    fn an_accelerator_step_packs_its_step_and_lateness() {
+        for step in AccelStep::ALL {
+            assert_eq!(AccelStep::from_arg(step.arg(1234)), Some((step, 1234)));
+        }
+        assert_eq!(AccelStep::from_arg(AccelStep::Stopped.arg(u64::MAX)), Some((AccelStep::Stopped, 0xff_ffff)));
+        assert_eq!(AccelStep::from_arg(0xee00_0000), None);
+        assert_eq!(Kind::from_u8(14), Some(Kind::AccelStep));
     }
 
     #[test]

@@ -11,6 +11,9 @@
  *   acc-cmd=C      frame length, CMD (0: Ker-ONE's)
  *   acc-seed=S     job j's input comes from seed S + j (1)
  *   acc-bad=1      the input lies outside the partition: ERR_DMA expected
+ *   acc-gap-us=N   pause N us after each job (0)
+ *   acc-for-ms=N   run jobs until N ms have passed since the first
+ *                  began, in place of acc-jobs (0: acc-jobs)
  *   acc2=ADDR acc2-fn=F   a second device, as many jobs as the first;
  *                  the two take turns, the first first
  *
@@ -154,14 +157,34 @@ static void one_job(const struct bootargs *a, u64 page, enum acc_fn fn, u64 j)
 	t2 = counter_now();
 	if (first)
 		tell(a, ACC_AT_BUSY);	/* over before it was seen computing */
-	printf("accel: job %lu frames %lu result %lu hash %016lx stat 0x%x alloc %lu ticks done %lu ticks fn %s\n",
+	/* `at`: when it asked, on the counter Partita's trace also reads. */
+	printf("accel: job %lu frames %lu result %lu hash %016lx stat 0x%x alloc %lu ticks done %lu ticks fn %s at %lu\n",
 	       j, frames, *(volatile u64 *)(page + PARTITA_ACC_RESULT), accel_job_hash(acc_out, frames * out), stat, t1 - t0,
-	       t2 - t1, acc_fn_name(fn));
+	       t2 - t1, acc_fn_name(fn), t0);
+}
+
+/* Busy: a pause shorter than the guest's tick. */
+static void pause_us(u64 us)
+{
+	u64 until = counter_now() + us * counter_freq() / 1000000;
+
+	while (counter_now() < until)
+		__asm__ volatile("yield");
+}
+
+/* Whether job `j` runs: acc-jobs of them, or as many as acc-for-ms allows. */
+static bool another_job(const struct bootargs *a, u64 j, u64 began)
+{
+	u64 per_device = a->acc2 ? 2 : 1;
+
+	if (a->acc_for_ms)
+		return j % per_device || counter_now() - began < ms_to_counts(a->acc_for_ms);
+	return j < per_device * a->acc_jobs;
 }
 
 void accel_test(const struct dt_info *dt, const struct bootargs *a)
 {
-	u64 j, half = dt->mem[0].size / 2;
+	u64 j, began, half = dt->mem[0].size / 2;
 
 	if (dt->nmem == 0) {
 		printf("accel: no room for the buffers\n");
@@ -174,11 +197,14 @@ void accel_test(const struct dt_info *dt, const struct bootargs *a)
 	acc_out = acc_in + acc_in_max;
 
 	wait_for_turn(a);
+	began = counter_now();
 	/* With two devices, they take turns: job 2k on the first, 2k+1 on the second. */
-	for (j = 0; j < (a->acc2 ? 2 : 1) * a->acc_jobs; j++) {
+	for (j = 0; another_job(a, j, began); j++) {
 		bool second = a->acc2 && j % 2;
 
 		one_job(a, second ? a->acc2 : a->acc, second ? a->acc2_fn : a->acc_fn, j);
+		if (a->acc_gap_us)
+			pause_us(a->acc_gap_us);
 	}
 	tell(a, ACC_AT_DONE);
 	printf("accel: done\n");

@@ -353,6 +353,14 @@ static bool parse_token(const char *tok, u32 n, struct bootargs *a)
 		if (!parse_u64(v, vlen, &num) || num > MAX_PERIOD_MS)
 			return false;
 		a->acc_delay_ms = num;
+	} else if (KEY("acc-gap-us")) {
+		if (!parse_u64(v, vlen, &num) || num > 1000000)
+			return false;
+		a->acc_gap_us = num;
+	} else if (KEY("acc-for-ms")) {
+		if (!parse_u64(v, vlen, &num) || num > MAX_PERIOD_MS)
+			return false;
+		a->acc_for_ms = num;
 	} else if (KEY("acc-frames")) {
 		if (!parse_u64(v, vlen, &num) || num == 0)
 			return false;

@@ -121,6 +121,8 @@ struct bootargs {
 	enum acc_moment acc_tell_at;
 	u64 acc_delay_ms;		/* after acc-wait, before asking */
 	u64 acc_frames, acc_jobs, acc_seed;
+	u64 acc_gap_us;			/* a pause after each job */
+	u64 acc_for_ms;			/* jobs until this long has passed; 0: acc-jobs */
 	u32 acc_cmd;
 	bool acc_bad;
 	bool has_until_off;

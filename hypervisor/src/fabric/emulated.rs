@@ -80,8 +80,10 @@ pub struct Logic {
 
 /// What the logic tells the rest of Partita after a pass.
 pub enum Report {
-    /// An event for the manager.
-    Manager(Event),
+    /// An event for the manager, and the tick it was due (a download's end,
+    /// a stop's consistency point): the logic's interrupt would have been
+    /// raised then.
+    Manager(Event, u64),
     /// A device's computation is over and it asked for its READY signal.
     Ready(usize),
     /// A device's job named memory outside its partition (`address`).
@@ -211,7 +213,7 @@ impl Logic {
         if let Some((prr, accelerator, until)) = self.pcap.current {
             if until <= now {
                 self.units[prr].loaded = Some(accelerator);
-                report(Report::Manager(Event::Reconfigured { prr }));
+                report(Report::Manager(Event::Reconfigured { prr }, until));
                 self.pcap.current = None;
                 if !self.pcap.queue.is_empty() {
                     let (next, accelerator) = self.pcap.queue.remove(0);
@@ -272,14 +274,14 @@ impl Unit {
     ) {
         let Some(d) = self.client else { return };
         let device = &fabric.devices[d];
-        if self.stop_at.is_some_and(|at| at <= now) {
+        if let Some(at) = self.stop_at.filter(|&at| at <= now) {
             self.stop_at = None;
             // Stopped before a resumed job restarted: its context is the
             // one it was connected with. A START not taken yet stays in the
             // page and is taken once the device is connected again.
             self.stopped = self.job.take().map(|run| run.snapshot).or_else(|| self.resume.take());
             let work = self.stopped.is_some() || start_pending(device);
-            report(Report::Manager(Event::Stopped { prr, work }));
+            report(Report::Manager(Event::Stopped { prr, work }, at));
             return;
         }
         if let Some(context) = self.resume.take() {
@@ -304,7 +306,7 @@ impl Unit {
                 if device.read_u32(reg::INT_CTRL) & 1 != 0 {
                     report(Report::Ready(d));
                 }
-                report(Report::Manager(Event::Done { prr }));
+                report(Report::Manager(Event::Done { prr }, now));
             }
             return;
         }
@@ -313,9 +315,9 @@ impl Unit {
             self.start(partitions, fabric, d, now, prr, report);
             return;
         }
-        if self.hold_until.is_some_and(|at| at <= now) {
+        if let Some(at) = self.hold_until.filter(|&at| at <= now) {
             self.hold_until = None;
-            report(Report::Manager(Event::Expired { prr }));
+            report(Report::Manager(Event::Expired { prr }, at));
         }
     }
 
@@ -381,7 +383,7 @@ impl Unit {
             snapshot,
         });
         device.update_stat(stat::BUSY, stat::ERR_CMD | stat::ERR_DMA | stat::PREEMPTED);
-        report(Report::Manager(Event::Started { prr }));
+        report(Report::Manager(Event::Started { prr }, now));
     }
 }
 

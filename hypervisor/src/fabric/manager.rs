@@ -17,7 +17,7 @@ use partita_arch::timer;
 use partita_core::fabric::interface::{stat, CONTEXT_SIZE, PAGE_SIZE, REGISTERS_SIZE};
 use partita_core::fabric::manager::{Action, Event, Path, Signal};
 use partita_core::fabric::monitor::{Client, Request, MAX_PRRS};
-use partita_core::trace::{accel_connect_arg, Kind};
+use partita_core::trace::{accel_connect_arg, AccelStep, Kind};
 
 impl Fabric {
     /// Hands `event` to the manager and carries out what it decides. An
@@ -26,7 +26,13 @@ impl Fabric {
     pub fn handle(&self, sys: &System, event: Event) {
         let mut manager = self.manager.lock();
         let mut again = heapless::Vec::<Client, MAX_PRRS>::new();
-        let _ = manager.handle(event, &mut |action| self.carry_out(sys, action, &mut again));
+        let mut decided = false;
+        let _ = manager.handle(event, &mut |action| {
+            if !core::mem::replace(&mut decided, true) {
+                step(AccelStep::Decided, usize::MAX, usize::MAX);
+            }
+            self.carry_out(sys, action, &mut again);
+        });
         if let Event::Released { partition } = event {
             // Its pages are cleared: nothing of it asks again.
             again.retain(|c| c.partition != partition);
@@ -62,9 +68,16 @@ impl Fabric {
                 let preempted = if saved.is_some() { stat::PREEMPTED } else { 0 };
                 device.update_stat(preempted, stat::CONNECTED | stat::BUSY);
                 sys.partitions[client.partition].set_interface_writable(device.ipa, false);
+                step(AccelStep::Disconnected, client.partition, client.device);
             }
-            Action::Stop { prr } => self.logic.stop(prr),
-            Action::Reconfigure { prr, accelerator } => self.logic.reconfigure(prr, accelerator),
+            Action::Stop { prr } => {
+                self.logic.stop(prr);
+                step(AccelStep::StopAsked, usize::MAX, prr);
+            }
+            Action::Reconfigure { prr, accelerator } => {
+                self.logic.reconfigure(prr, accelerator);
+                step(AccelStep::ReconfigStarted, usize::MAX, prr);
+            }
             Action::Connect { client, prr, path } => {
                 let device = self.device(client);
                 self.measure(client, path);
@@ -79,6 +92,7 @@ impl Fabric {
                 device.update_stat(stat::CONNECTED, stat::WAITING | stat::PREEMPTED);
                 device.connected.store(true, Ordering::SeqCst);
                 release_stalled(device, &sys.partitions[client.partition]);
+                step(AccelStep::Connected, client.partition, client.device);
             }
             Action::Signal { client, signal } => {
                 let device = self.device(client);
@@ -87,6 +101,7 @@ impl Fabric {
                 }
                 let intid = device.signals[signal as usize];
                 vgic::inject(&sys.partitions[client.partition], 0, intid, false);
+                step(AccelStep::Signalled, client.partition, client.device);
             }
         }
     }
@@ -159,6 +174,13 @@ impl Fabric {
             guest_memory::write(device.page, &[0; REGISTERS_SIZE]);
         }
     }
+}
+
+/// Marks the end of a step of the manager's work in the trace, for the
+/// atomic costs `partita bench accel` reads: a client's step names its
+/// partition and device, a PRR's step its PRR (as the device).
+fn step(step: AccelStep, partition: usize, device: usize) {
+    trace::record(Kind::AccelStep, partition, device, step.arg(0));
 }
 
 /// Every vCPU stalled on `device`'s page goes on, replaying its write.

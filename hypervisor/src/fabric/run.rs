@@ -8,10 +8,12 @@ use super::Fabric;
 use crate::health;
 use crate::partition::lifecycle::Cause;
 use crate::state::System;
+use crate::trace;
 use crate::vgic;
 use partita_arch::{cpu, timer};
-use partita_core::fabric::manager::Signal;
+use partita_core::fabric::manager::{Event, Signal};
 use partita_core::health::Event as HmEvent;
+use partita_core::trace::{AccelStep, Kind};
 
 /// The fabric pCPU's loop: the logic's passes, its computations between
 /// them, and sleep until its next deadline.
@@ -49,7 +51,18 @@ pub fn run(sys: &'static System, fabric: &'static Fabric) -> ! {
 
 fn deliver(sys: &System, fabric: &Fabric, report: Report) {
     match report {
-        Report::Manager(event) => fabric.handle(sys, event),
+        Report::Manager(event, due) => {
+            let now = timer::counter();
+            let (step, prr) = match event {
+                Event::Reconfigured { prr } => (AccelStep::Reconfigured, prr),
+                Event::Stopped { prr, .. } => (AccelStep::Stopped, prr),
+                Event::Started { prr } | Event::Done { prr } | Event::Expired { prr } => (AccelStep::LogicEvent, prr),
+                // Only the logic's events come this way.
+                _ => (AccelStep::LogicEvent, usize::MAX),
+            };
+            trace::record_at(now, Kind::AccelStep, usize::MAX, prr, step.arg(now.saturating_sub(due)));
+            fabric.handle(sys, event)
+        }
         Report::Ready(d) => {
             let device = &fabric.devices[d];
             vgic::inject(&sys.partitions[device.partition], 0, device.signals[Signal::Ready as usize], false);

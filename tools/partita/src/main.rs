@@ -3,7 +3,7 @@
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 use partita::bench::rtos::{self, Suite};
-use partita::bench::{ipc, irq_latency, pcs, ready_queue, report};
+use partita::bench::{accel, ipc, irq_latency, pcs, ready_queue, report};
 use partita::build::{self, BuildOutput};
 use partita::config::Config;
 use partita::paths;
@@ -135,6 +135,27 @@ enum Bench {
         #[arg(long)]
         save: bool,
     },
+    /// What an accelerator allocation costs (Ker-ONE section 6): Table 4's
+    /// atomic costs from the trace, each path of eq. 6 measured against
+    /// analysed, and the OFDM run of an RTOS and a GPOS sharing four
+    /// virtual devices over three PRRs, with a plot; wall-clock and under
+    /// -icount. Writes <out>/bench/accel/accel-<date>.md and ofdm-*.svg.
+    Accel {
+        /// Shift of the -icount pass (with 4, one counter tick is one instruction).
+        #[arg(long, value_name = "SHIFT", default_value_t = accel::DEFAULT_SHIFT,
+              value_parser = clap::value_parser!(u32).range(0..=10))]
+        icount: u32,
+        /// Requests each path's scenario makes.
+        #[arg(long, default_value_t = accel::DEFAULT_JOBS, value_parser = clap::value_parser!(u32).range(2..=1000))]
+        jobs: u32,
+        /// How long the OFDM run lasts, in ms of guest time.
+        #[arg(long, default_value_t = accel::DEFAULT_OFDM_MS, value_parser = clap::value_parser!(u32).range(10..=10_000))]
+        ofdm_ms: u32,
+        /// Write the -icount pass's costs into platforms/qemu-virt.toml,
+        /// for `partita check`, and copy the report into bench/results/.
+        #[arg(long)]
+        save: bool,
+    },
     /// The RTOS's Thread-Metric tests (0-7 and the SVC variants of 3 and 4):
     /// natively, and under Partita alone, loaded and sharing its pCPU; R_P =
     /// S_vm / S_native per test. Writes
@@ -229,6 +250,17 @@ fn execute(command: Cmd) -> Result<ExitCode> {
             let written = ipc::write(&report, &opts.name)?;
             println!("report: {}", written.display());
             saved(&[written], save)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Bench { what: Bench::Accel { icount, jobs, ofdm_ms, save } } => {
+            let opts = accel::Options { shift: icount, jobs, ofdm_ms, save, name: accel::DEFAULT_NAME.to_string() };
+            let report = accel::run(&opts)?;
+            print!("{}", report.markdown());
+            let written = accel::write(&report, &opts.name)?;
+            for file in &written {
+                println!("report: {}", file.display());
+            }
+            saved(&written, save)?;
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Bench { what: Bench::ThreadMetric(args) } => bench_rtos(Suite::ThreadMetric, args),

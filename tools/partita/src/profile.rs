@@ -87,19 +87,50 @@ impl TryFrom<RawProfile> for PlatformProfile {
     }
 }
 
+/// The comment above the `accel_*` keys.
+const ACCEL_HEADER: &str = "# The atomic costs of an accelerator allocation (Ker-ONE Table 4), written by\n\
+                            # `partita bench accel --save`: nanoseconds of guest time under -icount.";
+
+fn is_accel(line: &&str) -> bool {
+    line.trim_start().starts_with("accel_")
+}
+
 /// `text`, a profile about to replace `previous`, with the `accel_*` lines
 /// of `previous` added when it has none of its own: each measurement
 /// rewrites its own keys and keeps the others'.
 pub fn keep_accel_costs(text: &str, previous: &str) -> String {
-    let accel = |line: &&str| line.trim_start().starts_with("accel_");
-    if text.lines().any(|line| accel(&line)) {
+    if text.lines().any(|line| is_accel(&line)) {
         return text.to_owned();
     }
-    let kept: Vec<&str> = previous.lines().filter(accel).collect();
+    let kept: Vec<&str> = previous.lines().filter(is_accel).collect();
     if kept.is_empty() {
         return text.to_owned();
     }
-    format!("{text}\n# The atomic costs of an accelerator allocation, wall-clock nanoseconds.\n{}\n", kept.join("\n"))
+    format!("{}\n\n{ACCEL_HEADER}\n{}\n", text.trim_end(), kept.join("\n"))
+}
+
+/// `previous` with its accelerator costs replaced by `costs`, `measured`
+/// saying how they were produced; the other keys are kept as they are.
+pub fn with_accel_costs(previous: &str, costs: &AtomicCosts, measured: &str) -> String {
+    let header: Vec<&str> = ACCEL_HEADER.lines().collect();
+    let kept: Vec<&str> = previous.lines().filter(|line| !is_accel(line) && !header.contains(line)).collect();
+    let c = costs;
+    let keys = [
+        ("trap", c.trap),
+        ("resume", c.resume),
+        ("pl_irq", c.pl_irq),
+        ("search", c.search),
+        ("assign", c.assign),
+        ("assign_reconfig", c.assign_reconfig),
+        ("preempt", c.preempt),
+        ("irq_pcap", c.irq_pcap),
+        ("irq_stop", c.irq_stop),
+    ];
+    let mut text = format!("{}\n\n{ACCEL_HEADER}\n", kept.join("\n").trim_end());
+    for (key, ns) in keys {
+        text += &format!("accel_{key}_ns = {ns}\n");
+    }
+    text + &format!("accel_measured = {}\n", toml::Value::String(measured.to_string()))
 }
 
 /// Parses a profile's text; `file` names it in the error.
@@ -194,5 +225,20 @@ mod tests {
     fn an_unknown_board_has_no_profile() {
         let error = for_board("zcu102").unwrap_err().to_string();
         assert_eq!(error, "no platform profile for board \"zcu102\" (platforms/zcu102.toml does not exist)");
+    }
+
+    #[test]
+    fn saving_accelerator_costs_replaces_only_them() {
+        let base = "pcs_ns = 1\npcs_instructions = 1\nmeasured = \"m\"\n";
+        let costs = AtomicCosts { trap: 1, resume: 2, pl_irq: 3, search: 4, ..AtomicCosts::default() };
+        let once = with_accel_costs(&format!("{base}{ACCEL}"), &costs, "bench accel");
+        let profile = parse("p.toml", &once).unwrap();
+        assert_eq!(profile.accel, Some(costs));
+        assert_eq!((profile.pcs_ns, profile.measured.as_str()), (1, "m"));
+        let twice = with_accel_costs(&once, &costs, "bench accel");
+        assert_eq!(twice, once, "saving again leaves one block of costs");
+        let pcs_saved = keep_accel_costs("pcs_ns = 5\npcs_instructions = 5\nmeasured = \"n\"\n", &once);
+        assert_eq!(parse("p.toml", &pcs_saved).unwrap().accel, Some(costs));
+        assert_eq!(with_accel_costs(&pcs_saved, &costs, "bench accel").matches(ACCEL_HEADER).count(), 1);
     }
 }

@@ -20,7 +20,7 @@ pub mod slots;
 use crate::chart::palette::{BLUE, BROWN, GRAY, GREEN, ORANGE, PINK, PURPLE, RED};
 use crate::chart::{self, Key, Mark, Strip};
 use anyhow::{bail, ensure, Context, Result};
-use partita_core::trace::{decode, Event, Kind, OutReason, Trace, NONE};
+use partita_core::trace::{decode, AccelStep, Event, Kind, OutReason, Trace, NONE};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -335,7 +335,7 @@ fn category(kind: Kind) -> &'static str {
         Kind::Health => "health",
         Kind::SlotStart | Kind::Migrate => "schedule",
         Kind::VcpuIn | Kind::VcpuOut => "vcpu",
-        Kind::AccelRequest | Kind::AccelConnect => "fabric",
+        Kind::AccelRequest | Kind::AccelConnect | Kind::AccelStep => "fabric",
     }
 }
 
@@ -359,6 +359,10 @@ fn instant_args(meta: &TraceMeta, event: &Event) -> Value {
         Kind::Migrate => ("to_cpu", json!(event.arg)),
         Kind::AccelRequest => ("accelerator", json!(event.arg)),
         Kind::AccelConnect => ("connect", json!({ "path": event.arg >> 24, "latency_ticks": event.arg & 0xff_ffff })),
+        Kind::AccelStep => match AccelStep::from_arg(event.arg) {
+            Some((step, late)) => ("step", json!({ "step": step.name(), "late_ticks": late })),
+            None => ("arg", json!(event.arg)),
+        },
         Kind::VcpuIn | Kind::VcpuOut => ("arg", json!(event.arg)),
     };
     args.insert(key.into(), value);

@@ -14,7 +14,7 @@ use partita::trace::read_file;
 use partita_core::fabric::compute::Function;
 use partita_core::trace::Kind;
 
-/// `accel: job J frames F result R hash H stat S alloc A ticks done D ticks fn NAME`
+/// `accel: job J frames F result R hash H stat S alloc A ticks done D ticks fn NAME at T`
 struct JobLine {
     job: u64,
     frames: u64,
