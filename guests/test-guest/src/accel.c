@@ -112,6 +112,14 @@ static void wait_for_turn(const struct bootargs *a)
 		delay_ms(a->acc_delay_ms);
 }
 
+static void release_device(const struct bootargs *a)
+{
+	long s = partita_call(PARTITA_ACC_RELEASE, a->acc_index, 0, 0).status;
+
+	if (s != PARTITA_OK)
+		printf("accel: release of device %lu failed: %ld\n", a->acc_index, s);
+}
+
 /*
  * Fallback mode asks without stalling: false if the device was not
  * connected within acc-fallback-ms, and was given up. Without a limit
@@ -121,7 +129,6 @@ static bool ask_or_give_up(const struct bootargs *a, u64 page)
 {
 	struct partita_result r = partita_call(PARTITA_ACC_REQUEST, a->acc_index, 0, 0);
 	u64 limit = counter_now() + ms_to_counts(a->acc_fallback_ms);
-	long s;
 
 	if (r.status != PARTITA_OK)
 		printf("accel: request of device %lu failed: %ld\n", a->acc_index, r.status);
@@ -129,9 +136,7 @@ static bool ask_or_give_up(const struct bootargs *a, u64 page)
 		return true;
 	while (!(r32(page, PARTITA_ACC_STAT) & PARTITA_ACC_STAT_CONNECTED)) {
 		if (counter_now() > limit) {
-			s = partita_call(PARTITA_ACC_RELEASE, a->acc_index, 0, 0).status;
-			if (s != PARTITA_OK)
-				printf("accel: release of device %lu failed: %ld\n", a->acc_index, s);
+			release_device(a);
 			return false;
 		}
 		__asm__ volatile("yield");
@@ -146,11 +151,10 @@ static bool ask_or_give_up(const struct bootargs *a, u64 page)
  */
 static u64 give_up(const struct bootargs *a, u64 page, u64 frames)
 {
-	long s = partita_call(PARTITA_ACC_RELEASE, a->acc_index, 0, 0).status;
-	u64 done = *(volatile u64 *)(page + PARTITA_ACC_RESULT);
+	u64 done;
 
-	if (s != PARTITA_OK)
-		printf("accel: release of device %lu failed: %ld\n", a->acc_index, s);
+	release_device(a);
+	done = *(volatile u64 *)(page + PARTITA_ACC_RESULT);
 	return done < frames ? done : frames;
 }
 
@@ -160,6 +164,7 @@ static bool finish_on_cpu(const struct bootargs *a, enum acc_fn fn, u64 j, u64 d
 	int e;
 
 	printf("accel: job %lu moved to cpu at frame %lu of %lu\n", j, done, frames);
+	/* enum acc_fn lists the functions in accel_sw's order, from 0. */
 	e = accel_sw_frames(ACCEL_SW_QAM16 + fn, a->acc_cmd, acc_in, acc_out, done, frames - done);
 	if (e != ACCEL_SW_OK)
 		printf("accel: job %lu cannot be computed on the cpu: %d\n", j, e);
