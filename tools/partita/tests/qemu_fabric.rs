@@ -298,13 +298,15 @@ fn moves(log: &str) -> Vec<(u64, u64, u64)> {
 /// until the RTOS is done, so a request left waiting would be served.
 #[test]
 fn a_preempted_gpos_moves_its_job_to_its_cpu_and_it_is_never_resumed() {
-    let frames = 30;
+    // Its first job lasts 5.4 ms in the model, more than the RTOS's
+    // delay, however fast the host computes: the RTOS always preempts it.
+    let frames = 60;
     let gpos_args = format!(
         "{} acc-fallback=1 acc-tell=0 ticks=0 until-off=0",
         accel_args(FFT1024_PAGE, Function::Fft1024, frames, 3, 90)
     );
     let gpos = big("gpos", &[2], &gpos_args).priority(50).accelerator(RawVirtualDevice::new("fft1024"));
-    let rtos_args = format!("{} acc-wait=0 acc-delay-ms=20", accel_args(FFT1024_PAGE, Function::Fft1024, 100, 1, 95));
+    let rtos_args = format!("{} acc-wait=0 acc-delay-ms=2", accel_args(FFT1024_PAGE, Function::Fft1024, 100, 1, 95));
     let rtos = big("rtos", &[1], &rtos_args).priority(200).accelerator(RawVirtualDevice::new("fft1024"));
     let config = machine([rtos, gpos]).cpus(3).fabric(patient_fabric()).channel(turn("turn", "gpos", "rtos"));
     let boot = boot("qemu-fabric-fallback", &config, HANG_LIMIT);
