@@ -68,6 +68,16 @@
  * follows once it is connected.
  */
 #define PARTITA_ACC_REQUEST		PARTITA_CALL(0x50)	/* (device) -> x1 = connected */
+/*
+ * Gives the device up, to do its work on the CPU: a waiting request (a
+ * preempted job's too, whose saved context is discarded) is dropped, a
+ * PRR it holds freed, a computation there abandoned at once. On return
+ * the accelerator writes nothing more: the output frames RESULT counts
+ * are final, the others may be partly written. STAT loses CONNECTED,
+ * BUSY, WAITING and PREEMPTED; a START not taken is cleared; the page is
+ * read-only, so the next write asks afresh.
+ */
+#define PARTITA_ACC_RELEASE		PARTITA_CALL(0x51)	/* (device) */
 
 /* Status codes in x0. */
 #define PARTITA_OK			0

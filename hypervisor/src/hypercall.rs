@@ -54,6 +54,10 @@ pub fn handle(sys: &System, regs: &mut Regs, part: &Partition, vcpu: &Vcpu, call
             Some(connected) => (status::OK, u64::from(connected)),
             None => (status::INVALID, 0),
         },
+        Call::AccRelease { device } => match sys.fabric.as_ref().and_then(|f| f.withdraw(sys, vcpu, device)) {
+            Some(()) => (status::OK, 0),
+            None => (status::INVALID, 0),
+        },
         Call::PlanCurrent => {
             let (current, pending) = sys.plans.current(timer::counter());
             regs.x[2] = pending.map_or(u64::MAX, |p| p as u64);

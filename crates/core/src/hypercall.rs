@@ -35,6 +35,7 @@ pub mod id {
     pub const WATCHDOG_KICK: u64 = super::BASE + 0x41;
     pub const HM_READ: u64 = super::BASE + 0x42;
     pub const ACC_REQUEST: u64 = super::BASE + 0x50;
+    pub const ACC_RELEASE: u64 = super::BASE + 0x51;
 }
 
 /// Status codes in x0.
@@ -171,6 +172,15 @@ pub enum Call {
     AccRequest {
         device: u64,
     },
+    /// Gives up the caller's virtual device `device`, to do its work on
+    /// the CPU: a waiting request is dropped (a preempted job's saved
+    /// context with it), a PRR it holds is freed, a computation there
+    /// abandoned at once. On return the accelerator writes nothing more:
+    /// the frames RESULT counts are final in the output. The page is
+    /// read-only; a later write asks afresh.
+    AccRelease {
+        device: u64,
+    },
     /// In Partita's range, but no such function.
     Unknown,
 }
@@ -205,6 +215,7 @@ pub fn decode(x: [u64; 5]) -> Option<Call> {
         id::WATCHDOG_KICK => Call::WatchdogKick,
         id::HM_READ => Call::HmRead { buffer: x[1], size: x[2], from: x[3] },
         id::ACC_REQUEST => Call::AccRequest { device: x[1] },
+        id::ACC_RELEASE => Call::AccRelease { device: x[1] },
         _ => Call::Unknown,
     })
 }
@@ -237,6 +248,7 @@ mod tests {
             Some(Call::HmRead { buffer: 0x4000_0000, size: 256, from: 9 })
         );
         assert_eq!(decode([id::ACC_REQUEST, 1, 0, 0, 0]), Some(Call::AccRequest { device: 1 }));
+        assert_eq!(decode([id::ACC_RELEASE, 2, 0, 0, 0]), Some(Call::AccRelease { device: 2 }));
         assert_eq!(decode([BASE + 0xffff, 0, 0, 0, 0]), Some(Call::Unknown));
     }
 }

@@ -24,11 +24,18 @@
  *   acc-tell=CH    send one message on CH at the moment acc-tell-at says:
  *   acc-tell-at=ask|busy|done   before the first request, once the first
  *                  job computes (the default), or once every job is over
+ *
+ * acc-fallback=1 makes the guest a GPOS that would rather compute on its
+ * CPU than wait: it asks for acc's device (index acc-index) guest-aware,
+ * and when a job is preempted, or its request waits longer than
+ * acc-fallback-ms, it gives the device up (PARTITA_ACC_RELEASE) and
+ * computes the frames the accelerator did not finish in software.
  */
 #include "guest.h"
 #include "console.h"
 #include "partita.h"
 #include "accel_job.h"
+#include "accel_sw.h"
 
 /* Ker-ONE's frame: 18,800 bits into the mappers, 4,700 samples into the FFTs. */
 #define FRAME_BITS 18800
@@ -108,12 +115,73 @@ static void wait_for_turn(const struct bootargs *a)
 		delay_ms(a->acc_delay_ms);
 }
 
+static void release_device(const struct bootargs *a)
+{
+	long s = partita_call(PARTITA_ACC_RELEASE, a->acc_index, 0, 0).status;
+
+	if (s != PARTITA_OK)
+		printf("accel: release of device %lu failed: %ld\n", a->acc_index, s);
+}
+
+/*
+ * Fallback mode asks without stalling: false if the device was not
+ * connected within acc-fallback-ms, and was given up. Without a limit
+ * the first write waits for the connection, as natively.
+ */
+static bool ask_or_give_up(const struct bootargs *a, u64 page)
+{
+	struct partita_result r = partita_call(PARTITA_ACC_REQUEST, a->acc_index, 0, 0);
+	u64 limit = counter_now() + ms_to_counts(a->acc_fallback_ms);
+
+	if (r.status != PARTITA_OK)
+		printf("accel: request of device %lu failed: %ld\n", a->acc_index, r.status);
+	if (r.status != PARTITA_OK || r.value || !a->acc_fallback_ms)
+		return true;
+	while (!(r32(page, PARTITA_ACC_STAT) & PARTITA_ACC_STAT_CONNECTED)) {
+		if (counter_now() > limit) {
+			release_device(a);
+			return false;
+		}
+		__asm__ volatile("yield");
+	}
+	return true;
+}
+
+/*
+ * Preempted: gives the device up and returns the frames the accelerator
+ * finished. Once the call returns it writes nothing more, so they are
+ * final; RESULT counts this job, which must have started to be preempted.
+ */
+static u64 give_up(const struct bootargs *a, u64 page, u64 frames)
+{
+	u64 done;
+
+	release_device(a);
+	done = *(volatile u64 *)(page + PARTITA_ACC_RESULT);
+	return done < frames ? done : frames;
+}
+
+/* Frames `done` to the end of job `j` on the CPU; false if it cannot. */
+static bool finish_on_cpu(const struct bootargs *a, enum acc_fn fn, u64 j, u64 done, u64 frames)
+{
+	int e;
+
+	printf("accel: job %lu moved to cpu at frame %lu of %lu\n", j, done, frames);
+	/* enum acc_fn lists the functions in accel_sw's order, from 0. */
+	e = accel_sw_frames(ACCEL_SW_QAM16 + fn, a->acc_cmd, acc_in, acc_out, done, frames - done);
+	if (e != ACCEL_SW_OK)
+		printf("accel: job %lu cannot be computed on the cpu: %d\n", j, e);
+	return e == ACCEL_SW_OK;
+}
+
 /* Job `j` on the device at `page`, computing `fn`. */
 static void one_job(const struct bootargs *a, u64 page, enum acc_fn fn, u64 j)
 {
 	u32 in, out, stat;
-	u64 frames = a->acc_frames, t0, t1, t2, limit, input;
-	bool first = j == 0;
+	u64 frames = a->acc_frames, t0, t1, t2, limit, input, result;
+	bool first = j == 0, fallback = a->acc_fallback && page == a->acc;
+	/* Frames the accelerator finished, once the job moved to the CPU. */
+	u64 moved_at = ~0ull;
 
 	frame_bytes(fn, a->acc_cmd, &in, &out);
 	if (frames * in > acc_in_max || frames * out > acc_out_max) {
@@ -125,6 +193,11 @@ static void one_job(const struct bootargs *a, u64 page, enum acc_fn fn, u64 j)
 		tell(a, ACC_AT_ASK);
 	input = a->acc_bad ? 0x1000 : (u64)acc_in;
 	t0 = counter_now();
+	if (fallback && !ask_or_give_up(a, page)) {
+		t1 = counter_now();
+		moved_at = 0;
+		goto on_cpu;
+	}
 	/* The first write asks for a PRR: it returns once one is connected. */
 	w32(page, PARTITA_ACC_DATA_ADDR, (u32)input);
 	t1 = counter_now();
@@ -148,15 +221,27 @@ static void one_job(const struct bootargs *a, u64 page, enum acc_fn fn, u64 j)
 			break;
 		if (*(volatile u8 *)(page + PARTITA_ACC_OVER))
 			break;
+		/* Set before IPC_PREEMPT is raised: polling it is as prompt. */
+		if (fallback && (stat & PARTITA_ACC_STAT_PREEMPTED)) {
+			moved_at = give_up(a, page, frames);
+			break;
+		}
 		if (counter_now() > limit) {
 			printf("accel: job %lu timed out, stat 0x%x\n", j, stat);
 			return;
 		}
 		__asm__ volatile("yield");
 	}
+on_cpu:
+	result = *(volatile u64 *)(page + PARTITA_ACC_RESULT);
+	if (moved_at != ~0ull) {
+		stat = r32(page, PARTITA_ACC_STAT);
+		result = finish_on_cpu(a, fn, j, moved_at, frames) ? frames : moved_at;
+	}
 	t2 = counter_now();
 	if (first)
 		tell(a, ACC_AT_BUSY);	/* over before it was seen computing */
+<<<<<<< HEAD
 	/* `at`: when it asked, on the counter Partita's trace also reads. */
 	printf("accel: job %lu frames %lu result %lu hash %016lx stat 0x%x alloc %lu ticks done %lu ticks fn %s at %lu\n",
 	       j, frames, *(volatile u64 *)(page + PARTITA_ACC_RESULT), accel_job_hash(acc_out, frames * out), stat, t1 - t0,
@@ -180,6 +265,10 @@ static bool another_job(const struct bootargs *a, u64 j, u64 began)
 	if (a->acc_for_ms)
 		return j % per_device || counter_now() - began < ms_to_counts(a->acc_for_ms);
 	return j < per_device * a->acc_jobs;
+=======
+	printf("accel: job %lu frames %lu result %lu hash %016lx stat 0x%x alloc %lu ticks done %lu ticks fn %s\n",
+	       j, frames, result, accel_job_hash(acc_out, frames * out), stat, t1 - t0, t2 - t1, acc_fn_name(fn));
+>>>>>>> accel-release
 }
 
 void accel_test(const struct dt_info *dt, const struct bootargs *a)

@@ -381,6 +381,18 @@ static bool parse_token(const char *tok, u32 n, struct bootargs *a)
 		if (!parse_u64(v, vlen, &num))
 			return false;
 		a->acc_bad = num != 0;
+	} else if (KEY("acc-fallback")) {
+		if (!parse_u64(v, vlen, &num))
+			return false;
+		a->acc_fallback = num != 0;
+	} else if (KEY("acc-fallback-ms")) {
+		if (!parse_u64(v, vlen, &num) || num > MAX_PERIOD_MS)
+			return false;
+		a->acc_fallback_ms = num;
+	} else if (KEY("acc-index")) {
+		if (!parse_u64(v, vlen, &num))
+			return false;
+		a->acc_index = num;
 	} else if (KEY("fuzz")) {
 		if (!parse_u64(v, vlen, &num))
 			return false;

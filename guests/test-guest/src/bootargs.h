@@ -125,6 +125,10 @@ struct bootargs {
 	u64 acc_for_ms;			/* jobs until this long has passed; 0: acc-jobs */
 	u32 acc_cmd;
 	bool acc_bad;
+	/* Jobs on acc move to the CPU when preempted (accel.c). */
+	bool acc_fallback;
+	u64 acc_fallback_ms;		/* a request waits this long at most; 0: as long as it takes */
+	u64 acc_index;			/* acc's index in the partition's accelerators */
 	bool has_until_off;
 };
 

@@ -1,7 +1,7 @@
 //! What the manager decides, carried out: remapping interface pages,
 //! saving and restoring contexts through the logic, signalling guests;
-//! and the two ways events reach it from partitions, a write fault on an
-//! unconnected page and a partition's restart.
+//! and the ways events reach it from partitions: a write fault on an
+//! unconnected page, a partition's restart, the guest-aware calls.
 
 use super::emulated::start_pending;
 use super::{Device, Fabric};
@@ -14,7 +14,7 @@ use core::sync::atomic::Ordering;
 use partita_arch::guest_memory;
 use partita_arch::platform::{Gic, InterruptController};
 use partita_arch::timer;
-use partita_core::fabric::interface::{stat, CONTEXT_SIZE, PAGE_SIZE, REGISTERS_SIZE};
+use partita_core::fabric::interface::{reg, stat, CONTEXT_SIZE, PAGE_SIZE, REGISTERS_SIZE};
 use partita_core::fabric::manager::{Action, Event, Path, Signal};
 use partita_core::fabric::monitor::{Client, Request, MAX_PRRS};
 use partita_core::trace::{accel_connect_arg, AccelStep, Kind};
@@ -33,9 +33,16 @@ impl Fabric {
             }
             self.carry_out(sys, action, &mut again);
         });
-        if let Event::Released { partition } = event {
+        match event {
             // Its pages are cleared: nothing of it asks again.
-            again.retain(|c| c.partition != partition);
+            Event::Released { partition } => again.retain(|c| c.partition != partition),
+            Event::Withdrawn { client } => {
+                again.retain(|c| !c.same_device(client));
+                // Under the lock, so a request made since by another vCPU
+                // of the partition is not undone.
+                self.withdrawn(sys, self.device(client));
+            }
+            _ => {}
         }
         // A client taken off an idle PRR just after it wrote START, before
         // the logic took it, has work all the same: it asks again, and its
@@ -162,6 +169,32 @@ impl Fabric {
         let client = Client { partition: device.partition, device: device.index, priority: part.rank };
         self.handle(sys, Event::Request(Request { client, accelerator: device.accelerator, unfinished: false }));
         device.connected.load(Ordering::SeqCst)
+    }
+
+    /// The guest-aware release of `vcpu`'s partition's device `index`:
+    /// `None` if it has no such device. On return the device holds and
+    /// waits for nothing and its accelerator writes nothing more.
+    pub fn withdraw(&self, sys: &System, vcpu: &Vcpu, index: u64) -> Option<()> {
+        let device = self.of_partition(vcpu.partition).nth(usize::try_from(index).ok()?)?;
+        let priority = sys.partitions[device.partition].rank;
+        let client = Client { partition: device.partition, device: device.index, priority };
+        self.handle(sys, Event::Withdrawn { client });
+        Some(())
+    }
+
+    /// `device` was given up: its page tells of no request, connection or
+    /// saved work, and a START not taken yet is withdrawn too, so the next
+    /// connection starts nothing the guest did not write again. RESULT,
+    /// OVER and the error bits keep what the last job left.
+    fn withdrawn(&self, sys: &System, device: &Device) {
+        let part = &sys.partitions[device.partition];
+        device.connected.store(false, Ordering::SeqCst);
+        device.asked.store(0, Ordering::SeqCst);
+        guest_memory::write(device.page + reg::START, &[0]);
+        device.update_stat(0, stat::CONNECTED | stat::BUSY | stat::WAITING | stat::PREEMPTED);
+        part.set_interface_writable(device.ipa, false);
+        // A vCPU stalled on the page replays its write: a fresh request.
+        release_stalled(device, part);
     }
 
     /// Partition `p` restarted or halted: it holds and waits for nothing,

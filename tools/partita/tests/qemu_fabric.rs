@@ -273,3 +273,84 @@ fn a_restart_releases_the_prr_and_the_next_life_asks_again() {
         assert_eq!(line.stat & !0xf, 0, "{log}");
     }
 }
+
+/// `accel: job J moved to cpu at frame K of N` -> (J, K, N), for every job
+/// the guest moved to its CPU.
+fn moves(log: &str) -> Vec<(u64, u64, u64)> {
+    log.lines()
+        .filter_map(|l| l.strip_prefix("accel: job "))
+        .filter_map(|rest| {
+            let w: Vec<&str> = rest.split_whitespace().collect();
+            (w.get(1..6)? == ["moved", "to", "cpu", "at", "frame"])
+                .then(|| (w[0].parse().unwrap(), w[6].parse().unwrap(), w[8].parse().unwrap()))
+        })
+        .collect()
+}
+
+/// The guest-aware GPOS: a stream of long FFT-1024 jobs on PRR 3, the
+/// only PRR that can host it, with `acc-fallback`. The RTOS, once the
+/// GPOS computes, asks for PRR 3 and preempts it at a consistency point;
+/// the GPOS gives its device up and finishes the job on its CPU from the
+/// frame RESULT counts, while its saved context is discarded: the job is
+/// never resumed on the accelerator, even once the RTOS's job is over and
+/// PRR 3 is free. Its next jobs ask afresh. Every job's output, frames of
+/// the accelerator and of the CPU together, is the host's; the GPOS lives
+/// until the RTOS is done, so a request left waiting would be served.
+#[test]
+fn a_preempted_gpos_moves_its_job_to_its_cpu_and_it_is_never_resumed() {
+    // Its first job lasts 5.4 ms in the model, more than the RTOS's
+    // delay, however fast the host computes: the RTOS always preempts it.
+    let frames = 60;
+    let gpos_args = format!(
+        "{} acc-fallback=1 acc-tell=0 ticks=0 until-off=0",
+        accel_args(FFT1024_PAGE, Function::Fft1024, frames, 3, 90)
+    );
+    let gpos = big("gpos", &[2], &gpos_args).priority(50).accelerator(RawVirtualDevice::new("fft1024"));
+    let rtos_args = format!("{} acc-wait=0 acc-delay-ms=2", accel_args(FFT1024_PAGE, Function::Fft1024, 100, 1, 95));
+    let rtos = big("rtos", &[1], &rtos_args).priority(200).accelerator(RawVirtualDevice::new("fft1024"));
+    let config = machine([rtos, gpos]).cpus(3).fabric(patient_fabric()).channel(turn("turn", "gpos", "rtos"));
+    let boot = boot("qemu-fabric-fallback", &config, HANG_LIMIT);
+    assert_powered_off(&boot);
+    let gpos_log = boot.log("gpos");
+    let moved = moves(gpos_log);
+    assert_eq!(moved.len(), 1, "one job moved to the cpu:\n{gpos_log}");
+    let (job, at, of) = moved[0];
+    assert_eq!((job, of), (0, frames), "{gpos_log}");
+    assert!(at < frames, "moved before the accelerator was done: {gpos_log}");
+    assert_jobs(gpos_log, 90, 3, frames);
+    assert_jobs(boot.log("rtos"), 95, 1, 100);
+    assert_eq!(path_count(&boot.hypervisor, "preempt"), 1, "{}", boot.hypervisor);
+    assert_eq!(path_count(&boot.hypervisor, "preempted, resumed"), 0, "resumed after it moved:\n{}", boot.hypervisor);
+    assert_eq!(path_count(&boot.hypervisor, "preempt+reconfig"), 0, "{}", boot.hypervisor);
+}
+
+/// A request given up while it still waits is never served. The RTOS
+/// streams FFT-1024 on PRR 3; the GPOS asks for it guest-aware, waits
+/// `acc-fallback-ms`, gives its device up and computes the whole job on
+/// its CPU. It lives on until the RTOS is done, yet PRR 3 is never
+/// connected to it: the trace shows its request and no connection.
+#[test]
+fn a_gpos_that_gives_up_a_waiting_request_computes_on_its_cpu_and_is_never_connected() {
+    let rtos = big("rtos", &[1], &format!("{} acc-tell=0", accel_args(FFT1024_PAGE, Function::Fft1024, 100, 1, 100)))
+        .priority(200)
+        .accelerator(RawVirtualDevice::new("fft1024"));
+    let gpos_args = format!(
+        "{} acc-wait=0 acc-fallback=1 acc-fallback-ms=3 ticks=0 until-off=0",
+        accel_args(FFT1024_PAGE, Function::Fft1024, 4, 1, 110)
+    );
+    let gpos = part("gpos", &[2], &gpos_args).priority(50).accelerator(RawVirtualDevice::new("fft1024"));
+    let config =
+        machine([rtos, gpos]).cpus(3).fabric(patient_fabric()).channel(turn("turn", "rtos", "gpos")).trace(4096);
+    let boot = boot("qemu-fabric-give-up", &config, HANG_LIMIT);
+    assert_powered_off(&boot);
+    let gpos_log = boot.log("gpos");
+    assert_eq!(moves(gpos_log), [(0, 0, 4)], "{gpos_log}");
+    assert_jobs(gpos_log, 110, 1, 4);
+    assert_jobs(boot.log("rtos"), 100, 1, 100);
+    assert_paths(&boot.hypervisor, &[("assign+reconfig", 1)]);
+    let (_, trace) = read_file(&out_dir("qemu-fabric-give-up").join("trace.bin")).expect("the trace parses");
+    let gpos = 1;
+    let events: Vec<_> = trace.cpus.iter().flatten().filter(|e| e.partition == gpos).collect();
+    let count = |kind: Kind| events.iter().filter(|e| e.kind == kind).count();
+    assert_eq!((count(Kind::AccelRequest), count(Kind::AccelConnect)), (1, 0), "{events:#?}");
+}

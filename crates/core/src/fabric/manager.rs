@@ -2,7 +2,8 @@
 //! do, in which order, for each event of the fabric. The hypervisor feeds
 //! it events (a write fault on an unconnected interface, a PRR that
 //! stopped, a download that completed, a computation that started or
-//! ended, a hold that expired, a partition that restarted) and carries out
+//! ended, a hold that expired, a partition that restarted, a device its
+//! partition gave up) and carries out
 //! the [`Action`]s it returns: remap an interface page, save or restore a
 //! context, start a download, ask an accelerator to stop, signal a guest.
 //!
@@ -113,6 +114,12 @@ pub enum Event {
     /// Partition `partition` restarted or halted: whatever it held or
     /// asked for is released.
     Released { partition: usize },
+    /// `client`'s partition gave its device up (it does the work on its
+    /// CPU instead): as [`Event::Released`], for that one device. Its
+    /// request, waiting or under way, is dropped, an unfinished one with
+    /// it, so its saved work never resumes; a PRR it holds becomes free,
+    /// a computation there abandoned at once, for nothing will resume it.
+    Withdrawn { client: Client },
 }
 
 /// A solution under way on a PRR: who gets it once it is free.
@@ -184,10 +191,13 @@ impl<const W: usize> Manager<W> {
             Event::Started { prr } => Some((prr, PrrEvent::Start)),
             Event::Done { prr } => Some((prr, PrrEvent::Done)),
             Event::Expired { prr } => Some((prr, PrrEvent::Expire)),
-            Event::Request(_) | Event::Released { .. } => None,
+            Event::Request(_) | Event::Released { .. } | Event::Withdrawn { .. } => None,
         };
         if let Some((prr, event)) = external {
-            let allowed = self.prrs.get(prr).is_some_and(|d| d.state.next(event).is_ok());
+            // A start reported for a client that was released meanwhile
+            // would leave a Busy PRR nobody holds, never done.
+            let orphan = |d: &Descriptor| event == PrrEvent::Start && d.client.is_none();
+            let allowed = self.prrs.get(prr).is_some_and(|d| d.state.next(event).is_ok() && !orphan(d));
             if !allowed {
                 return Err(Stale);
             }
@@ -211,7 +221,8 @@ impl<const W: usize> Manager<W> {
                 self.step(prr, PrrEvent::Expire);
                 self.serve_waiting(act);
             }
-            Event::Released { partition } => self.release(partition, act),
+            Event::Released { partition } => self.release(|c| c.partition == partition, act),
+            Event::Withdrawn { client } => self.release(|c| c.same_device(client), act),
         }
         Ok(())
     }
@@ -307,13 +318,14 @@ impl<const W: usize> Manager<W> {
         self.switched(prr, reconfig, &mut |a| act(a));
     }
 
-    fn release(&mut self, partition: usize, act: &mut impl FnMut(Action)) {
-        self.waiting.forget(partition);
+    /// Releases whatever the clients `whose` picks hold or asked for.
+    fn release(&mut self, whose: impl Fn(Client) -> bool, act: &mut impl FnMut(Action)) {
+        self.waiting.forget_clients(&whose);
         for prr in 0..self.prrs.len() {
-            if let Some(incoming) = self.incoming[prr].as_mut().filter(|i| i.request.client.partition == partition) {
+            if let Some(incoming) = self.incoming[prr].as_mut().filter(|i| whose(i.request.client)) {
                 incoming.cancelled = true;
             }
-            let held = self.prrs[prr].client.is_some_and(|c| c.partition == partition);
+            let held = self.prrs[prr].client.is_some_and(&whose);
             if held && self.prrs[prr].state.next(PrrEvent::Release).is_ok() {
                 let client = self.prrs[prr].client.take().expect("held");
                 act(Action::Disconnect { client, prr });
@@ -613,6 +625,143 @@ mod tests {
         assert_eq!(m.waiting().map(|r| (r.client, r.unfinished)).collect::<Vec<_>>(), [(gpos, true)]);
     }
 
+    fn withdraw(m: &mut Manager<8>, c: Client) -> Vec<Action> {
+        run(m, Event::Withdrawn { client: c })
+    }
+
+    #[test]
+    fn a_withdrawn_request_leaves_the_waiting_list_and_is_never_served() {
+        let mut m = manager();
+        let rtos = client(0, 0, RTOS);
+        let gpos = client(1, 0, GPOS);
+        m.prrs[2].loaded = Some(FFT1024);
+        ask(&mut m, rtos, FFT1024);
+        run(&mut m, Event::Started { prr: 2 });
+        ask(&mut m, gpos, FFT1024);
+        assert_eq!(m.waiting().count(), 1);
+        assert_eq!(withdraw(&mut m, gpos), []);
+        assert_eq!(m.waiting().count(), 0);
+        assert_eq!(run(&mut m, Event::Done { prr: 2 }), [], "nobody waits for the freed PRR");
+        assert_eq!(m.connected(rtos), Some(2), "the holder keeps its idle PRR");
+    }
+
+    #[test]
+    fn a_withdrawn_preempted_client_s_work_never_resumes() {
+        let mut m = manager();
+        let [gpos, _] = gpos_everywhere(&mut m);
+        let rtos = client(0, 0, RTOS);
+        ask(&mut m, rtos, QAM16);
+        run(&mut m, Event::Stopped { prr: 0, work: true });
+        assert_eq!(m.waiting().map(|r| (r.client, r.unfinished)).collect::<Vec<_>>(), [(gpos, true)]);
+        assert_eq!(withdraw(&mut m, gpos), []);
+        assert_eq!(m.waiting().count(), 0);
+        run(&mut m, Event::Started { prr: 0 });
+        let actions = run(&mut m, Event::Done { prr: 0 });
+        assert!(!actions.iter().any(|a| matches!(a, Action::Connect { .. })), "{actions:?}");
+        assert_eq!((m.prrs()[0].state, m.connected(rtos)), (PrrState::Idle, Some(0)));
+    }
+
+    #[test]
+    fn a_connected_idle_client_that_withdraws_frees_its_prr_for_the_waiting_list() {
+        let mut m = manager();
+        let gpos = client(1, 0, GPOS);
+        let other = client(2, 0, GPOS);
+        m.prrs[2].loaded = Some(FFT1024);
+        ask(&mut m, gpos, FFT1024);
+        assert_eq!(m.prrs()[2].state, PrrState::Hold);
+        // Of equal priority: it waits, the Hold is not taken from the GPOS.
+        ask(&mut m, other, FFT1024);
+        assert_eq!(
+            withdraw(&mut m, gpos),
+            [
+                Action::Disconnect { client: gpos, prr: 2 },
+                Action::Connect { client: other, prr: 2, path: Path::Waited },
+                Action::Signal { client: other, signal: Signal::Ready },
+            ]
+        );
+        assert_eq!(m.connected(gpos), None);
+        // Done with it after a job: it just gives the idle PRR back.
+        run(&mut m, Event::Started { prr: 2 });
+        run(&mut m, Event::Done { prr: 2 });
+        assert_eq!(withdraw(&mut m, other), [Action::Disconnect { client: other, prr: 2 }]);
+        assert_eq!((m.prrs()[2].state, m.prrs()[2].client), (PrrState::Idle, None));
+    }
+
+    #[test]
+    fn a_busy_client_that_withdraws_abandons_its_computation_at_once() {
+        let mut m = manager();
+        let [gpos, gpos_fft] = gpos_everywhere(&mut m);
+        let other = client(2, 0, GPOS);
+        ask(&mut m, other, QAM16);
+        assert_eq!(m.waiting().count(), 1);
+        // No stop, no consistency point: nothing will resume the work.
+        assert_eq!(
+            withdraw(&mut m, gpos),
+            [
+                Action::Disconnect { client: gpos, prr: 0 },
+                Action::Connect { client: other, prr: 0, path: Path::Waited },
+                Action::Signal { client: other, signal: Signal::Ready },
+            ]
+        );
+        assert_eq!(m.connected(gpos_fft), Some(1), "its partition's other device keeps its PRR");
+        assert_eq!(m.prrs()[1].state, PrrState::Busy);
+        // The done of the abandoned computation crossed the decision.
+        assert_eq!(m.handle(Event::Done { prr: 0 }, &mut |_| {}), Err(Stale));
+    }
+
+    #[test]
+    fn withdrawing_a_device_that_holds_and_asks_for_nothing_changes_nothing() {
+        let mut m = manager();
+        let [gpos, _] = gpos_everywhere(&mut m);
+        let before = m.prrs().to_vec();
+        assert_eq!(withdraw(&mut m, client(1, 2, GPOS)), []);
+        assert_eq!(withdraw(&mut m, client(2, 0, GPOS)), []);
+        assert_eq!(m.prrs(), &before[..]);
+        withdraw(&mut m, gpos);
+        assert_eq!(withdraw(&mut m, gpos), [], "twice is once");
+    }
+
+    #[test]
+    fn a_client_that_withdraws_while_being_preempted_hands_over_without_a_stop() {
+        let mut m = manager();
+        let [gpos, _] = gpos_everywhere(&mut m);
+        let rtos = client(0, 0, RTOS);
+        ask(&mut m, rtos, QAM16);
+        assert_eq!(m.prrs()[0].state, PrrState::Preempt);
+        assert_eq!(
+            withdraw(&mut m, gpos),
+            [
+                Action::Disconnect { client: gpos, prr: 0 },
+                Action::Connect { client: rtos, prr: 0, path: Path::Preempt },
+                Action::Signal { client: rtos, signal: Signal::Ready },
+            ]
+        );
+        assert_eq!(m.waiting().count(), 0, "its work does not ask again");
+        assert_eq!(m.handle(Event::Stopped { prr: 0, work: true }, &mut |_| {}), Err(Stale));
+    }
+
+    #[test]
+    fn a_client_that_withdraws_during_its_download_is_not_connected() {
+        let mut m = manager();
+        let gpos = client(1, 0, GPOS);
+        ask(&mut m, gpos, FFT1024);
+        assert_eq!(withdraw(&mut m, gpos), []);
+        assert_eq!(run(&mut m, Event::Reconfigured { prr: 2 }), []);
+        assert_eq!((m.prrs()[2].state, m.prrs()[2].loaded), (PrrState::Idle, Some(FFT1024)));
+        assert_eq!(m.connected(gpos), None);
+    }
+
+    #[test]
+    fn a_start_reported_after_its_client_left_is_stale() {
+        let mut m = manager();
+        let gpos = client(1, 0, GPOS);
+        m.prrs[2].loaded = Some(FFT1024);
+        ask(&mut m, gpos, FFT1024);
+        withdraw(&mut m, gpos);
+        assert_eq!(m.handle(Event::Started { prr: 2 }, &mut |_| {}), Err(Stale));
+        assert_eq!(m.prrs()[2].state, PrrState::Idle, "still free for others");
+    }
+
     fn any_event() -> impl proptest::strategy::Strategy<Value = Event> {
         use proptest::prelude::*;
         let request = (0usize..3, 0usize..2, 0usize..4).prop_map(|(partition, device, accelerator)| {
@@ -629,6 +778,10 @@ mod tests {
             1 => prr.clone().prop_map(|prr| Event::Done { prr }),
             1 => prr.prop_map(|prr| Event::Expired { prr }),
             1 => (0usize..3).prop_map(|partition| Event::Released { partition }),
+            1 => (0usize..3, 0usize..2).prop_map(|(partition, device)| {
+                let priority = if partition == 0 { RTOS } else { GPOS };
+                Event::Withdrawn { client: client(partition, device, priority) }
+            }),
         ]
     }
 
@@ -641,6 +794,11 @@ mod tests {
             let mut m = manager();
             for event in events {
                 let _ = m.handle(event, &mut |_| {});
+                if let Event::Withdrawn { client } = event {
+                    let gone = |c: Client| !c.same_device(client);
+                    proptest::prop_assert!(m.connected(client).is_none() && m.waiting().all(|r| gone(r.client)));
+                    proptest::prop_assert!(m.incoming.iter().flatten().all(|i| i.cancelled || gone(i.request.client)));
+                }
                 let clients: Vec<Client> = m.prrs().iter().filter_map(|d| d.client).collect();
                 for (i, a) in clients.iter().enumerate() {
                     proptest::prop_assert!(!clients[i + 1..].iter().any(|b| a.same_device(*b)), "{a:?} on two PRRs");

@@ -158,7 +158,12 @@ impl<const N: usize> Waiting<N> {
 
     /// Forgets every request of `partition` (it restarted or halted).
     pub fn forget(&mut self, partition: usize) {
-        self.requests.retain(|r| r.client.partition != partition);
+        self.forget_clients(|c| c.partition == partition);
+    }
+
+    /// Forgets every request of the clients `whose` picks.
+    pub fn forget_clients(&mut self, whose: impl Fn(Client) -> bool) {
+        self.requests.retain(|r| !whose(r.client));
     }
 
     /// The requests in the order they will be searched.

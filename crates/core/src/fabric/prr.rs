@@ -48,8 +48,8 @@ pub enum PrrEvent {
     Stopped,
     /// Its hold time ran out before the client started it.
     Expire,
-    /// Its client's partition restarted or halted: a computation is
-    /// abandoned, the PRR becomes free.
+    /// Its client is gone (its partition restarted or halted) or gave
+    /// its device up: a computation is abandoned, the PRR becomes free.
     Release,
 }
 
