@@ -241,11 +241,9 @@ on_cpu:
 	t2 = counter_now();
 	if (first)
 		tell(a, ACC_AT_BUSY);	/* over before it was seen computing */
-<<<<<<< HEAD
 	/* `at`: when it asked, on the counter Partita's trace also reads. */
 	printf("accel: job %lu frames %lu result %lu hash %016lx stat 0x%x alloc %lu ticks done %lu ticks fn %s at %lu\n",
-	       j, frames, *(volatile u64 *)(page + PARTITA_ACC_RESULT), accel_job_hash(acc_out, frames * out), stat, t1 - t0,
-	       t2 - t1, acc_fn_name(fn), t0);
+	       j, frames, result, accel_job_hash(acc_out, frames * out), stat, t1 - t0, t2 - t1, acc_fn_name(fn), t0);
 }
 
 /* Busy: a pause shorter than the guest's tick. */
@@ -265,10 +263,6 @@ static bool another_job(const struct bootargs *a, u64 j, u64 began)
 	if (a->acc_for_ms)
 		return j % per_device || counter_now() - began < ms_to_counts(a->acc_for_ms);
 	return j < per_device * a->acc_jobs;
-=======
-	printf("accel: job %lu frames %lu result %lu hash %016lx stat 0x%x alloc %lu ticks done %lu ticks fn %s\n",
-	       j, frames, result, accel_job_hash(acc_out, frames * out), stat, t1 - t0, t2 - t1, acc_fn_name(fn));
->>>>>>> accel-release
 }
 
 void accel_test(const struct dt_info *dt, const struct bootargs *a)

@@ -14,7 +14,12 @@
 //! consistency point the computation reached.
 //!
 //! The logic reads START from the interface pages of connected devices:
-//! it samples them every [`START_SAMPLE_NS`] while one of them has no job.
+//! it samples them every [`START_SAMPLE_NS`] while one of them waits in
+//! Hold for its first START, and every [`IDLE_SAMPLE_NS`] while one is
+//! connected to an idle PRR, where a client that finished a job may start
+//! another without asking. Sampling an idle PRR as often would keep the
+//! fabric's pCPU taking a timer interrupt every 2 us for as long as a
+//! partition keeps its device.
 
 use super::{Device, Fabric};
 use crate::partition::Partition;
@@ -26,10 +31,14 @@ use partita_core::fabric::compute::Context;
 use partita_core::fabric::interface::{reg, stat, Registers, CONTEXT_SIZE, REGISTERS_SIZE};
 use partita_core::fabric::job::{Dma, Job};
 use partita_core::fabric::manager::Event;
-use spin::Mutex;
+// Fair: the fabric's pCPU takes the logic's lock again and again, and an
+// unfair lock could keep a requesting vCPU spinning for as long.
+use spin::mutex::TicketMutex as Mutex;
 
 /// How often the logic samples START while a connected device has no job.
 const START_SAMPLE_NS: u64 = 2_000;
+/// How often it samples START of a device connected to an idle PRR.
+const IDLE_SAMPLE_NS: u64 = 20_000;
 /// Units of work per computing step: a few thousand instructions.
 const STEP_BUDGET: usize = 256;
 /// What one pass of the loop may report.
@@ -244,10 +253,12 @@ impl Logic {
     }
 
     pub fn next_deadline(&self, fabric: &Fabric, now: u64) -> Option<u64> {
-        let sample = ns_to_ticks(START_SAMPLE_NS, fabric.logic.hz);
+        let held = ns_to_ticks(START_SAMPLE_NS, fabric.logic.hz);
+        let idle = ns_to_ticks(IDLE_SAMPLE_NS, fabric.logic.hz);
         let pcap = self.pcap.current.map(|(_, _, until)| until);
         let units = self.units.iter().flat_map(|unit| {
             let frame = unit.job.as_ref().map(|run| run.started + (run.reported + 1 - run.base) * run.frame);
+            let sample = if unit.hold_until.is_some() { held } else { idle };
             let idle = (unit.client.is_some() && unit.job.is_none()).then_some(now + sample);
             [unit.hold_until, unit.stop_at, frame, idle]
         });

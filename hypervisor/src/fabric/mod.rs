@@ -31,7 +31,9 @@ use partita_core::fabric::interface::reg;
 use partita_core::fabric::manager::{Manager, Path};
 use partita_core::fabric::monitor::{Client, Compatible};
 use partita_core::time::ticks_to_us;
-use spin::Mutex;
+// Fair: the fabric's pCPU takes the logic's lock again and again, and an
+// unfair lock could keep a requesting vCPU spinning for as long.
+use spin::mutex::TicketMutex as Mutex;
 
 /// Requests that may wait for a PRR at once: every virtual device of the
 /// largest configuration.
