@@ -26,6 +26,7 @@
 #include "bench.h"
 #include "dt.h"
 #include "accel_job.h"
+#include "accel_sw.h"
 
 #define OTHER_PRIO	16
 #define OTHER_STACK	4096
@@ -168,4 +169,91 @@ void accel_run(const struct bench_args *a)
 	rtos_printf("accel: other task ran %lu times while waiting, %lu while waiting for READY\n", total,
 		    total_ready);
 	finish();
+}
+
+/*
+ * accel_table6=all (or functions joined by commas): Ker-ONE's Table 6,
+ * software against accelerator. For each function, accel_frames frames of
+ * Ker-ONE's length from xorshift64* seeded accel_seed are computed by
+ * accel_sw on this CPU, then through the function's virtual device with
+ * rtos_accel_run (connected first, so no download or wait is timed), each
+ * timed with the counter (CNTFRQ ticks a second); the two outputs must
+ * hash the same. Output, then power off:
+ *
+ *   accel-table6: fn qam16 frames N sw TICKS hw TICKS hz HZ sw-hash H hw-hash H result R
+ *   accel-table6: done
+ *
+ * A function that cannot run says why in a line of its own and has no
+ * result line.
+ */
+static struct rtos_accel table6_acc[ACCEL_FFT1024 + 1];
+
+/* A device's function goes to accel_sw as it is. */
+_Static_assert(RTOS_ACCEL_QAM16 == ACCEL_SW_QAM16 && RTOS_ACCEL_QAM64 == ACCEL_SW_QAM64 &&
+		       RTOS_ACCEL_FFT512 == ACCEL_SW_FFT512 && RTOS_ACCEL_FFT1024 == ACCEL_SW_FFT1024,
+	       "accel_sw numbers functions as the RTOS does");
+
+static void table6_one(const struct bench_args *a, enum accel_mode mode, uint32_t timeout)
+{
+	struct rtos_accel *dev = &table6_acc[mode];
+	const char *name = accel_mode_name(mode);
+	uint32_t in_frame, out_frame;
+	uint64_t in_bytes, out_bytes, half = out_max / 2 & ~15ull, t0, t1, t2, t3;
+	uint8_t *sw_out = out_buf, *hw_out = out_buf + half;
+	long s, frames;
+	int sw;
+
+	s = rtos_accel_find(dev, name);
+	if (s != PARTITA_OK) {
+		rtos_printf("accel-table6: no %s device: %s\n", name, rtos_partita_status_name(s));
+		return;
+	}
+	rtos_accel_frame_bytes(dev->function, 0, &in_frame, &out_frame);
+	in_bytes = (uint64_t)a->accel_frames * in_frame;
+	out_bytes = (uint64_t)a->accel_frames * out_frame;
+	if (in_bytes > in_max || out_bytes > half) {
+		rtos_printf("accel-table6: %u frames of %s do not fit in 0x%lx + 2 x 0x%lx bytes\n",
+			    a->accel_frames, name, in_max, half);
+		return;
+	}
+	accel_job_input(in_buf, mode == ACCEL_QAM16 || mode == ACCEL_QAM64, a->accel_seed,
+			(uint32_t)in_bytes);
+	/* Outside the timing: the FFTs' table is built once per boot. */
+	accel_sw_init();
+	t0 = rtos_counter();
+	sw = accel_sw_frames((unsigned)dev->function, 0, in_buf, sw_out, 0, a->accel_frames);
+	t1 = rtos_counter();
+	if (sw != ACCEL_SW_OK) {
+		rtos_printf("accel-table6: %s in software failed: %d\n", name, sw);
+		return;
+	}
+	s = rtos_accel_acquire(dev, timeout);
+	t2 = rtos_counter();
+	frames = s != PARTITA_OK ? s : rtos_accel_run(dev, in_buf, (uint32_t)in_bytes, hw_out,
+						      (uint32_t)out_bytes, 0, timeout);
+	t3 = rtos_counter();
+	if (frames < 0) {
+		rtos_printf("accel-table6: %s on its device failed: %s\n", name, rtos_partita_status_name(frames));
+		return;
+	}
+	rtos_printf("accel-table6: fn %s frames %u sw %lu hw %lu hz %lu sw-hash %016lx hw-hash %016lx result %ld\n",
+		    name, a->accel_frames, t1 - t0, t3 - t2, rtos_counter_hz(), accel_job_hash(sw_out, out_bytes),
+		    accel_job_hash(hw_out, out_bytes), frames);
+}
+
+void accel_table6_run(const struct bench_args *a)
+{
+	uint32_t hz = a->tick_hz ? a->tick_hz : RTOS_TICK_HZ_DEFAULT;
+	uint32_t timeout = ms_to_ticks(JOB_TIMEOUT_MS + a->accel_frames * JOB_TIMEOUT_FRAME_MS, hz);
+	uint32_t m;
+
+	if (!place_buffers()) {
+		rtos_printf("accel-table6: no room for the buffers\n");
+	} else {
+		for (m = ACCEL_QAM16; m <= ACCEL_FFT1024; m++)
+			if (a->table6 & (1u << m))
+				table6_one(a, m, timeout);
+	}
+	rtos_printf("accel-table6: done\n");
+	rtos_power_off();
 }
