@@ -8,6 +8,7 @@
 //! Every benchmark writes its reports, and the logs of its boots, under one
 //! folder, `<out>/bench/<name>/` (see [`crate::paths::bench_out`]).
 
+pub mod accel_software;
 pub mod ipc;
 pub mod irq_latency;
 pub mod pcs;
