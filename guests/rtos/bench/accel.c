@@ -26,6 +26,7 @@
 #include "bench.h"
 #include "dt.h"
 #include "accel_job.h"
+#include "accel_sw.h"
 
 #define OTHER_PRIO	16
 #define OTHER_STACK	4096
@@ -59,8 +60,11 @@ static void other_main(void *arg)
 		other_loops++;
 }
 
-/* In the upper half of the first RAM region, clear of the image and the tree. */
-static bool place_buffers(void)
+/*
+ * In the upper half of the first RAM region, clear of the image and the
+ * tree; the input gets one `in_share`-th of it.
+ */
+static bool place_buffers(uint64_t in_share)
 {
 	const char *why = "";
 	uint64_t lo, hi, dtb = rtos_boot_dtb(), end = (uint64_t)(uintptr_t)_end;
@@ -75,8 +79,7 @@ static bool place_buffers(void)
 		hi = dtb & ~(PAGE - 1);
 	if (hi <= lo)
 		return false;
-	/* A ninth for input: QAM-16 makes 8 bytes of each. */
-	in_max = (hi - lo) / 9 & ~15ull;
+	in_max = (hi - lo) / in_share & ~15ull;
 	out_max = (hi - lo - in_max) & ~15ull;
 	in_buf = (uint8_t *)(uintptr_t)lo;
 	out_buf = in_buf + in_max;
@@ -123,8 +126,9 @@ void accel_run(const struct bench_args *a)
 	}
 	rtos_printf("accel: %s device %u at 0x%lx, signals %u %u %u\n", name, acc.device, acc.page,
 		    acc.intid_wait, acc.intid_ready, acc.intid_preempt);
+	/* A ninth for input: QAM-16 makes 8 bytes of each. */
 	if (rtos_accel_frame_bytes(acc.function, 0, &in_frame, &out_frame) != PARTITA_OK ||
-	    !place_buffers()) {
+	    !place_buffers(9)) {
 		rtos_printf("accel: no room for the buffers\n");
 		finish();
 	}
@@ -168,4 +172,118 @@ void accel_run(const struct bench_args *a)
 	rtos_printf("accel: other task ran %lu times while waiting, %lu while waiting for READY\n", total,
 		    total_ready);
 	finish();
+}
+
+/*
+ * accel_table6=all (or functions joined by commas): Ker-ONE's Table 6,
+ * software against accelerator. For each function, accel_frames frames of
+ * Ker-ONE's length from xorshift64* seeded accel_seed are computed by
+ * accel_sw on this CPU, and then through the function's virtual device
+ * with rtos_accel_run (connected first, so no download or wait is timed),
+ * each timed with the counter (CNTFRQ ticks a second); the two outputs
+ * must hash the same. Every function's software runs before any device is
+ * connected: a connected device's fabric pCPU polls START, and under
+ * -icount, where all vCPUs share one instruction clock, its polling would
+ * count as this CPU's time. Output, then power off:
+ *
+ *   accel-table6: fn qam16 frames N sw TICKS hw TICKS hz HZ sw-hash H hw-hash H result R
+ *   accel-table6: done
+ *
+ * A function that cannot run says why in a line of its own and has no
+ * result line.
+ */
+struct table6 {
+	struct rtos_accel dev;
+	bool ok;		/* the software's figures are in */
+	uint64_t in_bytes, out_bytes, sw_ticks, sw_hash;
+};
+
+static struct table6 table6[ACCEL_FFT1024 + 1];
+
+/* A mode goes to accel_sw as it is. */
+_Static_assert(ACCEL_QAM16 == ACCEL_SW_QAM16 && ACCEL_QAM64 == ACCEL_SW_QAM64 &&
+		       ACCEL_FFT512 == ACCEL_SW_FFT512 && ACCEL_FFT1024 == ACCEL_SW_FFT1024,
+	       "accel_sw numbers functions as accel= does");
+
+static bool is_qam(enum accel_mode mode)
+{
+	return mode == ACCEL_QAM16 || mode == ACCEL_QAM64;
+}
+
+static void table6_software(const struct bench_args *a, enum accel_mode mode)
+{
+	struct table6 *t = &table6[mode];
+	const char *name = accel_mode_name(mode);
+	uint64_t in_frame, out_frame, t0, t1;
+	int sw;
+
+	accel_sw_frame_bytes((unsigned)mode, 0, &in_frame, &out_frame);
+	t->in_bytes = (uint64_t)a->accel_frames * in_frame;
+	t->out_bytes = (uint64_t)a->accel_frames * out_frame;
+	if (t->in_bytes > in_max || t->out_bytes > out_max) {
+		rtos_printf("accel-table6: %u frames of %s do not fit in 0x%lx + 0x%lx bytes\n",
+			    a->accel_frames, name, in_max, out_max);
+		return;
+	}
+	accel_job_input(in_buf, is_qam(mode), a->accel_seed, (uint32_t)t->in_bytes);
+	t0 = rtos_counter();
+	sw = accel_sw_frames((unsigned)mode, 0, in_buf, out_buf, 0, a->accel_frames);
+	t1 = rtos_counter();
+	if (sw != ACCEL_SW_OK) {
+		rtos_printf("accel-table6: %s in software failed: %d\n", name, sw);
+		return;
+	}
+	t->sw_ticks = t1 - t0;
+	t->sw_hash = accel_job_hash(out_buf, t->out_bytes);
+	t->ok = true;
+}
+
+static void table6_device(const struct bench_args *a, enum accel_mode mode, uint32_t timeout)
+{
+	struct table6 *t = &table6[mode];
+	const char *name = accel_mode_name(mode);
+	uint64_t t0, t1;
+	long s, frames;
+
+	s = rtos_accel_find(&t->dev, name);
+	if (s != PARTITA_OK) {
+		rtos_printf("accel-table6: no %s device: %s\n", name, rtos_partita_status_name(s));
+		return;
+	}
+	accel_job_input(in_buf, is_qam(mode), a->accel_seed, (uint32_t)t->in_bytes);
+	s = rtos_accel_acquire(&t->dev, timeout);
+	t0 = rtos_counter();
+	frames = s != PARTITA_OK ? s : rtos_accel_run(&t->dev, in_buf, (uint32_t)t->in_bytes, out_buf,
+						      (uint32_t)t->out_bytes, 0, timeout);
+	t1 = rtos_counter();
+	if (frames < 0) {
+		rtos_printf("accel-table6: %s on its device failed: %s\n", name, rtos_partita_status_name(frames));
+		return;
+	}
+	rtos_printf("accel-table6: fn %s frames %u sw %lu hw %lu hz %lu sw-hash %016lx hw-hash %016lx result %ld\n",
+		    name, a->accel_frames, t->sw_ticks, t1 - t0, rtos_counter_hz(), t->sw_hash,
+		    accel_job_hash(out_buf, t->out_bytes), frames);
+}
+
+void accel_table6_run(const struct bench_args *a)
+{
+	uint32_t hz = a->tick_hz ? a->tick_hz : RTOS_TICK_HZ_DEFAULT;
+	uint32_t timeout = ms_to_ticks(JOB_TIMEOUT_MS + a->accel_frames * JOB_TIMEOUT_FRAME_MS, hz);
+	uint32_t m;
+
+	/* Half for input: an FFT's output is about as large. */
+	if (!place_buffers(2)) {
+		rtos_printf("accel-table6: no room for the buffers\n");
+	} else {
+		/* Outside the timing: the FFTs' table is built once per boot. */
+		accel_sw_init();
+		for (m = ACCEL_QAM16; m <= ACCEL_FFT1024; m++)
+			if (a->table6 & (1u << m))
+				table6_software(a, m);
+		for (m = ACCEL_QAM16; m <= ACCEL_FFT1024; m++)
+			if (table6[m].ok)
+				table6_device(a, m, timeout);
+	}
+	rtos_printf("accel-table6: done\n");
+	rtos_power_off();
 }

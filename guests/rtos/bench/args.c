@@ -78,6 +78,36 @@ static bool parse_accel(const char *s, size_t n, struct bench_args *a)
 	return false;
 }
 
+/* "all", or function names joined by commas: a bit per enum accel_mode. */
+static bool parse_table6(const char *s, size_t n, struct bench_args *a)
+{
+	uint32_t mask = 0, m;
+	size_t at = 0;
+
+	if (eq(s, n, "all")) {
+		a->table6 = ACCEL_TABLE6_ALL;
+		return true;
+	}
+	while (at <= n) {
+		size_t len = 0;
+		bool found = false;
+
+		while (at + len < n && s[at + len] != ',')
+			len++;
+		for (m = ACCEL_QAM16; m <= ACCEL_FFT1024 && !found; m++) {
+			if (eq(s + at, len, accel_mode_name(m))) {
+				mask |= 1u << m;
+				found = true;
+			}
+		}
+		if (!found)
+			return false;
+		at += len + 1;
+	}
+	a->table6 = mask;
+	return true;
+}
+
 /* Decimal only, min..max. */
 static bool parse_range(const char *s, size_t n, uint32_t min, uint32_t max, uint32_t *out)
 {
@@ -174,6 +204,8 @@ static bool parse_token(const char *tok, size_t n, struct bench_args *a)
 		return parse_range(v, vlen, 0, 1, &a->ipc_bell);
 	if (eq(tok, klen, "accel"))
 		return parse_accel(v, vlen, a);
+	if (eq(tok, klen, "accel_table6"))
+		return parse_table6(v, vlen, a);
 	if (eq(tok, klen, "accel_frames"))
 		return parse_num(v, vlen, MAX_ACCEL_FRAMES, &a->accel_frames);
 	if (eq(tok, klen, "accel_jobs"))
@@ -216,6 +248,7 @@ void bench_args_parse(const char *cmdline, struct bench_args *a, bench_bad_fn ba
 	a->accel_jobs = 1;
 	a->accel_seed = 1;
 	a->accel_wait = ACCEL_NO_CHANNEL;
+	a->table6 = 0;
 	if (!s)
 		return;
 	while (*s) {

@@ -26,6 +26,8 @@ enum ipc_role { IPC_NONE, IPC_PING, IPC_PONG };
 /* accel=: guest-aware jobs on a virtual accelerator instead of the benchmarks. */
 enum accel_mode { ACCEL_OFF, ACCEL_QAM16, ACCEL_QAM64, ACCEL_FFT512, ACCEL_FFT1024 };
 #define ACCEL_NO_CHANNEL	UINT32_MAX
+/* accel_table6=all: a bit per enum accel_mode but ACCEL_OFF. */
+#define ACCEL_TABLE6_ALL	(((1u << (ACCEL_FFT1024 + 1)) - 1) & ~1u)
 
 struct bench_args {
 	uint32_t select;	/* a bit per enum bench_id; 0 for selftest */
@@ -46,6 +48,7 @@ struct bench_args {
 	uint32_t accel_jobs;
 	uint32_t accel_seed;	/* job j's input comes from seed accel_seed + j */
 	uint32_t accel_wait;	/* a channel to receive one message on first; ACCEL_NO_CHANNEL: none */
+	uint32_t table6;	/* accel_table6=: a bit per enum accel_mode to time in software and on its device */
 };
 
 /* ---- Pure helpers (args.c), also built for the host ---- */
@@ -109,5 +112,7 @@ void schedprio_run(bool linear);
 void ipc_run(const struct bench_args *a) __attribute__((noreturn));
 /* accel=qam16|... (accel.c): runs the jobs, prints one line each, powers off. */
 void accel_run(const struct bench_args *a) __attribute__((noreturn));
+/* accel_table6=... (accel.c): times each function in software and on its device, powers off. */
+void accel_table6_run(const struct bench_args *a) __attribute__((noreturn));
 
 #endif

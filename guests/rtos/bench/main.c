@@ -4,7 +4,8 @@
  * and runs the chosen benchmarks one after another, each on workers of its
  * own that are deleted before the next begins; or, with ipc=, the Partita
  * channel exchange of ipc.c; or, with accel=, the guest-aware accelerator
- * jobs of accel.c.
+ * jobs of accel.c; or, with accel_table6=, accel.c's software against
+ * accelerator timing.
  */
 #include "rtos.h"
 #include "bench.h"
@@ -37,6 +38,8 @@ static void controller_main(void *arg)
 		ipc_run(&bench_args);
 	if (bench_args.accel != ACCEL_OFF)
 		accel_run(&bench_args);
+	if (bench_args.table6)
+		accel_table6_run(&bench_args);
 	for (id = 0; id < B_COUNT; id++) {
 		if (!(bench_args.select & (1u << id)))
 			continue;

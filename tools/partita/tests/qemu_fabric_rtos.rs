@@ -164,3 +164,34 @@ fn an_rtos_fft_job_waits_for_its_download_and_the_next_does_not() {
     assert!(rtos.lines().any(|l| l == "accel: done"), "{rtos}");
     assert_eq!(path_count(&boot.hypervisor, "assign+reconfig"), 1, "{}", boot.hypervisor);
 }
+
+const TABLE6_FRAMES: u64 = 3;
+const TABLE6_SEED: u64 = 90;
+
+/// Ker-ONE's Table 6 in one boot: each function computed in software
+/// (`accel_sw`) and through its virtual device on the same input; both
+/// outputs are the host's, and both were timed.
+#[test]
+fn the_rtos_times_every_function_in_software_and_on_its_device() {
+    let args = format!("accel_table6=all accel_frames={TABLE6_FRAMES} accel_seed={TABLE6_SEED} tick_hz=1000");
+    let rtos = Function::ALL
+        .into_iter()
+        .fold(rtos_part("rtos", 0, &args), |p, f| p.accelerator(RawVirtualDevice::new(f.name())));
+    let config = machine([rtos]).cpus(2).fabric(RawFabric::default());
+    let boot = boot("qemu-fabric-rtos-table6", &config, HANG_LIMIT);
+    assert_powered_off(&boot);
+    let rtos = boot.log("rtos");
+    let lines: Vec<&str> = rtos.lines().filter(|l| l.starts_with("accel-table6: fn ")).collect();
+    let names: Vec<String> = lines.iter().map(|l| field::<String>(l, "fn")).collect();
+    assert_eq!(names, Function::ALL.map(|f| f.name().to_string()), "{rtos}");
+    for (line, f) in lines.iter().zip(Function::ALL) {
+        let expected = expected_hash(f, TABLE6_SEED, TABLE6_FRAMES as usize);
+        let hex = |key| u64::from_str_radix(&field::<String>(line, key), 16).unwrap();
+        assert_eq!(hex("sw-hash"), expected, "{f} in software: not the host's result\n{rtos}");
+        assert_eq!(hex("hw-hash"), expected, "{f} on its device: not the host's result\n{rtos}");
+        assert_eq!((field::<u64>(line, "frames"), field::<u64>(line, "result")), (TABLE6_FRAMES, TABLE6_FRAMES));
+        assert!(field::<u64>(line, "sw") > 0 && field::<u64>(line, "hw") > 0, "{line}");
+        assert!(field::<u64>(line, "hz") > 0, "{line}");
+    }
+    assert!(rtos.lines().any(|l| l == "accel-table6: done"), "{rtos}");
+}

@@ -87,6 +87,22 @@ int main(void)
 	CHECK(bads == 6 && a.accel == ACCEL_OFF && a.accel_frames == 1 && a.accel_jobs == 1);
 	CHECK(a.accel_seed == 1 && a.accel_wait == ACCEL_NO_CHANNEL);
 
+	parse("accel_table6=all accel_frames=5", &a);
+	CHECK(a.table6 == ((1u << ACCEL_QAM16) | (1u << ACCEL_QAM64) | (1u << ACCEL_FFT512) | (1u << ACCEL_FFT1024)));
+	CHECK(a.accel == ACCEL_OFF && a.accel_frames == 5 && bads == 0);
+
+	parse("accel_table6=fft1024,qam16", &a);
+	CHECK(a.table6 == ((1u << ACCEL_QAM16) | (1u << ACCEL_FFT1024)) && bads == 0);
+
+	parse("accel_table6=fft512", &a);
+	CHECK(a.table6 == 1u << ACCEL_FFT512 && bads == 0);
+
+	parse("accel_table6=qam16, accel_table6=,qam16 accel_table6=qam16,,fft512 accel_table6= accel_table6=qam32", &a);
+	CHECK(bads == 5 && a.table6 == 0);
+
+	parse("bench=tm1", &a);
+	CHECK(a.table6 == 0);
+
 	CHECK(strcmp(accel_mode_name(ACCEL_QAM64), "qam64") == 0 && strcmp(accel_mode_name(ACCEL_FFT512), "fft512") == 0);
 	CHECK(strcmp(accel_mode_name(ACCEL_OFF), "") == 0);
 

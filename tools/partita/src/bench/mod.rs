@@ -9,6 +9,7 @@
 //! folder, `<out>/bench/<name>/` (see [`crate::paths::bench_out`]).
 
 pub mod accel;
+pub mod accel_software;
 pub mod ipc;
 pub mod irq_latency;
 pub mod pcs;
