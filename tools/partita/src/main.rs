@@ -141,10 +141,10 @@ enum Bench {
     /// virtual devices over three PRRs, with a plot; wall-clock and under
     /// -icount. Writes <out>/bench/accel/accel-<date>.md and ofdm-*.svg.
     Accel {
-        /// Shift of the -icount pass (with 4, one counter tick is one instruction).
-        #[arg(long, value_name = "SHIFT", default_value_t = accel::DEFAULT_SHIFT,
-              value_parser = clap::value_parser!(u32).range(0..=10))]
-        icount: u32,
+        /// Also a pass under -icount with this shift (with 4, one counter
+        /// tick is one instruction); --save needs it.
+        #[arg(long, value_name = "SHIFT", value_parser = clap::value_parser!(u32).range(0..=10))]
+        icount: Option<u32>,
         /// Requests each path's scenario makes.
         #[arg(long, default_value_t = accel::DEFAULT_JOBS, value_parser = clap::value_parser!(u32).range(2..=1000))]
         jobs: u32,

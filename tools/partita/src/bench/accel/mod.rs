@@ -55,7 +55,8 @@ pub const KER_ONE_TABLE_4: [(Cost, u64); 9] = [
 pub const KER_ONE_MHZ: f64 = 667.0;
 
 pub struct Options {
-    pub shift: u32,
+    /// The shift of the `-icount` pass, if one runs.
+    pub shift: Option<u32>,
     /// Requests each scenario makes.
     pub jobs: u32,
     /// How long the OFDM run lasts, in ms of guest time.
@@ -90,18 +91,19 @@ pub struct Report {
 
 pub fn run(opts: &Options) -> Result<Report> {
     ensure!(opts.jobs >= 2, "--jobs must be at least 2");
+    ensure!(!opts.save || opts.shift.is_some(), "--save writes the -icount pass's costs: give --icount SHIFT");
     let hypervisor = qemu::prepare()?;
     let guest = guests::image("test-guest.elf");
-    let passes = [Pass::WALL, Pass::icount(opts.shift)];
+    let passes = Pass::with_icount(opts.shift);
     let mut runs = Vec::new();
     for scenario in scenarios::all() {
         let config = qemu::generated(&opts.name, scenario.name, &(scenario.config)(opts.jobs, &guest), &hypervisor)?;
-        for pass in passes {
+        for &pass in &passes {
             runs.push(scenario_run(&scenario, &config, pass)?);
         }
     }
     let mut costs = Vec::new();
-    for pass in passes {
+    for &pass in &passes {
         let of_pass: Vec<&Allocation> = runs.iter().filter(|r| r.pass == pass).flat_map(|r| &r.allocations).collect();
         let hz = runs.iter().find(|r| r.pass == pass).map_or(super::NOMINAL_HZ, |r| r.hz);
         costs.push((pass, worst_costs(&of_pass, hz)));
@@ -112,12 +114,23 @@ pub fn run(opts: &Options) -> Result<Report> {
         let config = (scenario.config)(opts.jobs, &guest);
         run.analysed = analysed(&config, scenario.requester, costs, &opts.name)?;
     }
-    let hypercall = null_hypercall(opts, &hypervisor, &guest)?;
+    let hypercall = match opts.shift {
+        Some(shift) => null_hypercall(opts, shift, &hypervisor, &guest)?,
+        None => None,
+    };
     let ofdm = passes
         .iter()
         .map(|&pass| ofdm::run(opts, pass, &hypervisor, &guest, costs.iter().find(|c| c.0 == pass).map(|c| &c.1)))
         .collect::<Result<Vec<_>>>()?;
-    let mut report = Report { shift: opts.shift, jobs: opts.jobs, runs, hypercall, costs, ofdm, saved: None };
+    let mut report = Report {
+        shift: opts.shift.unwrap_or(DEFAULT_SHIFT),
+        jobs: opts.jobs,
+        runs,
+        hypercall,
+        costs,
+        ofdm,
+        saved: None,
+    };
     if opts.save {
         report.saved = Some(save(&report)?);
     }
@@ -214,16 +227,21 @@ fn analysed(
 
 /// The null hypercall round trip on an exclusive pCPU under `-icount`,
 /// the yardstick of the Path 1 target.
-fn null_hypercall(opts: &Options, hypervisor: &std::path::Path, guest: &std::path::Path) -> Result<Option<u64>> {
+fn null_hypercall(
+    opts: &Options,
+    shift: u32,
+    hypervisor: &std::path::Path,
+    guest: &std::path::Path,
+) -> Result<Option<u64>> {
     let (config, output) = qemu::generated(&opts.name, "hypercall", &ipc::alone_config(1000, guest), hypervisor)?;
-    let run = RunOptions { seconds: Some(RUN_LIMIT_S), icount: Some(opts.shift), ..RunOptions::default() };
+    let run = RunOptions { seconds: Some(RUN_LIMIT_S), icount: Some(shift), ..RunOptions::default() };
     let report = qemu::to_power_off(&output, &config.system, &run, true)?;
     let log = std::fs::read_to_string(&report.partition_logs[0]).context("the hypercall partition's log")?;
     let lines = ipc::parse(&log);
     let get = |what: &str| lines.iter().find(|(w, _)| w == what).map(|(_, l)| l.mean);
     let ticks = get("hypercall").zip(get("empty")).map(|(h, e)| h.saturating_sub(e));
     // 16 ns per tick of the 62.5 MHz counter.
-    Ok(ticks.map(|t| ns_to_instructions(ticks_to_ns(t, super::NOMINAL_HZ), opts.shift)))
+    Ok(ticks.map(|t| ns_to_instructions(ticks_to_ns(t, super::NOMINAL_HZ), shift)))
 }
 
 /// Rewrites the board's profile with the `-icount` pass's costs.
@@ -345,16 +363,24 @@ impl Report {
     }
 
     pub fn markdown(&self) -> String {
+        let icount = self.costs.iter().any(|(pass, _)| pass.mode == Mode::Icount);
+        let passes = if icount {
+            format!(
+                " --icount {}`: each scenario's requests, wall-clock and under `-icount shift={}` (where {} ns of \
+                 guest time is one instruction).",
+                self.shift,
+                self.shift,
+                1u64 << self.shift
+            )
+        } else {
+            "`: each scenario's requests, wall-clock only (`--icount SHIFT` adds the pass in instructions).".into()
+        };
         let mut out = format!(
-            "# Accelerator allocation ({})\n\n`partita bench accel --jobs {} --icount {}`: each scenario's requests, \
-             wall-clock and under `-icount shift={}` (where {} ns of guest time is one instruction). Every figure \
-             comes from the requesting guest's counter around its write and the trace's stamps of the same counter.\n\n\
+            "# Accelerator allocation ({})\n\n`partita bench accel --jobs {}{passes} Every figure comes from the \
+             requesting guest's counter around its write and the trace's stamps of the same counter.\n\n\
              ## Table 4: the atomic costs\n\n",
             today(),
             self.jobs,
-            self.shift,
-            self.shift,
-            1u64 << self.shift
         );
         out += &self.table_4();
         out += "\nT_PL_irq is how late the fabric's pCPU took the logic's interrupt (a download over, an accelerator \
