@@ -32,20 +32,7 @@ use alloc::vec::Vec;
 /// of the accelerators' δ_pre and of the board's atomic costs.
 const NS_PER_SECOND: u64 = 1_000_000_000;
 
-/// Ker-ONE's atomic costs as measured on a Zynq-7000 at 667 MHz (Table 4),
-/// in nanoseconds: what Ker-ONE's own bounds (eq. 6) come from, to compare
-/// a board's measurement with. Never taken for a board's costs.
-pub const KER_ONE_TABLE_4: AtomicCosts = AtomicCosts {
-    trap: 760,
-    resume: 640,
-    pl_irq: 810,
-    search: 500,
-    assign: 1_130,
-    assign_reconfig: 2_770,
-    preempt: 340,
-    irq_pcap: 640,
-    irq_stop: 280,
-};
+pub use crate::fabric::bound::KER_ONE_TABLE_4;
 
 /// What T_preempt and T_RCFG are capped at (about 146 years): the paths
 /// add them to each other and to the atomic costs, which must not

@@ -60,6 +60,21 @@ impl AtomicCosts {
     }
 }
 
+/// Ker-ONE's atomic costs as measured on a Zynq-7000 at 667 MHz (Table 4),
+/// in nanoseconds: what Ker-ONE's own bounds (eq. 6) come from, to compare
+/// a board's measurement with. Never taken for a board's costs.
+pub const KER_ONE_TABLE_4: AtomicCosts = AtomicCosts {
+    trap: 760,
+    resume: 640,
+    pl_irq: 810,
+    search: 500,
+    assign: 1_130,
+    assign_reconfig: 2_770,
+    preempt: 340,
+    irq_pcap: 640,
+    irq_stop: 280,
+};
+
 /// The analysed latency of one request: each path that can happen, and
 /// the worst.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,18 +118,7 @@ pub fn reconfig_time(bytes: u64, bytes_per_second: u64, hz: u64) -> u64 {
 mod tests {
     use super::*;
 
-    /// Ker-ONE Table 4, in nanoseconds.
-    const TABLE_4: AtomicCosts = AtomicCosts {
-        trap: 760,
-        resume: 640,
-        pl_irq: 810,
-        search: 500,
-        assign: 1_130,
-        assign_reconfig: 2_770,
-        preempt: 340,
-        irq_pcap: 640,
-        irq_stop: 280,
-    };
+    const TABLE_4: AtomicCosts = KER_ONE_TABLE_4;
 
     #[test]
     fn table_4_gives_ker_one_s_paths_of_eq_6() {

@@ -26,7 +26,7 @@ use crate::profile;
 use crate::run::RunOptions;
 use anyhow::{bail, ensure, Context, Result};
 use partita_core::config::allocation::{device_latencies, Wait};
-use partita_core::fabric::bound::AtomicCosts;
+use partita_core::fabric::bound::{AtomicCosts, KER_ONE_TABLE_4};
 use partita_core::fabric::manager::Path;
 use scenarios::Scenario;
 use std::fmt::Write as _;
@@ -40,18 +40,22 @@ pub const DEFAULT_OFDM_MS: u32 = 200;
 /// The board whose profile `--save` writes.
 pub const BOARD: &str = "qemu-virt";
 const RUN_LIMIT_S: u64 = 300;
-/// Ker-ONE Table 4 (ns, on a 667 MHz Cortex-A9) for the same terms.
-pub const KER_ONE_TABLE_4: [(Cost, u64); 9] = [
-    (Cost::Trap, 760),
-    (Cost::Search, 500),
-    (Cost::Assign, 1_130),
-    (Cost::AssignReconfig, 2_770),
-    (Cost::Preempt, 340),
-    (Cost::PlIrq, 810),
-    (Cost::IrqPcap, 640),
-    (Cost::IrqStop, 280),
-    (Cost::Resume, 640),
-];
+/// Ker-ONE Table 4's figure for `cost` (ns, on a 667 MHz Cortex-A9).
+fn ker_one(cost: Cost) -> Option<u64> {
+    let c = KER_ONE_TABLE_4;
+    Some(match cost {
+        Cost::Trap => c.trap,
+        Cost::Search => c.search,
+        Cost::Assign => c.assign,
+        Cost::AssignReconfig => c.assign_reconfig,
+        Cost::Preempt => c.preempt,
+        Cost::PlIrq => c.pl_irq,
+        Cost::IrqPcap => c.irq_pcap,
+        Cost::IrqStop => c.irq_stop,
+        Cost::Resume => c.resume,
+        Cost::Wake => return None,
+    })
+}
 pub const KER_ONE_MHZ: f64 = 667.0;
 
 pub struct Options {
@@ -311,7 +315,7 @@ impl Report {
                 self.pass(mode).iter().flat_map(|a| &a.costs).filter(|c| c.0 == cost).map(|c| c.1).collect()
             };
             let (icount, wall) = (of(Mode::Icount), of(Mode::Wall));
-            let ker_one = KER_ONE_TABLE_4.iter().find(|(c, _)| *c == cost).map(|(_, ns)| *ns);
+            let ker_one = ker_one(cost);
             table.row(vec![
                 cost.name().to_string(),
                 icount.len().to_string(),
