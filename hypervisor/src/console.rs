@@ -6,7 +6,7 @@
 
 use core::fmt::{self, Write};
 use partita_arch::platform::{Console, Uart};
-use spin::Mutex;
+use partita_arch::sync::Mutex;
 
 /// Serialises lines from all CPUs so they never interleave.
 static LINE_LOCK: Mutex<()> = Mutex::new(());

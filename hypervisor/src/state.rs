@@ -12,10 +12,11 @@ use crate::partition::{Dirty, Partition, Vcpu};
 use crate::scheduler::cyclic::{CyclicCpu, Plans};
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use partita_arch::sync::Mutex;
 use partita_core::config::limits::MAX_VCPUS_PER_PCPU;
 use partita_core::config::model::Platform;
 use partita_core::scheduler::readyq::ReadyQueue;
-use spin::{Mutex, Once};
+use spin::Once;
 
 /// Everything the CPUs share once boot is done.
 pub struct System {

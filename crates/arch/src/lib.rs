@@ -17,6 +17,7 @@ pub mod heap;
 pub mod mmu;
 pub mod platform;
 pub mod stage2;
+pub mod sync;
 pub mod timer;
 
 pub(crate) use cpu::read_sysreg;

@@ -15,12 +15,12 @@ use crate::state::System;
 use crate::trap::exit::Reply;
 use crate::vgic;
 use partita_arch::guest_memory;
+use partita_arch::sync::Mutex;
 use partita_arch::{platform, timer};
 use partita_core::channel::{PortError, SamplingPort};
 use partita_core::config::model::{ChannelKind, Endpoint};
 use partita_core::hypercall::{status, POLL};
 use partita_core::time::{ticks_to_us, us_to_ticks};
-use spin::Mutex;
 
 /// The channel `index` and where `caller` stands on it.
 fn lookup(sys: &System, index: u64, caller: usize) -> Result<(&Channel, Endpoint), Reply> {

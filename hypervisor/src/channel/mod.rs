@@ -7,9 +7,9 @@ pub mod calls;
 use alloc::boxed::Box;
 use alloc::vec;
 use alloc::vec::Vec;
+use partita_arch::sync::Mutex;
 use partita_core::channel::{queuing_storage_len, sampling_storage_len, QueuingPort, SamplingPort};
 use partita_core::config::model::{self, ChannelKind};
-use spin::Mutex;
 
 /// Kinds as PORT_INFO reports them (`PARTITA_CHANNEL_*`).
 const KIND_SAMPLING: u64 = 0;

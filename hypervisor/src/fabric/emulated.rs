@@ -33,7 +33,7 @@ use partita_core::fabric::job::{Dma, Job};
 use partita_core::fabric::manager::Event;
 // Fair: the fabric's pCPU takes the logic's lock again and again, and an
 // unfair lock could keep a requesting vCPU spinning for as long.
-use spin::mutex::TicketMutex as Mutex;
+use partita_arch::sync::TicketMutex as Mutex;
 
 /// How often the logic samples START while a connected device has no job.
 const START_SAMPLE_NS: u64 = 2_000;
@@ -88,6 +88,7 @@ pub struct Logic {
 }
 
 /// What the logic tells the rest of Partita after a pass.
+#[derive(Clone, Copy)]
 pub enum Report {
     /// An event for the manager, and the tick it was due (a download's end,
     /// a stop's consistency point): the logic's interrupt would have been

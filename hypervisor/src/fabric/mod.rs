@@ -33,7 +33,7 @@ use partita_core::fabric::monitor::{Client, Compatible};
 use partita_core::time::ticks_to_us;
 // Fair: the fabric's pCPU takes the logic's lock again and again, and an
 // unfair lock could keep a requesting vCPU spinning for as long.
-use spin::mutex::TicketMutex as Mutex;
+use partita_arch::sync::TicketMutex as Mutex;
 
 /// Requests that may wait for a PRR at once: every virtual device of the
 /// largest configuration.

@@ -19,19 +19,22 @@ use partita_core::trace::{AccelStep, Kind};
 /// them, and sleep until its next deadline.
 pub fn run(sys: &'static System, fabric: &'static Fabric) -> ! {
     let me = sys.here();
+    // Kept across passes: moving it would copy all its room each time.
+    let mut reports: heapless::Vec<Report, REPORTS> = heapless::Vec::new();
     loop {
         let now = timer::now();
-        let mut reports: heapless::Vec<Report, REPORTS> = heapless::Vec::new();
+        reports.clear();
         let (computed, next) = {
             let mut logic = fabric.logic.logic.lock();
             logic.pass(&sys.partitions, fabric, now, &mut reports);
-            (logic.compute(), logic.next_deadline(fabric, now))
+            // Samples count from the end of the pass, so each one is a
+            // real pause however long the pass took.
+            (logic.compute(), logic.next_deadline(fabric, timer::now()))
         };
-        let reported = !reports.is_empty();
-        for report in reports {
+        for &report in &reports {
             deliver(sys, fabric, report);
         }
-        if reported {
+        if !reports.is_empty() {
             // What the manager did may have changed the deadlines.
             continue;
         }
@@ -41,6 +44,13 @@ pub fn run(sys: &'static System, fabric: &'static Fabric) -> ! {
             continue;
         }
         match next {
+            // Due while the pass ran: pass again at once. The yield lets
+            // the cores beside run first, as QEMU's round-robin runs one
+            // CPU until it waits or yields.
+            Some(at) if at <= timer::now() => {
+                cpu::yield_now();
+                continue;
+            }
             Some(at) => timer::arm_at(at),
             None => timer::disarm(),
         }

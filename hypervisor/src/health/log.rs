@@ -4,10 +4,10 @@
 
 use crate::partition::Partition;
 use partita_arch::guest_memory;
+use partita_arch::sync::Mutex;
 use partita_core::config::limits::HM_LOG_ENTRIES;
 use partita_core::health::{Action, HmLog, Report, RECORD_LEN};
 use partita_core::hypercall::status;
-use spin::Mutex;
 
 /// The largest log the configuration may ask for (`hm_log_entries`).
 const MAX_ENTRIES: usize = *HM_LOG_ENTRIES.end() as usize;

@@ -244,9 +244,11 @@ pub fn start_vcpu(part: &Partition, index: usize, entry: u64, context: u64) -> R
         return Err(Start::Refused(target.state().next(Op::Start).err().unwrap_or(Refused::AlreadyOn)));
     }
     // It may still be saving its registers after CPU_OFF on its own pCPU,
-    // which does so with interrupts masked: a short, bounded wait.
+    // which does so with interrupts masked: a short, bounded wait. YIELD,
+    // as the locks do (partita_arch::sync), lets that CPU run meanwhile
+    // under QEMU's -icount.
     while target.is_on_cpu() {
-        core::hint::spin_loop();
+        partita_arch::cpu::yield_now();
     }
     target.reset(entry, context);
     target.apply(Op::Start).map_err(Start::Refused)?;

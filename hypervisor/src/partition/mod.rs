@@ -17,6 +17,7 @@ use partita_arch::context::{El1Context, FpContext};
 use partita_arch::exception::Regs;
 use partita_arch::platform::{Gic, InterruptController, VgicContext, MAX_LRS};
 use partita_arch::stage2::{self, Stage2Table};
+use partita_arch::sync::Mutex;
 use partita_core::config::image::PartitionBoot;
 use partita_core::config::limits::MAX_VCPUS_PER_PCPU;
 use partita_core::config::model::{self, Range};
@@ -30,7 +31,7 @@ use partita_core::trap::sysreg;
 use partita_core::trap::vuart::{LineBuffer, Pl011};
 use partita_core::vgic::queue::Queue;
 use partita_core::vgic::regs::PartitionGic;
-use spin::{Mutex, Once};
+use spin::Once;
 
 /// `wake_at` of a vCPU that is not parked in a port call.
 const NO_DEADLINE: u64 = u64::MAX;

@@ -10,10 +10,10 @@ use crate::partition::Vcpu;
 use crate::trace;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
+use partita_arch::sync::Mutex;
 use partita_core::config::model::{CyclicCore, Plan};
 use partita_core::scheduler::cyclic::{self, Schedule, Window};
 use partita_core::trace::Kind;
-use spin::Mutex;
 
 /// Lateness beyond this many counter ticks is traced as this value.
 const MAX_TRACED_LATENESS: u64 = 0xffff;

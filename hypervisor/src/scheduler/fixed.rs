@@ -6,11 +6,11 @@ use super::runnable::{rank, wants_cpu};
 use crate::state::{FixedPriority, PerCpu, System};
 use crate::trace;
 use partita_arch::platform::{Gic, InterruptController};
+use partita_arch::sync::MutexGuard;
 use partita_core::config::limits::MAX_VCPUS_PER_PCPU;
 use partita_core::scheduler::decide;
 use partita_core::scheduler::readyq::ReadyQueue;
 use partita_core::trace::Kind;
-use spin::MutexGuard;
 
 type Ready<'a> = MutexGuard<'a, ReadyQueue<MAX_VCPUS_PER_PCPU>>;
 
