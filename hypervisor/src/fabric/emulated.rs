@@ -39,6 +39,9 @@ use partita_arch::sync::TicketMutex as Mutex;
 const START_SAMPLE_NS: u64 = 2_000;
 /// How often it samples START of a device connected to an idle PRR.
 const IDLE_SAMPLE_NS: u64 = 20_000;
+/// The longest the fabric's pCPU leaves its work to the cores beside it,
+/// when it has some at once, or waits without looking (see `run`).
+const TURN_NS: u64 = 50_000;
 /// Units of work per computing step: a few thousand instructions.
 const STEP_BUDGET: usize = 256;
 /// What one pass of the loop may report.
@@ -104,6 +107,7 @@ pub enum Report {
 pub struct Emulated {
     cpu: usize,
     pub hz: u64,
+    pub turn: u64,
     hold: u64,
     download: Vec<u64>,
     pub logic: Mutex<Logic>,
@@ -133,6 +137,7 @@ impl Emulated {
         Emulated {
             cpu: config.cpu as usize,
             hz,
+            turn: ns_to_ticks(TURN_NS, hz),
             hold: ns_to_ticks(config.hold_us.saturating_mul(1_000), hz),
             download,
             logic: Mutex::new(Logic {

@@ -38,22 +38,24 @@ pub fn run(sys: &'static System, fabric: &'static Fabric) -> ! {
             // What the manager did may have changed the deadlines.
             continue;
         }
-        if computed {
+        let now = timer::now();
+        if computed || next.is_some_and(|at| at <= now) {
+            // More to do at once: a computing step done, or a deadline
+            // passed while the pass ran. The yield lets the cores beside
+            // run first, as QEMU's round-robin runs one CPU until it waits
+            // or yields; the timer, armed meanwhile, bounds their turns
+            // (under -icount QEMU ends each turn at the next timer).
+            timer::arm_at(now + fabric.logic.turn);
             cpu::yield_now();
+            timer::disarm();
             crate::scheduler::drain_interrupts(sys, me, None);
             continue;
         }
-        match next {
-            // Due while the pass ran: pass again at once. The yield lets
-            // the cores beside run first, as QEMU's round-robin runs one
-            // CPU until it waits or yields.
-            Some(at) if at <= timer::now() => {
-                cpu::yield_now();
-                continue;
-            }
-            Some(at) => timer::arm_at(at),
-            None => timer::disarm(),
-        }
+        // Never longer than a turn: a kick from another pCPU (a download
+        // asked, a device connected) comes as an SGI, and under -icount
+        // QEMU lets the cores before this one in its round finish their
+        // turns first, which only a timer near at hand keeps short.
+        timer::arm_at(next.map_or(now + fabric.logic.turn, |at| at.min(now + fabric.logic.turn)));
         cpu::wait_for_interrupt();
         // The logic's own deadline is no partition's interrupt: lowering it
         // here keeps the trace for what partitions do, rather than a timer
