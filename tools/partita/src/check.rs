@@ -132,7 +132,10 @@ fn allocation(system: &System, fabric: &Fabric, profile: &PlatformProfile) -> St
     }
     let mut out = String::from("\nallocation latency (Ker-ONE eq. 5-8)");
     match profile.accel {
-        Some(_) => out += &format!(", atomic costs from the board's profile ({}):\n", profile.measured),
+        Some(_) => {
+            let measured = profile.accel_measured.as_deref().unwrap_or(&profile.measured);
+            out += &format!(", atomic costs from the board's profile ({measured}):\n");
+        }
         None => {
             out += ": the atomic costs are not measured yet, so L_ALLOC is left out; it adds them to T_PREEMPT and \
                     T_RCFG\n"

@@ -22,9 +22,11 @@ pub struct PlatformProfile {
     /// How and when the numbers were produced.
     pub measured: String,
     /// The atomic costs of an accelerator allocation (Ker-ONE Table 4), in
-    /// wall-clock nanoseconds like `pcs_ns`: the `accel_*_ns` keys, all of
-    /// them or none. `None` until they are measured.
+    /// nanoseconds of guest time under `-icount`: the `accel_*_ns` keys,
+    /// all of them or none. `None` until they are measured.
     pub accel: Option<AtomicCosts>,
+    /// How and when `accel` was measured (`accel_measured`).
+    pub accel_measured: Option<String>,
 }
 
 /// The file's keys, before the accelerator costs are put together.
@@ -42,6 +44,7 @@ struct RawProfile {
     accel_preempt_ns: Option<u64>,
     accel_irq_pcap_ns: Option<u64>,
     accel_irq_stop_ns: Option<u64>,
+    accel_measured: Option<String>,
 }
 
 /// No atomic step of an allocation takes a second: a larger value is a
@@ -83,6 +86,7 @@ impl TryFrom<RawProfile> for PlatformProfile {
             pcs_instructions: raw.pcs_instructions,
             measured: raw.measured,
             accel,
+            accel_measured: raw.accel_measured,
         })
     }
 }
@@ -173,6 +177,7 @@ mod tests {
             pcs_instructions: 900,
             measured: "bench pcs, 100 runs".into(),
             accel: None,
+            accel_measured: None,
         };
         assert_eq!(parse("p.toml", text).unwrap(), expected);
     }
