@@ -10,7 +10,9 @@ use fabric_reference::expected_hash;
 use partita::config::raw::{
     Micros, RawAction, RawChannel, RawConfig, RawFabric, RawHealth, RawPartition, RawVirtualDevice,
 };
+use partita::run::RunOptions;
 use partita::trace::read_file;
+use partita_core::config::allocation::{device_latencies, Wait};
 use partita_core::fabric::compute::Function;
 use partita_core::trace::Kind;
 
@@ -77,6 +79,7 @@ fn assert_paths(hypervisor: &str, expected: &[(&str, u64)]) {
 /// Interface pages at their defaults: 0x0b000000 + 4 KiB x accelerator.
 const QAM16_PAGE: u64 = 0x0b00_0000;
 const QAM64_PAGE: u64 = 0x0b00_1000;
+const FFT512_PAGE: u64 = 0x0b00_2000;
 const FFT1024_PAGE: u64 = 0x0b00_3000;
 
 /// Room for long streams: the test guest keeps its buffers in the upper
@@ -169,6 +172,50 @@ fn preemption_stops_a_stream_at_a_consistency_point_and_it_resumes_intact() {
         &boot.hypervisor,
         &[("assign+reconfig", 2), ("preempt", 1), ("preempt+reconfig", 1), ("preempted, resumed", 2)],
     );
+}
+
+/// The bound `partita check` computes holds under `-icount`. gpos-a
+/// streams QAM-64 and gpos-b FFT-512, of lower priority, so they hold
+/// PRR 1 and PRR 2, every PRR that can host the RTOS's QAM-16, the whole
+/// time the RTOS runs; each RTOS job preempts one of them and downloads
+/// QAM-16 (Path 4). Every request, from the RTOS's write to its return,
+/// takes no longer than L_alloc(WCET) from the board's measured costs.
+#[test]
+fn rtos_requests_against_busy_gpos_streams_are_served_within_the_checked_bound() {
+    const RTOS_JOBS: u64 = 5;
+    let gpos_a = big("gpos-a", &[1], &format!("{} acc-tell=0", accel_args(QAM64_PAGE, Function::Qam64, 60, 1, 90)))
+        .priority(50)
+        .accelerator(RawVirtualDevice::new("qam64"));
+    let gpos_b_args = format!("{} acc-wait=0 acc-tell=1", accel_args(FFT512_PAGE, Function::Fft512, 10, 1, 100));
+    let gpos_b = big("gpos-b", &[2], &gpos_b_args).priority(50).accelerator(RawVirtualDevice::new("fft512"));
+    let rtos_args =
+        format!("{} acc-wait=1 acc-gap-us=5000", accel_args(QAM16_PAGE, Function::Qam16, 1, RTOS_JOBS, 110));
+    let rtos = part("rtos", &[0], &rtos_args).priority(200).accelerator(RawVirtualDevice::new("qam16"));
+    let config = machine([rtos, gpos_a, gpos_b])
+        .cpus(4)
+        .fabric(patient_fabric())
+        .channel(turn("a-to-b", "gpos-a", "gpos-b"))
+        .channel(turn("b-to-rtos", "gpos-b", "rtos"))
+        .trace(4096);
+    let name = "qemu-fabric-bound";
+    let system = write_config(name, &config).system;
+    let costs = partita::profile::for_board(&system.platform.board).unwrap().accel.expect("the board's costs measured");
+    let qam16 = &device_latencies(&system, Some(&costs))[0];
+    let Wait::Bounded { latency: Some(bound), .. } = &qam16.wait else { panic!("the RTOS's QAM-16 is bounded") };
+    let opts = RunOptions { seconds: Some(HANG_LIMIT), icount: Some(4), ..RunOptions::default() };
+    let boot = boot_with(name, &config, opts);
+    assert_powered_off(&boot);
+    assert_jobs(boot.log("rtos"), 110, RTOS_JOBS, 1);
+    assert_jobs(boot.log("gpos-a"), 90, 1, 60);
+    assert_jobs(boot.log("gpos-b"), 100, 1, 10);
+    assert_eq!(path_count(&boot.hypervisor, "preempt+reconfig"), RTOS_JOBS, "{}", boot.hypervisor);
+    let (_, trace) = read_file(&out_dir(name).join("trace.bin")).expect("the trace parses");
+    let hz = trace.counter_hz;
+    for line in boot.log("rtos").lines().filter(|l| l.starts_with("accel: job ")) {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        let alloc_ns = w[12].parse::<u64>().unwrap() * 1_000_000_000 / hz;
+        assert!(alloc_ns <= bound.worst, "{line}: {alloc_ns} ns, over the bound of {} ns", bound.worst);
+    }
 }
 
 /// The waiting list serves by priority, not arrival. The RTOS streams
