@@ -92,14 +92,26 @@ fn ticks_become_nanoseconds_or_instructions() {
 #[test]
 fn xtratums_own_pcs_gives_its_theoretical_column() {
     // XtratuM's 11 µs on the Atom; its Table 1 model column is PCS / D.
-    let atom = PlatformProfile { pcs_ns: 11_000, pcs_instructions: 0, measured: String::new(), accel: None };
+    let atom = PlatformProfile {
+        pcs_ns: 11_000,
+        pcs_instructions: 0,
+        measured: String::new(),
+        accel: None,
+        accel_measured: None,
+    };
     for &(d, _, model) in &XTRATUM_TABLE_1 {
         let predicted = predicted_loss(&atom, Pass::WALL, d) * 100.0;
         assert!((predicted - model).abs() < 0.0006, "D={d}: {predicted} against {model}");
     }
     assert_eq!(xtratum(1), Some((1.074, 1.100)));
     assert_eq!(xtratum(2), None);
-    let profile = PlatformProfile { pcs_ns: 0, pcs_instructions: 1250, measured: String::new(), accel: None };
+    let profile = PlatformProfile {
+        pcs_ns: 0,
+        pcs_instructions: 1250,
+        measured: String::new(),
+        accel: None,
+        accel_measured: None,
+    };
     assert!((predicted_loss(&profile, Pass::icount(4), 1) - 0.02).abs() < 1e-12, "1250 x 16 ns of 1 ms");
 }
 
@@ -184,8 +196,13 @@ fn the_saved_profile_parses_back_to_the_medians() {
     assert!(measured.measured.starts_with("partita bench pcs --runs 3 --save, 2025-01-31: "), "{measured:?}");
     let text = profile_text(&measured);
     let parsed = profile::parse("platforms/qemu-virt.toml", &text).expect("the profile parses");
-    let expected =
-        PlatformProfile { pcs_ns: 1280, pcs_instructions: 1490, measured: measured.measured.clone(), accel: None };
+    let expected = PlatformProfile {
+        pcs_ns: 1280,
+        pcs_instructions: 1490,
+        measured: measured.measured.clone(),
+        accel: None,
+        accel_measured: None,
+    };
     assert_eq!(parsed, expected);
     assert!(!text.contains("provisional"), "{text}");
     // A `measured` line that needs escaping still round-trips.
@@ -212,7 +229,13 @@ fn slots_run(start_ms: u64, counts: [u64; 3], pcs_ticks: f64) -> SlotsRun {
 
 #[test]
 fn the_slots_report_sets_measured_beside_predicted_and_xtratum() {
-    let profile = PlatformProfile { pcs_ns: 20_000, pcs_instructions: 1250, measured: "unit".into(), accel: None };
+    let profile = PlatformProfile {
+        pcs_ns: 20_000,
+        pcs_instructions: 1250,
+        measured: "unit".into(),
+        accel: None,
+        accel_measured: None,
+    };
     let icount = Pass::icount(4);
     let runs = vec![
         slots_run(3000, [960, 980, 2000], 1250.0),

@@ -60,7 +60,13 @@ fn expect_error(name: &str, field: &str, message: &str) {
 /// A fixed switch cost, so that the expected percentages do not move when
 /// `partita bench pcs --save` rewrites the board's profile.
 fn profile() -> PlatformProfile {
-    PlatformProfile { pcs_ns: 2_000, pcs_instructions: 1_500, measured: "fixed for the tests".into(), accel: None }
+    PlatformProfile {
+        pcs_ns: 2_000,
+        pcs_instructions: 1_500,
+        measured: "fixed for the tests".into(),
+        accel: None,
+        accel_measured: None,
+    }
 }
 
 fn load_good(name: &str) -> Config {
