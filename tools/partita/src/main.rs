@@ -3,7 +3,7 @@
 use anyhow::Result;
 use clap::{Args, Parser, Subcommand};
 use partita::bench::rtos::{self, Suite};
-use partita::bench::{accel, ipc, irq_latency, pcs, ready_queue, report};
+use partita::bench::{accel, accel_software, ipc, irq_latency, pcs, ready_queue, report};
 use partita::build::{self, BuildOutput};
 use partita::config::Config;
 use partita::paths;
@@ -151,6 +151,11 @@ enum Bench {
         /// How long the OFDM run lasts, in ms of guest time.
         #[arg(long, default_value_t = accel::DEFAULT_OFDM_MS, value_parser = clap::value_parser!(u32).range(10..=10_000))]
         ofdm_ms: u32,
+        /// Frames of each function that Table 6 computes in software and
+        /// on its device.
+        #[arg(long, default_value_t = accel_software::DEFAULT_FRAMES,
+              value_parser = clap::value_parser!(u32).range(1..=accel_software::MAX_FRAMES as i64))]
+        frames: u32,
         /// Write the -icount pass's costs into platforms/qemu-virt.toml,
         /// for `partita check`, and copy the report into bench/results/.
         #[arg(long)]
@@ -252,8 +257,9 @@ fn execute(command: Cmd) -> Result<ExitCode> {
             saved(&[written], save)?;
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Bench { what: Bench::Accel { icount, jobs, ofdm_ms, save } } => {
-            let opts = accel::Options { shift: icount, jobs, ofdm_ms, save, name: accel::DEFAULT_NAME.to_string() };
+        Cmd::Bench { what: Bench::Accel { icount, jobs, ofdm_ms, frames, save } } => {
+            let opts =
+                accel::Options { shift: icount, jobs, ofdm_ms, frames, save, name: accel::DEFAULT_NAME.to_string() };
             let report = accel::run(&opts)?;
             print!("{}", report.markdown());
             let written = accel::write(&report, &opts.name)?;

@@ -195,15 +195,22 @@ impl Table6 {
     }
 
     pub fn markdown(&self) -> String {
+        format!("# Software against accelerator: Ker-ONE's Table 6 ({})\n\n{}", today(), self.body())
+    }
+
+    /// The table and what it says, under a heading of `bench accel`'s report.
+    pub fn section(&self) -> String {
+        format!("\n## Table 6: software against accelerator\n\n{}", self.body())
+    }
+
+    fn body(&self) -> String {
         let mut out = format!(
-            "# Software against accelerator: Ker-ONE's Table 6 ({})\n\n\
-             The guest RTOS computes {} frames of Ker-ONE's length per function in software (`accel_sw`, bit for \
+            "The guest RTOS computes {} frames of Ker-ONE's length per function in software (`accel_sw`, bit for \
              bit the fabric's computation) and then through its virtual device (`rtos_accel_run`, the device \
              connected beforehand, so no download or wait for a PRR is counted), timing each with the generic \
              counter; both outputs hash the same. Per frame: µs in a wall-clock pass, guest instructions under \
              `-icount`. Ker-ONE's figures: Table 6 (Xia et al. 2019), on the ZedBoard's 667 MHz Cortex-A9 and \
              its fabric at 100 MHz.\n\n",
-            today(),
             self.frames
         );
         out += &self.rows().markdown();

@@ -18,6 +18,7 @@ pub mod ofdm;
 pub mod scenarios;
 pub mod steps;
 
+use super::accel_software::{self, Table6};
 use super::report::{self, today, Column, Table};
 use super::{ipc, qemu, Mode, Pass};
 use crate::guests;
@@ -65,6 +66,8 @@ pub struct Options {
     pub jobs: u32,
     /// How long the OFDM run lasts, in ms of guest time.
     pub ofdm_ms: u32,
+    /// Frames of each function in Table 6's runs.
+    pub frames: u32,
     pub save: bool,
     pub name: String,
 }
@@ -89,6 +92,7 @@ pub struct Report {
     /// The costs measured in each pass, in ns of guest time (largest).
     pub costs: Vec<(Pass, AtomicCosts)>,
     pub ofdm: Vec<ofdm::Run>,
+    pub table6: Table6,
     /// Where `--save` wrote.
     pub saved: Option<String>,
 }
@@ -126,6 +130,7 @@ pub fn run(opts: &Options) -> Result<Report> {
         .iter()
         .map(|&pass| ofdm::run(opts, pass, &hypervisor, &guest, costs.iter().find(|c| c.0 == pass).map(|c| &c.1)))
         .collect::<Result<Vec<_>>>()?;
+    let table6 = accel_software::run(&passes, opts.frames)?;
     let mut report = Report {
         shift: opts.shift.unwrap_or(DEFAULT_SHIFT),
         jobs: opts.jobs,
@@ -133,6 +138,7 @@ pub fn run(opts: &Options) -> Result<Report> {
         hypercall,
         costs,
         ofdm,
+        table6,
         saved: None,
     };
     if opts.save {
@@ -407,6 +413,7 @@ impl Report {
         for run in &self.ofdm {
             out += &run.markdown(self.shift);
         }
+        out += &self.table6.section();
         if let Some(saved) = &self.saved {
             let _ = writeln!(out, "\nSaved to `{saved}`; rebuild partita for `check` to use it.");
         }
