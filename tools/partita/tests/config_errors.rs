@@ -1345,8 +1345,8 @@ fn an_empty_fabric_table_is_ker_one_s_experiment() {
     assert_eq!(
         rtos.accelerators,
         [
-            VirtualDevice { accelerator: 0, ipa: 0x0b00_0000, signals: [80, 81, 82], deadline_us: Some(1_000) },
-            VirtualDevice { accelerator: 3, ipa: 0x0b00_3000, signals: [83, 84, 85], deadline_us: Some(2_000) },
+            VirtualDevice { accelerator: 0, ipa: 0x0b00_0000, signals: [80, 81, 82], deadline_us: Some(2_500) },
+            VirtualDevice { accelerator: 3, ipa: 0x0b00_3000, signals: [83, 84, 85], deadline_us: Some(3_000) },
         ]
     );
     assert_eq!(
@@ -1694,8 +1694,8 @@ fn accel_configuration_checks_clean() {
         "  prr3  13    154368 B   1206 us  -      -      x       x\n",
         "  fft512       fft512    71.1 us  24.1 us\n",
         "allocation latency (Ker-ONE eq. 5-8): the atomic costs are not measured yet",
-        "  rtos       192       qam16    0x0b000000  80,81,82  31 us      810 us   n/a          1000 us\n",
-        "  rtos       192       fft1024  0x0b003000  83,84,85  24.1 us    1206 us  n/a          2000 us\n",
+        "  rtos       192       qam16    0x0b000000  80,81,82  31 us      810 us   n/a          2500 us\n",
+        "  rtos       192       fft1024  0x0b003000  83,84,85  24.1 us    1206 us  n/a          3000 us\n",
         "  gpos       64        qam64    0x0b001000  80,81,82  -          -        not bounded  -\n",
         "  gpos/fft512: not bounded: virtual devices of equal or higher priority may hold every PRR that can host it \
          at once (prr2 by partition \"rtos\" accelerator \"qam16\", prr3 by partition \"rtos\" accelerator \"fft1024\")\n",
@@ -1711,10 +1711,10 @@ fn accel_configuration_bounds_with_measured_costs() {
     let summary = partita::check::summary(&accel_example(), &costed_profile());
     assert!(summary.contains("atomic costs from the board's profile (fixed for the tests):"), "{summary}");
     for line in [
-        // 9.96 + 31 + 810 us, within 1 ms.
-        "  rtos       192       qam16    0x0b000000  80,81,82  31 us      810 us   850.96 us    1000 us\n",
-        // 9.96 + 24.1 + 1,206 us, within 2 ms.
-        "  rtos       192       fft1024  0x0b003000  83,84,85  24.1 us    1206 us  1240.06 us   2000 us\n",
+        // 9.96 + 31 + 810 us, within 2.5 ms.
+        "  rtos       192       qam16    0x0b000000  80,81,82  31 us      810 us   850.96 us    2500 us\n",
+        // 9.96 + 24.1 + 1,206 us, within 3 ms.
+        "  rtos       192       fft1024  0x0b003000  83,84,85  24.1 us    1206 us  1240.06 us   3000 us\n",
     ] {
         assert!(summary.contains(line), "no {line:?} in:\n{summary}");
     }
