@@ -137,13 +137,23 @@ fn allocation(system: &System, fabric: &Fabric, profile: &PlatformProfile) -> St
             out += &format!(", atomic costs from the board's profile ({measured}):\n");
         }
         None => {
-            out += ": the atomic costs are not measured yet, so L_ALLOC is left out; it adds them to T_PREEMPT and \
-                    T_RCFG\n"
+            out += ": the atomic costs are not measured yet, so L_ALLOC is left out; it adds them to T_PREEMPT, \
+                    T_RCFG and T_PCAP\n"
         }
     }
-    let mut rows =
-        vec![["PARTITION", "PRIORITY", "DEVICE", "IPA", "SIGNALS", "T_PREEMPT", "T_RCFG", "L_ALLOC", "DEADLINE"]
-            .map(String::from)];
+    let mut rows = vec![[
+        "PARTITION",
+        "PRIORITY",
+        "DEVICE",
+        "IPA",
+        "SIGNALS",
+        "T_PREEMPT",
+        "T_RCFG",
+        "T_PCAP",
+        "L_ALLOC",
+        "DEADLINE",
+    ]
+    .map(String::from)];
     let mut notes = String::new();
     for latency in &latencies {
         let partition = &system.partitions[latency.partition];
@@ -151,13 +161,17 @@ fn allocation(system: &System, fabric: &Fabric, profile: &PlatformProfile) -> St
         let name = fabric.accelerators.get(device.accelerator).map_or("?", |a| a.name.as_str());
         let signals: Vec<String> = device.signals.iter().map(u32::to_string).collect();
         let term = |ns: Option<u64>| ns.map_or_else(|| "-".into(), us);
-        let (preempt, reconfig, worst) = match &latency.wait {
-            Wait::Bounded { preempt_ns, reconfig_ns, latency } => {
-                (term(*preempt_ns), term(*reconfig_ns), latency.map_or_else(|| "n/a".into(), |bound| us(bound.worst)))
-            }
+        let (preempt, reconfig, pcap, worst) = match &latency.wait {
+            Wait::Bounded { preempt_ns, reconfig_ns, pcap_ns, latency } => (
+                term(*preempt_ns),
+                term(*reconfig_ns),
+                // With the costs, each queued download is taken T_PL_irq late.
+                term(latency.map_or(*pcap_ns, |bound| bound.pcap)),
+                latency.map_or_else(|| "n/a".into(), |bound| us(bound.worst)),
+            ),
             Wait::Unbounded { holders } => {
                 notes += &format!("  {}/{name}: not bounded: {}\n", partition.name, holders_text(system, holders));
-                ("-".into(), "-".into(), "not bounded".into())
+                ("-".into(), "-".into(), "-".into(), "not bounded".into())
             }
         };
         rows.push([
@@ -168,6 +182,7 @@ fn allocation(system: &System, fabric: &Fabric, profile: &PlatformProfile) -> St
             signals.join(","),
             preempt,
             reconfig,
+            pcap,
             worst,
             device.deadline_us.map_or_else(|| "-".into(), |deadline| format!("{deadline} us")),
         ]);

@@ -1345,8 +1345,8 @@ fn an_empty_fabric_table_is_ker_one_s_experiment() {
     assert_eq!(
         rtos.accelerators,
         [
-            VirtualDevice { accelerator: 0, ipa: 0x0b00_0000, signals: [80, 81, 82], deadline_us: Some(2_500) },
-            VirtualDevice { accelerator: 3, ipa: 0x0b00_3000, signals: [83, 84, 85], deadline_us: Some(3_000) },
+            VirtualDevice { accelerator: 0, ipa: 0x0b00_0000, signals: [80, 81, 82], deadline_us: Some(5_500) },
+            VirtualDevice { accelerator: 3, ipa: 0x0b00_3000, signals: [83, 84, 85], deadline_us: Some(6_000) },
         ]
     );
     assert_eq!(
@@ -1394,7 +1394,7 @@ fn every_field_of_the_fabric_resolves() {
     assert_eq!(
         rtos.accelerators,
         [
-            VirtualDevice { accelerator: 1, ipa: 0x0b00_1000, signals: [82, 83, 84], deadline_us: Some(3_000) },
+            VirtualDevice { accelerator: 1, ipa: 0x0b00_1000, signals: [82, 83, 84], deadline_us: Some(6_000) },
             VirtualDevice { accelerator: 0, ipa: 0x0c10_0000, signals: [100, 101, 102], deadline_us: None },
         ]
     );
@@ -1402,13 +1402,14 @@ fn every_field_of_the_fabric_resolves() {
         gpos.accelerators,
         [VirtualDevice { accelerator: 1, ipa: 0x0b00_1000, signals: [81, 82, 83], deadline_us: None }]
     );
-    // With the costs, 3 ms holds: 9.96 + 31 + 2,288.819 us, a download of
-    // 150 KiB at 64 MiB/s rounded up to the nanosecond.
+    // With the costs, 6 ms holds: 9.96 + 31 + 2,288.819 us, a download of
+    // 150 KiB at 64 MiB/s rounded up to the nanosecond, then the PCAP's
+    // queue: that download and the other PRR's, 0.81 us each to start.
     let (path, _) = fixture("good_fabric");
     let mut out = Vec::new();
     partita::check::check_to(&path, Some(&costed_profile()), &mut out, &mut Vec::new()).unwrap();
     let out = String::from_utf8(out).unwrap();
-    assert!(out.contains("2288.819 us  2329.779 us  3000 us"), "{out}");
+    assert!(out.contains("2288.819 us  2731.037 us  5060.816 us  6000 us"), "{out}");
 }
 
 #[test]
@@ -1641,7 +1642,7 @@ fn deadline_shorter_than_the_bound() {
         err,
         format!(
             "{}:{line}:35: error: partition[0].accelerators[0].deadline: partition \"rtos\" accelerator \"qam16\": \
-             the deadline of 800 us is shorter than its worst-case allocation latency, 850.96 us\n",
+             the deadline of 800 us is shorter than its worst-case allocation latency, 1893.58 us\n",
             path.display()
         )
     );
@@ -1694,9 +1695,9 @@ fn accel_configuration_checks_clean() {
         "  prr3  13    154368 B   1206 us  -      -      x       x\n",
         "  fft512       fft512    71.1 us  24.1 us\n",
         "allocation latency (Ker-ONE eq. 5-8): the atomic costs are not measured yet",
-        "  rtos       192       qam16    0x0b000000  80,81,82  31 us      810 us   n/a          2500 us\n",
-        "  rtos       192       fft1024  0x0b003000  83,84,85  24.1 us    1206 us  n/a          3000 us\n",
-        "  gpos       64        qam64    0x0b001000  80,81,82  -          -        not bounded  -\n",
+        "  rtos       192       qam16    0x0b000000  80,81,82  31 us      810 us   2247 us  n/a          5500 us\n",
+        "  rtos       192       fft1024  0x0b003000  83,84,85  24.1 us    1206 us  2247 us  n/a          6000 us\n",
+        "  gpos       64        qam64    0x0b001000  80,81,82  -          -        -        not bounded  -\n",
         "  gpos/fft512: not bounded: virtual devices of equal or higher priority may hold every PRR that can host it \
          at once (prr2 by partition \"rtos\" accelerator \"qam16\", prr3 by partition \"rtos\" accelerator \"fft1024\")\n",
     ] {
@@ -1711,10 +1712,11 @@ fn accel_configuration_bounds_with_measured_costs() {
     let summary = partita::check::summary(&accel_example(), &costed_profile());
     assert!(summary.contains("atomic costs from the board's profile (fixed for the tests):"), "{summary}");
     for line in [
-        // 9.96 + 31 + 810 us, within 2.5 ms.
-        "  rtos       192       qam16    0x0b000000  80,81,82  31 us      810 us   850.96 us    2500 us\n",
-        // 9.96 + 24.1 + 1,206 us, within 3 ms.
-        "  rtos       192       fft1024  0x0b003000  83,84,85  24.1 us    1206 us  1240.06 us   3000 us\n",
+        // 9.96 + 31 + 810 us, then 3 downloads of 231, 810 and 1,206 us
+        // with 0.81 us each to start, within 5.5 ms.
+        "  rtos       192       qam16    0x0b000000  80,81,82  31 us      810 us   2249.43 us  3100.39 us   5500 us\n",
+        // 9.96 + 24.1 + 1,206 us and the same downloads, within 6 ms.
+        "  rtos       192       fft1024  0x0b003000  83,84,85  24.1 us    1206 us  2249.43 us  3489.49 us   6000 us\n",
     ] {
         assert!(summary.contains(line), "no {line:?} in:\n{summary}");
     }

@@ -87,7 +87,11 @@ pub enum Wait {
         /// T_RCFG(WCET), eq. 8: the longest download among the compatible
         /// PRRs.
         reconfig_ns: Option<u64>,
-        /// L_alloc(WCET), eq. 5, when the atomic costs are known.
+        /// The downloads other devices may have asked of the PCAP first,
+        /// which eq. 5 leaves out; `None` when no other device downloads.
+        pcap_ns: Option<u64>,
+        /// L_alloc(WCET): eq. 5 and the PCAP's queue, when the atomic costs
+        /// are known.
         latency: Option<Bound>,
     },
     /// Devices of equal or higher priority could hold every compatible PRR
@@ -151,12 +155,33 @@ fn wait(
         .filter_map(|rival| fabric.accelerators.get(rival.3))
         .map(|accelerator| accelerator.preempt_ns.min(TERM_CEILING_NS))
         .collect();
-    let terms = allocation_latency(&costs.copied().unwrap_or_default(), &reconfig, &displaceable);
+    let others = others_downloads(system, fabric, this);
+    let terms = allocation_latency(&costs.copied().unwrap_or_default(), &reconfig, &displaceable, &others);
     Wait::Bounded {
         preempt_ns: terms.preempt,
         reconfig_ns: terms.reconfig,
-        latency: costs.map(|costs| allocation_latency(costs, &reconfig, &displaceable)),
+        pcap_ns: terms.pcap,
+        latency: costs.map(|costs| allocation_latency(costs, &reconfig, &displaceable, &others)),
     }
+}
+
+/// The download of every PRR that a device other than `this` may ask
+/// for, whatever its priority: the PCAP serves them in the order asked.
+fn others_downloads(system: &System, fabric: &Fabric, this: (usize, usize)) -> Vec<u64> {
+    let others: Vec<usize> = system
+        .partitions
+        .iter()
+        .enumerate()
+        .flat_map(|(q, p)| p.accelerators.iter().enumerate().map(move |(e, d)| ((q, e), d.accelerator)))
+        .filter(|&(at, _)| at != this)
+        .map(|(_, accelerator)| accelerator)
+        .collect();
+    fabric
+        .prrs
+        .iter()
+        .filter(|prr| prr.hosts.iter().any(|a| others.contains(a)))
+        .map(|prr| reconfig_ns(fabric, prr).min(TERM_CEILING_NS))
+        .collect()
 }
 
 /// A holder for each PRR of `prrs` among `keepers` (each `(partition,
@@ -227,7 +252,7 @@ mod tests {
 
     fn bounded(wait: &Wait) -> (Option<u64>, Option<u64>, Option<u64>) {
         match wait {
-            Wait::Bounded { preempt_ns, reconfig_ns, latency } => {
+            Wait::Bounded { preempt_ns, reconfig_ns, latency, .. } => {
                 (*preempt_ns, *reconfig_ns, latency.map(|bound| bound.worst))
             }
             Wait::Unbounded { holders } => panic!("unbounded: {holders:?}"),
@@ -260,7 +285,9 @@ mod tests {
         let s = system(&[QAM16], &[QAM16, QAM64, FFT512, FFT1024]);
         let all = device_latencies(&s, Some(&KER_ONE_TABLE_4));
         assert_eq!((all[0].partition, all[0].device, all[0].compatible.clone()), (0, 0, vec![0, 1]));
-        assert_eq!(bounded(&all[0].wait), (Some(47_000), Some(810_000), Some(866_960)));
+        // Then the PCAP: gpos may ask for a download into each of the three.
+        let pcap = 231_000 + 810_000 + 1_206_000 + 3 * 810;
+        assert_eq!(bounded(&all[0].wait), (Some(47_000), Some(810_000), Some(866_960 + pcap)));
         // Without the costs, the two terms still come out.
         let terms = device_latencies(&s, None);
         assert_eq!(bounded(&terms[0].wait), (Some(47_000), Some(810_000), None));
@@ -272,7 +299,7 @@ mod tests {
         let s = system(&[QAM16], &[FFT1024]);
         assert_eq!(
             bounded(&device_latencies(&s, Some(&KER_ONE_TABLE_4))[0].wait),
-            (None, Some(810_000), Some(816_760))
+            (None, Some(810_000), Some(816_760 + 1_206_000 + 810))
         );
         // Alone on the fabric: no preemption path at all.
         let s = system(&[FFT512], &[]);
@@ -307,7 +334,8 @@ mod tests {
     fn higher_priority_holders_bound_nothing_for_the_lower() {
         let s = system(&[FFT1024], &[FFT1024]);
         let all = device_latencies(&s, Some(&KER_ONE_TABLE_4));
-        assert_eq!(bounded(&all[0].wait), (Some(33_600), Some(1_206_000), Some(9_960 + 33_600 + 1_206_000)));
+        let pcap = 1_206_000 + 810;
+        assert_eq!(bounded(&all[0].wait), (Some(33_600), Some(1_206_000), Some(9_960 + 33_600 + 1_206_000 + pcap)));
         assert_eq!(all[1].wait, Wait::Unbounded { holders: vec![(2, (0, 0))] });
     }
 

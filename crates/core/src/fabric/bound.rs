@@ -86,7 +86,10 @@ pub struct Bound {
     pub preempt: Option<u64>,
     /// T_RCFG(WCET): the longest download among the compatible PRRs.
     pub reconfig: Option<u64>,
-    /// L_alloc(WCET), eq. 5.
+    /// T_PCAP: the downloads the one PCAP may have to finish first, which
+    /// eq. 5 leaves out (`None` when no other device downloads anything).
+    pub pcap: Option<u64>,
+    /// L_alloc(WCET): eq. 5, then T_PCAP.
     pub worst: u64,
 }
 
@@ -97,14 +100,23 @@ pub struct Bound {
 /// of lower priority holds). A PRR whose download never happens for this
 /// request (it holds the accelerator for good) still counts: the bound
 /// does not assume which accelerator a PRR holds when the request comes.
-pub fn allocation_latency(costs: &AtomicCosts, reconfig: &[u64], displaceable: &[u64]) -> Bound {
+///
+/// `others` is the download of each PRR that another device may ask for.
+/// The PCAP downloads one bitstream at a time, in the order asked, and
+/// each PRR has at most one download under way or waiting, so a request
+/// may find all of them ahead of its own download, or of the PRR it needs
+/// leaving Reconfig. Each starts when the last one's end is taken, up to
+/// T_PL_irq late.
+pub fn allocation_latency(costs: &AtomicCosts, reconfig: &[u64], displaceable: &[u64], others: &[u64]) -> Bound {
     let [p1, p2, p3, p4] = costs.paths();
     let reconfig = reconfig.iter().copied().max();
     let preempt = displaceable.iter().copied().max();
     let paths =
         [Some(p1), reconfig.map(|r| p2 + r), preempt.map(|d| p3 + d), preempt.zip(reconfig).map(|(d, r)| p4 + d + r)];
-    let worst = paths.iter().flatten().copied().max().unwrap_or(p1);
-    Bound { paths, preempt, reconfig, worst }
+    let pcap = (!others.is_empty())
+        .then(|| others.iter().fold(0u64, |sum, d| sum.saturating_add(d.saturating_add(costs.pl_irq))));
+    let worst = paths.iter().flatten().copied().max().unwrap_or(p1).saturating_add(pcap.unwrap_or(0));
+    Bound { paths, preempt, reconfig, pcap, worst }
 }
 
 /// The time to download `bytes` of bitstream at `bytes_per_second`, in
@@ -133,7 +145,7 @@ mod tests {
     #[test]
     fn qam16_s_bound_follows_eq_7_and_8() {
         // QAM-16 fits PRR 1 and 2, where QAM-16, QAM-64 and FFT-512 may run.
-        let bound = allocation_latency(&TABLE_4, &T_RCFG[..2], &DELTA_PRE[..3]);
+        let bound = allocation_latency(&TABLE_4, &T_RCFG[..2], &DELTA_PRE[..3], &[]);
         assert_eq!(bound.preempt, Some(47_000));
         assert_eq!(bound.reconfig, Some(810_000));
         assert_eq!(bound.paths, [Some(3_030), Some(816_760), Some(52_100), Some(866_960)]);
@@ -143,28 +155,41 @@ mod tests {
     #[test]
     fn fft1024_s_bound_uses_prr_3_only() {
         // FFT-1024 fits PRR 3 only, where FFT-512 and FFT-1024 may run.
-        let bound = allocation_latency(&TABLE_4, &T_RCFG[2..], &DELTA_PRE[2..]);
+        let bound = allocation_latency(&TABLE_4, &T_RCFG[2..], &DELTA_PRE[2..], &[]);
         assert_eq!(bound.worst, 9_960 + 33_600 + 1_206_000);
     }
 
     #[test]
     fn paths_that_cannot_happen_do_not_count() {
         // Nothing of lower priority to preempt: paths 3 and 4 are out.
-        let bound = allocation_latency(&TABLE_4, &[231_000], &[]);
+        let bound = allocation_latency(&TABLE_4, &[231_000], &[], &[]);
         assert_eq!(bound.paths, [Some(3_030), Some(237_760), None, None]);
         assert_eq!(bound.worst, 237_760);
         // No compatible PRR at all: only the direct path is described.
-        let bound = allocation_latency(&TABLE_4, &[], &[]);
+        let bound = allocation_latency(&TABLE_4, &[], &[], &[]);
         assert_eq!(bound.worst, 3_030);
     }
 
     #[test]
+    fn every_download_another_device_may_ask_for_comes_first() {
+        // The RTOS's QAM-16 on Ker-ONE's fabric, with the GPOS's QAM-64
+        // and FFT-512 free to download into all three PRRs: each may be
+        // under way or waiting on the PCAP, each taken T_PL_irq late.
+        let bound = allocation_latency(&TABLE_4, &T_RCFG[..2], &DELTA_PRE[..3], &T_RCFG);
+        let pcap = 231_000 + 810_000 + 1_206_000 + 3 * 810;
+        assert_eq!(bound.pcap, Some(pcap));
+        assert_eq!(bound.paths[3], Some(866_960), "the paths stay eq. 6's");
+        assert_eq!(bound.worst, 866_960 + pcap);
+    }
+
+    #[test]
     fn the_bound_never_shrinks_when_a_cost_grows() {
-        let base = allocation_latency(&TABLE_4, &T_RCFG, &DELTA_PRE).worst;
+        let base = allocation_latency(&TABLE_4, &T_RCFG, &DELTA_PRE, &[]).worst;
         let mut slower = TABLE_4;
         slower.irq_stop += 1;
-        assert!(allocation_latency(&slower, &T_RCFG, &DELTA_PRE).worst > base);
-        assert!(allocation_latency(&TABLE_4, &[T_RCFG[2] + 1], &DELTA_PRE).worst > base);
+        assert!(allocation_latency(&slower, &T_RCFG, &DELTA_PRE, &[]).worst > base);
+        assert!(allocation_latency(&TABLE_4, &[T_RCFG[2] + 1], &DELTA_PRE, &[]).worst > base);
+        assert!(allocation_latency(&TABLE_4, &T_RCFG, &DELTA_PRE, &[1]).worst > base);
     }
 
     #[test]

@@ -720,19 +720,20 @@ mod tests {
 
     #[test]
     fn a_deadline_shorter_than_the_bound() {
-        // rtos's QAM-16: 3.03 + 6.76 + ... = 816.76 us with nothing to preempt
-        // (gpos holds FFT-1024 only).
+        // rtos's QAM-16: 6.76 + 810 = 816.76 us with nothing to preempt
+        // (gpos holds FFT-1024 only), then 1,206 + 0.81 us for the download
+        // of FFT-1024 gpos may have asked for first.
         let mut s = accelerated();
-        s.partitions[0].accelerators[0].deadline_us = Some(817);
+        s.partitions[0].accelerators[0].deadline_us = Some(2_024);
         assert_eq!(allocation_deadlines(&s, Some(&KER_ONE_TABLE_4)), vec![]);
-        s.partitions[0].accelerators[0].deadline_us = Some(816);
+        s.partitions[0].accelerators[0].deadline_us = Some(2_023);
         let issues = allocation_deadlines(&s, Some(&KER_ONE_TABLE_4));
         assert_eq!(issues.len(), 1, "{issues:#?}");
         assert_eq!((issues[0].path.as_str(), issues[0].field), ("partition[0].accelerators[0]", "deadline"));
         assert_eq!(
             issues[0].message,
-            "partition \"rtos\" accelerator \"qam16\": the deadline of 816 us is shorter than its worst-case \
-             allocation latency, 816.76 us"
+            "partition \"rtos\" accelerator \"qam16\": the deadline of 2023 us is shorter than its worst-case \
+             allocation latency, 2023.57 us"
         );
         assert_eq!(validate(&s), vec![], "the profile-free rules do not know the costs");
     }

@@ -97,7 +97,10 @@ pub fn run(opts: &Options, pass: Pass, hypervisor: &Path, guest: &Path, costs: O
         .filter(|d| d.partition == 0)
         .map(|d| {
             let paths = match d.wait {
-                Wait::Bounded { latency: Some(bound), .. } => bound.paths,
+                // Each path, behind whatever the PCAP had to do first.
+                Wait::Bounded { latency: Some(bound), .. } => {
+                    bound.paths.map(|path| path.map(|ns| ns + bound.pcap.unwrap_or(0)))
+                }
                 _ => [None; 4],
             };
             (name_of(d.device), paths)
