@@ -223,16 +223,19 @@ where
     S::Input: Default,
 {
     let unit = core::mem::size_of::<S::Input>();
+    let out_at = stream.output_offset();
+    let room = (stream.output_len() - out_at).min(CHUNK_SAMPLES);
+    // Only what this step can use is fetched and decoded: the step's cost
+    // is the fabric pCPU's, and under -icount the guests' time too.
     let in_at = stream.input_offset();
-    let in_units = (stream.input_len() - in_at).min(CHUNK_BYTES / unit);
+    let wanted = stream.input_needed(room.min(budget));
+    let in_units = (stream.input_len() - in_at).min(CHUNK_BYTES / unit).min(wanted);
     let mut bytes = [0u8; CHUNK_BYTES];
     dma.read(input + (in_at * unit) as u64, &mut bytes[..in_units * unit]);
     let mut units = [S::Input::default(); CHUNK_BYTES];
     for (slot, raw) in units.iter_mut().zip(bytes[..in_units * unit].chunks_exact(unit)) {
         *slot = decode(raw);
     }
-    let out_at = stream.output_offset();
-    let room = (stream.output_len() - out_at).min(CHUNK_SAMPLES);
     let mut out: [Sample; CHUNK_SAMPLES] = [[0; 2]; CHUNK_SAMPLES];
     let progress = stream.step(&units[..in_units], &mut out[..room], budget);
     let produced = match progress {

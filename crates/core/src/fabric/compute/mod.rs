@@ -145,6 +145,14 @@ pub trait Stream: Sized {
     /// Where in the frame's output the next chunk must start.
     fn output_offset(&self) -> usize;
 
+    /// Input units, from [`Stream::input_offset`], that `outputs` more
+    /// outputs consume at most: a step fetches no more. By default as many
+    /// as there are.
+    fn input_needed(&self, outputs: usize) -> usize {
+        let _ = outputs;
+        usize::MAX
+    }
+
     /// Frames completed since the stream began.
     fn frames(&self) -> u64;
 

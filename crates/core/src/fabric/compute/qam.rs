@@ -198,6 +198,11 @@ impl Stream for QamStream {
         self.symbol == 0
     }
 
+    fn input_needed(&self, outputs: usize) -> usize {
+        let phase = self.symbol as usize * self.m.bits() as usize % 8;
+        (phase + outputs.saturating_mul(self.m.bits() as usize)).div_ceil(8)
+    }
+
     fn step(&mut self, input: &[u8], output: &mut [Sample], budget: usize) -> Progress {
         let left = (self.symbols_per_frame() - self.symbol) as usize;
         let room = output.len().min(budget).min(left);
@@ -243,6 +248,23 @@ pub(super) mod tests {
     use std::vec::Vec;
 
     const BOTH: [Modulation; 2] = [Modulation::Qam16, Modulation::Qam64];
+
+    #[test]
+    fn a_step_given_only_the_input_it_needs_makes_every_symbol_asked() {
+        for m in BOTH {
+            let mut stream = QamStream::new(m, EXPERIMENT_FRAME_BITS).unwrap();
+            let bits: Vec<u8> = (0..EXPERIMENT_FRAME_BITS.div_ceil(8)).map(|i| (i * 37) as u8).collect();
+            // Odd step sizes walk the symbols through every bit phase.
+            for asked in [1, 3, 5, 7, 128, 11] {
+                let at = stream.input_offset();
+                let wanted = stream.input_needed(asked).min(bits.len() - at);
+                let mut out = [[0i16; 2]; 128];
+                let before = stream.output_offset();
+                stream.step(&bits[at..at + wanted], &mut out[..asked], asked);
+                assert_eq!(stream.output_offset() - before, asked, "{m:?} after {before} symbols");
+            }
+        }
+    }
 
     /// Hard decision: the nearest level on each axis, back to its code.
     fn demap(m: Modulation, p: Sample) -> u8 {
