@@ -22,17 +22,18 @@ pub fn read(pa: u64, out: &mut [u8]) {
     }
     assert!(is_partition_ram(pa, out.len() as u64), "guest buffer outside partition RAM");
     clean_invalidate(pa, out.len() as u64);
-    let (words, tail) = split(pa, out.len());
-    for (i, chunk) in out[..words * WORD].chunks_exact_mut(WORD).enumerate() {
+    let (head, words, _) = split(pa, out.len());
+    let (head_bytes, rest) = out.split_at_mut(head);
+    let (word_bytes, tail_bytes) = rest.split_at_mut(words * WORD);
+    read_bytes(pa, head_bytes);
+    let aligned = pa + head as u64;
+    for (i, chunk) in word_bytes.chunks_exact_mut(WORD).enumerate() {
         // SAFETY: an aligned word of the partition RAM checked above,
         // identity mapped at EL2 as normal memory.
-        let word = unsafe { core::ptr::read_volatile((pa as usize + i * WORD) as *const u64) };
+        let word = unsafe { core::ptr::read_volatile((aligned as usize + i * WORD) as *const u64) };
         chunk.copy_from_slice(&word.to_ne_bytes());
     }
-    for (i, byte) in out[words * WORD..].iter_mut().enumerate().take(tail) {
-        // SAFETY: a byte of the partition RAM checked above.
-        *byte = unsafe { core::ptr::read_volatile((pa as usize + words * WORD + i) as *const u8) };
-    }
+    read_bytes(aligned + (words * WORD) as u64, tail_bytes);
 }
 
 /// Copies `bytes` to `[pa, pa + bytes.len())` of partition RAM and cleans
@@ -43,25 +44,41 @@ pub fn write(pa: u64, bytes: &[u8]) {
         return;
     }
     assert!(is_partition_ram(pa, bytes.len() as u64), "guest buffer outside partition RAM");
-    let (words, tail) = split(pa, bytes.len());
-    for (i, chunk) in bytes[..words * WORD].chunks_exact(WORD).enumerate() {
+    let (head, words, _) = split(pa, bytes.len());
+    let (head_bytes, rest) = bytes.split_at(head);
+    let (word_bytes, tail_bytes) = rest.split_at(words * WORD);
+    write_bytes(pa, head_bytes);
+    let aligned = pa + head as u64;
+    for (i, chunk) in word_bytes.chunks_exact(WORD).enumerate() {
         let word = u64::from_ne_bytes(chunk.try_into().expect("a whole word"));
         // SAFETY: an aligned word of the partition RAM checked above.
-        unsafe { core::ptr::write_volatile((pa as usize + i * WORD) as *mut u64, word) };
+        unsafe { core::ptr::write_volatile((aligned as usize + i * WORD) as *mut u64, word) };
     }
-    for (i, &byte) in bytes[words * WORD..].iter().enumerate().take(tail) {
-        // SAFETY: a byte of the partition RAM checked above.
-        unsafe { core::ptr::write_volatile((pa as usize + words * WORD + i) as *mut u8, byte) };
-    }
+    write_bytes(aligned + (words * WORD) as u64, tail_bytes);
     clean_invalidate(pa, bytes.len() as u64);
 }
 
-/// How many whole words, then bytes, a copy of `len` bytes at `pa` moves:
-/// words only when `pa` is word-aligned, which guest buffers usually are.
-fn split(pa: u64, len: usize) -> (usize, usize) {
-    if (pa as usize).is_multiple_of(WORD) {
-        (len / WORD, len % WORD)
-    } else {
-        (0, len)
+/// Byte by byte, for the ends of a copy that are not whole words; the
+/// caller checked the range is partition RAM.
+fn read_bytes(pa: u64, out: &mut [u8]) {
+    for (i, byte) in out.iter_mut().enumerate() {
+        // SAFETY: a byte of the partition RAM the caller checked.
+        *byte = unsafe { core::ptr::read_volatile((pa as usize + i) as *const u8) };
     }
+}
+
+fn write_bytes(pa: u64, bytes: &[u8]) {
+    for (i, &byte) in bytes.iter().enumerate() {
+        // SAFETY: a byte of the partition RAM the caller checked.
+        unsafe { core::ptr::write_volatile((pa as usize + i) as *mut u8, byte) };
+    }
+}
+
+/// A copy of `len` bytes at `pa` in three parts: the bytes up to the
+/// first word boundary, whole words, and the bytes left. A guest's buffer
+/// need not be word-aligned, and its middle still moves a word at a time.
+fn split(pa: u64, len: usize) -> (usize, usize, usize) {
+    let head = ((WORD - (pa as usize) % WORD) % WORD).min(len);
+    let words = (len - head) / WORD;
+    (head, words, len - head - words * WORD)
 }

@@ -229,10 +229,12 @@ where
     // is the fabric pCPU's, and under -icount the guests' time too.
     let in_at = stream.input_offset();
     let wanted = stream.input_needed(room.min(budget));
-    let in_units = (stream.input_len() - in_at).min(CHUNK_BYTES / unit).min(wanted);
+    // At most a chunk of samples: FFT's input is samples, and 128 output
+    // symbols of QAM-64 take 96 bytes.
+    let in_units = (stream.input_len() - in_at).min(CHUNK_BYTES / unit).min(CHUNK_SAMPLES).min(wanted);
     let mut bytes = [0u8; CHUNK_BYTES];
     dma.read(input + (in_at * unit) as u64, &mut bytes[..in_units * unit]);
-    let mut units = [S::Input::default(); CHUNK_BYTES];
+    let mut units = [S::Input::default(); CHUNK_SAMPLES];
     for (slot, raw) in units.iter_mut().zip(bytes[..in_units * unit].chunks_exact(unit)) {
         *slot = decode(raw);
     }
@@ -244,8 +246,9 @@ where
     };
     let mut encoded = [0u8; CHUNK_BYTES];
     for (bytes, sample) in encoded.chunks_exact_mut(4).zip(&out[..produced]) {
-        bytes[..2].copy_from_slice(&sample[0].to_le_bytes());
-        bytes[2..].copy_from_slice(&sample[1].to_le_bytes());
+        // I then Q, each 16-bit little-endian: one word, one copy.
+        let word = u32::from(sample[0] as u16) | u32::from(sample[1] as u16) << 16;
+        bytes.copy_from_slice(&word.to_le_bytes());
     }
     dma.write(output + (out_at * 4) as u64, &encoded[..produced * 4]);
     progress
