@@ -13,13 +13,12 @@
 //! computation have finished it, and a stop saves the context of the last
 //! consistency point the computation reached.
 //!
-//! The logic reads START from the interface pages of connected devices:
-//! it samples them every [`START_SAMPLE_NS`] while one of them waits in
-//! Hold for its first START, and every [`IDLE_SAMPLE_NS`] while one is
-//! connected to an idle PRR, where a client that finished a job may start
-//! another without asking. Sampling an idle PRR as often would keep the
-//! fabric's pCPU taking a timer interrupt every 2 us for as long as a
-//! partition keeps its device.
+//! The logic reads START from the interface pages of connected devices,
+//! every [`START_SAMPLE_NS`] while one of them holds its PRR without a job:
+//! after its connection, and after each job, for the fabric's hold. Then
+//! the client lets the PRR go (`Event::LetGo`) and its next job asks
+//! again, so an idle PRR is never watched for as long as a partition keeps
+//! its device.
 
 use super::{Device, Fabric};
 use crate::partition::Partition;
@@ -31,14 +30,14 @@ use partita_core::fabric::compute::Context;
 use partita_core::fabric::interface::{reg, stat, Registers, CONTEXT_SIZE, REGISTERS_SIZE};
 use partita_core::fabric::job::{Dma, Job};
 use partita_core::fabric::manager::Event;
+use partita_core::fabric::monitor::Client;
 // Fair: the fabric's pCPU takes the logic's lock again and again, and an
 // unfair lock could keep a requesting vCPU spinning for as long.
 use partita_arch::sync::TicketMutex as Mutex;
 
-/// How often the logic samples START while a connected device has no job.
+/// How often the logic samples START while a connected device holds its
+/// PRR without a job.
 const START_SAMPLE_NS: u64 = 2_000;
-/// How often it samples START of a device connected to an idle PRR.
-const IDLE_SAMPLE_NS: u64 = 20_000;
 /// The longest the fabric's pCPU leaves its work to the cores beside it,
 /// when it has some at once, or waits without looking (see `run`).
 const TURN_NS: u64 = 50_000;
@@ -260,13 +259,11 @@ impl Logic {
 
     pub fn next_deadline(&self, fabric: &Fabric, now: u64) -> Option<u64> {
         let held = ns_to_ticks(START_SAMPLE_NS, fabric.logic.hz);
-        let idle = ns_to_ticks(IDLE_SAMPLE_NS, fabric.logic.hz);
         let pcap = self.pcap.current.map(|(_, _, until)| until);
         let units = self.units.iter().flat_map(|unit| {
             let frame = unit.job.as_ref().map(|run| run.started + (run.reported + 1 - run.base) * run.frame);
-            let sample = if unit.hold_until.is_some() { held } else { idle };
-            let idle = (unit.client.is_some() && unit.job.is_none()).then_some(now + sample);
-            [unit.hold_until, unit.stop_at, frame, idle]
+            let holding = unit.client.is_some() && unit.job.is_none() && unit.hold_until.is_some();
+            [unit.hold_until, unit.stop_at, frame, holding.then_some(now + held)]
         });
         pcap.into_iter().chain(units.flatten()).min()
     }
@@ -318,6 +315,8 @@ impl Unit {
             }
             if run.reported == run.job.frames() {
                 self.job = None;
+                // Kept for the hold: the next job may start without asking.
+                self.hold_until = Some(now + fabric.logic.hold);
                 device.update_stat(0, stat::BUSY);
                 guest_memory::write(device.page + reg::OVER, &[1]);
                 if device.read_u32(reg::INT_CTRL) & 1 != 0 {
@@ -334,7 +333,16 @@ impl Unit {
         }
         if let Some(at) = self.hold_until.filter(|&at| at <= now) {
             self.hold_until = None;
+            // A Hold after the connection expires; either way the client
+            // then lets the PRR go. The manager ignores whichever of the
+            // two does not fit the PRR's state.
+            let client = Client {
+                partition: device.partition,
+                device: device.index,
+                priority: partitions[device.partition].rank,
+            };
             report(Report::Manager(Event::Expired { prr }, at));
+            report(Report::Manager(Event::LetGo { prr, client }, at));
         }
     }
 

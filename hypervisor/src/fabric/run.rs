@@ -72,7 +72,9 @@ fn deliver(sys: &System, fabric: &Fabric, report: Report) {
             let (step, prr) = match event {
                 Event::Reconfigured { prr } => (AccelStep::Reconfigured, prr),
                 Event::Stopped { prr, .. } => (AccelStep::Stopped, prr),
-                Event::Started { prr } | Event::Done { prr } | Event::Expired { prr } => (AccelStep::LogicEvent, prr),
+                Event::Started { prr } | Event::Done { prr } | Event::Expired { prr } | Event::LetGo { prr, .. } => {
+                    (AccelStep::LogicEvent, prr)
+                }
                 // Only the logic's events come this way.
                 _ => (AccelStep::LogicEvent, usize::MAX),
             };

@@ -218,6 +218,23 @@ fn rtos_requests_against_busy_gpos_streams_are_served_within_the_checked_bound()
     }
 }
 
+/// A client lets its PRR go one hold after its last job, and its next job
+/// asks again: Path 1, the accelerator still loaded. Under `-icount`, so
+/// a busy host cannot stretch the guest's way from one write to the next
+/// past the hold.
+#[test]
+fn a_client_idle_for_a_hold_lets_go_and_its_next_job_asks_again() {
+    let args = format!("{} acc-gap-us=20000", accel_args(QAM16_PAGE, Function::Qam16, 1, 3, 120));
+    let solo = part("solo", &[0], &args).accelerator(RawVirtualDevice::new("qam16"));
+    let fabric = RawFabric { hold: Some(Micros(2_000)), ..RawFabric::default() };
+    let config = machine([solo]).cpus(2).fabric(fabric);
+    let opts = RunOptions { seconds: Some(HANG_LIMIT), icount: Some(4), ..RunOptions::default() };
+    let boot = boot_with("qemu-fabric-let-go", &config, opts);
+    assert_powered_off(&boot);
+    assert_jobs(boot.log("solo"), 120, 3, 1);
+    assert_paths(&boot.hypervisor, &[("assign+reconfig", 1), ("assign", 2)]);
+}
+
 /// The waiting list serves by priority, not arrival. The RTOS streams
 /// FFT-1024 on PRR 3, the only PRR that can host it; `low` asks for it,
 /// then `mid`; neither may preempt the RTOS, so both wait. Once the

@@ -111,6 +111,11 @@ pub enum Event {
     Done { prr: usize },
     /// `prr` waited in Hold for its client too long.
     Expired { prr: usize },
+    /// `client` left `prr` Idle for a whole hold after its last job (or
+    /// after its Hold expired): it lets the PRR go, and its next job asks
+    /// again. Nothing happens unless `prr` is still Idle and `client`'s,
+    /// so a report that crossed a new connection changes nothing.
+    LetGo { prr: usize, client: Client },
     /// Partition `partition` restarted or halted: whatever it held or
     /// asked for is released.
     Released { partition: usize },
@@ -191,7 +196,7 @@ impl<const W: usize> Manager<W> {
             Event::Started { prr } => Some((prr, PrrEvent::Start)),
             Event::Done { prr } => Some((prr, PrrEvent::Done)),
             Event::Expired { prr } => Some((prr, PrrEvent::Expire)),
-            Event::Request(_) | Event::Released { .. } | Event::Withdrawn { .. } => None,
+            Event::Request(_) | Event::Released { .. } | Event::Withdrawn { .. } | Event::LetGo { .. } => None,
         };
         if let Some((prr, event)) = external {
             // A start reported for a client that was released meanwhile
@@ -220,6 +225,15 @@ impl<const W: usize> Manager<W> {
             Event::Expired { prr } => {
                 self.step(prr, PrrEvent::Expire);
                 self.serve_waiting(act);
+            }
+            Event::LetGo { prr, client } => {
+                let idle = self.prrs.get(prr).is_some_and(|d| d.state == PrrState::Idle);
+                let theirs = self.prrs.get(prr).and_then(|d| d.client).is_some_and(|c| c.same_device(client));
+                if !(idle && theirs) {
+                    return Err(Stale);
+                }
+                self.prrs[prr].client = None;
+                act(Action::Disconnect { client, prr });
             }
             Event::Released { partition } => self.release(|c| c.partition == partition, act),
             Event::Withdrawn { client } => self.release(|c| c.same_device(client), act),
@@ -408,6 +422,27 @@ mod tests {
         assert_eq!(m.connected(rtos), Some(0));
         run(&mut m, Event::Started { prr: 0 });
         assert_eq!(m.prrs()[0].state, PrrState::Busy);
+    }
+
+    #[test]
+    fn a_client_idle_for_a_hold_lets_its_prr_go_and_its_next_job_asks_again() {
+        let mut m = manager();
+        let rtos = client(0, 0, RTOS);
+        m.prrs[0].loaded = Some(QAM16);
+        ask(&mut m, rtos, QAM16);
+        run(&mut m, Event::Started { prr: 0 });
+        run(&mut m, Event::Done { prr: 0 });
+        // Not its PRR, or not Idle: nothing happens.
+        let other = client(1, 0, GPOS);
+        assert_eq!(m.handle(Event::LetGo { prr: 0, client: other }, &mut |_| {}), Err(Stale));
+        assert_eq!(m.handle(Event::LetGo { prr: 1, client: rtos }, &mut |_| {}), Err(Stale));
+        let actions = run(&mut m, Event::LetGo { prr: 0, client: rtos });
+        assert_eq!(actions, [Action::Disconnect { client: rtos, prr: 0 }]);
+        assert_eq!((m.prrs()[0].state, m.prrs()[0].client, m.connected(rtos)), (PrrState::Idle, None, None));
+        // The accelerator stays loaded: the next job is Path 1.
+        assert_eq!(ask(&mut m, rtos, QAM16)[0], Action::Connect { client: rtos, prr: 0, path: Path::Assign });
+        // Once connected again, a late report of the last hold is stale.
+        assert_eq!(m.handle(Event::LetGo { prr: 0, client: rtos }, &mut |_| {}), Err(Stale));
     }
 
     #[test]
@@ -776,7 +811,11 @@ mod tests {
             1 => prr.clone().prop_map(|prr| Event::Reconfigured { prr }),
             1 => prr.clone().prop_map(|prr| Event::Started { prr }),
             1 => prr.clone().prop_map(|prr| Event::Done { prr }),
-            1 => prr.prop_map(|prr| Event::Expired { prr }),
+            1 => prr.clone().prop_map(|prr| Event::Expired { prr }),
+            1 => (prr, 0usize..3, 0usize..2).prop_map(|(prr, partition, device)| {
+                let priority = if partition == 0 { RTOS } else { GPOS };
+                Event::LetGo { prr, client: client(partition, device, priority) }
+            }),
             1 => (0usize..3).prop_map(|partition| Event::Released { partition }),
             1 => (0usize..3, 0usize..2).prop_map(|(partition, device)| {
                 let priority = if partition == 0 { RTOS } else { GPOS };
