@@ -248,7 +248,9 @@ fn waiting_requests_are_served_by_priority_then_arrival() {
     let low_args =
         format!("{} acc-wait=0 acc-tell=1 acc-tell-at=ask", accel_args(FFT1024_PAGE, Function::Fft1024, 1, 1, 70));
     let low = part("low", &[1], &low_args).priority(50).accelerator(RawVirtualDevice::new("fft1024"));
-    let mid_args = format!("{} acc-wait=1 acc-delay-ms=2", accel_args(FFT1024_PAGE, Function::Fft1024, 1, 1, 80));
+    // Long enough after low's message that low's request comes first however
+    // the host schedules the vCPUs.
+    let mid_args = format!("{} acc-wait=1 acc-delay-ms=20", accel_args(FFT1024_PAGE, Function::Fft1024, 1, 1, 80));
     let mid = part("mid", &[2], &mid_args).priority(100).accelerator(RawVirtualDevice::new("fft1024"));
     let config = machine([rtos, low, mid])
         .cpus(4)
