@@ -14,17 +14,7 @@
 #include "fdt.h"
 #include "lib.h"
 
-#ifdef HOST_TEST
-/* The host tests answer in the hypervisor's place. */
-struct partita_result test_hypercall(unsigned long fn, unsigned long a1, unsigned long a2,
-				     unsigned long a3, unsigned long a4);
-#define hypercall	test_hypercall
-#else
-#define hypercall	partita_call4
-#endif
-
-#define FIRST_SPI	32
-#define LAST_SPI	1019
+#include "hypercall.h"
 /*
  * A task waiting on a device looks at it again at least this often: an
  * error (ERR_DMA, ERR_CMD) raises no signal, and a request the manager

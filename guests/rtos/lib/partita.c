@@ -4,17 +4,7 @@
  */
 #include "rtos_partita.h"
 
-#ifdef HOST_TEST
-/* The host tests answer in the hypervisor's place. */
-struct partita_result test_hypercall(unsigned long fn, unsigned long a1, unsigned long a2,
-				     unsigned long a3, unsigned long a4);
-#define hypercall	test_hypercall
-#else
-#define hypercall	partita_call4
-#endif
-
-#define FIRST_SPI	32
-#define LAST_SPI	1019
+#include "hypercall.h"
 
 /* The hypervisor writes records straight into the caller's array. */
 _Static_assert(sizeof(struct partita_hm_record) == 32, "HM records are 32 bytes");

@@ -55,7 +55,7 @@ pub fn run(sys: &'static System, fabric: &'static Fabric) -> ! {
         // asked, a device connected) comes as an SGI, and under -icount
         // QEMU lets the cores before this one in its round finish their
         // turns first, which only a timer near at hand keeps short.
-        timer::arm_at(next.map_or(now + fabric.logic.turn, |at| at.min(now + fabric.logic.turn)));
+        timer::arm_at(next.unwrap_or(u64::MAX).min(now + fabric.logic.turn));
         cpu::wait_for_interrupt();
         // The logic's own deadline is no partition's interrupt: lowering it
         // here keeps the trace for what partitions do, rather than a timer

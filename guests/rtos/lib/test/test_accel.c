@@ -13,10 +13,10 @@
 #include "rtos_partita.h"
 #include "harness.h"
 
-#define MAX_DTB		4096
+#include "boot_tree.h"
+
 #define FIRST_SPI	32
 
-static uint8_t blob[MAX_DTB] __attribute__((aligned(8)));
 static uint8_t page[4096] __attribute__((aligned(4096)));
 static struct rtos_accel acc;
 
@@ -38,11 +38,6 @@ static unsigned nirqs;
 static rtos_status irq_result;
 
 static void fabric_step(void);
-
-uint64_t rtos_boot_dtb(void)
-{
-	return (uint64_t)(uintptr_t)blob;
-}
 
 uint64_t rtos_ticks(void)
 {
@@ -244,19 +239,6 @@ static void fabric_step(void)
 }
 
 /* ---- Set-up ---- */
-
-static bool load(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	size_t n;
-
-	memset(blob, 0, sizeof(blob));
-	if (!f)
-		return false;
-	n = fread(blob, 1, sizeof(blob), f);
-	fclose(f);
-	return n > 0 && n < sizeof(blob);
-}
 
 static void reset(void)
 {

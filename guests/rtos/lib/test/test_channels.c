@@ -10,28 +10,7 @@
 #include "harness.h"
 #include "lib.h"
 
-#define MAX_DTB		4096
-
-static uint8_t blob[MAX_DTB] __attribute__((aligned(8)));
-
-/* The fake RTOS's boot tree: whatever the test loaded last. */
-uint64_t rtos_boot_dtb(void)
-{
-	return (uint64_t)(uintptr_t)blob;
-}
-
-static bool load(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	size_t n;
-
-	memset(blob, 0, sizeof(blob));
-	if (!f)
-		return false;
-	n = fread(blob, 1, sizeof(blob), f);
-	fclose(f);
-	return n > 0 && n < sizeof(blob);
-}
+#include "boot_tree.h"
 
 static void channel_find_each_kind(void)
 {
