@@ -41,7 +41,9 @@ pub fn primary() -> ! {
     );
     check_model(&table);
     let hypervisor = table.system.hypervisor.memory;
-    mmu::init(platform.ram, hypervisor, &platform::own_devices(platform));
+    // The fabric's memory holds the interface pages guests share uncached.
+    let uncached = table.system.fabric.as_ref().map(|fabric| fabric.memory);
+    mmu::init(platform.ram, hypervisor, &platform::own_devices(platform), uncached);
     Gic::init(platform);
     el2::init_cpu();
     stage2::init_cpu();

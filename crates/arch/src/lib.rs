@@ -19,6 +19,7 @@ pub mod platform;
 pub mod stage2;
 pub mod sync;
 pub mod timer;
+pub mod uncached;
 
 pub(crate) use cpu::read_sysreg;
 

@@ -6,10 +6,14 @@ use aarch64_paging::descriptor::Stage2Attributes;
 use aarch64_paging::idmap::IdTranslation;
 use aarch64_paging::paging::{Constraints, MemoryRegion, Stage2};
 use aarch64_paging::Mapping;
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 /// 39-bit guest-physical space, starting at level 1 (VTCR_EL2.SL0 = 1).
 const ROOT_LEVEL: usize = 1;
 const T0SZ: u64 = 64 - 39;
+const LEAF_LEVEL: usize = 3;
+const PAGE_SIZE: usize = 4096;
 
 /// What a stage-2 mapping gives the guest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,6 +22,10 @@ pub enum Kind {
     Ram { write: bool, exec: bool },
     /// Device-nGnRE MMIO of a passthrough device, never executable.
     Device,
+    /// Normal non-cacheable RAM, never executable, whatever the guest's
+    /// own mapping makes of it: a page the guest shares with Partita
+    /// uncached (see [`crate::uncached`]).
+    Uncached { write: bool },
 }
 
 /// A partition's stage-2 table. The tables are allocated from the boot heap
@@ -44,29 +52,59 @@ impl Stage2Table {
         self.mapping.map_range(&range, PhysicalAddress(pa as usize), attrs, Constraints::empty())
     }
 
-    /// Makes the RAM pages `[ipa, ipa + size)`, already mapped, writable or
-    /// read-only: an accelerator's interface page as its device connects
-    /// and disconnects. Only the permission bits change, which needs no
-    /// break-before-make; TLBs that may still hold the old permission are
-    /// the caller's to invalidate before it relies on the new one.
-    pub fn set_writable(&mut self, ipa: u64, size: u64, write: bool) -> Result<(), aarch64_paging::MapError> {
-        let range = MemoryRegion::new(ipa as usize, (ipa + size) as usize);
-        let (set, clear) = if write {
-            (Stage2Attributes::S2AP_ACCESS_RW, Stage2Attributes::empty())
-        } else {
-            (Stage2Attributes::S2AP_ACCESS_RO, Stage2Attributes::S2AP_ACCESS_WO)
-        };
-        self.mapping.modify_range(&range, &|_, descriptor| {
-            if descriptor.is_table() || !descriptor.flags().contains(Stage2Attributes::VALID) {
-                return Ok(());
+    /// The write permission of the 4 KiB page mapped at `ipa`, to change
+    /// later without a walk: `None` unless a last-level descriptor maps
+    /// it. The table must never be changed again where `ipa` is mapped
+    /// (Partita maps all at boot and changes nothing after).
+    pub fn page_permission(&self, ipa: u64) -> Option<PagePermission> {
+        let range = MemoryRegion::new(ipa as usize, ipa as usize + PAGE_SIZE);
+        let mut found = None;
+        let _ = self.mapping.walk_range(&range, &mut |_, descriptor, level| {
+            if level == LEAF_LEVEL && descriptor.is_valid() {
+                found = Some(NonNull::from(descriptor).cast::<AtomicUsize>());
             }
-            descriptor.modify_flags(set, clear)
-        })
+            Ok(())
+        });
+        found.map(|descriptor| PagePermission { descriptor })
     }
 
     /// VTTBR_EL2 value: VMID in bits 55:48, table base below.
     pub fn vttbr(&self) -> u64 {
         (u64::from(self.vmid) << 48) | self.mapping.root_address().0 as u64
+    }
+}
+
+/// One page's stage-2 descriptor, whose write permission a virtual
+/// device's connection turns on and off. A single atomic change of the
+/// descriptor in place: the crate's `modify_range` walks from the root and
+/// scans each table it passes for changes, over a thousand instructions,
+/// which Path 1's budget (twice a null hypercall) cannot afford. Only the
+/// permission bits change, which needs no break-before-make; TLBs that may
+/// still hold the old permission are the caller's to invalidate before it
+/// relies on the new one.
+pub struct PagePermission {
+    descriptor: NonNull<AtomicUsize>,
+}
+
+// SAFETY: the descriptor is in a table of the boot heap, reachable from
+// every CPU, and only ever changed by atomic read-modify-writes.
+unsafe impl Send for PagePermission {}
+// SAFETY: as above; concurrent changes are atomic on the one word.
+unsafe impl Sync for PagePermission {}
+
+impl PagePermission {
+    pub fn set_writable(&self, write: bool) {
+        let bit = Stage2Attributes::S2AP_ACCESS_WO.bits();
+        // SAFETY: `page_permission` found this descriptor in a table that
+        // lives as long as its partition, which lives as long as Partita,
+        // and whose mapping of the page never changes after boot; the
+        // descriptor is `#[repr(C)]` over one `AtomicUsize`.
+        let descriptor = unsafe { self.descriptor.as_ref() };
+        if write {
+            descriptor.fetch_or(bit, Ordering::Release);
+        } else {
+            descriptor.fetch_and(!bit, Ordering::Release);
+        }
     }
 }
 
@@ -81,6 +119,14 @@ fn attributes(kind: Kind) -> Stage2Attributes {
                 | Stage2Attributes::SH_INNER
                 | Stage2Attributes::MEMATTR_NORMAL_INNER_WB
                 | Stage2Attributes::MEMATTR_NORMAL_OUTER_WB
+        }
+        Kind::Uncached { write } => {
+            let access = if write { Stage2Attributes::S2AP_ACCESS_RW } else { Stage2Attributes::S2AP_ACCESS_RO };
+            base | access
+                | Stage2Attributes::XN
+                | Stage2Attributes::SH_INNER
+                | Stage2Attributes::MEMATTR_NORMAL_INNER_NC
+                | Stage2Attributes::MEMATTR_NORMAL_OUTER_NC
         }
         Kind::Device => {
             base | Stage2Attributes::S2AP_ACCESS_RW | Stage2Attributes::XN | Stage2Attributes::MEMATTR_DEVICE_nGnRE

@@ -7,8 +7,9 @@
  * Signals only wake the task; what it then does depends on the interface
  * page alone (STAT, START, OVER) and on what PARTITA_ACC_REQUEST answers.
  * That makes every signal safe to lose, repeat or receive late, which
- * matters because they do all three: READY follows a request served at
- * once too, and comes again at the end of each job.
+ * matters because they do all three: READY comes once a waiting request
+ * is connected and again at the end of each job, either of which may
+ * find the task already past the moment it slept for.
  */
 #include "rtos_partita.h"
 #include "fdt.h"

@@ -30,7 +30,6 @@ use partita_core::fabric::compute::Context;
 use partita_core::fabric::interface::{reg, stat, Registers, CONTEXT_SIZE, REGISTERS_SIZE};
 use partita_core::fabric::job::{Dma, Job};
 use partita_core::fabric::manager::Event;
-use partita_core::fabric::monitor::Client;
 // Fair: the fabric's pCPU takes the logic's lock again and again, and an
 // unfair lock could keep a requesting vCPU spinning for as long.
 use partita_arch::sync::TicketMutex as Mutex;
@@ -57,10 +56,22 @@ struct Unit {
     job: Option<Running>,
     /// Asked to stop: it stops at this tick.
     stop_at: Option<u64>,
-    /// The context saved at the stop, for the manager's disconnect.
-    stopped: Option<Context>,
-    /// Connected with a saved context: the job resumes from it.
-    resume: Option<Context>,
+    /// What `context` holds. A unit holds one saved context at most: the
+    /// one its stop saved, until the manager's disconnect takes it, or the
+    /// one it was connected with, until its job resumes or stops again.
+    /// Kept in place rather than moved as an `Option<Context>`: every move
+    /// of one copies its kilobyte, even when it is `None`.
+    saved: Saved,
+    context: Context,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Saved {
+    Nothing,
+    /// Saved by a stop, for the manager's disconnect.
+    Stopped,
+    /// Connected with it: the job resumes from it.
+    Resume,
 }
 
 struct Running {
@@ -125,8 +136,8 @@ impl Emulated {
             hold_until: None,
             job: None,
             stop_at: None,
-            stopped: None,
-            resume: None,
+            saved: Saved::Nothing,
+            context: [0; CONTEXT_SIZE],
         };
         let download = config
             .prrs
@@ -177,30 +188,48 @@ impl Emulated {
         self.kick();
     }
 
-    /// Connects device `device` to `prr`; with a saved `context`, its
-    /// preempted job goes on.
-    pub fn connect(&self, prr: usize, device: usize, context: Option<Context>) {
+    /// Connects device `device` to `prr`; with the address of a saved
+    /// `context`, its preempted job goes on from there.
+    pub fn connect(&self, prr: usize, device: usize, context: Option<u64>) {
         let now = timer::now();
         let mut logic = self.logic.lock();
         let unit = &mut logic.units[prr];
         unit.client = Some(device);
         unit.hold_until = Some(now + self.hold);
-        unit.resume = context;
+        unit.saved = match context {
+            Some(address) => {
+                guest_memory::read(address, &mut unit.context);
+                Saved::Resume
+            }
+            None => Saved::Nothing,
+        };
+        let resumes = unit.saved == Saved::Resume;
         drop(logic);
-        self.kick();
+        // A resumed job restarts at once. A fresh connection only starts
+        // the Hold, whose START the fabric's pCPU notices within its turn
+        // (`TURN_NS`) and a sample: kicking it here would, under
+        // `-icount`, run its pass inside the requester's Path 1, which on
+        // a board is the logic's own time, in parallel.
+        if resumes {
+            self.kick();
+        }
     }
 
-    /// Disconnects whatever device `prr` serves; the context saved by a
-    /// stop, if it made one, goes with it.
-    pub fn disconnect(&self, prr: usize) -> Option<Context> {
+    /// Disconnects whatever device `prr` serves. The context saved by a
+    /// stop, if it made one, goes to `save`: whether it did.
+    pub fn disconnect(&self, prr: usize, save: impl FnOnce(&Context)) -> bool {
         let mut logic = self.logic.lock();
         let unit = &mut logic.units[prr];
         unit.client = None;
         unit.job = None;
         unit.stop_at = None;
         unit.hold_until = None;
-        unit.resume = None;
-        unit.stopped.take()
+        let stopped = unit.saved == Saved::Stopped;
+        if stopped {
+            save(&unit.context);
+        }
+        unit.saved = Saved::Nothing;
+        stopped
     }
 
     fn kick(&self) {
@@ -293,14 +322,21 @@ impl Unit {
             // Stopped before a resumed job restarted: its context is the
             // one it was connected with. A START not taken yet stays in the
             // page and is taken once the device is connected again.
-            self.stopped = self.job.take().map(|run| run.snapshot).or_else(|| self.resume.take());
-            let work = self.stopped.is_some() || start_pending(device);
+            if let Some(run) = &self.job {
+                self.context = run.snapshot;
+                self.saved = Saved::Stopped;
+            } else if self.saved == Saved::Resume {
+                self.saved = Saved::Stopped;
+            }
+            self.job = None;
+            let work = self.saved == Saved::Stopped || start_pending(device);
             report(Report::Manager(Event::Stopped { prr, work }, at));
             return;
         }
-        if let Some(context) = self.resume.take() {
+        if self.saved == Saved::Resume {
+            self.saved = Saved::Nothing;
             let regs = registers(device);
-            match Job::resume(fabric.config.accelerators[device.accelerator].function, &regs, &context) {
+            match Job::resume(fabric.config.accelerators[device.accelerator].function, &regs, &self.context) {
                 Ok(job) => self.begin(partitions, fabric, d, job, now, prr, report),
                 Err(_) => device.update_stat(stat::ERR_CMD, stat::PREEMPTED),
             }
@@ -318,7 +354,7 @@ impl Unit {
                 // Kept for the hold: the next job may start without asking.
                 self.hold_until = Some(now + fabric.logic.hold);
                 device.update_stat(0, stat::BUSY);
-                guest_memory::write(device.page + reg::OVER, &[1]);
+                device.write_u8(reg::OVER, 1);
                 if device.read_u32(reg::INT_CTRL) & 1 != 0 {
                     report(Report::Ready(d));
                 }
@@ -327,7 +363,7 @@ impl Unit {
             return;
         }
         if start_pending(device) {
-            guest_memory::write(device.page + reg::START, &[0]);
+            device.write_u8(reg::START, 0);
             self.start(partitions, fabric, d, now, prr, report);
             return;
         }
@@ -336,11 +372,7 @@ impl Unit {
             // A Hold after the connection expires; either way the client
             // then lets the PRR go. The manager ignores whichever of the
             // two does not fit the PRR's state.
-            let client = Client {
-                partition: device.partition,
-                device: device.index,
-                priority: partitions[device.partition].rank,
-            };
+            let client = device.client(partitions[device.partition].rank);
             report(Report::Manager(Event::Expired { prr }, at));
             report(Report::Manager(Event::LetGo { prr, client }, at));
         }
@@ -363,7 +395,7 @@ impl Unit {
             Ok(job) => job,
             Err(_) => return device.update_stat(stat::ERR_CMD, stat::ERR_DMA),
         };
-        guest_memory::write(device.page + reg::OVER, &[0]);
+        device.write_u8(reg::OVER, 0);
         device.write_u32(reg::RESULT, 0);
         device.write_u32(reg::RESULT + 4, 0);
         self.begin(partitions, fabric, d, job, now, prr, report);
@@ -414,14 +446,12 @@ impl Unit {
 
 /// The guest wrote START and the logic has not taken it yet.
 pub fn start_pending(device: &Device) -> bool {
-    let mut start = [0u8];
-    guest_memory::read(device.page + reg::START, &mut start);
-    start[0] != 0
+    device.read_u8(reg::START) != 0
 }
 
 fn registers(device: &Device) -> Registers {
     let mut page = [0u8; REGISTERS_SIZE];
-    guest_memory::read(device.page, &mut page);
+    device.page.read(0, &mut page);
     Registers::decode(&page)
 }
 

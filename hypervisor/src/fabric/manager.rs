@@ -4,7 +4,7 @@
 //! unconnected page, a partition's restart, the guest-aware calls.
 
 use super::emulated::start_pending;
-use super::{Device, Fabric};
+use super::{client_index, Device, Fabric};
 use crate::partition::{Partition, Vcpu};
 use crate::state::System;
 use crate::trace;
@@ -14,7 +14,7 @@ use core::sync::atomic::Ordering;
 use partita_arch::guest_memory;
 use partita_arch::platform::{Gic, InterruptController};
 use partita_arch::timer;
-use partita_core::fabric::interface::{reg, stat, CONTEXT_SIZE, PAGE_SIZE, REGISTERS_SIZE};
+use partita_core::fabric::interface::{reg, stat, PAGE_SIZE, REGISTERS_SIZE};
 use partita_core::fabric::manager::{Action, Event, Path, Signal};
 use partita_core::fabric::monitor::{Client, Request, MAX_PRRS};
 use partita_core::trace::{accel_connect_arg, AccelStep, Kind};
@@ -49,7 +49,7 @@ impl Fabric {
         // START is taken once it is connected. (One already waiting is the
         // same request and changes nothing.)
         while let Some(client) = again.pop() {
-            let accelerator = self.device(client).accelerator;
+            let accelerator = self.device(client).client_accelerator();
             let request = Request { client, accelerator, unfinished: true };
             let _ = manager.handle(Event::Request(request), &mut |action| self.carry_out(sys, action, &mut again));
         }
@@ -59,47 +59,39 @@ impl Fabric {
         match action {
             Action::Disconnect { client, prr } => {
                 let device = self.device(client);
-                let saved = self.logic.disconnect(prr);
-                if saved.is_none() && start_pending(device) {
+                let saved = self.logic.disconnect(prr, |context| guest_memory::write(device.context, context));
+                if !saved && start_pending(device) {
                     // At most one disconnection per PRR per event.
                     let _ = again.push(client);
                 }
-                if let Some(context) = &saved {
-                    guest_memory::write(device.context, context);
-                }
                 device.connected.store(false, Ordering::SeqCst);
-                if saved.is_some() {
+                if saved {
                     // Its work waits from now until it is connected again.
                     device.asked.store(timer::counter(), Ordering::SeqCst);
                 }
-                let preempted = if saved.is_some() { stat::PREEMPTED } else { 0 };
+                let preempted = if saved { stat::PREEMPTED } else { 0 };
                 device.update_stat(preempted, stat::CONNECTED | stat::BUSY);
-                sys.partitions[client.partition].set_interface_writable(device.ipa, false);
-                step(AccelStep::Disconnected, client.partition, client.device);
+                sys.partitions[usize::from(client.partition)].set_interface_writable(device.ipa, false);
+                step(AccelStep::Disconnected, client.partition.into(), client.device.into());
             }
             Action::Stop { prr } => {
                 self.logic.stop(prr);
                 step(AccelStep::StopAsked, usize::MAX, prr);
             }
             Action::Reconfigure { prr, accelerator } => {
-                self.logic.reconfigure(prr, accelerator);
+                self.logic.reconfigure(prr, accelerator.into());
                 step(AccelStep::ReconfigStarted, usize::MAX, prr);
             }
             Action::Connect { client, prr, path } => {
                 let device = self.device(client);
                 self.measure(client, path);
                 let resume = device.stat() & stat::PREEMPTED != 0;
-                let context = resume.then(|| {
-                    let mut context = [0; CONTEXT_SIZE];
-                    guest_memory::read(device.context, &mut context);
-                    context
-                });
-                self.logic.connect(prr, self.global(client), context);
-                sys.partitions[client.partition].set_interface_writable(device.ipa, true);
+                self.logic.connect(prr, self.global(client), resume.then_some(device.context));
+                sys.partitions[usize::from(client.partition)].set_interface_writable(device.ipa, true);
                 device.update_stat(stat::CONNECTED, stat::WAITING | stat::PREEMPTED);
                 device.connected.store(true, Ordering::SeqCst);
-                release_stalled(device, &sys.partitions[client.partition]);
-                step(AccelStep::Connected, client.partition, client.device);
+                release_stalled(device, &sys.partitions[usize::from(client.partition)]);
+                step(AccelStep::Connected, client.partition.into(), client.device.into());
             }
             Action::Signal { client, signal } => {
                 let device = self.device(client);
@@ -107,8 +99,8 @@ impl Fabric {
                     device.update_stat(stat::WAITING, 0);
                 }
                 let intid = device.signals[signal as usize];
-                vgic::inject(&sys.partitions[client.partition], 0, intid, false);
-                step(AccelStep::Signalled, client.partition, client.device);
+                vgic::inject(&sys.partitions[usize::from(client.partition)], 0, intid, false);
+                step(AccelStep::Signalled, client.partition.into(), client.device.into());
             }
         }
     }
@@ -122,8 +114,8 @@ impl Fabric {
         trace::record_at(
             now,
             Kind::AccelConnect,
-            client.partition,
-            client.device,
+            client.partition.into(),
+            client.device.into(),
             accel_connect_arg(path as usize, ticks),
         );
     }
@@ -166,8 +158,9 @@ impl Fabric {
         if device.asked.compare_exchange(0, now, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
             trace::record_at(now, Kind::AccelRequest, device.partition, device.index, device.accelerator as u32);
         }
-        let client = Client { partition: device.partition, device: device.index, priority: part.rank };
-        self.handle(sys, Event::Request(Request { client, accelerator: device.accelerator, unfinished: false }));
+        let client = device.client(part.rank);
+        let accelerator = device.client_accelerator();
+        self.handle(sys, Event::Request(Request { client, accelerator, unfinished: false }));
         device.connected.load(Ordering::SeqCst)
     }
 
@@ -177,7 +170,7 @@ impl Fabric {
     pub fn withdraw(&self, sys: &System, vcpu: &Vcpu, index: u64) -> Option<()> {
         let device = self.of_partition(vcpu.partition).nth(usize::try_from(index).ok()?)?;
         let priority = sys.partitions[device.partition].rank;
-        let client = Client { partition: device.partition, device: device.index, priority };
+        let client = device.client(priority);
         self.handle(sys, Event::Withdrawn { client });
         Some(())
     }
@@ -190,7 +183,7 @@ impl Fabric {
         let part = &sys.partitions[device.partition];
         device.connected.store(false, Ordering::SeqCst);
         device.asked.store(0, Ordering::SeqCst);
-        guest_memory::write(device.page + reg::START, &[0]);
+        device.write_u8(reg::START, 0);
         device.update_stat(0, stat::CONNECTED | stat::BUSY | stat::WAITING | stat::PREEMPTED);
         part.set_interface_writable(device.ipa, false);
         // A vCPU stalled on the page replays its write: a fresh request.
@@ -200,11 +193,11 @@ impl Fabric {
     /// Partition `p` restarted or halted: it holds and waits for nothing,
     /// its interface pages read as after boot.
     pub fn release(&self, sys: &System, p: usize) {
-        self.handle(sys, Event::Released { partition: p });
+        self.handle(sys, Event::Released { partition: client_index(p) });
         for device in self.of_partition(p) {
             device.stalled.store(0, Ordering::SeqCst);
             device.asked.store(0, Ordering::SeqCst);
-            guest_memory::write(device.page, &[0; REGISTERS_SIZE]);
+            device.page.zero(0, REGISTERS_SIZE);
         }
     }
 }

@@ -25,7 +25,7 @@ use crate::console::log;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use emulated::Emulated;
-use partita_arch::guest_memory;
+use partita_arch::uncached::UncachedPage;
 use partita_core::config::model;
 use partita_core::fabric::interface::reg;
 use partita_core::fabric::manager::{Manager, Path};
@@ -46,8 +46,9 @@ pub struct Device {
     pub index: usize,
     pub accelerator: usize,
     pub ipa: u64,
-    /// Host-physical addresses of its interface page and saved context.
-    pub page: u64,
+    /// Its interface page, and the host-physical address of its saved
+    /// context.
+    pub page: UncachedPage,
     pub context: u64,
     pub signals: [u32; 3],
     /// Its vCPUs stalled on a write to the unconnected page, one bit each.
@@ -94,7 +95,7 @@ impl Fabric {
                     index,
                     accelerator: device.accelerator,
                     ipa: device.ipa,
-                    page: config.page_of(g),
+                    page: UncachedPage::new(config.page_of(g)).expect("the fabric's memory mapped uncached"),
                     context: config.context_of(g, count),
                     signals: device.signals,
                     stalled: AtomicU64::new(0),
@@ -117,7 +118,7 @@ impl Fabric {
 
     /// The interface pages of partition `p`: (guest-physical, host-physical).
     pub fn interfaces(&self, p: usize) -> Vec<(u64, u64)> {
-        self.of_partition(p).map(|d| (d.ipa, d.page)).collect()
+        self.of_partition(p).map(|d| (d.ipa, d.page.address())).collect()
     }
 
     /// The signals of partition `p`'s devices.
@@ -164,11 +165,27 @@ impl Fabric {
 
     /// Index in `devices` of `client`'s device.
     fn global(&self, client: Client) -> usize {
-        self.first[client.partition] + client.device
+        self.first[usize::from(client.partition)] + usize::from(client.device)
     }
 }
 
+/// A partition's, device's or accelerator's index as the manager keeps it:
+/// the configuration's limits keep every one below 256.
+pub fn client_index(index: usize) -> u8 {
+    u8::try_from(index).expect("an index the configuration's limits allow")
+}
+
 impl Device {
+    /// The device as the manager names it, asking at `priority`.
+    pub fn client(&self, priority: u8) -> Client {
+        Client { partition: client_index(self.partition), device: client_index(self.index), priority }
+    }
+
+    /// Its accelerator as the manager names it.
+    pub fn client_accelerator(&self) -> u8 {
+        client_index(self.accelerator)
+    }
+
     pub fn stat(&self) -> u32 {
         self.read_u32(reg::STAT)
     }
@@ -181,12 +198,18 @@ impl Device {
     }
 
     pub fn read_u32(&self, offset: u64) -> u32 {
-        let mut bytes = [0; 4];
-        guest_memory::read(self.page + offset, &mut bytes);
-        u32::from_le_bytes(bytes)
+        self.page.read_u32(offset as usize)
     }
 
     pub fn write_u32(&self, offset: u64, value: u32) {
-        guest_memory::write(self.page + offset, &value.to_le_bytes());
+        self.page.write_u32(offset as usize, value);
+    }
+
+    pub fn read_u8(&self, offset: u64) -> u8 {
+        self.page.read_u8(offset as usize)
+    }
+
+    pub fn write_u8(&self, offset: u64, value: u8) {
+        self.page.write_u8(offset as usize, value);
     }
 }

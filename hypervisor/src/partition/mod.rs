@@ -16,7 +16,7 @@ use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize
 use partita_arch::context::{El1Context, FpContext};
 use partita_arch::exception::Regs;
 use partita_arch::platform::{Gic, InterruptController, VgicContext, MAX_LRS};
-use partita_arch::stage2::{self, Stage2Table};
+use partita_arch::stage2::{self, PagePermission, Stage2Table};
 use partita_arch::sync::Mutex;
 use partita_core::config::image::PartitionBoot;
 use partita_core::config::limits::MAX_VCPUS_PER_PCPU;
@@ -49,9 +49,12 @@ pub struct Partition {
     pub config: model::Partition,
     pub boot: PartitionBoot,
     pub vttbr: u64,
-    /// Its stage-2 table: changed only to connect or disconnect a virtual
-    /// device's interface page.
-    stage2: Mutex<Stage2Table>,
+    /// Its stage-2 table, never changed after boot but for the write
+    /// permission of its virtual devices' interface pages, each changed
+    /// in place through `interfaces` as its device connects and
+    /// disconnects. Kept for as long as those point into it.
+    _stage2: Stage2Table,
+    interfaces: Vec<(u64, PagePermission)>,
     state: AtomicU8,
     pub vcpus: Vec<&'static Vcpu>,
     pub console: Mutex<Console>,
@@ -173,8 +176,8 @@ impl Partition {
     /// Makes the interface page at `ipa` writable (connected) or
     /// read-only, then [`Partition::stage2_changed`].
     pub fn set_interface_writable(&self, ipa: u64, write: bool) {
-        let page = partita_core::fabric::interface::PAGE_SIZE;
-        self.stage2.lock().set_writable(ipa, page, write).expect("an interface page mapped at boot");
+        let (_, permission) = self.interfaces.iter().find(|(at, _)| *at == ipa).expect("an interface page of its own");
+        permission.set_writable(write);
         partita_arch::cpu::dsb_ish();
         self.stage2_changed();
     }
@@ -368,7 +371,8 @@ pub fn build(index: usize, config: model::Partition, boot: PartitionBoot, shared
         .collect();
     let partition = Partition {
         gic: Mutex::new(virtual_gic(&config, &virtual_spis)),
-        stage2: Mutex::new(table),
+        interfaces: shared.interfaces.iter().map(|&(ipa, _)| (ipa, interface_permission(&table, ipa))).collect(),
+        _stage2: table,
         rank: config.priority,
         setway_cursor: AtomicU64::new(0),
         denied_reports: AtomicU32::new(0),
@@ -452,10 +456,13 @@ fn build_stage2(vmid: u16, config: &model::Partition, shared: &Shared) -> Stage2
     // its request for a PRR.
     let page = partita_core::fabric::interface::PAGE_SIZE;
     for &(ipa, pa) in &shared.interfaces {
-        let kind = stage2::Kind::Ram { write: false, exec: false };
-        table.map(ipa, pa, page, kind).expect("stage-2 map of an interface page");
+        table.map(ipa, pa, page, stage2::Kind::Uncached { write: false }).expect("stage-2 map of an interface page");
     }
     table
+}
+
+fn interface_permission(table: &Stage2Table, ipa: u64) -> PagePermission {
+    table.page_permission(ipa).expect("an interface page mapped at boot, one page")
 }
 
 impl Partition {

@@ -85,7 +85,7 @@ pub enum Action {
     /// [`Event::Stopped`] follows.
     Stop { prr: usize },
     /// Download `accelerator` into `prr`; [`Event::Reconfigured`] follows.
-    Reconfigure { prr: usize, accelerator: usize },
+    Reconfigure { prr: usize, accelerator: u8 },
     /// Restore `client`'s context into `prr` and make its page read-write:
     /// the device is connected, a stalled write may go on. `path` is how
     /// the request got here.
@@ -118,7 +118,7 @@ pub enum Event {
     LetGo { prr: usize, client: Client },
     /// Partition `partition` restarted or halted: whatever it held or
     /// asked for is released.
-    Released { partition: usize },
+    Released { partition: u8 },
     /// `client`'s partition gave its device up (it does the work on its
     /// CPU instead): as [`Event::Released`], for that one device. Its
     /// request, waiting or under way, is dropped, an unfinished one with
@@ -311,7 +311,11 @@ impl<const W: usize> Manager<W> {
         let client = incoming.request.client;
         self.prrs[prr].client = Some(client);
         act(Action::Connect { client, prr, path: incoming.path });
-        act(Action::Signal { client, signal: Signal::Ready });
+        // Path 1 connects before the request returns, which tells the
+        // requester as much: READY is for a client that was told to wait.
+        if incoming.path != Path::Assign {
+            act(Action::Signal { client, signal: Signal::Ready });
+        }
     }
 
     /// The preempted accelerator stopped: its client loses the PRR (and
@@ -359,15 +363,15 @@ impl<const W: usize> Manager<W> {
     fn serve_waiting(&mut self, act: &mut impl FnMut(Action)) {
         while let Some(solution) = {
             let compatible = &self.compatible;
-            self.waiting.solve_next(&self.prrs, |a| compatible.get(a).copied().unwrap_or(0))
+            self.waiting.solve_next(&self.prrs, |a| compatible.get(usize::from(a)).copied().unwrap_or(0))
         } {
             let path = if solution.request.unfinished { Path::Resumed } else { Path::Waited };
             self.carry_out(solution, path, Signal::Ready, act);
         }
     }
 
-    fn compatible_with(&self, accelerator: usize) -> Compatible {
-        self.compatible.get(accelerator).copied().unwrap_or(0)
+    fn compatible_with(&self, accelerator: u8) -> Compatible {
+        self.compatible.get(usize::from(accelerator)).copied().unwrap_or(0)
     }
 
     /// Moves `prr` through `event`. The manager only asks for changes the
@@ -391,11 +395,11 @@ mod tests {
         Manager::new(&SIZES, &COMPATIBLE).unwrap()
     }
 
-    fn client(partition: usize, device: usize, priority: u8) -> Client {
+    fn client(partition: u8, device: u8, priority: u8) -> Client {
         Client { partition, device, priority }
     }
 
-    fn ask(m: &mut Manager<8>, c: Client, accelerator: usize) -> Vec<Action> {
+    fn ask(m: &mut Manager<8>, c: Client, accelerator: u8) -> Vec<Action> {
         run(m, Event::Request(Request { client: c, accelerator, unfinished: false }))
     }
 
@@ -413,10 +417,8 @@ mod tests {
         let actions = ask(&mut m, rtos, QAM16);
         assert_eq!(
             actions,
-            [
-                Action::Connect { client: rtos, prr: 0, path: Path::Assign },
-                Action::Signal { client: rtos, signal: Signal::Ready }
-            ]
+            [Action::Connect { client: rtos, prr: 0, path: Path::Assign }],
+            "connected before the request returns: no READY"
         );
         assert_eq!(m.prrs()[0].state, PrrState::Hold);
         assert_eq!(m.connected(rtos), Some(0));
@@ -799,7 +801,7 @@ mod tests {
 
     fn any_event() -> impl proptest::strategy::Strategy<Value = Event> {
         use proptest::prelude::*;
-        let request = (0usize..3, 0usize..2, 0usize..4).prop_map(|(partition, device, accelerator)| {
+        let request = (0u8..3, 0u8..2, 0u8..4).prop_map(|(partition, device, accelerator)| {
             // Partition 0 is the most urgent; 1 and 2 share a priority.
             let priority = if partition == 0 { RTOS } else { GPOS };
             Event::Request(Request { client: client(partition, device, priority), accelerator, unfinished: false })
@@ -812,12 +814,12 @@ mod tests {
             1 => prr.clone().prop_map(|prr| Event::Started { prr }),
             1 => prr.clone().prop_map(|prr| Event::Done { prr }),
             1 => prr.clone().prop_map(|prr| Event::Expired { prr }),
-            1 => (prr, 0usize..3, 0usize..2).prop_map(|(prr, partition, device)| {
+            1 => (prr, 0u8..3, 0u8..2).prop_map(|(prr, partition, device)| {
                 let priority = if partition == 0 { RTOS } else { GPOS };
                 Event::LetGo { prr, client: client(partition, device, priority) }
             }),
-            1 => (0usize..3).prop_map(|partition| Event::Released { partition }),
-            1 => (0usize..3, 0usize..2).prop_map(|(partition, device)| {
+            1 => (0u8..3).prop_map(|partition| Event::Released { partition }),
+            1 => (0u8..3, 0u8..2).prop_map(|(partition, device)| {
                 let priority = if partition == 0 { RTOS } else { GPOS };
                 Event::Withdrawn { client: client(partition, device, priority) }
             }),

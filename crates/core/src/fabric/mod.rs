@@ -19,10 +19,10 @@ pub mod prr;
 pub(crate) mod ker_one {
     use super::monitor::Compatible;
 
-    pub const QAM16: usize = 0;
-    pub const QAM64: usize = 1;
-    pub const FFT512: usize = 2;
-    pub const FFT1024: usize = 3;
+    pub const QAM16: u8 = 0;
+    pub const QAM64: u8 = 1;
+    pub const FFT512: u8 = 2;
+    pub const FFT1024: u8 = 3;
     /// Each PRR's share of the fabric (Table 6's resource usage).
     pub const SIZES: [u32; 3] = [2, 8, 13];
     /// PRR 1 hosts QAM only, PRR 2 QAM and FFT-512, PRR 3 the FFTs.

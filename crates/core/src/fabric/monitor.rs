@@ -23,9 +23,13 @@ pub type Compatible = u32;
 /// Who holds a PRR, or asks for one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Client {
-    pub partition: usize,
+    /// Bytes, not `usize`s, for every index here (the limits keep each
+    /// below 256): the manager passes clients, requests and actions by
+    /// value on Path 1, and small ones move in registers instead of
+    /// through `memcpy`.
+    pub partition: u8,
     /// The partition's virtual device (its interface page).
-    pub device: usize,
+    pub device: u8,
     /// Inherited from the partition: higher is more urgent.
     pub priority: u8,
 }
@@ -43,7 +47,7 @@ impl Client {
 pub struct Descriptor {
     pub state: PrrState,
     /// The accelerator its logic holds now, if any.
-    pub loaded: Option<usize>,
+    pub loaded: Option<u8>,
     /// The client it is allocated to, if any.
     pub client: Option<Client>,
     /// Its size in the fabric's resources: the smallest candidate wins,
@@ -55,7 +59,7 @@ pub struct Descriptor {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Request {
     pub client: Client,
-    pub accelerator: usize,
+    pub accelerator: u8,
     /// Asked on the client's behalf after a preemption: its saved work
     /// resumes as soon as it is connected again.
     pub unfinished: bool,
@@ -147,7 +151,7 @@ impl<const N: usize> Waiting<N> {
 
     /// Searches again, in order, and takes out the first request that now
     /// has a solution: the most urgent one a PRR can serve.
-    pub fn solve_next(&mut self, prrs: &[Descriptor], compatible: impl Fn(usize) -> Compatible) -> Option<Solution> {
+    pub fn solve_next(&mut self, prrs: &[Descriptor], compatible: impl Fn(u8) -> Compatible) -> Option<Solution> {
         let (at, solution) = self.requests.iter().enumerate().find_map(|(at, request)| {
             let solution = search(request, prrs, compatible(request.accelerator));
             (solution.method != Method::Unavailable).then_some((at, solution))
@@ -157,7 +161,7 @@ impl<const N: usize> Waiting<N> {
     }
 
     /// Forgets every request of `partition` (it restarted or halted).
-    pub fn forget(&mut self, partition: usize) {
+    pub fn forget(&mut self, partition: u8) {
         self.forget_clients(|c| c.partition == partition);
     }
 
@@ -180,7 +184,7 @@ mod tests {
 
     use crate::fabric::ker_one::*;
 
-    fn prr(state: PrrState, loaded: Option<usize>, holder: Option<(usize, u8)>, size: u32) -> Descriptor {
+    fn prr(state: PrrState, loaded: Option<u8>, holder: Option<(u8, u8)>, size: u32) -> Descriptor {
         let client = holder.map(|(partition, priority)| Client { partition, device: 0, priority });
         Descriptor { state, loaded, client, size }
     }
@@ -189,12 +193,12 @@ mod tests {
         [prr(Idle, None, None, 2), prr(Idle, None, None, 8), prr(Idle, None, None, 13)]
     }
 
-    fn request(partition: usize, priority: u8, accelerator: usize) -> Request {
+    fn request(partition: u8, priority: u8, accelerator: u8) -> Request {
         Request { client: Client { partition, device: accelerator, priority }, accelerator, unfinished: false }
     }
 
     fn solve(r: Request, prrs: &[Descriptor]) -> (Method, bool) {
-        let s = search(&r, prrs, COMPATIBLE[r.accelerator]);
+        let s = search(&r, prrs, COMPATIBLE[usize::from(r.accelerator)]);
         (s.method, s.reconfig)
     }
 
@@ -251,7 +255,7 @@ mod tests {
         let s = search(&request(0, 1, FFT1024), &prrs, 0);
         assert_eq!(s.method, Method::Unavailable);
         // Bits beyond the descriptors are ignored.
-        let s = search(&request(0, 1, FFT1024), &prrs[..2], COMPATIBLE[FFT1024]);
+        let s = search(&request(0, 1, FFT1024), &prrs[..2], COMPATIBLE[usize::from(FFT1024)]);
         assert_eq!(s.method, Method::Unavailable);
     }
 
@@ -262,7 +266,7 @@ mod tests {
         waiting.push(request(2, 50, QAM64)).unwrap();
         waiting.push(request(3, 10, QAM64)).unwrap();
         waiting.push(request(4, 50, QAM16)).unwrap();
-        let order: Vec<usize> = waiting.iter().map(|r| r.client.partition).collect();
+        let order: Vec<u8> = waiting.iter().map(|r| r.client.partition).collect();
         assert_eq!(order, [2, 4, 1, 3]);
         // The same device asking again is not queued twice.
         waiting.push(request(1, 10, QAM16)).unwrap();
@@ -272,10 +276,10 @@ mod tests {
             prr(Busy, None, Some((9, 255)), 8),
             prr(Busy, None, Some((9, 255)), 13),
         ];
-        assert_eq!(waiting.solve_next(&prrs, |a| COMPATIBLE[a]), None, "nothing is free");
+        assert_eq!(waiting.solve_next(&prrs, |a| COMPATIBLE[usize::from(a)]), None, "nothing is free");
         prrs[1] = prr(Idle, Some(QAM16), None, 8);
-        let served: Vec<usize> = core::iter::from_fn(|| {
-            let s = waiting.solve_next(&prrs, |a| COMPATIBLE[a])?;
+        let served: Vec<u8> = core::iter::from_fn(|| {
+            let s = waiting.solve_next(&prrs, |a| COMPATIBLE[usize::from(a)])?;
             Some(s.request.client.partition)
         })
         .take(4)
@@ -290,7 +294,7 @@ mod tests {
         waiting.push(request(1, 50, FFT1024)).unwrap();
         waiting.push(request(2, 10, QAM16)).unwrap();
         let prrs = [prr(Idle, None, None, 2), prr(Busy, None, Some((9, 99)), 8), prr(Busy, None, Some((9, 99)), 13)];
-        let s = waiting.solve_next(&prrs, |a| COMPATIBLE[a]).unwrap();
+        let s = waiting.solve_next(&prrs, |a| COMPATIBLE[usize::from(a)]).unwrap();
         assert_eq!((s.request.client.partition, s.method), (2, Method::Assign(0)));
         assert_eq!(waiting.len(), 1);
     }
@@ -302,19 +306,23 @@ mod tests {
         waiting.push(request(2, 1, QAM16)).unwrap();
         assert_eq!(waiting.push(request(3, 1, QAM16)), Err(Full));
         waiting.forget(1);
-        let left: Vec<usize> = waiting.iter().map(|r| r.client.partition).collect();
+        let left: Vec<u8> = waiting.iter().map(|r| r.client.partition).collect();
         assert_eq!(left, [2]);
     }
 
     fn any_descriptor() -> impl Strategy<Value = Descriptor> {
         let state = (0u8..6).prop_map(PrrState::from_u8);
-        let client = proptest::option::of((0usize..4, 0u8..4).prop_map(|(p, pr)| Client {
+        let client = proptest::option::of((0u8..4, 0u8..4).prop_map(|(p, pr)| Client {
             partition: p,
             device: 0,
             priority: pr * 50,
         }));
-        (state, proptest::option::of(0usize..4), client, 1u32..20)
-            .prop_map(|(state, loaded, client, size)| Descriptor { state, loaded, client, size })
+        (state, proptest::option::of(0u8..4), client, 1u32..20).prop_map(|(state, loaded, client, size)| Descriptor {
+            state,
+            loaded,
+            client,
+            size,
+        })
     }
 
     proptest! {
@@ -322,7 +330,7 @@ mod tests {
         /// table lets it take, idle if any compatible PRR is idle, and
         /// preempts only a client of lower priority.
         #[test]
-        fn every_solution_keeps_the_policy(prrs in proptest::collection::vec(any_descriptor(), 1..8), accel in 0usize..4, priority in 0u8..255, mask in 0u32..256) {
+        fn every_solution_keeps_the_policy(prrs in proptest::collection::vec(any_descriptor(), 1..8), accel in 0u8..4, priority in 0u8..255, mask in 0u32..256) {
             let r = request(7, priority, accel);
             let s = search(&r, &prrs, mask);
             let compatible = |p: usize| mask & (1 << p) != 0;
