@@ -138,7 +138,7 @@ fn allocation(system: &System, fabric: &Fabric, profile: &PlatformProfile) -> St
         }
         None => {
             out += ": the atomic costs are not measured yet, so L_ALLOC is left out; it adds them to T_PREEMPT, \
-                    T_RCFG and T_PCAP\n"
+                    T_RCFG, T_PCAP and T_SWITCH\n"
         }
     }
     let mut rows = vec![[
@@ -150,6 +150,7 @@ fn allocation(system: &System, fabric: &Fabric, profile: &PlatformProfile) -> St
         "T_PREEMPT",
         "T_RCFG",
         "T_PCAP",
+        "T_SWITCH",
         "L_ALLOC",
         "DEADLINE",
     ]
@@ -161,17 +162,19 @@ fn allocation(system: &System, fabric: &Fabric, profile: &PlatformProfile) -> St
         let name = fabric.accelerators.get(device.accelerator).map_or("?", |a| a.name.as_str());
         let signals: Vec<String> = device.signals.iter().map(u32::to_string).collect();
         let term = |ns: Option<u64>| ns.map_or_else(|| "-".into(), us);
-        let (preempt, reconfig, pcap, worst) = match &latency.wait {
-            Wait::Bounded { preempt_ns, reconfig_ns, pcap_ns, latency } => (
+        let (preempt, reconfig, pcap, switch, worst) = match &latency.wait {
+            Wait::Bounded { preempt_ns, reconfig_ns, pcap_ns, switch_ns, latency } => (
                 term(*preempt_ns),
                 term(*reconfig_ns),
-                // With the costs, each queued download is taken T_PL_irq late.
+                // With the costs, each queued download is taken T_PL_irq
+                // late, and a stop T_PL_irq and T_irq_stop late.
                 term(latency.map_or(*pcap_ns, |bound| bound.pcap)),
+                term(latency.map_or(*switch_ns, |bound| bound.switch)),
                 latency.map_or_else(|| "n/a".into(), |bound| us(bound.worst)),
             ),
             Wait::Unbounded { holders } => {
                 notes += &format!("  {}/{name}: not bounded: {}\n", partition.name, holders_text(system, holders));
-                ("-".into(), "-".into(), "-".into(), "not bounded".into())
+                ("-".into(), "-".into(), "-".into(), "-".into(), "not bounded".into())
             }
         };
         rows.push([
@@ -183,6 +186,7 @@ fn allocation(system: &System, fabric: &Fabric, profile: &PlatformProfile) -> St
             preempt,
             reconfig,
             pcap,
+            switch,
             worst,
             device.deadline_us.map_or_else(|| "-".into(), |deadline| format!("{deadline} us")),
         ]);

@@ -17,9 +17,11 @@
 //! PRR at once (a matching between those devices and the PRRs): if they
 //! can, the request may wait for as long as they keep them, and no bound
 //! exists; if they cannot, one compatible PRR is always Idle or held by a
-//! partition of lower priority, and eq. 5 bounds the latency. Like
-//! Ker-ONE's analysis, it takes that PRR to be Idle, Busy or in Hold when
-//! the request comes, not halfway through another allocation.
+//! partition of lower priority, and eq. 5 bounds the latency. Ker-ONE's
+//! analysis takes that PRR to be Idle, Busy or in Hold when the request
+//! comes; this one adds what may stand before that: the downloads on the
+//! one PCAP (T_PCAP) and another allocation's preemption under way in the
+//! PRR (T_SWITCH), the PRR searched again as soon as it is in Hold.
 
 use crate::config::model::{Fabric, Prr, System};
 use crate::fabric::bound::{allocation_latency, reconfig_time, AtomicCosts, Bound};
@@ -90,6 +92,9 @@ pub enum Wait {
         /// The downloads other devices may have asked of the PCAP first,
         /// which eq. 5 leaves out; `None` when no other device downloads.
         pcap_ns: Option<u64>,
+        /// The longest δ_pre of a preemption between other devices that
+        /// may be under way in a compatible PRR; `None` when none can be.
+        switch_ns: Option<u64>,
         /// L_alloc(WCET): eq. 5 and the PCAP's queue, when the atomic costs
         /// are known.
         latency: Option<Bound>,
@@ -123,7 +128,7 @@ fn wait(
     costs: Option<&AtomicCosts>,
 ) -> Wait {
     // Every other device, with its priority and the compatible PRRs it can use.
-    let mut rivals = Vec::new();
+    let mut rivals: Vec<Rival> = Vec::new();
     for (q, other) in system.partitions.iter().enumerate() {
         for (e, device) in other.accelerators.iter().enumerate().filter(|&(e, _)| (q, e) != this) {
             let usable: Vec<usize> = compatible
@@ -156,14 +161,35 @@ fn wait(
         .map(|accelerator| accelerator.preempt_ns.min(TERM_CEILING_NS))
         .collect();
     let others = others_downloads(system, fabric, this);
-    let terms = allocation_latency(&costs.copied().unwrap_or_default(), &reconfig, &displaceable, &others);
+    let midway = midway_preemptions(fabric, priority, &rivals);
+    let terms = allocation_latency(&costs.copied().unwrap_or_default(), &reconfig, &displaceable, &others, &midway);
     Wait::Bounded {
         preempt_ns: terms.preempt,
         reconfig_ns: terms.reconfig,
         pcap_ns: terms.pcap,
-        latency: costs.map(|costs| allocation_latency(costs, &reconfig, &displaceable, &others)),
+        switch_ns: midway.iter().copied().max(),
+        latency: costs.map(|costs| allocation_latency(costs, &reconfig, &displaceable, &others, &midway)),
     }
 }
+
+/// The δ_pre of every accelerator that one rival may be stopping for
+/// another in a PRR the request can use when it comes: a victim of lower
+/// priority than the request (one of equal or higher priority holds its
+/// PRR, which the cover above accounts for), its preemptor of higher
+/// priority than the victim, both able to use that PRR. A rival is
+/// `(partition, device, priority, accelerator, usable compatible PRRs)`.
+fn midway_preemptions(fabric: &Fabric, priority: u8, rivals: &[Rival]) -> Vec<u64> {
+    let preempted =
+        |victim: &Rival| rivals.iter().any(|by| by.2 > victim.2 && by.4.iter().any(|prr| victim.4.contains(prr)));
+    rivals
+        .iter()
+        .filter(|victim| victim.2 < priority && preempted(victim))
+        .filter_map(|victim| fabric.accelerators.get(victim.3))
+        .map(|accelerator| accelerator.preempt_ns.min(TERM_CEILING_NS))
+        .collect()
+}
+
+type Rival = (usize, usize, u8, usize, Vec<usize>);
 
 /// The download of every PRR that a device other than `this` may ask
 /// for, whatever its priority: the PCAP serves them in the order asked.
@@ -285,8 +311,9 @@ mod tests {
         let s = system(&[QAM16], &[QAM16, QAM64, FFT512, FFT1024]);
         let all = device_latencies(&s, Some(&KER_ONE_TABLE_4));
         assert_eq!((all[0].partition, all[0].device, all[0].compatible.clone()), (0, 0, vec![0, 1]));
-        // Then the PCAP: gpos may ask for a download into each of the three.
-        let pcap = 231_000 + 810_000 + 1_206_000 + 3 * 810;
+        // Then the PCAP: gpos may ask for a download into each of the
+        // three; the last one's end hands its PRR over, then a search.
+        let pcap = 231_000 + 810_000 + 1_206_000 + 3 * 810 + 640 + 500;
         assert_eq!(bounded(&all[0].wait), (Some(47_000), Some(810_000), Some(866_960 + pcap)));
         // Without the costs, the two terms still come out.
         let terms = device_latencies(&s, None);
@@ -299,11 +326,33 @@ mod tests {
         let s = system(&[QAM16], &[FFT1024]);
         assert_eq!(
             bounded(&device_latencies(&s, Some(&KER_ONE_TABLE_4))[0].wait),
-            (None, Some(810_000), Some(816_760 + 1_206_000 + 810))
+            (None, Some(810_000), Some(816_760 + 1_206_000 + 810 + 640 + 500))
         );
         // Alone on the fabric: no preemption path at all.
         let s = system(&[FFT512], &[]);
         assert_eq!(bounded(&device_latencies(&s, None)[0].wait), (None, Some(1_206_000), None));
+    }
+
+    #[test]
+    fn a_preemption_between_two_others_may_be_under_way() {
+        // A third partition, between rtos and gpos, may be stopping gpos's
+        // QAM-64 or FFT-512 in PRR 2 (δ_pre 31 and 24.1 µs) when rtos asks.
+        let mut s = system(&[QAM16], &[QAM64, FFT512]);
+        let mut mid = s.partitions[1].clone();
+        mid.priority = 150;
+        mid.accelerators = vec![device(QAM16)];
+        s.partitions.push(mid);
+        let Wait::Bounded { switch_ns, latency: Some(bound), .. } =
+            device_latencies(&s, Some(&KER_ONE_TABLE_4))[0].wait.clone()
+        else {
+            panic!("rtos's QAM-16 is bounded");
+        };
+        assert_eq!(switch_ns, Some(31_000));
+        assert_eq!(bound.switch, Some(31_000 + 810 + 280 + 1_130 + 500));
+        // Nothing can be stopped for another when all the others share one
+        // priority.
+        let s = system(&[QAM16], &[QAM64, FFT512]);
+        assert!(matches!(device_latencies(&s, None)[0].wait, Wait::Bounded { switch_ns: None, .. }));
     }
 
     #[test]
@@ -334,7 +383,7 @@ mod tests {
     fn higher_priority_holders_bound_nothing_for_the_lower() {
         let s = system(&[FFT1024], &[FFT1024]);
         let all = device_latencies(&s, Some(&KER_ONE_TABLE_4));
-        let pcap = 1_206_000 + 810;
+        let pcap = 1_206_000 + 810 + 640 + 500;
         assert_eq!(bounded(&all[0].wait), (Some(33_600), Some(1_206_000), Some(9_960 + 33_600 + 1_206_000 + pcap)));
         assert_eq!(all[1].wait, Wait::Unbounded { holders: vec![(2, (0, 0))] });
     }

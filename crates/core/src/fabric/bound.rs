@@ -89,7 +89,11 @@ pub struct Bound {
     /// T_PCAP: the downloads the one PCAP may have to finish first, which
     /// eq. 5 leaves out (`None` when no other device downloads anything).
     pub pcap: Option<u64>,
-    /// L_alloc(WCET): eq. 5, then T_PCAP.
+    /// T_SWITCH: another allocation's preemption that may be under way in
+    /// the PRR the request needs, which eq. 5 also leaves out (`None` when
+    /// no preemption but the request's own can happen there).
+    pub switch: Option<u64>,
+    /// L_alloc(WCET): eq. 5, then T_PCAP and T_SWITCH.
     pub worst: u64,
 }
 
@@ -101,22 +105,52 @@ pub struct Bound {
 /// request (it holds the accelerator for good) still counts: the bound
 /// does not assume which accelerator a PRR holds when the request comes.
 ///
-/// `others` is the download of each PRR that another device may ask for.
-/// The PCAP downloads one bitstream at a time, in the order asked, and
-/// each PRR has at most one download under way or waiting, so a request
-/// may find all of them ahead of its own download, or of the PRR it needs
-/// leaving Reconfig. Each starts when the last one's end is taken, up to
-/// T_PL_irq late.
-pub fn allocation_latency(costs: &AtomicCosts, reconfig: &[u64], displaceable: &[u64], others: &[u64]) -> Bound {
+/// Eq. 5 takes the PRR a request gets to be Idle, Busy or in Hold when
+/// the request comes. Two waits come before that otherwise, and the
+/// request waits in the list meanwhile:
+///
+/// - `others` is the download of each PRR that another device may ask
+///   for. The PCAP downloads one bitstream at a time, in the order asked,
+///   and each PRR has at most one download under way or waiting, so a
+///   request may find all of them ahead of its own download, or of the
+///   PRR it needs leaving Reconfig. Each starts when the last one's end is
+///   taken, up to T_PL_irq late; the last one's end hands its PRR over and
+///   searches for the request again (T_PCAP).
+/// - `midway` is the δ_pre of each accelerator that another device's
+///   preemption may be stopping in a PRR the request can use. The request
+///   waits for that stop, its handling and the hand-over to the
+///   preemptor, then searches again (T_SWITCH); a download that follows
+///   is among `others`.
+pub fn allocation_latency(
+    costs: &AtomicCosts,
+    reconfig: &[u64],
+    displaceable: &[u64],
+    others: &[u64],
+    midway: &[u64],
+) -> Bound {
     let [p1, p2, p3, p4] = costs.paths();
     let reconfig = reconfig.iter().copied().max();
     let preempt = displaceable.iter().copied().max();
     let paths =
         [Some(p1), reconfig.map(|r| p2 + r), preempt.map(|d| p3 + d), preempt.zip(reconfig).map(|(d, r)| p4 + d + r)];
-    let pcap = (!others.is_empty())
-        .then(|| others.iter().fold(0u64, |sum, d| sum.saturating_add(d.saturating_add(costs.pl_irq))));
-    let worst = paths.iter().flatten().copied().max().unwrap_or(p1).saturating_add(pcap.unwrap_or(0));
-    Bound { paths, preempt, reconfig, pcap, worst }
+    let pcap = (!others.is_empty()).then(|| {
+        let downloads = others.iter().fold(0u64, |sum, d| sum.saturating_add(d.saturating_add(costs.pl_irq)));
+        downloads.saturating_add(costs.irq_pcap + costs.search)
+    });
+    let switch = midway
+        .iter()
+        .copied()
+        .max()
+        .map(|d| d.saturating_add(costs.pl_irq + costs.irq_stop + costs.assign + costs.search));
+    let worst = paths
+        .iter()
+        .flatten()
+        .copied()
+        .max()
+        .unwrap_or(p1)
+        .saturating_add(pcap.unwrap_or(0))
+        .saturating_add(switch.unwrap_or(0));
+    Bound { paths, preempt, reconfig, pcap, switch, worst }
 }
 
 /// The time to download `bytes` of bitstream at `bytes_per_second`, in
@@ -145,7 +179,7 @@ mod tests {
     #[test]
     fn qam16_s_bound_follows_eq_7_and_8() {
         // QAM-16 fits PRR 1 and 2, where QAM-16, QAM-64 and FFT-512 may run.
-        let bound = allocation_latency(&TABLE_4, &T_RCFG[..2], &DELTA_PRE[..3], &[]);
+        let bound = allocation_latency(&TABLE_4, &T_RCFG[..2], &DELTA_PRE[..3], &[], &[]);
         assert_eq!(bound.preempt, Some(47_000));
         assert_eq!(bound.reconfig, Some(810_000));
         assert_eq!(bound.paths, [Some(3_030), Some(816_760), Some(52_100), Some(866_960)]);
@@ -155,18 +189,18 @@ mod tests {
     #[test]
     fn fft1024_s_bound_uses_prr_3_only() {
         // FFT-1024 fits PRR 3 only, where FFT-512 and FFT-1024 may run.
-        let bound = allocation_latency(&TABLE_4, &T_RCFG[2..], &DELTA_PRE[2..], &[]);
+        let bound = allocation_latency(&TABLE_4, &T_RCFG[2..], &DELTA_PRE[2..], &[], &[]);
         assert_eq!(bound.worst, 9_960 + 33_600 + 1_206_000);
     }
 
     #[test]
     fn paths_that_cannot_happen_do_not_count() {
         // Nothing of lower priority to preempt: paths 3 and 4 are out.
-        let bound = allocation_latency(&TABLE_4, &[231_000], &[], &[]);
+        let bound = allocation_latency(&TABLE_4, &[231_000], &[], &[], &[]);
         assert_eq!(bound.paths, [Some(3_030), Some(237_760), None, None]);
         assert_eq!(bound.worst, 237_760);
         // No compatible PRR at all: only the direct path is described.
-        let bound = allocation_latency(&TABLE_4, &[], &[], &[]);
+        let bound = allocation_latency(&TABLE_4, &[], &[], &[], &[]);
         assert_eq!(bound.worst, 3_030);
     }
 
@@ -175,21 +209,33 @@ mod tests {
         // The RTOS's QAM-16 on Ker-ONE's fabric, with the GPOS's QAM-64
         // and FFT-512 free to download into all three PRRs: each may be
         // under way or waiting on the PCAP, each taken T_PL_irq late.
-        let bound = allocation_latency(&TABLE_4, &T_RCFG[..2], &DELTA_PRE[..3], &T_RCFG);
-        let pcap = 231_000 + 810_000 + 1_206_000 + 3 * 810;
+        let bound = allocation_latency(&TABLE_4, &T_RCFG[..2], &DELTA_PRE[..3], &T_RCFG, &[]);
+        let pcap = 231_000 + 810_000 + 1_206_000 + 3 * 810 + 640 + 500;
         assert_eq!(bound.pcap, Some(pcap));
         assert_eq!(bound.paths[3], Some(866_960), "the paths stay eq. 6's");
         assert_eq!(bound.worst, 866_960 + pcap);
     }
 
     #[test]
+    fn a_preemption_under_way_in_the_prr_comes_first() {
+        // The RTOS's QAM-16, while a mid-priority partition's request
+        // stops a GPOS's QAM-16 (47 µs to its consistency point) in a PRR
+        // the RTOS needs: the stop, its handling, the hand-over, a search.
+        let bound = allocation_latency(&TABLE_4, &T_RCFG[..2], &DELTA_PRE[..3], &[], &[47_000, 31_000]);
+        let switch = 47_000 + 810 + 280 + 1_130 + 500;
+        assert_eq!(bound.switch, Some(switch));
+        assert_eq!(bound.worst, 866_960 + switch);
+    }
+
+    #[test]
     fn the_bound_never_shrinks_when_a_cost_grows() {
-        let base = allocation_latency(&TABLE_4, &T_RCFG, &DELTA_PRE, &[]).worst;
+        let base = allocation_latency(&TABLE_4, &T_RCFG, &DELTA_PRE, &[], &[]).worst;
         let mut slower = TABLE_4;
         slower.irq_stop += 1;
-        assert!(allocation_latency(&slower, &T_RCFG, &DELTA_PRE, &[]).worst > base);
-        assert!(allocation_latency(&TABLE_4, &[T_RCFG[2] + 1], &DELTA_PRE, &[]).worst > base);
-        assert!(allocation_latency(&TABLE_4, &T_RCFG, &DELTA_PRE, &[1]).worst > base);
+        assert!(allocation_latency(&slower, &T_RCFG, &DELTA_PRE, &[], &[]).worst > base);
+        assert!(allocation_latency(&TABLE_4, &[T_RCFG[2] + 1], &DELTA_PRE, &[], &[]).worst > base);
+        assert!(allocation_latency(&TABLE_4, &T_RCFG, &DELTA_PRE, &[1], &[]).worst > base);
+        assert!(allocation_latency(&TABLE_4, &T_RCFG, &DELTA_PRE, &[], &[1]).worst > base);
     }
 
     #[test]

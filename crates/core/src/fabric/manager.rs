@@ -316,6 +316,10 @@ impl<const W: usize> Manager<W> {
         if incoming.path != Path::Assign {
             act(Action::Signal { client, signal: Signal::Ready });
         }
+        // The PRR left Switch or Reconfig for Hold, where a request that
+        // waited meanwhile may preempt its new client: searched again now,
+        // not once that client's job is over.
+        self.serve_waiting(act);
     }
 
     /// The preempted accelerator stopped: its client loses the PRR (and
@@ -524,6 +528,40 @@ mod tests {
         ask(&mut m, rtos, QAM16);
         run(&mut m, Event::Stopped { prr: 0, work: true });
         assert_eq!(m.waiting().map(|r| (r.client, r.unfinished)).collect::<Vec<_>>(), [(gpos, true)]);
+    }
+
+    #[test]
+    fn a_request_that_waited_for_a_download_preempts_its_lower_client_as_soon_as_it_is_in() {
+        let mut m = manager();
+        let (rtos, gpos, peer) = (client(0, 0, RTOS), client(1, 0, GPOS), client(2, 0, RTOS));
+        // The RTOS's peer keeps PRR 2, the other PRR that hosts QAM-16.
+        m.prrs[1].loaded = Some(FFT512);
+        ask(&mut m, peer, FFT512);
+        run(&mut m, Event::Started { prr: 1 });
+        ask(&mut m, gpos, QAM16);
+        assert_eq!(m.prrs()[0].state, PrrState::Reconfig);
+        // Halfway through the GPOS's allocation: nothing to take yet.
+        assert_eq!(ask(&mut m, rtos, QAM16), [Action::Signal { client: rtos, signal: Signal::Wait }]);
+        let actions = run(&mut m, Event::Reconfigured { prr: 0 });
+        assert_eq!(
+            actions,
+            [
+                Action::Connect { client: gpos, prr: 0, path: Path::AssignReconfig },
+                Action::Signal { client: gpos, signal: Signal::Ready },
+                Action::Stop { prr: 0 },
+            ],
+            "the RTOS preempts the GPOS in Hold, before its job starts"
+        );
+        let actions = run(&mut m, Event::Stopped { prr: 0, work: false });
+        assert_eq!(
+            actions,
+            [
+                Action::Disconnect { client: gpos, prr: 0 },
+                Action::Signal { client: gpos, signal: Signal::Preempt },
+                Action::Connect { client: rtos, prr: 0, path: Path::Waited },
+                Action::Signal { client: rtos, signal: Signal::Ready },
+            ]
+        );
     }
 
     #[test]

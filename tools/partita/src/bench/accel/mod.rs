@@ -89,6 +89,9 @@ pub struct Report {
     pub runs: Vec<ScenarioRun>,
     /// The null hypercall on an exclusive pCPU, in instructions.
     pub hypercall: Option<u64>,
+    /// Path 1 measured the same way (see `scenarios::assign_alone`):
+    /// the mean in instructions, and how many requests took it.
+    pub path1_alone: Option<(u64, usize)>,
     /// The costs measured in each pass, in ns of guest time (largest).
     pub costs: Vec<(Pass, AtomicCosts)>,
     pub ofdm: Vec<ofdm::Run>,
@@ -122,9 +125,11 @@ pub fn run(opts: &Options) -> Result<Report> {
         let config = (scenario.config)(opts.jobs, &guest);
         run.analysed = analysed(&config, scenario.requester, costs, &opts.name)?;
     }
-    let hypercall = match opts.shift {
-        Some(shift) => null_hypercall(opts, shift, &hypervisor, &guest)?,
-        None => None,
+    let (hypercall, path1_alone) = match opts.shift {
+        Some(shift) => {
+            (null_hypercall(opts, shift, &hypervisor, &guest)?, path1_alone(opts, shift, &hypervisor, &guest)?)
+        }
+        None => (None, None),
     };
     let ofdm = passes
         .iter()
@@ -136,6 +141,7 @@ pub fn run(opts: &Options) -> Result<Report> {
         jobs: opts.jobs,
         runs,
         hypercall,
+        path1_alone,
         costs,
         ofdm,
         table6,
@@ -252,6 +258,38 @@ fn null_hypercall(
     let ticks = get("hypercall").zip(get("empty")).map(|(h, e)| h.saturating_sub(e));
     // 16 ns per tick of the 62.5 MHz counter.
     Ok(ticks.map(|t| ns_to_instructions(ticks_to_ns(t, super::NOMINAL_HZ), shift)))
+}
+
+/// Path 1 on an exclusive pCPU under `-icount`, tracing off, as the null
+/// hypercall is measured: the mean of the requests after the first (which
+/// downloads), each the guest's write to its return, in instructions. The
+/// hypervisor's count of Path 1 connections must match, or the figure
+/// would mix paths.
+fn path1_alone(
+    opts: &Options,
+    shift: u32,
+    hypervisor: &std::path::Path,
+    guest: &std::path::Path,
+) -> Result<Option<(u64, usize)>> {
+    let raw = scenarios::assign_alone(opts.jobs, guest);
+    let (config, output) = qemu::generated(&opts.name, "assign-alone", &raw, hypervisor)?;
+    let run = RunOptions { seconds: Some(RUN_LIMIT_S), icount: Some(shift), ..RunOptions::default() };
+    let report = qemu::to_power_off(&output, &config.system, &run, true)?;
+    let log = std::fs::read_to_string(&report.partition_logs[0]).context("the requesting partition's log")?;
+    let later: Vec<u64> = writes(&log).iter().skip(1).map(|w| w.t1 - w.t0).collect();
+    let hv = std::fs::read_to_string(&report.hypervisor_log).context("the hypervisor's log")?;
+    let assigned = hv
+        .lines()
+        .find_map(|l| l.strip_prefix("fabric: path assign: ")?.split_whitespace().next()?.parse::<usize>().ok());
+    if later.is_empty() || assigned != Some(later.len()) {
+        bail!(
+            "assign-alone: {} request(s) after the first, {assigned:?} Path 1 connection(s); see {}",
+            later.len(),
+            output.out_dir.display()
+        );
+    }
+    let mean = later.iter().sum::<u64>() / later.len() as u64;
+    Ok(Some((ns_to_instructions(ticks_to_ns(mean, super::NOMINAL_HZ), shift), later.len())))
 }
 
 /// Rewrites the board's profile with the `-icount` pass's costs.
@@ -401,13 +439,21 @@ impl Report {
         out += &self.eq_6();
         out += "\nMeasured: the guest's write that asked, to its return. Analysed: eq. 6 from the largest atomic \
                 costs of the `-icount` pass, with the scenario's δ_pre and T_RCFG, as `partita check` computes it.\n";
-        if let (Some(hypercall), Some(path1)) = (self.hypercall, self.path1_mean()) {
+        if let (Some(hypercall), Some((alone, n))) = (self.hypercall, self.path1_alone) {
             let _ = writeln!(
                 out,
-                "\nPath 1 against the target (at most twice a null hypercall round trip): {path1} instructions \
-                 (mean) against 2 x {hypercall} = {} ({:.2}x the hypercall).",
+                "\nPath 1 against the target (at most twice a null hypercall round trip), both measured alike: \
+                 the guest's write to its return on a pCPU of its own, tracing off, {n} requests: {alone} \
+                 instructions (mean) against 2 x {hypercall} = {} ({:.2}x the hypercall).",
                 2 * hypercall,
-                path1 as f64 / hypercall as f64
+                alone as f64 / hypercall as f64
+            );
+        }
+        if let Some(path1) = self.path1_mean() {
+            let _ = writeln!(
+                out,
+                "In the `assign` scenario above, traced and beside a peer whose turns `-icount` interleaves with \
+                 the requester's: {path1} instructions (mean)."
             );
         }
         for run in &self.ofdm {

@@ -91,6 +91,17 @@ fn assign(jobs: u32, guest: &Path) -> RawConfig {
     machine(vec![bench, peer], fabric(&["qam16"]))
 }
 
+/// `bench` alone, its pCPU to itself, and tracing off: Path 1 as the
+/// null hypercall is measured, for the target that compares them. Its
+/// first request downloads QAM-16; every later one finds it loaded and
+/// the PRR idle.
+pub fn assign_alone(jobs: u32, guest: &Path) -> RawConfig {
+    let bench = partition("bench", &[1], &jobs_args(QAM16_PAGE, "qam16", jobs, GAP_US, 1), guest)
+        .priority(100)
+        .accelerator(RawVirtualDevice::new("qam16"));
+    RawConfig::new().cpus(2).fabric(fabric(&["qam16"])).partition(bench)
+}
+
 fn reconfig(jobs: u32, guest: &Path) -> RawConfig {
     let args = format!("{} acc2=0x{QAM64_PAGE:x} acc2-fn=qam64", jobs_args(QAM16_PAGE, "qam16", jobs / 2, GAP_US, 1));
     let bench = partition("bench", &[1], &args, guest)
@@ -124,7 +135,8 @@ mod tests {
 
     #[test]
     fn every_scenario_loads() {
-        for scenario in all() {
+        let alone = Scenario { name: "assign-alone", requester: "bench", config: assign_alone };
+        for scenario in all().into_iter().chain([alone]) {
             let path =
                 std::env::temp_dir().join(format!("partita-accel-{}-{}.toml", scenario.name, std::process::id()));
             (scenario.config)(10, Path::new("guest.elf")).write(&path).unwrap();
