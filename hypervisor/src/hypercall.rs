@@ -50,7 +50,7 @@ pub fn handle(sys: &System, regs: &mut Regs, part: &Partition, vcpu: &Vcpu, call
             None => (status::INVALID, 0),
         },
         Call::PlanSwitch { plan } => switch_plan(sys, part, plan),
-        Call::AccRequest { device } => match sys.fabric.as_ref().and_then(|f| f.request(sys, part, vcpu, device)) {
+        Call::AccRequest { device } => match sys.fabric.as_ref().and_then(|f| f.request(sys, vcpu, device)) {
             Some(connected) => (status::OK, u64::from(connected)),
             None => (status::INVALID, 0),
         },

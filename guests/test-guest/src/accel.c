@@ -22,7 +22,8 @@
  *   acc-wait=CH    receive one message on channel CH before asking
  *   acc-delay-ms=N then wait N ms more
  *   acc-tell=CH    send one message on CH at the moment acc-tell-at says:
- *   acc-tell-at=ask|busy|done   before the first request, once the first
+ *   acc-tell-at=ready|ask|busy|done   before waiting for its turn,
+ *                  before the first request, once the first
  *                  job computes (the default), or once every job is over
  *
  * acc-fallback=1 makes the guest a GPOS that would rather compute on its
@@ -106,6 +107,7 @@ static void wait_for_turn(const struct bootargs *a)
 	u64 msg;
 	long s;
 
+	tell(a, ACC_AT_READY);
 	if (a->acc_wait != ACC_NO_CHANNEL) {
 		s = partita_call4(PARTITA_PORT_RECEIVE, a->acc_wait, (u64)&msg, sizeof(msg), PARTITA_FOREVER).status;
 		if (s != PARTITA_OK)

@@ -347,6 +347,8 @@ static bool parse_token(const char *tok, u32 n, struct bootargs *a)
 			a->acc_tell_at = ACC_AT_BUSY;
 		else if (str_eq_n(v, vlen, "done"))
 			a->acc_tell_at = ACC_AT_DONE;
+		else if (str_eq_n(v, vlen, "ready"))
+			a->acc_tell_at = ACC_AT_READY;
 		else
 			return false;
 	} else if (KEY("acc-delay-ms")) {

@@ -56,6 +56,7 @@ enum acc_moment {
 	ACC_AT_ASK = 0,		/* just before its first request */
 	ACC_AT_BUSY,		/* once its first job computes */
 	ACC_AT_DONE,		/* once every job is over */
+	ACC_AT_READY,		/* before it waits for its turn (acc-wait) */
 };
 
 /* No channel: acc-wait and acc-tell are off. */

@@ -372,7 +372,7 @@ impl Unit {
             // A Hold after the connection expires; either way the client
             // then lets the PRR go. The manager ignores whichever of the
             // two does not fit the PRR's state.
-            let client = device.client(partitions[device.partition].rank);
+            let client = device.client();
             report(Report::Manager(Event::Expired { prr }, at));
             report(Report::Manager(Event::LetGo { prr, client }, at));
         }

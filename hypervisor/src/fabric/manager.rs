@@ -49,8 +49,7 @@ impl Fabric {
         // START is taken once it is connected. (One already waiting is the
         // same request and changes nothing.)
         while let Some(client) = again.pop() {
-            let accelerator = self.device(client).client_accelerator();
-            let request = Request { client, accelerator, unfinished: true };
+            let request = Request { unfinished: true, ..self.device(client).request };
             let _ = manager.handle(Event::Request(request), &mut |action| self.carry_out(sys, action, &mut again));
         }
     }
@@ -71,7 +70,7 @@ impl Fabric {
                 }
                 let preempted = if saved { stat::PREEMPTED } else { 0 };
                 device.update_stat(preempted, stat::CONNECTED | stat::BUSY);
-                sys.partitions[usize::from(client.partition)].set_interface_writable(device.ipa, false);
+                sys.partitions[device.partition].set_interface_writable(device.index, false);
                 step(AccelStep::Disconnected, client.partition.into(), client.device.into());
             }
             Action::Stop { prr } => {
@@ -82,17 +81,7 @@ impl Fabric {
                 self.logic.reconfigure(prr, accelerator.into());
                 step(AccelStep::ReconfigStarted, usize::MAX, prr);
             }
-            Action::Connect { client, prr, path } => {
-                let device = self.device(client);
-                self.measure(client, path);
-                let resume = device.stat() & stat::PREEMPTED != 0;
-                self.logic.connect(prr, self.global(client), resume.then_some(device.context));
-                sys.partitions[usize::from(client.partition)].set_interface_writable(device.ipa, true);
-                device.update_stat(stat::CONNECTED, stat::WAITING | stat::PREEMPTED);
-                device.connected.store(true, Ordering::SeqCst);
-                release_stalled(device, &sys.partitions[usize::from(client.partition)]);
-                step(AccelStep::Connected, client.partition.into(), client.device.into());
-            }
+            Action::Connect { client, prr, path } => self.connect(sys, self.device(client), prr, path),
             Action::Signal { client, signal } => {
                 let device = self.device(client);
                 if signal == Signal::Wait {
@@ -105,10 +94,26 @@ impl Fabric {
         }
     }
 
-    /// Counts `client`'s connection by `path`, timed from its request.
-    fn measure(&self, client: Client, path: Path) {
+    /// Connects `client`'s device to `prr`, restoring its saved work if it
+    /// was preempted: its page becomes writable, its stalled vCPUs go on.
+    fn connect(&self, sys: &System, device: &Device, prr: usize, path: Path) {
+        let client = device.client();
+        let part = &sys.partitions[device.partition];
+        self.measure(device, path);
+        let resume = device.stat() & stat::PREEMPTED != 0;
+        self.logic.connect(prr, device.global, resume.then_some(device.context));
+        part.set_interface_writable(device.index, true);
+        device.update_stat(stat::CONNECTED, stat::WAITING | stat::PREEMPTED);
+        device.connected.store(true, Ordering::SeqCst);
+        release_stalled(device, part);
+        step(AccelStep::Connected, client.partition.into(), client.device.into());
+    }
+
+    /// Counts `device`'s connection by `path`, timed from its request.
+    fn measure(&self, device: &Device, path: Path) {
+        let client = device.client();
         let now = timer::counter();
-        let asked = self.device(client).asked.swap(0, Ordering::SeqCst);
+        let asked = device.asked.swap(0, Ordering::SeqCst);
         let ticks = if asked == 0 { 0 } else { now.saturating_sub(asked) };
         self.count(path, ticks);
         trace::record_at(
@@ -123,15 +128,15 @@ impl Fabric {
     /// A stage-2 write fault at `ipa` of `vcpu`: `None` unless `ipa` is one
     /// of its partition's interface pages. The write is the request for a
     /// PRR: it runs again once the device is connected, at once on Path 1.
-    pub fn write_fault(&self, sys: &System, part: &Partition, vcpu: &Vcpu, ipa: u64) -> Option<Exit> {
+    pub fn write_fault(&self, sys: &System, vcpu: &Vcpu, ipa: u64) -> Option<Exit> {
         let p = vcpu.partition;
         let device = self.of_partition(p).find(|d| ipa.wrapping_sub(d.ipa) < PAGE_SIZE)?;
-        if !device.connected.load(Ordering::SeqCst) {
+        if !device.connected.load(Ordering::SeqCst) && !self.connect_at_once(sys, device) {
             // Stalled before asking, so a connection from the fabric's pCPU
             // in between is never missed.
             device.stalled.fetch_or(1 << vcpu.index, Ordering::SeqCst);
             vcpu.set_waiting(true);
-            if !self.ask(sys, part, device) {
+            if !self.ask(sys, device) {
                 return Some(Exit::Wait);
             }
             device.stalled.fetch_and(!(1 << vcpu.index), Ordering::SeqCst);
@@ -146,22 +151,39 @@ impl Fabric {
     /// The guest-aware request of `vcpu` for its partition's device
     /// `index`: `None` if it has no such device, else whether the device
     /// is connected on return. Nothing stalls; READY follows a wait.
-    pub fn request(&self, sys: &System, part: &Partition, vcpu: &Vcpu, index: u64) -> Option<bool> {
+    pub fn request(&self, sys: &System, vcpu: &Vcpu, index: u64) -> Option<bool> {
         let device = self.of_partition(vcpu.partition).nth(usize::try_from(index).ok()?)?;
-        Some(device.connected.load(Ordering::SeqCst) || self.ask(sys, part, device))
+        let connected = device.connected.load(Ordering::SeqCst);
+        Some(connected || self.connect_at_once(sys, device) || self.ask(sys, device))
+    }
+
+    /// Path 1 in the requester's trap, without the general path's
+    /// machinery (`Manager::assign_at_once`): whether `device` is
+    /// connected on return. Nothing changes otherwise.
+    fn connect_at_once(&self, sys: &System, device: &Device) -> bool {
+        let request = self.request_of(device);
+        let mut manager = self.manager.lock();
+        let Some(prr) = manager.assign_at_once(request) else { return false };
+        step(AccelStep::Decided, usize::MAX, usize::MAX);
+        self.connect(sys, device, prr, Path::Assign);
+        true
     }
 
     /// Hands `device`'s request to the manager: whether it is connected
     /// on return.
-    fn ask(&self, sys: &System, part: &Partition, device: &Device) -> bool {
+    fn ask(&self, sys: &System, device: &Device) -> bool {
+        self.handle(sys, Event::Request(self.request_of(device)));
+        device.connected.load(Ordering::SeqCst)
+    }
+
+    /// `device`'s request for a PRR, timed from now unless it was made
+    /// before.
+    fn request_of(&self, device: &Device) -> Request {
         let now = timer::counter();
         if device.asked.compare_exchange(0, now, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
             trace::record_at(now, Kind::AccelRequest, device.partition, device.index, device.accelerator as u32);
         }
-        let client = device.client(part.rank);
-        let accelerator = device.client_accelerator();
-        self.handle(sys, Event::Request(Request { client, accelerator, unfinished: false }));
-        device.connected.load(Ordering::SeqCst)
+        device.request
     }
 
     /// The guest-aware release of `vcpu`'s partition's device `index`:
@@ -169,8 +191,7 @@ impl Fabric {
     /// waits for nothing and its accelerator writes nothing more.
     pub fn withdraw(&self, sys: &System, vcpu: &Vcpu, index: u64) -> Option<()> {
         let device = self.of_partition(vcpu.partition).nth(usize::try_from(index).ok()?)?;
-        let priority = sys.partitions[device.partition].rank;
-        let client = device.client(priority);
+        let client = device.client();
         self.handle(sys, Event::Withdrawn { client });
         Some(())
     }
@@ -185,7 +206,7 @@ impl Fabric {
         device.asked.store(0, Ordering::SeqCst);
         device.write_u8(reg::START, 0);
         device.update_stat(0, stat::CONNECTED | stat::BUSY | stat::WAITING | stat::PREEMPTED);
-        part.set_interface_writable(device.ipa, false);
+        part.set_interface_writable(device.index, false);
         // A vCPU stalled on the page replays its write: a fresh request.
         release_stalled(device, part);
     }

@@ -29,7 +29,7 @@ use partita_arch::uncached::UncachedPage;
 use partita_core::config::model;
 use partita_core::fabric::interface::reg;
 use partita_core::fabric::manager::{Manager, Path};
-use partita_core::fabric::monitor::{Client, Compatible};
+use partita_core::fabric::monitor::{Client, Compatible, Request};
 use partita_core::time::ticks_to_us;
 // Fair: the fabric's pCPU takes the logic's lock again and again, and an
 // unfair lock could keep a requesting vCPU spinning for as long.
@@ -45,6 +45,12 @@ pub struct Device {
     /// Its index among its partition's devices (the monitor's `device`).
     pub index: usize,
     pub accelerator: usize,
+    /// Its index in [`Fabric::devices`].
+    pub global: usize,
+    /// Its request for a PRR as the manager names it: the device, at its
+    /// partition's priority, and its accelerator. Made once, for Path 1
+    /// builds it in the requester's trap.
+    pub request: Request,
     pub ipa: u64,
     /// Its interface page, and the host-physical address of its saved
     /// context.
@@ -90,10 +96,14 @@ impl Fabric {
             first.push(devices.len());
             for (index, device) in partition.accelerators.iter().enumerate() {
                 let g = devices.len();
+                let client =
+                    Client { partition: client_index(p), device: client_index(index), priority: partition.priority };
                 devices.push(Device {
                     partition: p,
                     index,
                     accelerator: device.accelerator,
+                    global: g,
+                    request: Request { client, accelerator: client_index(device.accelerator), unfinished: false },
                     ipa: device.ipa,
                     page: UncachedPage::new(config.page_of(g)).expect("the fabric's memory mapped uncached"),
                     context: config.context_of(g, count),
@@ -156,7 +166,8 @@ impl Fabric {
     }
 
     fn of_partition(&self, p: usize) -> impl Iterator<Item = &Device> {
-        self.devices.iter().filter(move |d| d.partition == p)
+        let end = self.first.get(p + 1).copied().unwrap_or(self.devices.len());
+        self.devices[self.first.get(p).copied().unwrap_or(end)..end].iter()
     }
 
     fn device(&self, client: Client) -> &Device {
@@ -176,14 +187,9 @@ pub fn client_index(index: usize) -> u8 {
 }
 
 impl Device {
-    /// The device as the manager names it, asking at `priority`.
-    pub fn client(&self, priority: u8) -> Client {
-        Client { partition: client_index(self.partition), device: client_index(self.index), priority }
-    }
-
-    /// Its accelerator as the manager names it.
-    pub fn client_accelerator(&self) -> u8 {
-        client_index(self.accelerator)
+    /// The device as the manager names it.
+    pub fn client(&self) -> Client {
+        self.request.client
     }
 
     pub fn stat(&self) -> u32 {

@@ -54,7 +54,8 @@ pub struct Partition {
     /// in place through `interfaces` as its device connects and
     /// disconnects. Kept for as long as those point into it.
     _stage2: Stage2Table,
-    interfaces: Vec<(u64, PagePermission)>,
+    /// Its interface pages' write permissions, in its devices' order.
+    interfaces: Vec<PagePermission>,
     state: AtomicU8,
     pub vcpus: Vec<&'static Vcpu>,
     pub console: Mutex<Console>,
@@ -173,13 +174,19 @@ impl Partition {
         }
     }
 
-    /// Makes the interface page at `ipa` writable (connected) or
-    /// read-only, then [`Partition::stage2_changed`].
-    pub fn set_interface_writable(&self, ipa: u64, write: bool) {
-        let (_, permission) = self.interfaces.iter().find(|(at, _)| *at == ipa).expect("an interface page of its own");
+    /// Makes its interface page `index` (its device `index`'s) writable
+    /// (connected) or read-only (then [`Partition::stage2_changed`]).
+    pub fn set_interface_writable(&self, index: usize, write: bool) {
+        let permission = &self.interfaces[index];
         permission.set_writable(write);
         partita_arch::cpu::dsb_ish();
-        self.stage2_changed();
+        // Permission given needs no shootdown: a read-only entry another
+        // pCPU still caches faults once, and that fault drops it (see
+        // `Fabric::write_fault`). Permission taken must be gone from every
+        // TLB before the page changes hands.
+        if !write {
+            self.stage2_changed();
+        }
     }
 
     /// Bytes a guest wrote to its console: complete lines go out tagged.
@@ -371,7 +378,7 @@ pub fn build(index: usize, config: model::Partition, boot: PartitionBoot, shared
         .collect();
     let partition = Partition {
         gic: Mutex::new(virtual_gic(&config, &virtual_spis)),
-        interfaces: shared.interfaces.iter().map(|&(ipa, _)| (ipa, interface_permission(&table, ipa))).collect(),
+        interfaces: shared.interfaces.iter().map(|&(ipa, _)| interface_permission(&table, ipa)).collect(),
         _stage2: table,
         rank: config.priority,
         setway_cursor: AtomicU64::new(0),

@@ -171,7 +171,7 @@ fn synchronous(here: &Here, regs: &mut Regs) -> Exit {
         Trap::SysReg(access) => system_register(regs, part, vcpu, access),
         Trap::DataAbort { access, .. } => {
             let fabric = here.sys.fabric.as_ref();
-            match fabric.and_then(|fabric| fabric.write_fault(here.sys, part, vcpu, ipa)) {
+            match fabric.and_then(|fabric| fabric.write_fault(here.sys, vcpu, ipa)) {
                 Some(exit) => exit,
                 None => mmio::data_abort(here.sys, here.me, regs, part, access, ipa),
             }

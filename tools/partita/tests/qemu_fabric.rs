@@ -14,7 +14,8 @@ use partita::run::RunOptions;
 use partita::trace::read_file;
 use partita_core::config::allocation::{device_latencies, Wait};
 use partita_core::fabric::compute::Function;
-use partita_core::trace::Kind;
+use partita_core::fabric::manager::Path;
+use partita_core::trace::{Event, Kind};
 
 /// `accel: job J frames F result R hash H stat S alloc A ticks done D ticks fn NAME at T`
 struct JobLine {
@@ -198,24 +199,102 @@ fn rtos_requests_against_busy_gpos_streams_are_served_within_the_checked_bound()
         .channel(turn("b-to-rtos", "gpos-b", "rtos"))
         .trace(4096);
     let name = "qemu-fabric-bound";
-    let system = write_config(name, &config).system;
-    let costs = partita::profile::for_board(&system.platform.board).unwrap().accel.expect("the board's costs measured");
-    let qam16 = &device_latencies(&system, Some(&costs))[0];
-    let Wait::Bounded { latency: Some(bound), .. } = &qam16.wait else { panic!("the RTOS's QAM-16 is bounded") };
-    let opts = RunOptions { seconds: Some(HANG_LIMIT), icount: Some(4), ..RunOptions::default() };
-    let boot = boot_with(name, &config, opts);
+    let Wait::Bounded { latency: Some(bound), .. } = first_device_wait(name, &config) else {
+        panic!("the RTOS's QAM-16 is bounded")
+    };
+    let boot = boot_with(name, &config, icount_run());
     assert_powered_off(&boot);
     assert_jobs(boot.log("rtos"), 110, RTOS_JOBS, 1);
     assert_jobs(boot.log("gpos-a"), 90, 1, 60);
     assert_jobs(boot.log("gpos-b"), 100, 1, 10);
     assert_eq!(path_count(&boot.hypervisor, "preempt+reconfig"), RTOS_JOBS, "{}", boot.hypervisor);
-    let (_, trace) = read_file(&out_dir(name).join("trace.bin")).expect("the trace parses");
-    let hz = trace.counter_hz;
-    for line in boot.log("rtos").lines().filter(|l| l.starts_with("accel: job ")) {
-        let w: Vec<&str> = line.split_whitespace().collect();
-        let alloc_ns = w[12].parse::<u64>().unwrap() * 1_000_000_000 / hz;
-        assert!(alloc_ns <= bound.worst, "{line}: {alloc_ns} ns, over the bound of {} ns", bound.worst);
+    let (hz, _) = accel_events(name);
+    assert_allocations_within(boot.log("rtos"), hz, bound.worst);
+}
+
+/// What `partita check` finds for the first device of `config`'s first
+/// partition, with the board's measured costs.
+fn first_device_wait(name: &str, config: &RawConfig) -> Wait {
+    let system = write_config(name, config).system;
+    let costs = partita::profile::for_board(&system.platform.board).unwrap().accel.expect("the board's costs measured");
+    device_latencies(&system, Some(&costs)).swap_remove(0).wait
+}
+
+/// A run under `-icount`, so the guests' order is the same every time.
+fn icount_run() -> RunOptions {
+    RunOptions { seconds: Some(HANG_LIMIT), icount: Some(4), ..RunOptions::default() }
+}
+
+/// Every job in `log` was allocated its device within `worst_ns`: the
+/// job line's `alloc` ticks, from the first write to its return.
+fn assert_allocations_within(log: &str, hz: u64, worst_ns: u64) {
+    for line in log.lines().filter(|l| l.starts_with("accel: job ")) {
+        let alloc_ns = line.split_whitespace().nth(12).unwrap().parse::<u64>().unwrap() * 1_000_000_000 / hz;
+        assert!(alloc_ns <= worst_ns, "{line}: {alloc_ns} ns, over the bound of {worst_ns} ns");
     }
+}
+
+/// The trace's counter frequency and its requests and connections in
+/// time order.
+fn accel_events(name: &str) -> (u64, Vec<Event>) {
+    let (_, trace) = read_file(&out_dir(name).join("trace.bin")).expect("the trace parses");
+    let mut events: Vec<Event> = trace
+        .cpus
+        .iter()
+        .flatten()
+        .filter(|e| matches!(e.kind, Kind::AccelRequest | Kind::AccelConnect))
+        .copied()
+        .collect();
+    events.sort_by_key(|e| e.time);
+    (trace.counter_hz, events)
+}
+
+/// A request that comes while a download is under way into the only PRR
+/// that can host it waits for the download, then preempts the client it
+/// was for, and the whole wait stays within `check`'s bound (its T_PCAP
+/// term). Once the RTOS waits for its turn, the GPOS asks for FFT-1024
+/// and tells it so; the RTOS asks for its own FFT-1024 at once, inside
+/// PRR 3's 1.2 ms download. Under `-icount`, so the order is the same
+/// every run.
+#[test]
+fn a_request_behind_a_download_is_served_when_it_ends_within_the_checked_bound() {
+    let gpos_args =
+        format!("{} acc-wait=1 acc-tell=0 acc-tell-at=ask", accel_args(FFT1024_PAGE, Function::Fft1024, 4, 1, 130));
+    let gpos = part("gpos", &[2], &gpos_args).priority(50).accelerator(RawVirtualDevice::new("fft1024"));
+    let rtos_args =
+        format!("{} acc-tell=1 acc-tell-at=ready acc-wait=0", accel_args(FFT1024_PAGE, Function::Fft1024, 1, 1, 140));
+    let rtos = part("rtos", &[1], &rtos_args).priority(200).accelerator(RawVirtualDevice::new("fft1024"));
+    let config = machine([rtos, gpos])
+        .cpus(3)
+        .fabric(patient_fabric())
+        .channel(turn("gpos-to-rtos", "gpos", "rtos"))
+        .channel(turn("rtos-to-gpos", "rtos", "gpos"))
+        .trace(4096);
+    let name = "qemu-fabric-behind-download";
+    let wait = first_device_wait(name, &config);
+    let Wait::Bounded { latency: Some(bound), pcap_ns: Some(_), .. } = wait else {
+        panic!("the RTOS's FFT-1024 is bounded, the GPOS's download counted: {wait:?}")
+    };
+    let boot = boot_with(name, &config, icount_run());
+    assert_powered_off(&boot);
+    assert_jobs(boot.log("rtos"), 140, 1, 1);
+    assert_jobs(boot.log("gpos"), 130, 1, 4);
+    assert_eq!(path_count(&boot.hypervisor, "assign+reconfig"), 1, "{}", boot.hypervisor);
+    let (hz, events) = accel_events(name);
+    let order: Vec<(Kind, u8)> = events.iter().map(|e| (e.kind, e.partition)).take(4).collect();
+    let (rtos, gpos) = (0, 1);
+    assert_eq!(
+        order,
+        [
+            (Kind::AccelRequest, gpos),
+            (Kind::AccelRequest, rtos),
+            (Kind::AccelConnect, gpos),
+            (Kind::AccelConnect, rtos),
+        ],
+        "the RTOS asks during the GPOS's download and is connected right after it: {events:#?}"
+    );
+    assert_eq!(events[3].arg >> 24, Path::Waited as u32, "the RTOS waited: {events:#?}");
+    assert_allocations_within(boot.log("rtos"), hz, bound.worst);
 }
 
 /// A client lets its PRR go one hold after its last job, and its next job
@@ -228,8 +307,7 @@ fn a_client_idle_for_a_hold_lets_go_and_its_next_job_asks_again() {
     let solo = part("solo", &[0], &args).accelerator(RawVirtualDevice::new("qam16"));
     let fabric = RawFabric { hold: Some(Micros(2_000)), ..RawFabric::default() };
     let config = machine([solo]).cpus(2).fabric(fabric);
-    let opts = RunOptions { seconds: Some(HANG_LIMIT), icount: Some(4), ..RunOptions::default() };
-    let boot = boot_with("qemu-fabric-let-go", &config, opts);
+    let boot = boot_with("qemu-fabric-let-go", &config, icount_run());
     assert_powered_off(&boot);
     assert_jobs(boot.log("solo"), 120, 3, 1);
     assert_paths(&boot.hypervisor, &[("assign+reconfig", 1), ("assign", 2)]);
@@ -264,10 +342,7 @@ fn waiting_requests_are_served_by_priority_then_arrival() {
     assert_jobs(boot.log("low"), 70, 1, 1);
     assert_jobs(boot.log("mid"), 80, 1, 1);
     assert_paths(&boot.hypervisor, &[("assign+reconfig", 1), ("unavailable, then served", 2)]);
-    let (_, trace) = read_file(&out_dir("qemu-fabric-waiting").join("trace.bin")).expect("the trace parses");
-    let mut events: Vec<_> =
-        trace.cpus.iter().flatten().filter(|e| matches!(e.kind, Kind::AccelRequest | Kind::AccelConnect)).collect();
-    events.sort_by_key(|e| e.time);
+    let (_, events) = accel_events("qemu-fabric-waiting");
     let order: Vec<(Kind, u8)> = events.iter().map(|e| (e.kind, e.partition)).collect();
     let (rtos, low, mid) = (0, 1, 2);
     assert_eq!(

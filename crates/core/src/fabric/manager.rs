@@ -138,6 +138,7 @@ struct Incoming {
 
 /// The manager's state: each PRR's descriptor and incoming client, the
 /// compatibility table, the waiting list of at most `W` requests.
+#[derive(Clone)]
 pub struct Manager<const W: usize> {
     prrs: heapless::Vec<Descriptor, MAX_PRRS>,
     incoming: heapless::Vec<Option<Incoming>, MAX_PRRS>,
@@ -241,16 +242,54 @@ impl<const W: usize> Manager<W> {
         Ok(())
     }
 
+    /// Path 1 on its own: `request` served at once by an Idle PRR that
+    /// holds its accelerator already, with no client of its own to
+    /// disconnect and no request waiting to be searched again once it is
+    /// in Hold. The PRR goes to Hold for the requester and is returned:
+    /// the caller carries out the one action, [`Action::Connect`] by
+    /// [`Path::Assign`]. Any other request changes nothing: `None`, and it
+    /// goes through [`Manager::handle`], which ends the same way for this
+    /// one. The hypervisor calls this in the requester's trap, where the
+    /// general path's incoming slot, closures and second search of the
+    /// waiting list cost more than Path 1's budget.
+    pub fn assign_at_once(&mut self, request: Request) -> Option<usize> {
+        if !self.waiting.is_empty() || self.asked_already(request.client) {
+            return None;
+        }
+        self.assign_now(&search(&request, &self.prrs, self.compatible_with(request.accelerator)))
+    }
+
+    /// The PRR `solution` assigns at once, in Hold for its client, if it
+    /// is Path 1 on its own (see [`Manager::assign_at_once`]).
+    fn assign_now(&mut self, solution: &Solution) -> Option<usize> {
+        let Method::Assign(prr) = solution.method else { return None };
+        if solution.reconfig || self.prrs[prr].client.is_some() || !self.waiting.is_empty() {
+            return None;
+        }
+        self.step(prr, PrrEvent::Allocate);
+        self.step(prr, PrrEvent::Switched { reconfig: false });
+        self.prrs[prr].client = Some(solution.request.client);
+        Some(prr)
+    }
+
+    /// `client` is served, under way, or waiting in its place in the list.
+    fn asked_already(&self, client: Client) -> bool {
+        let mine = |c: Option<Client>| c.is_some_and(|c| c.same_device(client));
+        let on_prr = |(d, i): (&Descriptor, &Option<Incoming>)| mine(d.client) || mine(i.map(|i| i.request.client));
+        self.prrs.iter().zip(&self.incoming).any(on_prr) || self.waiting.iter().any(|r| r.client.same_device(client))
+    }
+
     fn request(&mut self, request: Request, act: &mut impl FnMut(Action)) {
-        let busy = |i: &Option<Incoming>| i.is_some_and(|i| i.request.client.same_device(request.client));
-        let waiting = self.waiting.iter().any(|r| r.client.same_device(request.client));
-        if self.connected(request.client).is_some() || self.incoming.iter().any(busy) || waiting {
+        if self.asked_already(request.client) {
             // A write that raced the connection, or a second fault of a
-            // stalled vCPU: the request is already served, under way, or
-            // waiting in its place in the list.
+            // stalled vCPU.
             return;
         }
         let solution = search(&request, &self.prrs, self.compatible_with(request.accelerator));
+        if let Some(prr) = self.assign_now(&solution) {
+            act(Action::Connect { client: request.client, prr, path: Path::Assign });
+            return;
+        }
         if solution.method == Method::Unavailable {
             // A full list drops the request; the stalled write faults again.
             let _ = self.waiting.push(request);
@@ -893,6 +932,37 @@ mod tests {
                 for r in m.waiting() {
                     proptest::prop_assert!(m.connected(r.client).is_none(), "{r:?} waits while connected");
                 }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Path 1's shortcut leaves the manager as the general path does:
+        /// the same PRRs, incoming slots and waiting list, one `Connect`;
+        /// and where it does not apply it changes nothing.
+        #[test]
+        fn assigning_at_once_is_the_general_path_cut_short(
+            events in proptest::collection::vec(any_event(), 0..100),
+            asked in any_event(),
+        ) {
+            let Event::Request(request) = asked else { return Ok(()) };
+            let mut m = manager();
+            for event in events {
+                let _ = m.handle(event, &mut |_| {});
+            }
+            let (before, mut general) = (m.prrs.clone(), m.clone());
+            match m.assign_at_once(request) {
+                Some(prr) => {
+                    let solution = search(&request, &general.prrs, general.compatible_with(request.accelerator));
+                    let mut actions = Vec::new();
+                    general.carry_out(solution, Path::of(&solution), Signal::Wait, &mut |a| actions.push(a));
+                    let connect = Action::Connect { client: request.client, prr, path: Path::Assign };
+                    proptest::prop_assert_eq!(actions, [connect]);
+                    proptest::prop_assert_eq!(&m.prrs, &general.prrs);
+                    proptest::prop_assert_eq!(&m.incoming, &general.incoming);
+                    proptest::prop_assert!(m.waiting().eq(general.waiting()));
+                }
+                None => proptest::prop_assert_eq!(m.prrs, before),
             }
         }
     }

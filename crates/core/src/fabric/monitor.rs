@@ -56,7 +56,10 @@ pub struct Descriptor {
 }
 
 /// A request: `client` wants accelerator `accelerator`.
+// Aligned to its whole 8 bytes, so a copy is one load and one store, not a
+// byte-wise `memcpy` on Path 1.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(align(8))]
 pub struct Request {
     pub client: Client,
     pub accelerator: u8,
