@@ -70,7 +70,8 @@ pub struct Fabric {
     pub config: model::Fabric,
     manager: Mutex<Manager<WAITING>>,
     pub devices: Vec<Device>,
-    /// Where each partition's devices start in `devices`.
+    /// Where each partition's devices start in `devices`, and where the
+    /// last one's end.
     first: Vec<usize>,
     pub logic: Emulated,
     /// Connections so far, by [`Path`].
@@ -114,6 +115,7 @@ impl Fabric {
                 });
             }
         }
+        first.push(devices.len());
         let sizes: Vec<u32> = config.prrs.iter().map(|prr| prr.size).collect();
         let compatible: Vec<Compatible> = (0..config.accelerators.len())
             .map(|a| {
@@ -166,8 +168,7 @@ impl Fabric {
     }
 
     fn of_partition(&self, p: usize) -> impl Iterator<Item = &Device> {
-        let end = self.first.get(p + 1).copied().unwrap_or(self.devices.len());
-        self.devices[self.first.get(p).copied().unwrap_or(end)..end].iter()
+        self.devices[self.first[p]..self.first[p + 1]].iter()
     }
 
     fn device(&self, client: Client) -> &Device {

@@ -38,7 +38,13 @@ impl Client {
     /// The same virtual device (of the same partition), whatever the
     /// priority.
     pub fn same_device(self, other: Client) -> bool {
-        self.partition == other.partition && self.device == other.device
+        self.device_key() == other.device_key()
+    }
+
+    /// Partition and device in one number: one comparison rather than
+    /// two on Path 1's scans.
+    fn device_key(self) -> u16 {
+        u16::from_le_bytes([self.partition, self.device])
     }
 }
 
