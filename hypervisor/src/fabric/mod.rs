@@ -10,6 +10,9 @@
 //! costs a VM switch per request; Path 1 (an idle PRR with the right
 //! accelerator) must cost at most twice a null hypercall, about 500
 //! instructions here, while a partition switch alone costs about 2,100.
+//! Path 1 itself takes the manager's shortcut (`Manager::assign_at_once`)
+//! in the requester's trap: one search, the PRR put in Hold, the page made
+//! writable, about 600 instructions from the write to its return.
 //!
 //! Each virtual device's interface page is Partita's memory, mapped into
 //! its partition read-only while the device is not connected and
