@@ -8,7 +8,7 @@ mod fabric_reference;
 use common::*;
 use fabric_reference::expected_hash;
 use partita::config::raw::{
-    Micros, RawAction, RawChannel, RawConfig, RawFabric, RawHealth, RawPartition, RawVirtualDevice,
+    Micros, RawAction, RawChannel, RawConfig, RawFabric, RawHealth, RawPartition, RawVirtualDevice, Size,
 };
 use partita::run::RunOptions;
 use partita::trace::read_file;
@@ -253,9 +253,10 @@ fn accel_events(name: &str) -> (u64, Vec<Event>) {
 /// that can host it waits for the download, then preempts the client it
 /// was for, and the whole wait stays within `check`'s bound (its T_PCAP
 /// term). Once the RTOS waits for its turn, the GPOS asks for FFT-1024
-/// and tells it so; the RTOS asks for its own FFT-1024 at once, inside
-/// PRR 3's 1.2 ms download. Under `-icount`, so the order is the same
-/// every run.
+/// and tells it so; the RTOS makes its input and asks for its own
+/// FFT-1024, a few milliseconds later, inside PRR 3's download, which a
+/// slow configuration port stretches to 19 ms so that the order never
+/// depends on how long the RTOS's input takes.
 #[test]
 fn a_request_behind_a_download_is_served_when_it_ends_within_the_checked_bound() {
     let gpos_args =
@@ -264,9 +265,10 @@ fn a_request_behind_a_download_is_served_when_it_ends_within_the_checked_bound()
     let rtos_args =
         format!("{} acc-tell=1 acc-tell-at=ready acc-wait=0", accel_args(FFT1024_PAGE, Function::Fft1024, 1, 1, 140));
     let rtos = part("rtos", &[1], &rtos_args).priority(200).accelerator(RawVirtualDevice::new("fft1024"));
+    let slow_port = RawFabric { bandwidth: Some(Size(8_000_000)), ..patient_fabric() };
     let config = machine([rtos, gpos])
         .cpus(3)
-        .fabric(patient_fabric())
+        .fabric(slow_port)
         .channel(turn("gpos-to-rtos", "gpos", "rtos"))
         .channel(turn("rtos-to-gpos", "rtos", "gpos"))
         .trace(4096);

@@ -248,27 +248,36 @@ impl<const W: usize> Manager<W> {
     /// in Hold. The PRR goes to Hold for the requester and is returned:
     /// the caller carries out the one action, [`Action::Connect`] by
     /// [`Path::Assign`]. Any other request changes nothing: `None`, and it
-    /// goes through [`Manager::handle`], which ends the same way for this
-    /// one. The hypervisor calls this in the requester's trap, where the
-    /// general path's incoming slot, closures and second search of the
-    /// waiting list cost more than Path 1's budget.
+    /// goes through [`Manager::handle`].
+    ///
+    /// The hypervisor calls this in the requester's trap, so it is one pass
+    /// over the PRRs: whether the device is served or under way already,
+    /// and the PRR [`search`] would assign (the smallest Idle compatible
+    /// one, the lowest index among equals). A test pins it to the general
+    /// path, search included.
     pub fn assign_at_once(&mut self, request: Request) -> Option<usize> {
-        if !self.waiting.is_empty() || self.asked_already(request.client) {
+        if !self.waiting.is_empty() {
             return None;
         }
-        self.assign_now(&search(&request, &self.prrs, self.compatible_with(request.accelerator)))
-    }
-
-    /// The PRR `solution` assigns at once, in Hold for its client, if it
-    /// is Path 1 on its own (see [`Manager::assign_at_once`]).
-    fn assign_now(&mut self, solution: &Solution) -> Option<usize> {
-        let Method::Assign(prr) = solution.method else { return None };
-        if solution.reconfig || self.prrs[prr].client.is_some() || !self.waiting.is_empty() {
+        let (client, compatible) = (request.client, self.compatible_with(request.accelerator));
+        let mut smallest_idle: Option<(u32, usize)> = None;
+        for (p, (d, incoming)) in self.prrs.iter().zip(&self.incoming).enumerate() {
+            let under_way = incoming.as_ref().is_some_and(|i| i.request.client.same_device(client));
+            if under_way || d.client.as_ref().is_some_and(|c| c.same_device(client)) {
+                return None;
+            }
+            let candidate = compatible & (1 << p) != 0 && d.state.allocatable();
+            if candidate && smallest_idle.is_none_or(|(size, _)| d.size < size) {
+                smallest_idle = Some((d.size, p));
+            }
+        }
+        let (_, prr) = smallest_idle?;
+        if self.prrs[prr].loaded != Some(request.accelerator) || self.prrs[prr].client.is_some() {
             return None;
         }
         self.step(prr, PrrEvent::Allocate);
         self.step(prr, PrrEvent::Switched { reconfig: false });
-        self.prrs[prr].client = Some(solution.request.client);
+        self.prrs[prr].client = Some(client);
         Some(prr)
     }
 
@@ -282,16 +291,16 @@ impl<const W: usize> Manager<W> {
     }
 
     fn request(&mut self, request: Request, act: &mut impl FnMut(Action)) {
+        if let Some(prr) = self.assign_at_once(request) {
+            act(Action::Connect { client: request.client, prr, path: Path::Assign });
+            return;
+        }
         if self.asked_already(request.client) {
             // A write that raced the connection, or a second fault of a
             // stalled vCPU.
             return;
         }
         let solution = search(&request, &self.prrs, self.compatible_with(request.accelerator));
-        if let Some(prr) = self.assign_now(&solution) {
-            act(Action::Connect { client: request.client, prr, path: Path::Assign });
-            return;
-        }
         if solution.method == Method::Unavailable {
             // A full list drops the request; the stalled write faults again.
             let _ = self.waiting.push(request);
@@ -469,6 +478,24 @@ mod tests {
         assert_eq!(m.connected(rtos), Some(0));
         run(&mut m, Event::Started { prr: 0 });
         assert_eq!(m.prrs()[0].state, PrrState::Busy);
+    }
+
+    #[test]
+    fn path_1_takes_the_prr_the_search_would_even_among_equal_sizes() {
+        let equal = || Manager::<8>::new(&[8; 3], &COMPATIBLE).unwrap();
+        let rtos = client(0, 0, RTOS);
+        let request = Request { client: rtos, accelerator: QAM16, unfinished: false };
+        // The search takes PRR 0, the lowest index, and must download.
+        let mut m = equal();
+        (m.prrs[0].loaded, m.prrs[1].loaded) = (Some(QAM64), Some(QAM16));
+        assert_eq!(m.assign_at_once(request), None);
+        assert_eq!(m.prrs()[1].state, PrrState::Idle, "nothing changed");
+        let actions = ask(&mut m, rtos, QAM16);
+        let wait = Action::Signal { client: rtos, signal: Signal::Wait };
+        assert_eq!(actions, [Action::Reconfigure { prr: 0, accelerator: QAM16 }, wait]);
+        let mut m = equal();
+        (m.prrs[0].loaded, m.prrs[1].loaded) = (Some(QAM16), Some(QAM16));
+        assert_eq!(m.assign_at_once(request), Some(0));
     }
 
     #[test]
@@ -946,9 +973,12 @@ mod tests {
         fn assigning_at_once_is_the_general_path_cut_short(
             events in proptest::collection::vec(any_event(), 0..100),
             asked in any_event(),
+            equal_sizes in proptest::bool::ANY,
         ) {
             let Event::Request(request) = asked else { return Ok(()) };
-            let mut m = manager();
+            // Equal sizes make the search break ties by index.
+            let sizes = if equal_sizes { [8; 3] } else { SIZES };
+            let mut m = Manager::<8>::new(&sizes, &COMPATIBLE).unwrap();
             for event in events {
                 let _ = m.handle(event, &mut |_| {});
             }
@@ -964,7 +994,16 @@ mod tests {
                     proptest::prop_assert_eq!(&m.incoming, &general.incoming);
                     proptest::prop_assert!(m.waiting().eq(general.waiting()));
                 }
-                None => proptest::prop_assert_eq!(m.prrs, before),
+                None => {
+                    proptest::prop_assert_eq!(&m.prrs, &before);
+                    // Nor does it miss one: the general path would not
+                    // connect this request at once by Path 1 alone.
+                    let solution = search(&request, &m.prrs, m.compatible_with(request.accelerator));
+                    let alone = matches!(solution.method, Method::Assign(prr) if m.prrs[prr].client.is_none())
+                        && !solution.reconfig
+                        && m.waiting.is_empty();
+                    proptest::prop_assert!(!alone || m.asked_already(request.client), "{request:?} missed");
+                }
             }
         }
     }
