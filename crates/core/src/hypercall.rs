@@ -9,6 +9,9 @@
 /// Major version in bits 16..31, minor in 0..15.
 pub const ABI_VERSION: u64 = 1 << 16;
 
+/// The functions in [`id`]: the vendor hypervisor service's call count.
+pub const CALLS: usize = 23;
+
 /// SMCCC: fast call, 64-bit convention, owner 6 (vendor hypervisor service).
 pub const BASE: u64 = 0xC600_0000;
 
@@ -250,5 +253,11 @@ mod tests {
         assert_eq!(decode([id::ACC_REQUEST, 1, 0, 0, 0]), Some(Call::AccRequest { device: 1 }));
         assert_eq!(decode([id::ACC_RELEASE, 2, 0, 0, 0]), Some(Call::AccRelease { device: 2 }));
         assert_eq!(decode([BASE + 0xffff, 0, 0, 0, 0]), Some(Call::Unknown));
+    }
+
+    #[test]
+    fn the_call_count_is_the_functions_decoded() {
+        let known = (BASE..=BASE + 0xffff).filter(|&f| decode([f, 0, 0, 0, 0]) != Some(Call::Unknown)).count();
+        assert_eq!(known, CALLS);
     }
 }

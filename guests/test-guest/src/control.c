@@ -145,9 +145,26 @@ void plan_switch_test(const struct bootargs *a)
 	printf("plan-switch: now %lu from 0x%lx\n", r.value, counter_now());
 }
 
+/*
+ * probe-firmware=1: the SMCCC discovery calls a stock Linux makes on every
+ * boot (SMCCC version, the TRNG, which hypervisor this is), over HVC.
+ */
+static void probe_firmware(void)
+{
+	struct partita_result uid = partita_call(0x8600ff01, 0, 0, 0);
+	struct partita_result revision = partita_call(0x8600ff03, 0, 0, 0);
+
+	printf("firmware: smccc 0x%lx trng %ld hyp-uid %08lx %08lx %08lx %08lx revision %ld.%lu calls %ld\n",
+	       partita_call(0x80000000, 0, 0, 0).status, partita_call(0x84000050, 0, 0, 0).status,
+	       (unsigned long)uid.status & 0xffffffff, uid.value, uid.value2, uid.value3,
+	       revision.status, revision.value, partita_call(0x8600ff00, 0, 0, 0).status);
+}
+
 /* hm-report=CODE and bad-hvc=1: the health monitor's view of the caller. */
 void hm_calls_test(const struct bootargs *a)
 {
+	if (a->probe_firmware)
+		probe_firmware();
 	if (a->bad_hvc)
 		printf("bad-hvc: %ld\n", partita_call(PARTITA_CALL(0xfff0), 0, 0, 0).status);
 	if (a->hm_report)

@@ -284,7 +284,7 @@ void guest_main(u64 dtb)
 		part_ctl_test(&args);
 	if (args.plan_switch)
 		plan_switch_test(&args);
-	if (args.bad_hvc || args.hm_report)
+	if (args.bad_hvc || args.hm_report || args.probe_firmware)
 		hm_calls_test(&args);
 	channel_tests(&dt, &args);
 	hm_tests(&args);

@@ -1,5 +1,6 @@
-//! HVC and SMC: Partita's own hypercalls, PSCI and SMCCC calls. Anything
-//! else over SMC is a fault; over HVC it is answered NOT_SUPPORTED.
+//! HVC and SMC: Partita's own hypercalls, PSCI and the SMCCC calls
+//! firmware answers (discovery included). Anything else over SMC is a
+//! fault; over HVC it is answered NOT_SUPPORTED.
 
 use super::exit::{Exit, Fault};
 use crate::partition::lifecycle::{self, Cause, Start};
@@ -28,6 +29,10 @@ fn dispatch(sys: &System, regs: &mut Regs, part: &Partition, vcpu: &Vcpu, smc: b
     }
     let result = match psci::decode([args[0], args[1], args[2], args[3]]) {
         Call::Immediate(value) => value,
+        Call::Values(values) => {
+            regs.x[..4].copy_from_slice(&values);
+            return Exit::Resume;
+        }
         Call::CpuOn { target, entry, context } => cpu_on(part, target, entry, context),
         Call::AffinityInfo { target, lowest_level } => affinity_info(part, target, lowest_level),
         Call::CpuOff => {

@@ -6,6 +6,8 @@ mod common;
 use common::*;
 use partita::config::raw::{RawAction, RawHealth};
 use partita::run::RunOptions;
+use partita_core::hypercall::CALLS;
+use partita_core::trap::psci::PARTITA_UID;
 
 /// The time of an hm.log line (`<seq> at <us> us partition ...`).
 fn hm_time_us(line: &str) -> u64 {
@@ -90,6 +92,30 @@ fn reports_and_illegal_hypercalls_follow_the_policy() {
         hm.lines().any(|l| l.contains("partition strict vcpu 0 Reported(7)") && l.ends_with("action Restart")),
         "{hm}"
     );
+}
+
+/// The SMCCC discovery calls a stock Linux makes at every boot are
+/// answered as firmware answers them, and none is a health event, even
+/// where an unknown hypercall restarts the partition: the TRNG is not
+/// supported, and the vendor hypervisor's UID is Partita's own (not KVM's,
+/// which would make Linux try KVM's services), with its revision and call
+/// count.
+#[test]
+fn linux_s_discovery_calls_are_answered_and_raise_no_health_event() {
+    let strict = RawHealth { illegal_hypercall: Some(RawAction::Restart), ..RawHealth::default() };
+    let prober = part("prober", &[1], "probe-firmware=1 ticks=2 period_ms=20").health(strict);
+    let name = "qemu-hm-discovery";
+    let boot = boot_with(name, &machine([prober]), RunOptions { seconds: Some(6), ..RunOptions::default() });
+    let log = boot.log("prober");
+    let expected = format!(
+        "firmware: smccc 0x10001 trng -1 hyp-uid {:08x} {:08x} {:08x} {:08x} revision 1.0 calls {}",
+        PARTITA_UID[0], PARTITA_UID[1], PARTITA_UID[2], PARTITA_UID[3], CALLS
+    );
+    assert!(log.lines().any(|l| l == expected), "missing {expected:?}:\n{log}");
+    assert_eq!(log.matches("hello from partition prober").count(), 1, "restarted:\n{log}");
+    assert!(log.contains("tick 2"), "{log}");
+    let hm = hm_log(name);
+    assert!(!hm.contains("IllegalHypercall"), "{hm}");
 }
 
 /// Budgets at run time: a partition that computes 5 ms in every 10 ms
