@@ -296,10 +296,13 @@ impl PartitionGic {
     fn write_field(&mut self, vcpu: usize, field: Field, intid: u32, value: u64, effects: &mut impl FnMut(Effect)) {
         let target = self.target(vcpu, intid);
         let Some(c) = self.config_mut(vcpu, intid) else {
-            // Writing zero to a set/clear register changes nothing, and
-            // guests write zeros over whole banks at boot.
-            let changes = value != 0 || matches!(field, Field::Priority | Field::Config | Field::Group);
-            if changes && intid >= SPI_BASE {
+            // Only enabling or raising another's interrupt is reported: a
+            // stock kernel's distributor set-up disables, clears,
+            // deactivates, routes and configures every SPI that GICD_TYPER
+            // covers, and that sweep is not an attack. Either way, nothing
+            // changes.
+            let raises = value != 0 && matches!(field, Field::SetEnable | Field::SetPending);
+            if raises && intid >= SPI_BASE {
                 effects(Effect::Denied { intid });
             }
             return;
@@ -356,12 +359,9 @@ impl PartitionGic {
         let intid = ((access.offset - 0x6000) / 8) as u32;
         let high = access.offset % 8 >= 4;
         let vcpus = self.private.len();
-        let Some(spi) = self.spis.iter_mut().find(|s| s.intid == intid) else {
-            if access.value.is_some_and(|v| v != 0) {
-                effects(Effect::Denied { intid });
-            }
-            return 0;
-        };
+        // Routing another's SPI changes nothing and, like the rest of the
+        // set-up sweep, is not reported.
+        let Some(spi) = self.spis.iter_mut().find(|s| s.intid == intid) else { return 0 };
         match access.value {
             None if high => 0,
             None => spi.vcpu as u64,
@@ -421,18 +421,29 @@ mod tests {
     }
 
     #[test]
-    fn unowned_interrupts_read_as_zero_and_writes_are_reported() {
+    fn unowned_interrupts_read_as_zero_and_only_raising_them_is_reported() {
         let mut gic = PartitionGic::new(1, &[(40, 0)]);
-        let (_, effects) = run(&mut gic, write(0x184, 1 << 9), false); // ICENABLER for INTID 41
-        assert_eq!(effects, [Effect::Denied { intid: 41 }]);
-        let (_, effects) = run(&mut gic, write(0x184, 0), false);
-        assert!(effects.is_empty(), "writing zeros changes nothing");
-        let byte = Access { offset: 0x400 + 41, size: 1, value: Some(0) };
-        assert_eq!(run(&mut gic, byte, false).1, [Effect::Denied { intid: 41 }]);
+        // Linux's distributor set-up over INTID 41: disable, clear pending
+        // and active, priority, configuration, group, routing.
+        let sweep = [
+            write(0x184, u32::MAX.into()),
+            write(0x284, u32::MAX.into()),
+            write(0x384, u32::MAX.into()),
+            Access { offset: 0x400 + 41, size: 1, value: Some(0xa0) },
+            write(0xc08, 0),
+            write(0x084, u32::MAX.into()),
+            Access { offset: 0x6000 + 41 * 8, size: 8, value: Some(0) },
+        ];
+        for access in sweep {
+            let (_, effects) = run(&mut gic, access, false);
+            assert!(effects.iter().all(|e| *e != Effect::Denied { intid: 41 }), "{access:?}: {effects:?}");
+        }
+        assert_eq!(run(&mut gic, write(0x104, 1 << 9), false).1, [Effect::Denied { intid: 41 }], "ISENABLER");
+        assert_eq!(run(&mut gic, write(0x204, 1 << 9), false).1, [Effect::Denied { intid: 41 }], "ISPENDR");
         assert_eq!(run(&mut gic, Access { offset: 0x400 + 41, size: 1, value: None }, false).0, 0);
-        assert_eq!(run(&mut gic, write(0x6000 + 41 * 8, 1), false).1, [Effect::Denied { intid: 41 }]);
         // The owner's configuration is untouched.
         assert_eq!(gic.config(0, 40).unwrap().priority, DEFAULT_PRIORITY);
+        assert!(gic.config(0, 40).is_some_and(|c| !c.enabled));
     }
 
     #[test]
