@@ -190,6 +190,12 @@ fn devices(fdt: &mut FdtWriter, partition: &Partition) -> FdtResult<()> {
             let cells: Vec<u32> = device.interrupts.iter().flat_map(|i| interrupt_cells(i.intid)).collect();
             fdt.property_array_u32("interrupts", &cells)?;
         }
+        // Linux's AMBA bus will not probe a PrimeCell (a PL031 RTC, a PL061
+        // GPIO) until it can enable its bus clock.
+        if device.compatible.iter().any(|c| c == "arm,primecell") {
+            fdt.property_u32("clocks", PHANDLE_CLOCK)?;
+            fdt.property_string("clock-names", "apb_pclk")?;
+        }
         fdt.end_node(node)?;
     }
     Ok(())

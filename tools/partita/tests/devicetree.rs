@@ -135,6 +135,9 @@ fn passthrough_devices() {
     assert_eq!(string_list(gpio, "compatible"), ["arm,pl061", "arm,primecell"]);
     assert_eq!(u64s(prop(gpio, "reg")), [0x0903_0000, 0x1000]);
     assert_eq!(cells(prop(gpio, "interrupts")), [0, 7, 4, 0, 8, 4], "SPIs are numbered from INTID 32");
+    let clock_phandle = cells(prop(node(&fdt, "/apb-pclk"), "phandle"))[0];
+    assert_eq!(cells(prop(gpio, "clocks")), [clock_phandle], "a PrimeCell's bus clock, or Linux never probes it");
+    assert_eq!(text(gpio, "clock-names"), "apb_pclk");
 }
 
 #[test]
