@@ -131,7 +131,7 @@ fn start(part: &Partition, index: u64, entry: u64, context: u64) -> i64 {
     match lifecycle::start_vcpu(part, index as usize, entry, context) {
         Ok(()) => status::OK,
         Err(Start::BadEntry) => status::INVALID,
-        Err(Start::Refused(_)) => status::STATE,
+        Err(Start::Pending | Start::Refused(_)) => status::STATE,
     }
 }
 

@@ -230,16 +230,29 @@ fn power_on(part: &Partition) {
 /// Why a vCPU did not start.
 pub enum Start {
     BadEntry,
+    /// Another start of it is under way (PSCI: ON_PENDING).
+    Pending,
     Refused(Refused),
 }
 
 /// Starts vCPU `index` of `part` at `entry` with x0 = `context`: PSCI
-/// CPU_ON and the start hypercall alike.
+/// CPU_ON and the start hypercall alike. Of simultaneous starts, one sets
+/// the vCPU up and the others are told it is pending or already on.
 pub fn start_vcpu(part: &Partition, index: usize, entry: u64, context: u64) -> Result<(), Start> {
     if part.config.translate_ram(entry).is_none() {
         return Err(Start::BadEntry);
     }
     let target = part.vcpus[index];
+    if !target.claim_start() {
+        return Err(Start::Pending);
+    }
+    let started = start_claimed(target, entry, context);
+    target.end_start();
+    started
+}
+
+/// [`start_vcpu`] with the start claimed: no other start runs meanwhile.
+fn start_claimed(target: &Vcpu, entry: u64, context: u64) -> Result<(), Start> {
     if target.state() != State::Off {
         return Err(Start::Refused(target.state().next(Op::Start).err().unwrap_or(Refused::AlreadyOn)));
     }

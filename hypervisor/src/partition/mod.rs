@@ -111,6 +111,10 @@ pub struct Vcpu {
     state: AtomicU8,
     /// True while a pCPU has this vCPU's state loaded in its registers.
     on_cpu: AtomicBool,
+    /// True while a start (PSCI CPU_ON, the start hypercall) sets it up:
+    /// one at a time, so a second never rewrites the registers the first
+    /// set.
+    starting: AtomicBool,
     /// In WFI with nothing pending: not runnable until an interrupt comes.
     waiting: AtomicBool,
     /// Parked in a port call: the counter value at which it gives up
@@ -265,6 +269,16 @@ impl Vcpu {
         self.on_cpu.load(Ordering::SeqCst)
     }
 
+    /// Claims the right to start it: false while another start is under
+    /// way. [`Vcpu::end_start`] gives it back.
+    pub fn claim_start(&self) -> bool {
+        self.starting.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_ok()
+    }
+
+    pub fn end_start(&self) {
+        self.starting.store(false, Ordering::SeqCst);
+    }
+
     /// Marks the vCPU off its pCPU once its registers are saved.
     pub fn release(&self) {
         self.on_cpu.store(false, Ordering::SeqCst);
@@ -411,6 +425,7 @@ fn new_vcpu(partition: usize, index: usize, home: usize, migrate_to: Vec<usize>)
         watchers: Once::new(),
         state: AtomicU8::new(State::Off as u8),
         on_cpu: AtomicBool::new(false),
+        starting: AtomicBool::new(false),
         waiting: AtomicBool::new(false),
         wake_at: AtomicU64::new(NO_DEADLINE),
         queue: Mutex::new(Queue::new()),

@@ -63,6 +63,7 @@ fn cpu_on(part: &Partition, target: u64, entry: u64, context: u64) -> i64 {
     match lifecycle::start_vcpu(part, index, entry, context) {
         Ok(()) => ret::SUCCESS,
         Err(Start::BadEntry) => ret::INVALID_ADDRESS,
+        Err(Start::Pending) => ret::ON_PENDING,
         Err(Start::Refused(Refused::AlreadyOn)) => ret::ALREADY_ON,
         Err(Start::Refused(_)) => ret::DENIED,
     }
