@@ -13,6 +13,8 @@
 #define PSCI_MIGRATE 0x84000005u
 #define PSCI_FEATURES 0x8400000Au
 #define PSCI_AFFINITY_OFF 1
+#define PSCI_ALREADY_ON (-4)
+#define PSCI_ON_PENDING (-5)
 
 /* An SMC Calling Convention call through hvc #0 or smc #0. */
 s64 smccc_call(enum psci_method m, u64 fn, u64 a1, u64 a2, u64 a3);

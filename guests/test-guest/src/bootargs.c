@@ -151,6 +151,10 @@ static bool parse_token(const char *tok, u32 n, struct bootargs *a)
 		if (!parse_u64(v, vlen, &num) || num > 1)
 			return false;
 		a->secondaries_off = num == 1;
+	} else if (KEY("cpu-on-race")) {
+		if (!parse_u64(v, vlen, &num))
+			return false;
+		a->cpu_on_race = num;
 	} else if (KEY("peek")) {
 		if (!parse_u64(v, vlen, &num))
 			return false;
@@ -461,6 +465,7 @@ void bootargs_parse(const char *cmdline, struct bootargs *a)
 	a->scan_at = DEFAULT_SCAN_AT;
 	a->end_reset = false;
 	a->secondaries_off = false;
+	a->cpu_on_race = 0;
 	a->peek = 0;
 	a->has_peek = false;
 	a->timer_hz = 0;

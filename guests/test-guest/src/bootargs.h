@@ -74,6 +74,7 @@ struct bootargs {
 	u64 scan_at;
 	bool end_reset;	/* end=reset: SYSTEM_RESET after the last tick */
 	bool secondaries_off;	/* cpu-off=1: each secondary powers off once, then is started again */
+	u64 cpu_on_race;	/* rounds of vCPUs 0 and 1 starting vCPU 2 at once */
 	u64 peek;		/* peek=ADDR: read a word there just before tick 1 */
 	bool has_peek;
 	/* Interrupt tests; 0 (or false) leaves each one off. */

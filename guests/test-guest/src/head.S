@@ -26,17 +26,21 @@ primary_entry:
 	bl	guest_main
 	b	halt
 
-/* PSCI CPU_ON lands here with x0 = the context id, which is the cpu index. */
+/*
+ * PSCI CPU_ON lands here with x0 = the context id: the cpu index in bits
+ * 0..7, and a tag above them that secondary_main reads (cpu-on-race).
+ */
 	.globl	secondary_entry
 secondary_entry:
 	msr	daifset, #0xf
 	mov	x19, x0
 	enter_el1
-	cmp	x19, #MAX_CPUS
+	and	x10, x19, #0xff
+	cmp	x10, #MAX_CPUS
 	b.hs	halt
 	adrp	x9, cpu_stacks
 	add	x9, x9, :lo12:cpu_stacks
-	add	x10, x19, #1
+	add	x10, x10, #1
 	add	x9, x9, x10, lsl #STACK_SHIFT
 	mov	sp, x9
 	set_vbar vectors

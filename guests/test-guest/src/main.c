@@ -92,11 +92,88 @@ static bool wait_until_off(u32 i)
 	return true;
 }
 
+/*
+ * cpu-on-race=N: vCPUs 0 and 1 start vCPU 2 with PSCI CPU_ON at the same
+ * moment, N times. Each round exactly one start must succeed, the other
+ * being told ON_PENDING or ALREADY_ON, and vCPU 2 must run with the
+ * winner's context (its racer number in bits 8 and up). It powers off only
+ * once both calls have returned, so a late caller finds it up, not off
+ * again.
+ */
+#define RACE_TARGET 2
+static volatile u64 race_round, race_arrived, race_returned, race_got;
+static volatile s64 race_ret[2];
+
+static s64 race_cpu_on(u64 racer)
+{
+	return smccc_call(dt.psci, PSCI_CPU_ON_64, dt.cpu_mpidr[RACE_TARGET], (u64)&secondary_entry,
+			  RACE_TARGET | (racer + 1) << 8);
+}
+
+/* vCPU 1's side: one CPU_ON per round, as soon as vCPU 0 opens it. */
+static void race_secondary(void)
+{
+	u64 r;
+
+	for (r = 1; r <= args.cpu_on_race; r++) {
+		while (race_round != r)
+			;
+		race_ret[1] = race_cpu_on(1);
+		dsb_sy();
+		race_arrived = r;
+	}
+}
+
+/* The round's outcome is sound: one success, the other refused, the winner's context. */
+static bool race_sound(void)
+{
+	s64 a = race_ret[0], b = race_ret[1];
+	bool refused_a = a == PSCI_ALREADY_ON || a == PSCI_ON_PENDING;
+	bool refused_b = b == PSCI_ALREADY_ON || b == PSCI_ON_PENDING;
+
+	if (a == 0 && refused_b)
+		return race_got == 1;
+	if (b == 0 && refused_a)
+		return race_got == 2;
+	return false;
+}
+
+static void cpu_on_race(void)
+{
+	u64 r, bad = 0, deadline;
+
+	if (dt.ncpus <= RACE_TARGET) {
+		printf("cpu-on race: needs %u vcpus\n", RACE_TARGET + 1);
+		return;
+	}
+	for (r = 1; r <= args.cpu_on_race; r++) {
+		race_got = 0;
+		dsb_sy();
+		race_round = r;
+		race_ret[0] = race_cpu_on(0);
+		dsb_sy();
+		race_returned = r;
+		deadline = counter_now() + ms_to_counts(SECONDARY_TIMEOUT_MS);
+		while ((race_arrived != r || !race_got) && (s64)(counter_now() - deadline) < 0)
+			;
+		while (smccc_call(dt.psci, PSCI_AFFINITY_INFO_64, dt.cpu_mpidr[RACE_TARGET], 0, 0) != PSCI_AFFINITY_OFF &&
+		       (s64)(counter_now() - deadline) < 0)
+			;
+		if (!race_sound() && bad++ < 3)
+			printf("cpu-on race: round %lu: vcpu 0 got %d, vcpu 1 got %d, vcpu 2 ran with %lu\n", r,
+			       (int32_t)race_ret[0], (int32_t)race_ret[1], race_got);
+	}
+	printf("cpu-on race: %lu rounds, %lu bad\n", args.cpu_on_race, bad);
+}
+
 static void start_secondaries(void)
 {
 	u64 self = current_mpidr_affinity();
 	u32 i, n = dt.ncpus < MAX_CPUS ? dt.ncpus : MAX_CPUS;
 
+	/* The race starts vCPU 2 itself. */
+	if (args.cpu_on_race && n > RACE_TARGET)
+		n = RACE_TARGET;
 	for (i = 0; i < n; i++) {
 		if (dt.cpu_mpidr[i] == self || !start_one(i))
 			continue;
@@ -107,8 +184,18 @@ static void start_secondaries(void)
 		printf("note: only the first %u vcpus are started\n", MAX_CPUS);
 }
 
-void secondary_main(u64 index)
+void secondary_main(u64 context)
 {
+	u64 index = context & 0xff;
+
+	if (args.cpu_on_race && index == RACE_TARGET) {
+		race_got = context >> 8;
+		dsb_sy();
+		while (race_arrived != race_round || race_returned != race_round)
+			;
+		smccc_call(dt.psci, PSCI_CPU_OFF, 0, 0, 0);
+		halt();
+	}
 	write_sysreg(tpidr_el1, index);
 	printf("vcpu %lu up\n", index);
 	if (args.vcpu_ctl)
@@ -126,6 +213,8 @@ void secondary_main(u64 index)
 		irq_setup_secondary(&args);
 	dsb_sy();
 	cpu_up[index] = 1;
+	if (args.cpu_on_race && index == 1)
+		race_secondary();
 	if (args.sgi)
 		irq_secondary_idle(&dt, &args);
 	for (;;)
@@ -275,6 +364,8 @@ void guest_main(u64 dtb)
 	} else if (dt.psci != PSCI_NONE) {
 		print_psci_version();
 		start_secondaries();
+		if (args.cpu_on_race)
+			cpu_on_race();
 	} else {
 		printf("no psci method in the device tree: secondaries stay off\n");
 	}

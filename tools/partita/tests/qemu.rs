@@ -168,6 +168,19 @@ fn system_reset_restarts_only_that_partition() {
     assert!(ticks.windows(2).all(|w| w[1] == w[0] + 1), "steady's ticks are not consecutive: {ticks:?}");
 }
 
+/// PSCI under contention: vCPUs 0 and 1 start vCPU 2 at the same moment,
+/// round after round. One start succeeds, the other is told ON_PENDING or
+/// ALREADY_ON, and vCPU 2 runs with the winner's context, never the
+/// loser's. On wall clock, so the two callers really run at once.
+#[test]
+fn simultaneous_cpu_on_starts_the_target_once_with_the_winner_s_context() {
+    let racers = part("racers", &[1, 2, 3], "ticks=1 period_ms=10 cpu-on-race=200");
+    let boot = boot("qemu-psci-race", &machine([racers]).cpus(4), HANG_LIMIT);
+    assert_powered_off(&boot);
+    let log = boot.log("racers");
+    assert!(log.lines().any(|l| l == "cpu-on race: 200 rounds, 0 bad"), "{log}");
+}
+
 #[test]
 fn psci_cpu_off_affinity_info_and_features() {
     let boot = boot("qemu-psci", &machine([part("smp", &[1, 2], "ticks=2 period_ms=50 cpu-off=1")]), HANG_LIMIT);
