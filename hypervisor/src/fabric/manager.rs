@@ -157,33 +157,24 @@ impl Fabric {
         Some(connected || self.connect_at_once(sys, device) || self.ask(sys, device))
     }
 
-    /// Path 1 in the requester's trap, without the general path's
-    /// machinery (`Manager::assign_at_once`): whether `device` is
-    /// connected on return. Nothing changes otherwise.
+    /// Notes `device`'s request and serves it by Path 1 in the requester's
+    /// trap, without the general path's machinery
+    /// (`Manager::assign_at_once`): whether `device` is connected on
+    /// return. Otherwise only the request is noted, for [`Fabric::ask`].
     fn connect_at_once(&self, sys: &System, device: &Device) -> bool {
-        let request = self.request_of(device);
+        note_request(device);
         let mut manager = self.manager.lock();
-        let Some(prr) = manager.assign_at_once(request) else { return false };
+        let Some(prr) = manager.assign_at_once(device.request) else { return false };
         step(AccelStep::Decided, usize::MAX, usize::MAX);
         self.connect(sys, device, prr, Path::Assign);
         true
     }
 
-    /// Hands `device`'s request to the manager: whether it is connected
-    /// on return.
+    /// Hands `device`'s request, noted by [`Fabric::connect_at_once`], to
+    /// the manager's general path: whether it is connected on return.
     fn ask(&self, sys: &System, device: &Device) -> bool {
-        self.handle(sys, Event::Request(self.request_of(device)));
+        self.handle(sys, Event::Request(device.request));
         device.connected.load(Ordering::SeqCst)
-    }
-
-    /// `device`'s request for a PRR, timed from now unless it was made
-    /// before.
-    fn request_of(&self, device: &Device) -> Request {
-        let now = timer::counter();
-        if device.asked.compare_exchange(0, now, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
-            trace::record_at(now, Kind::AccelRequest, device.partition, device.index, device.accelerator as u32);
-        }
-        device.request
     }
 
     /// The guest-aware release of `vcpu`'s partition's device `index`:
@@ -228,6 +219,14 @@ impl Fabric {
 /// partition and device, a PRR's step its PRR (as the device).
 fn step(step: AccelStep, partition: usize, device: usize) {
     trace::record(Kind::AccelStep, partition, device, step.arg(0));
+}
+
+/// `device` asks for a PRR: timed from now unless it asked before.
+fn note_request(device: &Device) {
+    let now = timer::counter();
+    if device.asked.compare_exchange(0, now, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+        trace::record_at(now, Kind::AccelRequest, device.partition, device.index, device.accelerator as u32);
+    }
 }
 
 /// Every vCPU stalled on `device`'s page goes on, replaying its write.

@@ -1,5 +1,5 @@
 /*
- * The fake RTOS's boot tree for a host test: whatever blob the test
+ * The boot tree the RTOS library reads in a host test: the blob the test
  * loaded last from a file dtc built.
  */
 #ifndef RTOS_LIB_TEST_BOOT_TREE_H
