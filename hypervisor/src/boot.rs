@@ -14,23 +14,23 @@ use alloc::vec::Vec;
 use core::sync::atomic::AtomicU32;
 use partita_arch::platform::{self, Console, Gic, InterruptController, Uart};
 use partita_arch::{boot as image, cpu, el2, firmware, heap, mmu, stage2};
-use partita_core::config::image::{decode, payload_len, BootTable};
+use partita_core::config::image::{decode_head, head_len, BootTable, Seal};
 use partita_core::config::limits::MAX_VCPUS_PER_PCPU;
 use partita_core::config::model::Range;
 use partita_core::time::us_to_ticks;
 
-/// The boot heap follows the payload: first this much, enough to decode the
-/// payload; then the rest of hypervisor memory (page tables, partitions,
+/// The boot heap follows the payload's head: first this much, enough to
+/// decode it; then the rest of hypervisor memory (page tables, partitions,
 /// vCPUs, trace rings).
 const HEAP_SIZE: u64 = 8 << 20;
-/// Upper bound on a payload, so a corrupt header cannot make Partita read
-/// beyond any plausible hypervisor memory.
-const MAX_PAYLOAD: usize = 512 << 20;
+/// Upper bound on a payload's head, so a corrupt header cannot make Partita
+/// read beyond any plausible hypervisor memory.
+const MAX_HEAD: usize = 64 << 20;
 
 /// The primary CPU: read the payload, set up EL2, build every partition,
 /// start the other CPUs, then schedule.
 pub fn primary() -> ! {
-    let (table, data) = read_payload();
+    let (table, seal) = read_head();
     let platform = &table.system.platform;
     Uart::init(platform.console.base);
     log!(
@@ -40,6 +40,7 @@ pub fn primary() -> ! {
         table.system.name
     );
     check_model(&table);
+    let data = read_image_store(&table, seal);
     let hypervisor = table.system.hypervisor.memory;
     // The fabric's memory holds the interface pages guests share uncached.
     let uncached = table.system.fabric.as_ref().map(|fabric| fabric.memory);
@@ -75,16 +76,16 @@ pub fn secondary(cpu: usize) -> ! {
 }
 
 #[inline(never)]
-fn read_payload() -> (BootTable, &'static [u8]) {
-    let header = image::payload(32);
-    let len = match payload_len(header) {
-        Ok(len) if len <= MAX_PAYLOAD => len,
+fn read_head() -> (BootTable, Seal) {
+    let header = image::payload(40);
+    let len = match head_len(header) {
+        Ok(len) if len <= MAX_HEAD => len,
         other => fail_early(format_args!("no valid boot payload behind the image: {other:?}")),
     };
     let heap_start = (image::payload_start() + len as u64).next_multiple_of(4096);
     heap::init(heap_start, HEAP_SIZE);
-    match decode(image::payload(len)) {
-        Ok((table, data)) => {
+    match decode_head(image::payload(len)) {
+        Ok((table, seal)) => {
             let end = Range::new(heap_start, HEAP_SIZE).end();
             let memory = table.system.hypervisor.memory;
             if end > memory.end() || image::image_start() < memory.base {
@@ -94,9 +95,25 @@ fn read_payload() -> (BootTable, &'static [u8]) {
             if memory.end() > end {
                 heap::extend(end, memory.end() - end);
             }
-            (table, data)
+            (table, seal)
         }
         Err(error) => fail_early(format_args!("boot payload rejected: {error:?}")),
+    }
+}
+
+/// The partitions' pristine bytes, once the validator has placed the image
+/// store in RAM apart from everyone's memory.
+#[inline(never)]
+fn read_image_store(table: &BootTable, seal: Seal) -> &'static [u8] {
+    let store = table.system.hypervisor.images;
+    match seal.check(image::image_store(store)) {
+        Ok(data) => data,
+        Err(error) => panic!(
+            "the image store at {:#x}..{:#x} does not hold this payload's images ({error:?}): \
+             the boot loader must load images.bin there",
+            store.base,
+            store.end()
+        ),
     }
 }
 

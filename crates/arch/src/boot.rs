@@ -7,6 +7,7 @@
 //! hypervisor crate defines.
 
 use crate::{MAX_CPUS, STACK_SIZE};
+use partita_core::config::model::Range;
 
 core::arch::global_asm!(
     r#"
@@ -110,4 +111,17 @@ pub fn payload(len: usize) -> &'static [u8] {
     // bounded by the caller to hypervisor memory, is identity-mapped and
     // never written after boot.
     unsafe { core::slice::from_raw_parts(payload_start() as *const u8, len) }
+}
+
+/// The image store: the partitions' pristine images, which the boot loader
+/// put in RAM beside Partita.
+///
+/// Only for a range the configuration validator has accepted: inside
+/// platform RAM (identity-mapped by `mmu::init`) and apart from Partita's
+/// memory and every partition's, so that nothing writes it while Partita
+/// reads it.
+pub fn image_store(store: Range) -> &'static [u8] {
+    // SAFETY: per the contract above, the range is mapped, readable and
+    // never written after boot, so a shared slice over it stays valid.
+    unsafe { core::slice::from_raw_parts(store.base as *const u8, store.size as usize) }
 }

@@ -1,13 +1,15 @@
 //! `partita build`: turns a checked configuration into one bootable file.
 //!
-//! The file is the hypervisor as QEMU's `-kernel` loads an arm64 Linux
-//! Image (flat, with the Image header the hypervisor's entry code carries),
-//! followed at `__payload_start` by the boot payload: the validated model
-//! and every byte each partition starts with. No firmware and no second
-//! loader are needed.
+//! Two files: `partita.img`, the hypervisor as QEMU's `-kernel` loads an
+//! arm64 Linux Image (flat, with the Image header the hypervisor's entry
+//! code carries), followed at `__payload_start` by the head of the boot
+//! payload, the validated model; and `images.bin`, every byte each
+//! partition starts with, which the boot loader puts at the image store's
+//! address (QEMU: `-device loader`). No firmware is needed.
 
 use crate::config::{Config, ImageFormat};
 use crate::devicetree;
+use crate::linux;
 use crate::paths;
 use anyhow::{bail, ensure, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -22,12 +24,10 @@ use std::time::{Duration, Instant};
 
 const KIB: u64 = 1024;
 const MIB: u64 = 1024 * KIB;
-/// arm64 Image header fields (Documentation/arch/arm64/booting.rst).
-const IMAGE_TEXT_OFFSET: usize = 8;
-const IMAGE_SIZE_FIELD: usize = 16;
-const IMAGE_MAGIC_OFFSET: usize = 0x38;
-const IMAGE_MAGIC: &[u8; 4] = b"ARM\x64";
-const IMAGE_HEADER_LEN: usize = 64;
+use linux::{
+    HEADER_LEN as IMAGE_HEADER_LEN, IMAGE_SIZE as IMAGE_SIZE_FIELD, MAGIC as IMAGE_MAGIC,
+    MAGIC_OFFSET as IMAGE_MAGIC_OFFSET, TEXT_OFFSET as IMAGE_TEXT_OFFSET,
+};
 /// QEMU keeps its own boot stub in the first page of RAM and moves an Image
 /// that asks for a smaller offset up by 2 MiB.
 const QEMU_STUB_SIZE: u64 = 4 * KIB;
@@ -44,6 +44,10 @@ pub struct BuildOutput {
     pub out_dir: PathBuf,
     /// The file QEMU boots.
     pub image: PathBuf,
+    /// The partitions' images, for the boot loader to put at `images_at`.
+    pub images: PathBuf,
+    /// Host-physical address of the image store.
+    pub images_at: u64,
     /// The hypervisor with symbols, for gdb.
     pub hypervisor_elf: PathBuf,
     /// Per partition (configuration order): its ELF images, for gdb.
@@ -59,6 +63,8 @@ pub struct Sizes {
     pub bss: u64,
     pub payload: u64,
     pub image: u64,
+    /// The image store's bytes (`images.bin`).
+    pub images: u64,
 }
 
 /// Builds the hypervisor, then assembles the image for `config` into
@@ -123,23 +129,32 @@ pub fn assemble(config: &Config, hypervisor_elf: &Path, out_dir: &Path) -> Resul
         "internal error: the configuration lists images or entries for a different number of partitions"
     );
     std::fs::create_dir_all(out_dir).with_context(|| format!("cannot create {}", out_dir.display()))?;
-    let (payload, dtbs) = payload(config)?;
-    for (partition, dtb) in system.partitions.iter().zip(&dtbs) {
+    let payload = payload(config)?;
+    for (partition, dtb) in system.partitions.iter().zip(&payload.dtbs) {
         write(&out_dir.join(format!("{}.dtb", partition.name)), dtb)?;
     }
     let elf = std::fs::read(hypervisor_elf)
         .with_context(|| format!("cannot read the hypervisor ELF {}", hypervisor_elf.display()))?;
-    let bootable = bootable_image(&elf, &payload)?;
+    let bootable = bootable_image(&elf, &payload.head)?;
     check_fits(system, &bootable)?;
     let image = out_dir.join("partita.img");
     write(&image, &bootable)?;
+    let images = out_dir.join("images.bin");
+    write(&images, &payload.data)?;
     let sections = section_sizes(&elf)?;
     Ok(BuildOutput {
         out_dir: out_dir.to_path_buf(),
         image,
+        images,
+        images_at: system.hypervisor.images.base,
         hypervisor_elf: hypervisor_elf.to_path_buf(),
         guest_elfs: guest_elfs(config),
-        sizes: Sizes { payload: payload.len() as u64, image: bootable.len() as u64, ..sections },
+        sizes: Sizes {
+            payload: payload.head.len() as u64,
+            image: bootable.len() as u64,
+            images: payload.data.len() as u64,
+            ..sections
+        },
     })
 }
 
@@ -155,8 +170,17 @@ fn guest_elfs(config: &Config) -> Vec<Vec<PathBuf>> {
         .collect()
 }
 
-/// The encoded boot payload, and each partition's device tree.
-pub fn payload(config: &Config) -> Result<(Vec<u8>, Vec<Vec<u8>>)> {
+/// A boot payload in its two parts, and each partition's device tree.
+pub struct Payload {
+    /// Header and table, behind the hypervisor.
+    pub head: Vec<u8>,
+    /// The data section, for the image store.
+    pub data: Vec<u8>,
+    pub dtbs: Vec<Vec<u8>>,
+}
+
+/// The encoded boot payload of `config`.
+pub fn payload(config: &Config) -> Result<Payload> {
     let mut data = Vec::new();
     let mut boot = Vec::new();
     let mut dtbs = Vec::new();
@@ -165,36 +189,64 @@ pub fn payload(config: &Config) -> Result<(Vec<u8>, Vec<Vec<u8>>)> {
         boot.push(partition_boot);
         dtbs.push(dtb);
     }
+    let store = config.system.hypervisor.images;
+    ensure!(
+        data.len() as u64 <= store.size,
+        "the partitions' images and device trees take {:#x} bytes, more than the image store's {:#x} \
+         (hypervisor.images); enlarge it or leave its size out",
+        data.len(),
+        store.size
+    );
     let table = BootTable { system: config.system.clone(), boot };
-    let encoded = image::encode(&table, &data);
+    let head = image::encode(&table, &data);
     // The hypervisor refuses a payload that fails this; better to learn it here.
-    image::decode(&encoded)
+    image::decode(&head, &data)
         .map_err(|e| anyhow::anyhow!("internal error: the boot payload fails its own check: {e:?}"))?;
-    Ok((encoded, dtbs))
+    Ok(Payload { head, data, dtbs })
 }
 
 /// One partition's loads (images, then its device tree) and entry point.
 fn partition_boot(config: &Config, index: usize, data: &mut Vec<u8>) -> Result<(PartitionBoot, Vec<u8>)> {
     let partition = &config.system.partitions[index];
     let dtb_ipa = devicetree::dtb_address(partition)?;
+    let first = partition.memory.first().map(|region| region.guest()).context("a partition without memory")?;
     let mut loads = Vec::new();
     let mut default_entry = None;
+    let mut chosen = devicetree::Chosen::default();
     for image in &config.images[index] {
         let bytes = std::fs::read(&image.path)
             .with_context(|| format!("partition `{}`: cannot read image {}", partition.name, image.path.display()))?;
+        let what = || format!("partition `{}`: image {}", partition.name, image.path.display());
         let (blobs, entry) = match image.format {
-            ImageFormat::Elf => elf_loads(&bytes)
-                .with_context(|| format!("partition `{}`: image {}", partition.name, image.path.display()))?,
-            ImageFormat::Raw { load } => (vec![(load, bytes)], load),
+            ImageFormat::Elf => {
+                let (blobs, entry) = elf_loads(&bytes).with_context(what)?;
+                (blobs, Some(entry))
+            }
+            ImageFormat::Raw { load } => (vec![(load, bytes)], Some(load)),
+            ImageFormat::Linux => {
+                let at = linux::header(&bytes).and_then(|header| linux::kernel_range(first, header));
+                let at = at.map_err(anyhow::Error::msg).with_context(what)?.base;
+                (vec![(at, bytes)], Some(at))
+            }
+            ImageFormat::Initrd => {
+                let at =
+                    linux::initrd_range(first, bytes.len() as u64).map_err(anyhow::Error::msg).with_context(what)?;
+                chosen.initrd = Some(at);
+                (vec![(at.base, bytes)], None)
+            }
         };
-        default_entry.get_or_insert(entry);
+        match entry {
+            // A kernel starts the partition, whatever images precede it.
+            Some(entry) if image.format == ImageFormat::Linux => default_entry = Some(entry),
+            Some(entry) => _ = default_entry.get_or_insert(entry),
+            None => {}
+        }
         for (ipa, blob) in blobs {
-            check_load(partition, dtb_ipa, ipa, blob.len() as u64)
-                .with_context(|| format!("partition `{}`: image {}", partition.name, image.path.display()))?;
+            check_load(partition, dtb_ipa, ipa, blob.len() as u64).with_context(what)?;
             loads.push(append(data, ipa, &blob));
         }
     }
-    let dtb = devicetree::generate(&config.system, partition)?;
+    let dtb = devicetree::generate_with(&config.system, partition, &chosen)?;
     loads.push(append(data, dtb_ipa, &dtb));
     let entry = config.entries[index]
         .or(default_entry)
@@ -368,6 +420,7 @@ pub fn section_sizes(hypervisor_elf: &[u8]) -> Result<Sizes> {
 
 pub fn print_summary(output: &BuildOutput) {
     let s = output.sizes;
-    println!("hypervisor: text {} B, data {} B, bss {} B; payload {} B", s.text, s.data, s.bss, s.payload);
+    println!("hypervisor: text {} B, data {} B, bss {} B; payload head {} B", s.text, s.data, s.bss, s.payload);
     println!("image: {} ({} B)", output.image.display(), s.image);
+    println!("image store: {} ({} B at {:#x})", output.images.display(), s.images, output.images_at);
 }

@@ -67,12 +67,14 @@ pub fn summary(config: &Config, profile: &PlatformProfile) -> String {
     let system = &config.system;
     let hypervisor = &system.hypervisor.memory;
     let mut out = format!(
-        "{}: OK, {} partition(s) on {} pCPU(s); hypervisor memory {:#x} ({}), quantum {} us\n\n",
+        "{}: OK, {} partition(s) on {} pCPU(s); hypervisor memory {:#x} ({}), image store {:#x} ({}), quantum {} us\n\n",
         config.path.display(),
         system.partitions.len(),
         system.platform.cpus,
         hypervisor.base,
         size(hypervisor.size),
+        system.hypervisor.images.base,
+        size(system.hypervisor.images.size),
         system.hypervisor.quantum_us
     );
     let mut rows = vec![

@@ -42,6 +42,12 @@ pub enum ImageFormat {
     Elf,
     /// Raw bytes copied to a guest-physical load address.
     Raw { load: u64 },
+    /// An arm64 Linux `Image`, placed by its header ([`crate::linux`]); the
+    /// default entry point.
+    Linux,
+    /// The initrd of a `Linux` image, at the top of memory[0], named in the
+    /// device tree's `/chosen`.
+    Initrd,
 }
 
 /// One problem found in a configuration file.

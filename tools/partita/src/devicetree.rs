@@ -6,7 +6,7 @@
 //! given, the generic timer, its emulated PL011 and its passthrough devices.
 
 use anyhow::{bail, Context, Result};
-use partita_core::config::model::{ChannelKind, Partition, System};
+use partita_core::config::model::{ChannelKind, Partition, Range, System};
 use partita_core::fabric::interface::PAGE_SIZE as INTERFACE_PAGE;
 use partita_core::hypercall::ABI_VERSION;
 use vm_fdt::FdtWriter;
@@ -45,9 +45,21 @@ pub fn dtb_address(partition: &Partition) -> Result<u64> {
     Ok(first.ipa + first.size - DTB_WINDOW)
 }
 
+/// What `/chosen` tells a kernel beyond the configuration: where its
+/// initrd lies (guest-physical).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Chosen {
+    pub initrd: Option<Range>,
+}
+
 /// Builds the flattened device tree of one partition.
 pub fn generate(system: &System, partition: &Partition) -> Result<Vec<u8>> {
-    let blob = write_tree(system, partition)
+    generate_with(system, partition, &Chosen::default())
+}
+
+/// [`generate`], for a partition that boots with an initrd.
+pub fn generate_with(system: &System, partition: &Partition, chosen: &Chosen) -> Result<Vec<u8>> {
+    let blob = write_tree(system, partition, chosen)
         .map_err(|e| anyhow::anyhow!("{e}"))
         .with_context(|| format!("cannot build the device tree of partition `{}`", partition.name))?;
     if blob.len() as u64 > DTB_WINDOW {
@@ -63,7 +75,7 @@ pub fn generate(system: &System, partition: &Partition) -> Result<Vec<u8>> {
 
 type FdtResult<T> = std::result::Result<T, vm_fdt::Error>;
 
-fn write_tree(system: &System, partition: &Partition) -> FdtResult<Vec<u8>> {
+fn write_tree(system: &System, partition: &Partition, extra: &Chosen) -> FdtResult<Vec<u8>> {
     let mut fdt = FdtWriter::new()?;
     let root = fdt.begin_node("")?;
     fdt.property_string("compatible", "linux,dummy-virt")?;
@@ -71,7 +83,7 @@ fn write_tree(system: &System, partition: &Partition) -> FdtResult<Vec<u8>> {
     fdt.property_u32("#address-cells", 2)?;
     fdt.property_u32("#size-cells", 2)?;
     fdt.property_u32("interrupt-parent", PHANDLE_GIC)?;
-    chosen(&mut fdt, partition)?;
+    chosen(&mut fdt, partition, extra)?;
     memory(&mut fdt, partition)?;
     cpus(&mut fdt, partition)?;
     psci(&mut fdt)?;
@@ -86,9 +98,13 @@ fn write_tree(system: &System, partition: &Partition) -> FdtResult<Vec<u8>> {
     fdt.finish()
 }
 
-fn chosen(fdt: &mut FdtWriter, partition: &Partition) -> FdtResult<()> {
+fn chosen(fdt: &mut FdtWriter, partition: &Partition, extra: &Chosen) -> FdtResult<()> {
     let node = fdt.begin_node("chosen")?;
     fdt.property_string("bootargs", &partition.bootargs)?;
+    if let Some(initrd) = extra.initrd {
+        fdt.property_u64("linux,initrd-start", initrd.base)?;
+        fdt.property_u64("linux,initrd-end", initrd.end())?;
+    }
     fdt.property_string("stdout-path", &format!("/pl011@{:x}", partition.console))?;
     fdt.property_string("partita,partition", &partition.name)?;
     fdt.end_node(node)

@@ -8,6 +8,7 @@ pub mod check;
 pub mod config;
 pub mod devicetree;
 pub mod guests;
+pub mod linux;
 pub mod paths;
 pub mod profile;
 pub mod qmp;

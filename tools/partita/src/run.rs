@@ -164,6 +164,7 @@ pub fn qemu_command(build: &BuildOutput, system: &System, opts: &RunOptions) -> 
         .args(HEADLESS)
         .arg("-kernel")
         .arg(&build.image)
+        .args(["-device", &image_store_loader(build)])
         .arg("-qmp")
         .arg(qmp_option(&qmp_socket(&build.out_dir)));
     if opts.gdb {
@@ -171,6 +172,13 @@ pub fn qemu_command(build: &BuildOutput, system: &System, opts: &RunOptions) -> 
     }
     add_icount(&mut qemu, opts.icount);
     qemu
+}
+
+/// QEMU's generic loader puts the image store where the boot table says,
+/// as a board's boot loader would.
+fn image_store_loader(build: &BuildOutput) -> String {
+    let file = build.images.display().to_string().replace(',', ",,");
+    format!("loader,file={file},addr={:#x},force-raw=on", build.images_at)
 }
 
 /// With a shift, guest time counts instructions (2^shift ns each) and does

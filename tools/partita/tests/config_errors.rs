@@ -432,6 +432,24 @@ fn raw_image_larger_than_its_region() {
 }
 
 #[test]
+fn linux_kernel_errors_name_the_kernel_field() {
+    expect_error("linux_entry", "partition[0].entry", "leave `entry` out");
+    expect_error("linux_initrd_alone", "partition[0].initrd", "name the kernel too");
+    expect_error("linux_not_an_image", "partition[0].kernel", "not an arm64 Image");
+    expect_error("linux_too_big", "partition[0].kernel", "the kernel needs 0x3000000 bytes at 0x40000000");
+}
+
+#[test]
+fn a_linux_partition_boots_its_kernel_with_the_initrd_on_top() {
+    let config = load_good("linux_good");
+    let images = &config.images[0];
+    assert_eq!(images.iter().map(|image| image.format).collect::<Vec<_>>(), [ImageFormat::Linux, ImageFormat::Initrd]);
+    assert_eq!(config.entries[0], None, "the build takes the kernel's load address");
+    let store = config.system.hypervisor.images;
+    assert!(store.size >= 0x3000 && store.size % (2 << 20) == 0, "{store:x?}");
+}
+
+#[test]
 fn images_overlapping_each_other() {
     expect_error("image_overlap", "partition[0].image[1].load", "raw image (0x40000000..0x40002000) overlaps image[0]");
 }

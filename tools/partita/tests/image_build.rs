@@ -101,7 +101,7 @@ fn flat_binary_pads_to_payload_start_and_patches_image_size() {
 #[test]
 fn sizes_follow_section_flags() {
     let sizes = section_sizes(&hypervisor_elf()).unwrap();
-    assert_eq!(sizes, Sizes { text: 0x120, data: 6, bss: 0x1ffa, payload: 0, image: 0 });
+    assert_eq!(sizes, Sizes { text: 0x120, data: 6, bss: 0x1ffa, payload: 0, image: 0, images: 0 });
 }
 
 #[test]
@@ -111,8 +111,11 @@ fn payload_carries_model_loads_entries_and_device_trees() {
     let image = read(&output.image);
     assert_eq!(output.sizes.image, image.len() as u64);
     assert_eq!(output.sizes.text, 0x120);
-    let (table, data) = decode(&image[PAYLOAD_AT as usize..]).unwrap();
+    let store = read(&output.images);
+    let (table, data) = decode(&image[PAYLOAD_AT as usize..], &store).unwrap();
     assert_eq!(output.sizes.payload, (image.len() as u64) - PAYLOAD_AT);
+    assert_eq!(output.sizes.images, store.len() as u64);
+    assert_eq!(output.images_at, fixture.config.system.hypervisor.images.base);
     assert_eq!(table.system, fixture.config.system);
     let bytes =
         |load: &partita_core::config::image::Load| &data[load.offset as usize..(load.offset + load.len) as usize];
@@ -142,7 +145,7 @@ fn raw_image_entry_defaults_to_its_load_address() {
     let mut fixture = fixture("raw-entry");
     fixture.config.entries[1] = None;
     let output = build(&fixture).unwrap();
-    let (table, _) = decode(&read(&output.image)[PAYLOAD_AT as usize..]).unwrap();
+    let (table, _) = decode(&read(&output.image)[PAYLOAD_AT as usize..], &read(&output.images)).unwrap();
     assert_eq!(table.boot[1].entry, RAW_BASE);
 }
 
@@ -202,4 +205,57 @@ fn payload_symbol_inside_the_code_is_refused() {
 fn text_offset_moves_the_load_address_like_qemu() {
     assert_eq!(qemu_load_address(RAM_BASE, &image_header(0)), RAM_BASE + 0x20_0000);
     assert_eq!(qemu_load_address(RAM_BASE, &image_header(0x8_0000)), RAM_BASE + 0x8_0000);
+}
+
+/// An arm64 Image of `len` bytes that asks for `image_size` once running.
+fn linux_image(text_offset: u64, image_size: u64, len: usize) -> Vec<u8> {
+    let mut image = image_header(text_offset);
+    image[16..24].copy_from_slice(&image_size.to_le_bytes());
+    image.resize(len, 0x5a);
+    image
+}
+
+#[test]
+fn a_linux_kernel_and_initrd_follow_the_boot_protocol() {
+    let mut fixture = fixture("linux");
+    let kernel = fixture.dir.join("Image");
+    std::fs::write(&kernel, linux_image(0, 0x3_0000, 0x1_8000)).unwrap();
+    let initrd = fixture.dir.join("initramfs.cpio");
+    std::fs::write(&initrd, vec![0x07; 0x2345]).unwrap();
+    // beta's first region starts 2 MiB aligned; the kernel goes there.
+    fixture.config.images[1] =
+        vec![Image { path: kernel, format: ImageFormat::Linux }, Image { path: initrd, format: ImageFormat::Initrd }];
+    fixture.config.entries[1] = None;
+    let output = build(&fixture).unwrap();
+    let store = read(&output.images);
+    let (table, data) = decode(&read(&output.image)[PAYLOAD_AT as usize..], &store).unwrap();
+    let beta = &table.boot[1];
+    assert_eq!(beta.entry, RAW_BASE, "the kernel's load address: the 2 MiB boundary plus text_offset 0");
+    assert_eq!((beta.loads[0].ipa, beta.loads[0].len), (RAW_BASE, 0x1_8000));
+    let dtb_at = RAW_BASE + 0x10_0000 - 0x1_0000;
+    let initrd_at = (dtb_at - 0x2345) & !0xfff;
+    assert_eq!((beta.loads[1].ipa, beta.loads[1].len), (initrd_at, 0x2345), "just below the device tree");
+    let initrd_bytes = &data[beta.loads[1].offset as usize..][..0x2345];
+    assert!(initrd_bytes.iter().all(|&b| b == 0x07));
+
+    let dtb = read(&output.out_dir.join("beta.dtb"));
+    let tree = fdt::Fdt::new(&dtb).unwrap();
+    let chosen = tree.find_node("/chosen").unwrap();
+    let cell = |name: &str| {
+        let value = chosen.property(name).unwrap_or_else(|| panic!("/chosen has no {name}")).value;
+        u64::from_be_bytes(value.try_into().expect("a 64-bit value"))
+    };
+    assert_eq!((cell("linux,initrd-start"), cell("linux,initrd-end")), (initrd_at, initrd_at + 0x2345));
+}
+
+#[test]
+fn a_kernel_larger_than_its_region_is_refused_by_image_size_not_file_size() {
+    let mut fixture = fixture("linux-big");
+    let kernel = fixture.dir.join("Image");
+    // 64 KiB of file, but 1 MiB once running: more than beta's region below its tree.
+    std::fs::write(&kernel, linux_image(0, 0x10_0000, 0x1_0000)).unwrap();
+    fixture.config.images[1] = vec![Image { path: kernel, format: ImageFormat::Linux }];
+    fixture.config.entries[1] = None;
+    let error = format!("{:#}", build(&fixture).unwrap_err());
+    assert!(error.contains("the kernel needs 0x100000 bytes"), "{error}");
 }

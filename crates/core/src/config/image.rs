@@ -1,11 +1,14 @@
 //! The boot payload: the validated model plus every byte each partition
-//! starts with. The host writes it behind the hypervisor; the hypervisor
-//! reads and checks it before it touches any partition memory.
+//! starts with. The host writes it in two parts: the head behind the
+//! hypervisor, and the data section into the image store
+//! ([`Hypervisor::images`](crate::config::model::Hypervisor::images)),
+//! which the boot loader fills. The hypervisor reads and checks both before
+//! it touches any partition memory.
 //!
-//! Layout (little endian):
-//! `magic[8] | version u32 | table_len u32 | data_len u64 | checksum u64 | table | data`
-//! where `table` is a postcard-encoded [`BootTable`] and the checksum is
-//! FNV-1a over `table` and `data`.
+//! Head layout (little endian):
+//! `magic[8] | version u32 | table_len u32 | data_len u64 | table_sum u64 | data_sum u64 | table`
+//! where `table` is a postcard-encoded [`BootTable`], `table_sum` is FNV-1a
+//! over its bytes and `data_sum` FNV-1a over the data's 64-bit words.
 
 use crate::config::model::System;
 use alloc::vec::Vec;
@@ -14,8 +17,8 @@ use serde::{Deserialize, Serialize};
 pub const MAGIC: [u8; 8] = *b"PARTITA\0";
 /// Raised whenever the boot table's shape changes, so a hypervisor and a
 /// payload from different versions refuse each other clearly.
-pub const VERSION: u32 = 4;
-const HEADER_LEN: usize = 32;
+pub const VERSION: u32 = 5;
+const HEADER_LEN: usize = 40;
 
 /// What the hypervisor needs to build and start every partition.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,6 +55,13 @@ pub enum ImageError {
     Truncated,
     BadChecksum,
     BadTable,
+    /// The data section is larger than the image store the table names.
+    StoreTooSmall {
+        data: u64,
+        store: u64,
+    },
+    /// The image store does not hold the data the head was sealed with.
+    BadData,
     /// A partition count that differs between the model and the boot entries.
     PartitionCount,
     /// Load `load` of partition `partition` lies outside the data or the partition's RAM.
@@ -65,74 +75,122 @@ pub enum ImageError {
     },
 }
 
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
 /// FNV-1a, 64 bit: enough to catch a truncated or stale payload; written
 /// here because it is five lines and needs no table.
 pub fn fnv1a(parts: &[&[u8]]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut hash = FNV_OFFSET;
     for part in parts {
         for &byte in *part {
-            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3);
+            hash = (hash ^ u64::from(byte)).wrapping_mul(FNV_PRIME);
         }
     }
     hash
 }
 
-/// Serialises a boot table and its data section into one payload.
+/// FNV-1a over 64-bit little-endian words, the last one zero-padded: the
+/// data section runs to tens of MiB (a Linux kernel and its initramfs),
+/// which a byte at a time would take the boot CPU a noticeable while.
+pub fn fnv1a_words(bytes: &[u8]) -> u64 {
+    let mut chunks = bytes.chunks_exact(8);
+    let mut hash = FNV_OFFSET;
+    for chunk in &mut chunks {
+        let word = u64::from_le_bytes(chunk.try_into().expect("chunks of 8"));
+        hash = (hash ^ word).wrapping_mul(FNV_PRIME);
+    }
+    let tail = chunks.remainder();
+    if !tail.is_empty() {
+        let mut word = [0u8; 8];
+        word[..tail.len()].copy_from_slice(tail);
+        hash = (hash ^ u64::from_le_bytes(word)).wrapping_mul(FNV_PRIME);
+    }
+    hash
+}
+
+/// The head of a payload whose data section is `data`: the header and the
+/// table. The data goes to the image store separately.
 pub fn encode(table: &BootTable, data: &[u8]) -> Vec<u8> {
     let table_bytes = postcard::to_allocvec(table).expect("postcard encoding into a Vec cannot fail");
-    let mut out = Vec::with_capacity(HEADER_LEN + table_bytes.len() + data.len());
+    let mut out = Vec::with_capacity(HEADER_LEN + table_bytes.len());
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&VERSION.to_le_bytes());
     out.extend_from_slice(&(table_bytes.len() as u32).to_le_bytes());
     out.extend_from_slice(&(data.len() as u64).to_le_bytes());
-    out.extend_from_slice(&fnv1a(&[&table_bytes, data]).to_le_bytes());
+    out.extend_from_slice(&fnv1a(&[&table_bytes]).to_le_bytes());
+    out.extend_from_slice(&fnv1a_words(data).to_le_bytes());
     out.extend_from_slice(&table_bytes);
-    out.extend_from_slice(data);
     out
 }
 
-/// Total length of a payload from its header, so a reader can bound it
+/// Length of a payload's head from its header, so a reader can bound it
 /// before looking at the rest.
-pub fn payload_len(header: &[u8]) -> Result<usize, ImageError> {
-    let (table_len, data_len) = read_header(header)?;
-    Ok(HEADER_LEN + table_len + data_len)
+pub fn head_len(header: &[u8]) -> Result<usize, ImageError> {
+    let (table_len, _) = read_header(header)?;
+    Ok(HEADER_LEN + table_len)
 }
 
-fn read_header(bytes: &[u8]) -> Result<(usize, usize), ImageError> {
+fn read_header(bytes: &[u8]) -> Result<(usize, u64), ImageError> {
     if bytes.len() < HEADER_LEN {
         return Err(ImageError::TooShort);
     }
     if bytes[..8] != MAGIC {
         return Err(ImageError::BadMagic);
     }
-    let word = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap());
-    let version = word(8);
+    let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap());
     if version != VERSION {
         return Err(ImageError::BadVersion(version));
     }
-    let table_len = word(12) as usize;
-    let data_len = u64::from_le_bytes(bytes[16..24].try_into().unwrap());
-    let data_len = usize::try_from(data_len).map_err(|_| ImageError::Truncated)?;
-    Ok((table_len, data_len))
+    let table_len = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) as usize;
+    Ok((table_len, word(bytes, 16)))
 }
 
-/// Parses and checks a payload. Returns the table and the data section.
-pub fn decode(bytes: &[u8]) -> Result<(BootTable, &[u8]), ImageError> {
+fn word(bytes: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap())
+}
+
+/// What the head says the data section must be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Seal {
+    pub len: u64,
+    sum: u64,
+}
+
+impl Seal {
+    /// The first `len` bytes of the image store, when they are the data
+    /// the head was made with.
+    pub fn check<'d>(&self, store: &'d [u8]) -> Result<&'d [u8], ImageError> {
+        let data = usize::try_from(self.len).ok().and_then(|len| store.get(..len)).ok_or(ImageError::Truncated)?;
+        if fnv1a_words(data) != self.sum {
+            return Err(ImageError::BadData);
+        }
+        Ok(data)
+    }
+}
+
+/// Parses and checks a payload's head: the table, and that its loads fit
+/// the data section it seals and the data fits the image store.
+pub fn decode_head(bytes: &[u8]) -> Result<(BootTable, Seal), ImageError> {
     let (table_len, data_len) = read_header(bytes)?;
     let table_end = HEADER_LEN.checked_add(table_len).ok_or(ImageError::Truncated)?;
-    let data_end = table_end.checked_add(data_len).ok_or(ImageError::Truncated)?;
-    if bytes.len() < data_end {
-        return Err(ImageError::Truncated);
-    }
-    let table_bytes = &bytes[HEADER_LEN..table_end];
-    let data = &bytes[table_end..data_end];
-    let checksum = u64::from_le_bytes(bytes[24..32].try_into().unwrap());
-    if fnv1a(&[table_bytes, data]) != checksum {
+    let table_bytes = bytes.get(HEADER_LEN..table_end).ok_or(ImageError::Truncated)?;
+    if fnv1a(&[table_bytes]) != word(bytes, 24) {
         return Err(ImageError::BadChecksum);
     }
     let table: BootTable = postcard::from_bytes(table_bytes).map_err(|_| ImageError::BadTable)?;
-    table.check(data.len() as u64)?;
-    Ok((table, data))
+    let store = table.system.hypervisor.images.size;
+    if data_len > store {
+        return Err(ImageError::StoreTooSmall { data: data_len, store });
+    }
+    table.check(data_len)?;
+    Ok((table, Seal { len: data_len, sum: word(bytes, 32) }))
+}
+
+/// A whole payload: its head and the image store's bytes.
+pub fn decode<'d>(head: &[u8], store: &'d [u8]) -> Result<(BootTable, &'d [u8]), ImageError> {
+    let (table, seal) = decode_head(head)?;
+    Ok((table, seal.check(store)?))
 }
 
 impl BootTable {
@@ -209,6 +267,7 @@ mod tests {
                     trace_events: 0,
                     overhead_limit_bp: 100,
                     hm_log_entries: 256,
+                    images: Range::new(0x7000_0000, 0x20_0000),
                 },
                 partitions: vec![part],
                 plans: vec![Plan {
@@ -241,30 +300,53 @@ mod tests {
     #[test]
     fn round_trip() {
         let table = sample();
-        let bytes = encode(&table, b"abcd");
-        let (back, data) = decode(&bytes).unwrap();
+        let head = encode(&table, b"abcd");
+        let store = b"abcdefgh";
+        let (back, data) = decode(&head, store).unwrap();
         assert_eq!(back, table);
         assert_eq!(data, b"abcd");
-        assert_eq!(payload_len(&bytes).unwrap(), bytes.len());
+        assert_eq!(head_len(&head).unwrap(), head.len());
     }
 
     #[test]
     fn corruption_is_caught() {
-        let mut bytes = encode(&sample(), b"abcd");
-        let last = bytes.len() - 1;
-        bytes[last] ^= 1;
-        assert_eq!(decode(&bytes).unwrap_err(), ImageError::BadChecksum);
-        assert_eq!(decode(&bytes[..bytes.len() - 1]).unwrap_err(), ImageError::Truncated);
-        bytes[0] = b'X';
-        assert_eq!(decode(&bytes).unwrap_err(), ImageError::BadMagic);
-        assert_eq!(decode(&bytes[..4]).unwrap_err(), ImageError::TooShort);
+        let mut head = encode(&sample(), b"abcd");
+        assert_eq!(decode(&head, b"abce").unwrap_err(), ImageError::BadData);
+        assert_eq!(decode(&head, b"abc").unwrap_err(), ImageError::Truncated);
+        let last = head.len() - 1;
+        head[last] ^= 1;
+        assert_eq!(decode(&head, b"abcd").unwrap_err(), ImageError::BadChecksum);
+        assert_eq!(decode(&head[..head.len() - 1], b"abcd").unwrap_err(), ImageError::Truncated);
+        head[0] = b'X';
+        assert_eq!(decode(&head, b"abcd").unwrap_err(), ImageError::BadMagic);
+        assert_eq!(decode(&head[..4], b"abcd").unwrap_err(), ImageError::TooShort);
     }
 
     #[test]
     fn a_payload_of_another_version_is_refused() {
-        let mut bytes = encode(&sample(), b"abcd");
-        bytes[8..12].copy_from_slice(&(VERSION - 1).to_le_bytes());
-        assert_eq!(decode(&bytes).unwrap_err(), ImageError::BadVersion(VERSION - 1));
+        let mut head = encode(&sample(), b"abcd");
+        head[8..12].copy_from_slice(&(VERSION - 1).to_le_bytes());
+        assert_eq!(decode(&head, b"abcd").unwrap_err(), ImageError::BadVersion(VERSION - 1));
+    }
+
+    #[test]
+    fn data_larger_than_the_image_store_is_refused() {
+        let mut table = sample();
+        table.system.hypervisor.images.size = 2;
+        let head = encode(&table, b"abcd");
+        assert_eq!(decode(&head, b"abcd").unwrap_err(), ImageError::StoreTooSmall { data: 4, store: 2 });
+    }
+
+    #[test]
+    fn the_word_checksum_sees_every_byte_and_the_length() {
+        let data: Vec<u8> = (0..29u8).collect();
+        let sum = fnv1a_words(&data);
+        for at in 0..data.len() {
+            let mut changed = data.clone();
+            changed[at] ^= 0x80;
+            assert_ne!(fnv1a_words(&changed), sum, "byte {at}");
+        }
+        assert_ne!(fnv1a_words(&data[..24]), fnv1a_words(&data[..25]), "a zero-padded tail still counts");
     }
 
     #[test]

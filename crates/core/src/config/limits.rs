@@ -178,7 +178,7 @@ mod tests {
             format!("1 to {} entries, each below `platform.cpus`", n(MAX_VCPUS_PER_PARTITION)),
             format!("`to` lists 1 to {} pCPUs", n(MAX_MIGRATION_TARGETS)),
             format!("1 to {} `[[partition.memory]]` regions.", n(MAX_MEMORY_REGIONS)),
-            format!("1 to {} `[[partition.image]]` entries.", n(MAX_IMAGES)),
+            format!("with `kernel` and `initrd`, 1 to {} images in all.", n(MAX_IMAGES)),
             format!("0 to {} `[[partition.device]]` entries.", n(MAX_DEVICES)),
             format!("1 to {} characters.", n(NAME_MAX_LEN)),
             format!("1 to {} characters from", n(NAME_MAX_LEN)),

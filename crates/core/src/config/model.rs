@@ -48,6 +48,13 @@ pub struct Platform {
 pub struct Hypervisor {
     /// Physical memory reserved for Partita's code, data and tables.
     pub memory: Range,
+    /// The image store: physical memory, outside Partita's own and every
+    /// partition's, that holds the pristine bytes each partition starts
+    /// from (its images and device tree, the boot payload's data section).
+    /// The boot loader puts them there; Partita only reads them, at boot
+    /// and at every restart, so images of any size cost no hypervisor
+    /// memory.
+    pub images: Range,
     /// Round-robin quantum when several vCPUs share a pCPU, in microseconds.
     pub quantum_us: u32,
     /// Slots of each pCPU's event-trace ring; 0 turns tracing off.

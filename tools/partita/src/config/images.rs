@@ -22,6 +22,8 @@ struct Placed {
 enum Kind {
     Elf,
     Raw,
+    Linux,
+    Initrd,
 }
 
 impl Placed {
@@ -29,6 +31,8 @@ impl Placed {
         match self.kind {
             Kind::Elf => format!("ELF segment {segment} ({})", hex_range(range)),
             Kind::Raw => format!("raw image ({})", hex_range(range)),
+            Kind::Linux => format!("the kernel ({})", hex_range(range)),
+            Kind::Initrd => format!("the initrd ({})", hex_range(range)),
         }
     }
 
@@ -37,6 +41,8 @@ impl Placed {
         match self.kind {
             Kind::Elf => "path",
             Kind::Raw => "load",
+            Kind::Linux => "kernel",
+            Kind::Initrd => "initrd",
         }
     }
 }
@@ -67,27 +73,43 @@ impl PartitionCheck<'_> {
         format!("partition[{}].image[{i}]", self.p)
     }
 
+    /// Where a problem with slot `i` is reported: a `[[partition.image]]`
+    /// entry, or the partition's `kernel` or `initrd` field.
+    fn slot_path(&self, i: usize, image: &Image) -> (String, &'static str) {
+        match image.format {
+            ImageFormat::Linux => (format!("partition[{}]", self.p), "kernel"),
+            ImageFormat::Initrd => (format!("partition[{}]", self.p), "initrd"),
+            _ => (self.image_path(i), "path"),
+        }
+    }
+
     fn run(&mut self, slots: &[Option<Image>], explicit_entry: Option<u64>) {
         if slots.is_empty() || slots.len() > MAX_IMAGES {
             let message = format!("{} images; a partition needs 1 to {MAX_IMAGES}", slots.len());
             self.push(format!("partition[{}]", self.p), "image", message);
         }
         let dtb = self.dtb_window();
-        let mut placed: Vec<(usize, Range)> = Vec::new();
+        let mut placed: Vec<(usize, String, Range)> = Vec::new();
         let mut default_entry = None;
+        let first = self.partition.memory.first().map(MemoryRegion::guest);
         for (i, image) in slots.iter().enumerate() {
             let Some(image) = image else { continue };
-            match load(image) {
-                Ok(image) => {
-                    self.place(i, &image, dtb, &mut placed);
-                    default_entry.get_or_insert((i, image.entry));
+            let (path, field) = self.slot_path(i, image);
+            match load(image, first) {
+                Ok(placed_image) => {
+                    self.place(i, &placed_image, dtb, &mut placed);
+                    // A kernel's entry comes first, whatever precedes it.
+                    let kernel = image.format == ImageFormat::Linux;
+                    if kernel || (image.format != ImageFormat::Initrd && default_entry.is_none()) {
+                        default_entry = Some((path, field, placed_image.entry));
+                    }
                 }
-                Err(message) => self.push(self.image_path(i), "path", message),
+                Err(message) => self.push(path, field, message),
             }
         }
         match (explicit_entry, default_entry) {
             (Some(entry), _) => self.entry(format!("partition[{}]", self.p), "entry", "entry point", entry),
-            (None, Some((i, entry))) => self.entry(self.image_path(i), "path", "the image's entry point", entry),
+            (None, Some((path, field, entry))) => self.entry(path, field, "the image's entry point", entry),
             (None, None) => {}
         }
     }
@@ -106,8 +128,11 @@ impl PartitionCheck<'_> {
         Some(Range::new(first.ipa.saturating_add(first.size - DTB_WINDOW), DTB_WINDOW))
     }
 
-    fn place(&mut self, i: usize, image: &Placed, dtb: Option<Range>, placed: &mut Vec<(usize, Range)>) {
-        let path = self.image_path(i);
+    fn place(&mut self, i: usize, image: &Placed, dtb: Option<Range>, placed: &mut Vec<(usize, String, Range)>) {
+        let path = match image.kind {
+            Kind::Linux | Kind::Initrd => format!("partition[{}]", self.p),
+            Kind::Elf | Kind::Raw => self.image_path(i),
+        };
         let field = image.field();
         for (s, range) in image.ranges.iter().enumerate() {
             let what = image.describe(s, range);
@@ -124,12 +149,18 @@ impl PartitionCheck<'_> {
                 );
                 self.push(path.clone(), field, message);
             }
-            if let Some((other, other_range)) = placed.iter().find(|(other, r)| *other != i && r.overlaps(range)) {
-                let message = format!("{what} overlaps image[{other}] ({})", hex_range(other_range));
+            if let Some((_, other, other_range)) = placed.iter().find(|(other, _, r)| *other != i && r.overlaps(range))
+            {
+                let message = format!("{what} overlaps {other} ({})", hex_range(other_range));
                 self.push(path.clone(), field, message);
             }
         }
-        placed.extend(image.ranges.iter().map(|range| (i, *range)));
+        let name = match image.kind {
+            Kind::Linux => "the kernel".to_string(),
+            Kind::Initrd => "the initrd".to_string(),
+            Kind::Elf | Kind::Raw => format!("image[{i}]"),
+        };
+        placed.extend(image.ranges.iter().map(|range| (i, name.clone(), *range)));
     }
 
     /// Why `range` is not inside one RAM region of the partition, if it is not.
@@ -166,17 +197,28 @@ impl PartitionCheck<'_> {
     }
 }
 
-fn load(image: &Image) -> Result<Placed, String> {
+/// What `image` puts where; `first` is memory[0], where a kernel and its
+/// initrd go.
+fn load(image: &Image, first: Option<Range>) -> Result<Placed, String> {
     let shown = image.path.display();
     let bytes = std::fs::read(&image.path).map_err(|error| match error.kind() {
         std::io::ErrorKind::NotFound => format!("image file not found: {shown}"),
         _ => format!("cannot read image {shown}: {error}"),
     })?;
+    let first = || first.ok_or_else(|| "the partition has no memory region to load it into".to_string());
     match image.format {
         ImageFormat::Elf => elf(&bytes),
         ImageFormat::Raw { load } if bytes.is_empty() => Err(format!("raw image {shown} for {load:#x} is empty")),
         ImageFormat::Raw { load } => {
             Ok(Placed { ranges: vec![Range::new(load, bytes.len() as u64)], entry: load, kind: Kind::Raw })
+        }
+        ImageFormat::Linux => {
+            let kernel = crate::linux::kernel_range(first()?, crate::linux::header(&bytes)?)?;
+            Ok(Placed { ranges: vec![kernel], entry: kernel.base, kind: Kind::Linux })
+        }
+        ImageFormat::Initrd => {
+            let initrd = crate::linux::initrd_range(first()?, bytes.len() as u64)?;
+            Ok(Placed { ranges: vec![initrd], entry: initrd.base, kind: Kind::Initrd })
         }
     }
 }

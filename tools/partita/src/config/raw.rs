@@ -71,6 +71,9 @@ pub struct RawGic {
 pub struct RawHypervisor {
     #[serde(default, skip_serializing_if = "is_default")]
     pub memory: RawRange,
+    /// The image store; placed and sized from the images when left out.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub images: RawRange,
     pub quantum_us: Option<u32>,
     /// A percentage; TOML integers are accepted too.
     pub overhead_limit_percent: Option<f64>,
@@ -102,6 +105,10 @@ pub struct RawPartition {
     /// The watchdog's period; no watchdog without it.
     pub watchdog: Option<Micros>,
     pub entry: Option<u64>,
+    /// An arm64 Linux `Image`, placed by its header (the boot protocol).
+    pub kernel: Option<String>,
+    /// An initrd or initramfs for `kernel`, named in `/chosen`.
+    pub initrd: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memory: Vec<RawMemory>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -94,13 +94,15 @@ pub fn resolve(raw: RawConfig, name: String, config_dir: &Path) -> Resolved {
         trace_events: trace_events(&raw.trace),
         overhead_limit_bp: raw.hypervisor.overhead_limit_percent.map_or(DEFAULT_OVERHEAD_LIMIT_BP, basis_points),
         hm_log_entries: raw.hypervisor.hm_log_entries.unwrap_or(DEFAULT_HM_LOG_ENTRIES),
+        // Placed by `allocate` unless the file gives a base.
+        images: Range::new(raw.hypervisor.images.base.unwrap_or(UNPLACED), 0),
     };
     let mut issues = Vec::new();
     let mut images = Vec::new();
     let mut entries = Vec::new();
     let mut partitions = Vec::new();
     for (p, raw_partition) in raw.partition.iter().enumerate() {
-        images.push(partition_images(p, &raw_partition.image, config_dir, &mut issues));
+        images.push(partition_images(p, raw_partition, config_dir, &mut issues));
         entries.push(raw_partition.entry);
         watchdog_without_period(p, raw_partition, &mut issues);
         partitions.push(partition(raw_partition));
@@ -123,10 +125,12 @@ pub fn resolve(raw: RawConfig, name: String, config_dir: &Path) -> Resolved {
         partitions[p].accelerators = devices;
     }
     let mut system = System { name, platform, hypervisor, partitions, plans, channels, fabric };
-    let unallocated = allocate(&mut system, &raw, &mut issues);
+    let unallocated = allocate(&mut system, &raw, &images, &mut issues);
     // An unplaced fabric has no address to judge; its own issue says why.
-    if unallocated.iter().any(|path| path == FABRIC_MEMORY) {
-        unresolved.push((FABRIC_MEMORY.into(), "base"));
+    for own in [FABRIC_MEMORY, IMAGE_STORE] {
+        if unallocated.iter().any(|path| path == own) {
+            unresolved.push((own.into(), "base"));
+        }
     }
     Resolved { system, images, entries, issues, unallocated, unresolved }
 }
@@ -430,16 +434,37 @@ fn channel(
     Channel { name: raw.name.clone(), kind }
 }
 
-fn partition_images(p: usize, raw: &[RawImage], config_dir: &Path, issues: &mut Vec<Issue>) -> Vec<Option<Image>> {
-    let slots = raw.iter().enumerate().map(|(i, image)| {
-        let format = image_format(image).map_err(|(field, message)| {
-            issues.push(Issue { path: format!("partition[{p}].image[{i}]"), field, message: message.into() });
-        });
-        let joined = config_dir.join(&image.path);
-        let path = std::path::absolute(&joined).unwrap_or(joined);
-        format.ok().map(|format| Image { path, format })
-    });
-    slots.collect()
+/// The `[[partition.image]]` slots, then the kernel and the initrd, which
+/// `images::check` blames on the partition's `kernel` and `initrd` fields.
+fn partition_images(p: usize, raw: &RawPartition, config_dir: &Path, issues: &mut Vec<Issue>) -> Vec<Option<Image>> {
+    let absolute = |file: &str| {
+        let joined = config_dir.join(file);
+        std::path::absolute(&joined).unwrap_or(joined)
+    };
+    let mut slots: Vec<Option<Image>> = raw
+        .image
+        .iter()
+        .enumerate()
+        .map(|(i, image)| {
+            let format = image_format(image).map_err(|(field, message)| {
+                issues.push(Issue { path: format!("partition[{p}].image[{i}]"), field, message: message.into() });
+            });
+            format.ok().map(|format| Image { path: absolute(&image.path), format })
+        })
+        .collect();
+    let linux = [(&raw.kernel, ImageFormat::Linux), (&raw.initrd, ImageFormat::Initrd)];
+    slots.extend(
+        linux.into_iter().filter_map(|(file, format)| Some(Some(Image { path: absolute(file.as_ref()?), format }))),
+    );
+    if raw.initrd.is_some() && raw.kernel.is_none() {
+        let message = "an initrd is for a Linux kernel; name the kernel too (kernel = \"...\")".into();
+        issues.push(Issue { path: format!("partition[{p}]"), field: "initrd", message });
+    }
+    if raw.entry.is_some() && raw.kernel.is_some() {
+        let message = "a Linux kernel starts at its load address; leave `entry` out".into();
+        issues.push(Issue { path: format!("partition[{p}]"), field: "entry", message });
+    }
+    slots
 }
 
 fn image_format(image: &RawImage) -> Result<ImageFormat, (&'static str, &'static str)> {
@@ -626,9 +651,19 @@ fn needs_allocation(raw: &RawMemory) -> bool {
 /// at the lowest 2 MiB-aligned free spot of platform RAM: the partitions'
 /// regions first, then the shared-memory channels', then the fabric's
 /// memory. Returns the paths of entries that did not fit.
-fn allocate(system: &mut System, raw_config: &RawConfig, issues: &mut Vec<Issue>) -> Vec<String> {
+fn allocate(
+    system: &mut System,
+    raw_config: &RawConfig,
+    images: &[Vec<Option<Image>>],
+    issues: &mut Vec<Issue>,
+) -> Vec<String> {
     let (raw, raw_channels) = (&raw_config.partition, &raw_config.channel);
     let mut taken = vec![system.hypervisor.memory];
+    let store = &raw_config.hypervisor.images;
+    system.hypervisor.images.size = store.size.map_or_else(|| image_store_bound(images), |size| size.0);
+    if store.base.is_some() {
+        taken.push(system.hypervisor.images);
+    }
     let fixed_fabric = raw_config.fabric.as_ref().is_some_and(|fabric| fabric.memory.base.is_some());
     if let Some(fabric) = system.fabric.as_ref().filter(|_| fixed_fabric) {
         taken.push(fabric.memory);
@@ -688,7 +723,29 @@ fn allocate(system: &mut System, raw_config: &RawConfig, issues: &mut Vec<Issue>
             place(FABRIC_MEMORY.into(), fabric.memory.size, &mut fabric.memory.base, &mut taken);
         }
     }
+    if store.base.is_none() {
+        let images = &mut system.hypervisor.images;
+        place(IMAGE_STORE.into(), images.size, &mut images.base, &mut taken);
+    }
     unallocated
+}
+
+const IMAGE_STORE: &str = "hypervisor.images";
+
+/// Enough image store for every image and device tree: a file holds at
+/// least the bytes it loads (an ELF's segments are in it), and each load
+/// is padded to 16 bytes; a page per image covers the padding.
+fn image_store_bound(images: &[Vec<Option<Image>>]) -> u64 {
+    let file_len = |image: &Image| std::fs::metadata(&image.path).map_or(0, |meta| meta.len());
+    let bytes: u64 = images
+        .iter()
+        .map(|slots| {
+            let files: u64 =
+                slots.iter().flatten().map(|image| file_len(image).next_multiple_of(4 * KIB) + 4 * KIB).sum();
+            files + crate::devicetree::DTB_WINDOW + 4 * KIB
+        })
+        .sum();
+    bytes.max(1).next_multiple_of(ALLOCATION_ALIGN)
 }
 
 /// The lowest fit is either RAM's first aligned address or the first aligned

@@ -36,15 +36,24 @@ pub fn aarch64_elf(paddr: u64, memsz: u64) -> Vec<u8> {
 
 /// The image files every fixture may name, relative to its own folder.
 pub fn write_images(dir: &Path) {
-    let files: [(&str, Vec<u8>); 4] = [
+    let files: [(&str, Vec<u8>); 5] = [
         ("guest.elf", aarch64_elf(0x4000_0000, 0x1000)),
         ("big.elf", aarch64_elf(0x4000_0000, 32 << 20)),
         ("not-elf.elf", b"#!/bin/sh\necho this is not an ELF file\n".to_vec()),
         ("raw.bin", vec![0xaa; 0x2000]),
+        ("Image", linux_image(48 << 20)),
     ];
     for (name, bytes) in files {
         std::fs::write(dir.join(name), bytes).unwrap();
     }
+}
+
+/// An arm64 Linux Image header asking for `image_size` bytes once running.
+pub fn linux_image(image_size: u64) -> Vec<u8> {
+    let mut image = vec![0u8; 0x1000];
+    image[16..24].copy_from_slice(&image_size.to_le_bytes());
+    image[0x38..0x3c].copy_from_slice(b"ARM\x64");
+    image
 }
 
 /// A fresh folder of its own for one test, with the image files in it.

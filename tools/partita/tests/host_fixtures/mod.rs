@@ -59,6 +59,7 @@ pub fn system(name: &str, partitions: Vec<Partition>) -> System {
             trace_events: 0,
             overhead_limit_bp: 100,
             hm_log_entries: 256,
+            images: Range::new(0x7000_0000, 0x20_0000),
         },
         partitions,
         plans: vec![],

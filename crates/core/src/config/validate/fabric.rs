@@ -114,29 +114,10 @@ impl Validator<'_> {
         }
     }
 
-    /// Partita's own memory, like its code: in RAM, and nobody else's.
     fn fabric_memory(&mut self, fabric: &Fabric) {
         let path = "fabric.memory";
         let memory = fabric.memory;
-        self.range(path, "base", "size", &memory);
-        let ram = self.system.platform.ram;
-        if !ram.covers(&memory) {
-            let message = format!("fabric memory {} is outside platform RAM {}", hex_range(&memory), hex_range(&ram));
-            self.push(path.into(), "base", message);
-        }
-        for (other, range) in self.overlaps.with(Space::Physical, Item::Fabric) {
-            let what = match other {
-                Item::Hypervisor => "hypervisor memory".into(),
-                Item::Memory(q, m) => format!("partition \"{}\" memory[{m}]", self.partition_name(q)),
-                Item::Device(q, d) => {
-                    format!("partition \"{}\" device \"{}\"", self.partition_name(q), self.device_name(q, d))
-                }
-                Item::Channel(_) => self.guest_name(0, other),
-                _ => continue,
-            };
-            let message = format!("fabric memory {} overlaps {what} ({})", hex_range(&memory), hex_range(&range));
-            self.push(path.into(), "base", message);
-        }
+        self.partita_memory(path, "fabric memory", Item::Fabric, memory);
         let devices: usize = self.system.partitions.iter().map(|p| p.accelerators.len()).sum();
         let needed = Fabric::memory_needed(devices);
         if memory.size != 0 && memory.size < needed {

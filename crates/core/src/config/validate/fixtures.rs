@@ -67,6 +67,7 @@ pub(super) fn system() -> System {
             trace_events: 0,
             overhead_limit_bp: 100,
             hm_log_entries: 256,
+            images: Range::new(0x7000_0000, 0x20_0000),
         },
         partitions: vec![partition("rtos", vec![1], 0x4200_0000), partition("gpos", vec![2, 3], 0x4400_0000)],
         plans: Vec::new(),

@@ -93,6 +93,7 @@ pub fn validate(system: &System) -> Vec<Issue> {
         v.partitions();
         v.unique_partition_names();
         v.host_memory_overlaps();
+        v.image_store();
         v.device_overlaps();
         v.interrupt_claims();
         v.exclusive_pcpus();
@@ -358,6 +359,7 @@ mod tests {
         fn never_panics(
             ram in arbitrary_range(),
             hypervisor in arbitrary_range(),
+            images in arbitrary_range(),
             cpus in any::<u32>(),
             quantum_us in any::<u32>(),
             trace_events in prop_oneof![Just(0u32), Just(64), Just(1_048_576), any::<u32>()],
@@ -370,7 +372,9 @@ mod tests {
             let mut s = system();
             s.platform.ram = ram;
             s.platform.cpus = cpus;
-            s.hypervisor = Hypervisor { memory: hypervisor, quantum_us, trace_events, overhead_limit_bp, hm_log_entries };
+            s.hypervisor = Hypervisor {
+                memory: hypervisor, quantum_us, trace_events, overhead_limit_bp, hm_log_entries, images,
+            };
             s.partitions = partitions;
             s.plans = plans;
             s.channels = channels;

@@ -48,6 +48,8 @@ pub(super) enum Item {
     Channel(usize),
     /// The fabric's memory: interface pages and saved contexts.
     Fabric,
+    /// The image store: the pristine bytes partitions start from.
+    Images,
     /// Partition, then virtual device: its interface page.
     Accelerator(usize, usize),
 }
@@ -119,6 +121,7 @@ impl Overlaps {
         if let Some(fabric) = &system.fabric {
             add(Space::Physical, Fabric, fabric.memory);
         }
+        add(Space::Physical, Images, system.hypervisor.images);
         for (p, partition) in system.partitions.iter().enumerate() {
             let guest = Space::Guest(p);
             for (m, region) in partition.memory.iter().enumerate() {

@@ -4,6 +4,7 @@
 use super::overlap::{Item, Space};
 use super::{bounds, hex_range, Validator};
 use crate::config::limits::{OVERHEAD_LIMIT_BP, PCPUS, QUANTUM_US, TRACE_EVENTS, TRACE_MEMORY_DIVISOR};
+use crate::config::model::Range;
 use alloc::format;
 
 /// The only board the hypervisor knows so far.
@@ -112,6 +113,39 @@ fn frame_name(item: Item) -> Option<&'static str> {
     }
 }
 
+impl Validator<'_> {
+    pub(super) fn image_store(&mut self) {
+        let images = self.system.hypervisor.images;
+        self.partita_memory("hypervisor.images", "the image store", Item::Images, images);
+    }
+
+    /// Memory of Partita's own beside its code (the fabric's, the image
+    /// store): whole pages, in RAM, and nobody else's.
+    pub(super) fn partita_memory(&mut self, path: &str, what: &str, item: Item, memory: Range) {
+        self.range(path, "base", "size", &memory);
+        let ram = self.system.platform.ram;
+        if !ram.covers(&memory) {
+            let message = format!("{what} {} is outside platform RAM {}", hex_range(&memory), hex_range(&ram));
+            self.push(path.into(), "base", message);
+        }
+        for (other, range) in self.overlaps.with(Space::Physical, item) {
+            let name = match other {
+                Item::Hypervisor => "hypervisor memory".into(),
+                Item::Memory(q, m) => format!("partition \"{}\" memory[{m}]", self.partition_name(q)),
+                Item::Device(q, d) => {
+                    format!("partition \"{}\" device \"{}\"", self.partition_name(q), self.device_name(q, d))
+                }
+                Item::Channel(_) => self.guest_name(0, other),
+                // Each pair once: the image store names the fabric.
+                Item::Fabric if item == Item::Images => "fabric memory".into(),
+                _ => continue,
+            };
+            let message = format!("{what} {} overlaps {name} ({})", hex_range(&memory), hex_range(&range));
+            self.push(path.into(), "base", message);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::fixtures::*;
@@ -170,5 +204,22 @@ mod tests {
             s.hypervisor.overhead_limit_bp = bp;
             expect_one(&s, "hypervisor", "overhead_limit_percent", "more than 0 % and at most 100 %");
         }
+    }
+
+    #[test]
+    fn the_image_store_is_in_ram_and_nobody_else_s() {
+        let mut s = system();
+        s.hypervisor.images = crate::config::model::Range::new(0x8000_0000, 0x20_0000);
+        expect_one(&s, "hypervisor.images", "base", "the image store 0x80000000..0x80200000 is outside platform RAM");
+        let mut s = system();
+        s.hypervisor.images = crate::config::model::Range::new(0x4200_0000, 0x20_0000);
+        expect_one(&s, "hypervisor.images", "base", "overlaps partition \"rtos\" memory[0]");
+        let mut s = system();
+        s.hypervisor.images = crate::config::model::Range::new(0x41f0_0000, 0x20_0000);
+        let issues = validate(&s);
+        assert!(issues.iter().any(|i| i.message.contains("overlaps hypervisor memory")), "{issues:#?}");
+        let mut s = system();
+        s.hypervisor.images.size = 0;
+        expect_one(&s, "hypervisor.images", "size", "must not be zero");
     }
 }
