@@ -382,11 +382,31 @@ fn switch_table(system: &System, plan: &Plan, profile: &PlatformProfile) -> Stri
     out
 }
 
+/// A device that masters the bus (DMA) reaches every address with no SMMU
+/// to confine it: isolation then rests on its driver in the partition.
+fn dma_warnings(system: &System) -> Vec<String> {
+    let dma = |device: &&partita_core::config::model::Device| {
+        device.compatible.iter().any(|c| c == crate::config::virtio::COMPATIBLE)
+    };
+    system
+        .partitions
+        .iter()
+        .flat_map(|partition| partition.devices.iter().filter(dma).map(move |device| (partition, device)))
+        .map(|(partition, device)| {
+            format!(
+                "partition \"{}\": device \"{}\" does DMA and no SMMU confines it: it can read and write all \
+                 memory, Partita's and the other partitions' included",
+                partition.name, device.name
+            )
+        })
+        .collect()
+}
+
 /// One line per partition whose partition switches take more of its slot
 /// time than `hypervisor.overhead_limit_percent` allows.
 pub fn warnings(system: &System, profile: &PlatformProfile) -> Vec<String> {
     let limit = system.hypervisor.overhead_limit_bp;
-    let mut warnings = Vec::new();
+    let mut warnings = dma_warnings(system);
     for plan in &system.plans {
         for loss in switch_losses(plan).into_iter().filter(|loss| loss.exceeds(profile.pcs_ns, limit)) {
             let name = system.partitions.get(loss.partition).map_or("?", |p| p.name.as_str());

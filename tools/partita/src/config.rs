@@ -9,6 +9,7 @@ mod images;
 pub mod raw;
 mod resolve;
 mod spans;
+pub mod virtio;
 
 use partita_core::config::model::System;
 use partita_core::config::validate::{allocation_deadlines, validate, Issue};
@@ -26,6 +27,8 @@ pub struct Config {
     pub images: Vec<Vec<Image>>,
     /// Per partition: an explicit entry point, if the file gives one.
     pub entries: Vec<Option<u64>>,
+    /// QEMU's virtio devices, passed through to their partitions.
+    pub virtio: Vec<virtio::VirtioDevice>,
 }
 
 /// One image to load into a partition.
@@ -141,7 +144,13 @@ fn load_str_with(path: &Path, text: &str, rules: Rules) -> Result<Config, Vec<Di
         return Err(diagnostics(path, &spans, issues));
     }
     let images = resolved.images.into_iter().map(|slots| slots.into_iter().flatten().collect()).collect();
-    Ok(Config { path: path.into(), system: resolved.system, images, entries: resolved.entries })
+    Ok(Config {
+        path: path.into(),
+        system: resolved.system,
+        images,
+        entries: resolved.entries,
+        virtio: resolved.virtio,
+    })
 }
 
 fn diagnostics(path: &Path, spans: &SpanIndex, issues: Vec<Issue>) -> Vec<Diagnostic> {

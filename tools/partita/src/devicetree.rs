@@ -206,6 +206,10 @@ fn devices(fdt: &mut FdtWriter, partition: &Partition) -> FdtResult<()> {
             let cells: Vec<u32> = device.interrupts.iter().flat_map(|i| interrupt_cells(i.intid)).collect();
             fdt.property_array_u32("interrupts", &cells)?;
         }
+        // QEMU's virtio devices snoop the CPUs' caches, as its own tree says.
+        if device.compatible.iter().any(|c| c == crate::config::virtio::COMPATIBLE) {
+            fdt.property_null("dma-coherent")?;
+        }
         // Linux's AMBA bus will not probe a PrimeCell (a PL031 RTC, a PL061
         // GPIO) until it can enable its bus clock.
         if device.compatible.iter().any(|c| c == "arm,primecell") {

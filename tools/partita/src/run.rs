@@ -165,6 +165,7 @@ pub fn qemu_command(build: &BuildOutput, system: &System, opts: &RunOptions) -> 
         .arg("-kernel")
         .arg(&build.image)
         .args(["-device", &image_store_loader(build)])
+        .args(&build.qemu_devices)
         .arg("-qmp")
         .arg(qmp_option(&qmp_socket(&build.out_dir)));
     if opts.gdb {

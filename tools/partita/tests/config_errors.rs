@@ -446,7 +446,14 @@ fn a_linux_partition_boots_its_kernel_with_the_initrd_on_top() {
     assert_eq!(images.iter().map(|image| image.format).collect::<Vec<_>>(), [ImageFormat::Linux, ImageFormat::Initrd]);
     assert_eq!(config.entries[0], None, "the build takes the kernel's load address");
     let store = config.system.hypervisor.images;
-    assert!(store.size >= 0x3000 && store.size % (2 << 20) == 0, "{store:x?}");
+    assert!(store.size >= 0x3000 && store.size.is_multiple_of(2 << 20), "{store:x?}");
+}
+
+#[test]
+fn virtio_devices_need_identity_memory_a_disk_and_a_page_each() {
+    expect_error("virtio_not_identity", "partition[0].virtio[0].kind", "memory[0] is not (identity = true)");
+    expect_error("virtio_no_disk", "partition[0].virtio[0].file", "disk image not found");
+    expect_error("virtio_too_many", "partition[0].virtio[4].kind", "at most 4 virtio devices in all");
 }
 
 #[test]

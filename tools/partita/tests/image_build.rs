@@ -73,6 +73,7 @@ fn fixture(name: &str) -> Fixture {
             vec![Image { path: raw, format: ImageFormat::Raw { load: RAW_BASE } }],
         ],
         entries: vec![None, Some(RAW_BASE + 4)],
+        virtio: vec![],
     };
     Fixture { dir, config, hypervisor }
 }

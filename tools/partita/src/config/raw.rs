@@ -118,6 +118,25 @@ pub struct RawPartition {
     /// Its virtual devices, each an accelerator of the fabric.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub accelerators: Vec<RawVirtualDevice>,
+    /// QEMU virtio-mmio devices passed through to it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub virtio: Vec<RawVirtio>,
+}
+
+/// `{ kind = "block", file = "disk.ext4" }` or `{ kind = "console" }`.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawVirtio {
+    pub kind: RawVirtioKind,
+    pub file: Option<String>,
+    pub snapshot: Option<bool>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RawVirtioKind {
+    Block,
+    Console,
 }
 
 /// `{ name = "qam16", ipa = 0x0b000000, signals = [80, 81, 82], deadline = "2ms" }`.

@@ -5,6 +5,7 @@ use super::raw::{
     RawFunction, RawImage, RawInterrupt, RawMemory, RawPartition, RawPlan, RawPlatform, RawRange, RawRight, RawSlot,
     RawTrace,
 };
+use super::virtio::{self, VirtioDevice};
 use super::{Image, ImageFormat};
 use partita_core::config::limits::{CONSOLE_INTID, SPI};
 use partita_core::config::model::{
@@ -77,6 +78,8 @@ pub struct Resolved {
     /// entry is contradictory (an issue says why), so indices match the file.
     pub images: Vec<Vec<Option<Image>>>,
     pub entries: Vec<Option<u64>>,
+    /// The virtio devices QEMU must back.
+    pub virtio: Vec<VirtioDevice>,
     pub issues: Vec<Issue>,
     /// Regions for which no space was found; their `pa` is meaningless.
     pub unallocated: Vec<String>,
@@ -107,6 +110,7 @@ pub fn resolve(raw: RawConfig, name: String, config_dir: &Path) -> Resolved {
         watchdog_without_period(p, raw_partition, &mut issues);
         partitions.push(partition(raw_partition));
     }
+    let virtio = virtio::resolve(&raw.partition, &mut partitions, &platform.board, config_dir, &mut issues);
     let plans: Vec<Plan> = raw.plan.iter().map(|plan| resolve_plan(plan, &partitions)).collect();
     let mut unresolved = unknown_partitions(&raw.plan, &plans, &mut issues);
     let mut channels = Vec::new();
@@ -132,7 +136,7 @@ pub fn resolve(raw: RawConfig, name: String, config_dir: &Path) -> Resolved {
             unresolved.push((own.into(), "base"));
         }
     }
-    Resolved { system, images, entries, issues, unallocated, unresolved }
+    Resolved { system, images, entries, virtio, issues, unallocated, unresolved }
 }
 
 fn range_or(raw: &RawRange, default: Range) -> Range {
