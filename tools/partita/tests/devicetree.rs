@@ -141,6 +141,25 @@ fn passthrough_devices() {
 }
 
 #[test]
+fn a_virtio_device_is_dma_coherent_and_a_primecell_is_not() {
+    let (mut system, mut part) = sample();
+    let virtio = partita::config::virtio::VirtioDevice {
+        partition: 0,
+        transport: 24,
+        backend: partita::config::virtio::Backend::Console,
+    };
+    part.devices.push(virtio.device("virtio-console0".into()));
+    system.partitions[0] = part.clone();
+    let blob = generate(&system, &part).unwrap();
+    let fdt = Fdt::new(&blob).unwrap();
+    let console = node(&fdt, "/virtio-console0@a003000");
+    assert_eq!(string_list(console, "compatible"), ["virtio,mmio"]);
+    assert_eq!(cells(prop(console, "interrupts")), [0, 40, 4], "transport 24 raises INTID 72");
+    assert!(console.property("dma-coherent").is_some(), "QEMU's virtio devices snoop the caches");
+    assert!(node(&fdt, "/gpio@9030000").property("dma-coherent").is_none());
+}
+
+#[test]
 fn dtb_sits_in_the_last_64_kib_of_the_first_region() {
     let (_, part) = sample();
     assert_eq!(dtb_address(&part).unwrap(), 0x4800_0000 + 0x20_0000 - DTB_WINDOW);
