@@ -1,0 +1,176 @@
+#!/usr/bin/env bash
+# Packs the guest's initramfs, an uncompressed newc cpio:
+#   scripts/initramfs.sh OUT.cpio HERE MODULES_DIR VERSION_FILE BUSYBOX.deb RT_TESTS.deb LIBRARY.deb...
+# HERE is guests/linux (init, partita.sh, jobs/); MODULES_DIR is what
+# scripts/kernel.sh made; the LIBRARY debs (libc6, libnuma1) are searched for
+# the shared libraries cyclictest and hackbench need, and only those are
+# taken. READELF names the arm64 readelf (default aarch64-linux-gnu-readelf).
+set -euo pipefail
+
+out=$1 here=$2 modules_dir=$3 version_file=$4 busybox_deb=$5 rt_tests_deb=$6
+shift 6
+readelf=${READELF:-aarch64-linux-gnu-readelf}
+programs=(usr/bin/cyclictest usr/bin/hackbench)
+
+fail() {
+    echo "guests/linux: $*" >&2
+    exit 1
+}
+
+tmp=$(mktemp -d "$(dirname "$out")/.initramfs.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+root=$tmp/root
+
+unpack() { # DEB -> its directory under $tmp/debs
+    local dir=$tmp/debs/$(basename "$1" .deb)
+    mkdir -p "$dir"
+    dpkg-deb -x "$1" "$dir"
+    echo "$dir"
+}
+
+mkdir -p "$root"/{bin,dev,proc,sys,tmp,mnt,root,etc,lib,usr/bin,jobs}
+ln -s bin "$root/sbin"
+
+# busybox, and one link per applet. Its applet names are one sorted,
+# NUL-separated table in the binary, from "[" and "[[" on; reading it spares
+# running an arm64 program here.
+busybox=$(unpack "$busybox_deb")/bin/busybox
+[ -f "$busybox" ] || fail "$busybox_deb has no bin/busybox"
+cp "$busybox" "$root/bin/busybox"
+mapfile -t applets < <(LC_ALL=C tr '\0' '\n' <"$busybox" | LC_ALL=C awk '
+    on && $0 == "" { exit }
+    on { print; next }
+    prev == "[" && $0 == "[[" { on = 1; print "["; print "[[" }
+    { prev = $0 }')
+[ "${#applets[@]}" -gt 50 ] || fail "found no applet table in busybox"
+previous=
+declare -A is_applet
+for applet in "${applets[@]}"; do
+    [[ $applet =~ ^[][a-z0-9_.-]+$ ]] || fail "busybox applet table has a strange entry: '$applet'"
+    [[ $applet > $previous ]] || fail "busybox applet table is not sorted at '$applet'"
+    previous=$applet
+    is_applet[$applet]=1
+done
+for applet in sh mount insmod setsid cttyhack poweroff grep sed awk; do
+    [ -n "${is_applet[$applet]:-}" ] || fail "busybox has no $applet applet"
+done
+for applet in "${applets[@]}"; do
+    [ "$applet" = busybox ] || ln -s busybox "$root/bin/$applet"
+done
+
+# cyclictest and hackbench, then the closure of their DT_NEEDED libraries
+# and the dynamic loader, found in the library packages by soname.
+rt_tests=$(unpack "$rt_tests_deb")
+library_roots=()
+for deb in "$@"; do
+    dir=$(unpack "$deb")
+    library_roots+=("$dir")
+done
+
+copy_path() { # ROOT PATH: copies PATH, and every symlink on the way, into $root
+    local from=$1 path=$2 target hops=0
+    while :; do
+        if [ ! -e "$root/$path" ] && [ ! -L "$root/$path" ]; then
+            mkdir -p "$root/$(dirname "$path")"
+            cp -a "$from/$path" "$root/$path"
+        fi
+        [ -L "$from/$path" ] || break
+        target=$(readlink "$from/$path")
+        case $target in
+            /*) path=${target#/} ;;
+            *) path=$(dirname "$path")/$target ;;
+        esac
+        path=$(realpath -ms --relative-to=/ "/$path")
+        hops=$((hops + 1))
+        [ "$hops" -lt 10 ] || fail "too many symlinks at $path"
+    done
+    echo "$path"
+}
+
+find_library() { # SONAME -> "ROOT PATH" of the package that has it
+    local soname=$1 dir lib
+    for lib in "${library_roots[@]}"; do
+        for dir in lib/aarch64-linux-gnu usr/lib/aarch64-linux-gnu lib usr/lib; do
+            if [ -e "$lib/$dir/$soname" ] || [ -L "$lib/$dir/$soname" ]; then
+                echo "$lib $dir/$soname"
+                return
+            fi
+        done
+    done
+    fail "no package given has $soname"
+}
+
+declare -A taken
+queue=()
+for program in "${programs[@]}"; do
+    [ -f "$rt_tests/$program" ] || fail "$rt_tests_deb has no $program"
+    copied=$(copy_path "$rt_tests" "$program")
+    queue+=("$copied")
+    headers=$("$readelf" -lW "$rt_tests/$program")
+    interpreter=$(sed -n 's/.*\[Requesting program interpreter: \(.*\)\]/\1/p' <<<"$headers")
+    [ -z "$interpreter" ] || [ -n "${taken[$interpreter]:-}" ] && continue
+    taken[$interpreter]=1
+    # The loader's path as the package ships it (/lib/ld-linux-aarch64.so.1,
+    # a link into lib/aarch64-linux-gnu/).
+    found=
+    for lib in "${library_roots[@]}"; do
+        if [ -e "$lib/${interpreter#/}" ]; then
+            copied=$(copy_path "$lib" "${interpreter#/}")
+            queue+=("$copied")
+            found=1
+            break
+        fi
+    done
+    [ -n "$found" ] || fail "no package given has the loader $interpreter"
+done
+while [ "${#queue[@]}" -gt 0 ]; do
+    file=$root/${queue[0]}
+    queue=("${queue[@]:1}")
+    dynamic=$("$readelf" -dW "$file")
+    for soname in $(sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' <<<"$dynamic"); do
+        [ -n "${taken[$soname]:-}" ] && continue
+        taken[$soname]=1
+        found=$(find_library "$soname")
+        copied=$(copy_path "${found%% *}" "${found#* }")
+        queue+=("$copied")
+    done
+done
+
+# The kernel modules and their load order.
+cp -a "$modules_dir/." "$root/"
+
+# Our own: /init, the shell functions the jobs share, the jobs, and what
+# the image is made of.
+install -m 755 "$here/init" "$root/init"
+install -m 644 "$here/partita.sh" "$root/lib/partita.sh"
+for job in "$here"/jobs/*; do
+    install -m 755 "$job" "$root/jobs/$(basename "$job")"
+done
+install -m 644 "$version_file" "$root/etc/partita-linux-version"
+
+# Every file root's, every time 0: the same inputs give the same bytes.
+find "$root" -exec touch -h -d @0 {} +
+(cd "$root" && find . -mindepth 1 -printf '%P\n' | LC_ALL=C sort |
+    cpio -o -H newc -R 0:0 --reproducible --quiet) >"$tmp/initramfs.cpio"
+
+# /dev/console, which the kernel opens for /init before anything is
+# mounted, is a device node: cpio would need root to read one from a
+# directory, so it is written here as a second archive (the kernel unpacks
+# archives one after the other) by hand.
+newc() { # NAME MODE RDEVMAJOR RDEVMINOR: one header and name, no data
+    local name=$1 namesize=$((${#1} + 1))
+    printf '070701%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X%08X' \
+        0 "$2" 0 0 1 0 0 0 0 "$3" "$4" "$namesize" 0
+    printf '%s\0' "$name"
+    # header (110) + name, padded to 4 bytes
+    head -c $(((4 - (110 + namesize) % 4) % 4)) /dev/zero
+}
+{
+    newc dev/console $((0020600)) 5 1
+    newc TRAILER!!! 0 0 0
+} >"$tmp/console.cpio"
+size=$(stat -c %s "$tmp/console.cpio")
+head -c $(((512 - size % 512) % 512)) /dev/zero >>"$tmp/console.cpio"
+cat "$tmp/console.cpio" >>"$tmp/initramfs.cpio"
+
+mv "$tmp/initramfs.cpio" "$out"
