@@ -50,8 +50,6 @@ pub struct BuildOutput {
     pub images_at: u64,
     /// QEMU's arguments for the virtio devices passed through.
     pub qemu_devices: Vec<String>,
-    /// Per virtio console: its partition's name and the socket of its other end.
-    pub consoles: Vec<(String, PathBuf)>,
     /// The hypervisor with symbols, for gdb.
     pub hypervisor_elf: PathBuf,
     /// Per partition (configuration order): its ELF images, for gdb.
@@ -147,24 +145,12 @@ pub fn assemble(config: &Config, hypervisor_elf: &Path, out_dir: &Path) -> Resul
     write(&images, &payload.data)?;
     let sections = section_sizes(&elf)?;
     let names: Vec<String> = system.partitions.iter().map(|p| p.name.clone()).collect();
-    let consoles = config
-        .virtio
-        .iter()
-        .enumerate()
-        .filter(|(_, device)| device.backend == virtio::Backend::Console)
-        .map(|(n, device)| {
-            let name = names[device.partition].clone();
-            let socket = virtio::console_socket(out_dir, &name, n);
-            (name, socket)
-        })
-        .collect();
     Ok(BuildOutput {
         out_dir: out_dir.to_path_buf(),
         image,
         images,
         images_at: system.hypervisor.images.base,
         qemu_devices: virtio::qemu_args(&config.virtio, &names, out_dir),
-        consoles,
         hypervisor_elf: hypervisor_elf.to_path_buf(),
         guest_elfs: guest_elfs(config),
         sizes: Sizes {
