@@ -9,6 +9,7 @@
 
 use crate::config::{virtio, Config, ImageFormat};
 use crate::devicetree;
+use crate::guest_console::GuestConsole;
 use crate::linux;
 use crate::paths;
 use anyhow::{bail, ensure, Context, Result};
@@ -54,6 +55,8 @@ pub struct BuildOutput {
     pub hypervisor_elf: PathBuf,
     /// Per partition (configuration order): its ELF images, for gdb.
     pub guest_elfs: Vec<Vec<PathBuf>>,
+    /// The partitions' virtio consoles, for `run` to connect to.
+    pub guest_consoles: Vec<GuestConsole>,
     pub sizes: Sizes,
 }
 
@@ -153,6 +156,7 @@ pub fn assemble(config: &Config, hypervisor_elf: &Path, out_dir: &Path) -> Resul
         qemu_devices: virtio::qemu_args(&config.virtio, &names, out_dir),
         hypervisor_elf: hypervisor_elf.to_path_buf(),
         guest_elfs: guest_elfs(config),
+        guest_consoles: virtio::consoles(&config.virtio, &names, out_dir),
         sizes: Sizes {
             payload: payload.head.len() as u64,
             image: bootable.len() as u64,

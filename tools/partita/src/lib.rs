@@ -1,12 +1,14 @@
 //! The `partita` host tool as a library, so integration tests drive the same
 //! code paths as the command line.
 
+pub mod attach;
 pub mod bench;
 pub mod build;
 pub mod chart;
 pub mod check;
 pub mod config;
 pub mod devicetree;
+pub mod guest_console;
 pub mod guests;
 pub mod linux;
 pub mod paths;

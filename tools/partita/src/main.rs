@@ -1,6 +1,6 @@
 //! `partita`: check, build, boot and test Partita configurations.
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use clap::{Args, Parser, Subcommand};
 use partita::bench::rtos::{self, Suite};
 use partita::bench::{accel, accel_software, ipc, irq_latency, pcs, ready_queue, report};
@@ -9,6 +9,7 @@ use partita::config::Config;
 use partita::paths;
 use partita::run::{self, Ending, RunOptions};
 use partita::{check, guests, testcmd, trace};
+use partita_core::config::model::System;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -45,6 +46,10 @@ enum Cmd {
         /// longer depends on the host's load.
         #[arg(long, value_name = "SHIFT")]
         icount: Option<u32>,
+        /// The terminal's keys go to this partition's virtio console
+        /// (Ctrl-] moves them to the next console, Ctrl-\ stops the run).
+        #[arg(long, value_name = "PARTITION")]
+        attach: Option<String>,
     },
     /// Draw the event trace a run left in OUT_DIR/trace.bin: Perfetto JSON,
     /// a Gantt chart and an interrupt-latency histogram.
@@ -214,14 +219,16 @@ fn execute(command: Cmd) -> Result<ExitCode> {
     match command {
         Cmd::Check { config } => checked(&config).map(|_| ExitCode::SUCCESS),
         Cmd::Build { config } => prepare(&config).map(|_| ExitCode::SUCCESS),
-        Cmd::Run { config, seconds, gdb, icount } => boot(&config, RunOptions { seconds, live: true, gdb, icount }),
+        Cmd::Run { config, seconds, gdb, icount, attach } => {
+            boot(&config, RunOptions { seconds, live: true, gdb, icount, attach, ..RunOptions::default() })
+        }
         Cmd::Trace { out_dir } => {
             println!("{}", trace::draw(&out_dir)?);
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Demo { seconds } => {
             let demo = paths::source().join("configs").join("demo.toml");
-            let code = boot(&demo, RunOptions { seconds: Some(seconds), live: true, gdb: false, icount: None })?;
+            let code = boot(&demo, RunOptions { seconds: Some(seconds), live: true, ..RunOptions::default() })?;
             // The demo leaves its trace drawn, not just recorded.
             let out = paths::config_out("demo");
             if out.join("trace.bin").exists() {
@@ -322,8 +329,24 @@ fn prepare(path: &Path) -> Result<(Config, BuildOutput)> {
     Ok((config, output))
 }
 
+/// `--attach NAME` needs a partition with a virtio console.
+fn attachable(system: &System, output: &BuildOutput, name: &str) -> Result<()> {
+    let with_console: Vec<&str> =
+        output.guest_consoles.iter().map(|c| system.partitions[c.partition].name.as_str()).collect();
+    if with_console.contains(&name) {
+        return Ok(());
+    }
+    let known =
+        if system.partitions.iter().any(|p| p.name == name) { "has no virtio console" } else { "is not a partition" };
+    let have = if with_console.is_empty() { "none does".to_string() } else { with_console.join(", ") };
+    bail!("--attach {name}: {name} {known} (partitions with a virtio console: {have}; see docs/configuration.md, \"Virtio devices\")")
+}
+
 fn boot(path: &Path, opts: RunOptions) -> Result<ExitCode> {
     let (config, output) = prepare(path)?;
+    if let Some(name) = &opts.attach {
+        attachable(&config.system, &output, name)?;
+    }
     let report = run::run(&output, &config.system, &opts)?;
     Ok(match report.ending {
         Ending::Exited(status) if !status.success() => ExitCode::FAILURE,

@@ -11,7 +11,9 @@
 //! and, when the hypervisor announced an event trace, copies the trace
 //! memory out of the stopped machine into `trace.bin` before QEMU quits.
 
+use crate::attach;
 use crate::build::BuildOutput;
+use crate::guest_console::{self, GuestConsole, GuestLine, Links, RawView, Typist};
 use crate::qmp::Qmp;
 use crate::trace::{self as host_trace, TraceMeta};
 use anyhow::{ensure, Context, Result};
@@ -53,6 +55,10 @@ pub struct RunOptions {
     /// Run QEMU with `-icount shift=N,sleep=off`: guest time counts
     /// instructions, so timing results do not depend on the host's load.
     pub icount: Option<u32>,
+    /// What to type into the partitions' virtio consoles, while it runs.
+    pub typist: Typist,
+    /// The partition whose console the terminal's keys go to first.
+    pub attach: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,22 +87,24 @@ pub struct RunReport {
     pub trace: Option<PathBuf>,
 }
 
-/// QEMU's monitor socket, and what `trace.bin` says about the machine.
+/// QEMU's monitor socket, what `trace.bin` says about the machine, and
+/// the partitions' own consoles.
 #[derive(Clone, Debug)]
 pub struct Monitor {
     pub socket: PathBuf,
     pub trace: TraceMeta,
+    pub consoles: Vec<GuestConsole>,
 }
 
 impl Monitor {
-    pub fn for_run(out_dir: &Path, system: &System) -> Self {
+    pub fn for_run(build: &BuildOutput, system: &System) -> Self {
         let trace = TraceMeta {
             config: system.name.clone(),
             cpus: system.platform.cpus,
             partitions: system.partitions.iter().map(|p| p.name.clone()).collect(),
             plans: system.plans.clone(),
         };
-        Self { socket: qmp_socket(out_dir), trace }
+        Self { socket: qmp_socket(&build.out_dir), trace, consoles: build.guest_consoles.clone() }
     }
 }
 
@@ -142,7 +150,7 @@ pub fn run(build: &BuildOutput, system: &System, opts: &RunOptions) -> Result<Ru
     }
     let names: Vec<String> = system.partitions.iter().map(|p| p.name.clone()).collect();
     watch_for_interrupt();
-    let monitor = Monitor::for_run(&build.out_dir, system);
+    let monitor = Monitor::for_run(build, system);
     let report = supervise_with(qemu, &names, &build.out_dir, opts, Some(&monitor))?;
     print_summary(&report, &build.out_dir, names.len());
     Ok(report)
@@ -251,7 +259,12 @@ pub fn supervise_with(
     let (lines, reader) = read_lines(&mut child.0, raw);
     let errors = collect_stderr(&mut child.0);
     let mut qmp = monitor.and_then(|m| open_monitor(m, &mut child));
-    let stopped = follow(&lines, &mut console, deadline, qmp.as_mut())?;
+    let (guest_tx, guest_lines) = mpsc::channel();
+    let consoles = monitor.map_or(&[][..], |m| &m.consoles[..]);
+    let links = Links::open(consoles, names, guest_tx, console.raw_view());
+    let _terminal = opts.attach.as_ref().map(|first| attach::Terminal::start(first, names, &links, &opts.typist));
+    let inputs = Inputs { guest_lines: &guest_lines, links: &links, typist: &opts.typist };
+    let stopped = follow(&lines, &inputs, &mut console, deadline, qmp.as_mut())?;
     let mut trace = None;
     if stopped.is_some() {
         if let (Some(qmp), Some(monitor)) = (qmp.as_mut(), monitor) {
@@ -263,6 +276,10 @@ pub fn supervise_with(
     }
     drop(qmp);
     let closed = drain(&lines, &mut console)?;
+    links.close();
+    while let Ok(line) = guest_lines.try_recv() {
+        console.guest_line(&line)?;
+    }
     let status = child.0.wait().context("cannot wait for QEMU")?;
     let ending = match stopped {
         Some(Stop::PoweredOff) => Ending::Exited(if status.success() { status } else { ExitStatus::default() }),
@@ -282,6 +299,13 @@ pub fn supervise_with(
     let mut report = console.report(ending, console_log);
     report.trace = trace;
     Ok(report)
+}
+
+/// The partitions' own consoles: what they print, and what is typed.
+struct Inputs<'a> {
+    guest_lines: &'a Receiver<GuestLine>,
+    links: &'a Links,
+    typist: &'a Typist,
 }
 
 /// Why the supervisor ended a run that QEMU had not ended.
@@ -397,6 +421,7 @@ fn ended_by_itself(status: ExitStatus) -> Ending {
 /// stopped early, if it did.
 fn follow(
     lines: &Receiver<String>,
+    inputs: &Inputs,
     console: &mut Console,
     deadline: Option<Instant>,
     mut qmp: Option<&mut Qmp>,
@@ -407,6 +432,10 @@ fn follow(
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => return Ok(None),
         }
+        while let Ok(line) = inputs.guest_lines.try_recv() {
+            console.guest_line(&line)?;
+        }
+        inputs.links.deliver(inputs.typist);
         if INTERRUPTED.load(Ordering::SeqCst) {
             return Ok(Some(Stop::Interrupted));
         }
@@ -463,6 +492,11 @@ impl Drop for Reaper {
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
+/// Ends the run as Ctrl-C would: the logs are kept, QEMU is stopped.
+pub fn request_stop() {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
 /// Ctrl-C must stop QEMU and still leave the logs, so it only raises a flag.
 fn watch_for_interrupt() {
     static INSTALL: std::sync::Once = std::sync::Once::new();
@@ -481,7 +515,7 @@ fn read_lines(child: &mut Child, raw: File) -> (Receiver<String>, JoinHandle<std
 
 /// Splits a byte stream into lines; a last line without a newline still counts.
 pub fn pump(mut input: impl Read, mut raw: impl Write, lines: Sender<String>) -> std::io::Result<()> {
-    let mut pending = Vec::new();
+    let mut splitter = guest_console::LineSplitter::default();
     let mut buffer = [0u8; 4096];
     loop {
         let n = match input.read(&mut buffer) {
@@ -492,20 +526,14 @@ pub fn pump(mut input: impl Read, mut raw: impl Write, lines: Sender<String>) ->
         };
         raw.write_all(&buffer[..n])?;
         raw.flush()?;
-        pending.extend_from_slice(&buffer[..n]);
-        while let Some(end) = pending.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = pending.drain(..=end).collect();
-            let _ = lines.send(clean(&line));
+        for line in splitter.feed(&buffer[..n]) {
+            let _ = lines.send(line);
         }
     }
-    if !pending.is_empty() {
-        let _ = lines.send(clean(&pending));
+    if let Some(line) = splitter.rest() {
+        let _ = lines.send(line);
     }
     Ok(())
-}
-
-fn clean(line: &[u8]) -> String {
-    String::from_utf8_lossy(line).chars().filter(|&c| c != '\r' && c != '\n').collect()
 }
 
 fn collect_stderr(child: &mut Child) -> JoinHandle<String> {
@@ -613,6 +641,8 @@ pub struct Console {
     started: Instant,
     boot_ms: Option<u64>,
     trace: Option<TraceRegion>,
+    /// The attached partition, whose console shows raw on the terminal.
+    raw: RawView,
 }
 
 impl Console {
@@ -635,6 +665,7 @@ impl Console {
             started: Instant::now(),
             boot_ms: None,
             trace: None,
+            raw: RawView::default(),
         })
     }
 
@@ -661,6 +692,24 @@ impl Console {
             let _ = writeln!(std::io::stdout().lock(), "{}", painter.format(source, text));
         }
         Ok(())
+    }
+
+    /// A line of a partition's own console: into its log, and onto the live
+    /// view unless the terminal shows that console raw.
+    pub fn guest_line(&mut self, line: &GuestLine) -> Result<()> {
+        let i = line.partition;
+        self.mark_seen(i);
+        let (path, log) = &mut self.partition_logs[i];
+        writeln!(log, "{}", line.text).with_context(|| format!("cannot write {}", path.display()))?;
+        let shown_raw = *self.raw.lock().unwrap_or_else(|p| p.into_inner()) == Some(i);
+        if let (Some(painter), false) = (&self.painter, shown_raw) {
+            let _ = writeln!(std::io::stdout().lock(), "{}", painter.format(Source::Partition(i), &line.text));
+        }
+        Ok(())
+    }
+
+    pub fn raw_view(&self) -> RawView {
+        self.raw.clone()
     }
 
     /// Where the hypervisor said its trace memory is, if it traces.

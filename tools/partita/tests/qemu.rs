@@ -233,9 +233,7 @@ fn a_corrupt_payload_is_refused_with_a_panic_report() {
     let last = image.len() - 1;
     image[last] ^= 0xff;
     std::fs::write(&out.image, image).unwrap();
-    let report =
-        run::run(&out, &config.system, &RunOptions { seconds: Some(5), live: false, gdb: false, icount: None })
-            .unwrap();
+    let report = run::run(&out, &config.system, &RunOptions { seconds: Some(5), ..RunOptions::default() }).unwrap();
     let log = std::fs::read_to_string(&report.hypervisor_log).unwrap();
     assert!(log.contains("PANIC on cpu 0: boot payload rejected: BadChecksum"), "{log}");
     assert!(log.contains("(last exception: EC 0x") && log.contains(", ELR 0x") && log.contains(", FAR 0x"), "{log}");

@@ -234,7 +234,7 @@ fn trace_memory() -> Vec<u8> {
 
 fn monitor(dir: &Path) -> Monitor {
     let trace = TraceMeta { config: "fake".into(), cpus: CPUS as u32, partitions: names(), plans: vec![] };
-    Monitor { socket: dir.join("qmp.sock"), trace }
+    Monitor { socket: dir.join("qmp.sock"), trace, consoles: vec![] }
 }
 
 /// A console that announces the trace (when `traced`), then idles as a
@@ -269,7 +269,7 @@ fn serve_when_started(dir: &Path, script: Script) -> JoinHandle<Vec<String>> {
 }
 
 fn quick(seconds: u64) -> RunOptions {
-    RunOptions { seconds: Some(seconds), live: false, gdb: false, icount: None }
+    RunOptions { seconds: Some(seconds), ..RunOptions::default() }
 }
 
 #[test]

@@ -83,7 +83,7 @@ fn qemu_that_powers_off_is_followed_to_the_end() {
     let dir = scratch("supervise-exit");
     let script =
         r"printf '[partita] up\r\n[rtos] one\r\n'; printf '[linux] two\r\n[monitor] three\r\n'; echo oops >&2; exit 0";
-    let opts = RunOptions { seconds: Some(20), live: false, gdb: false, icount: None };
+    let opts = RunOptions { seconds: Some(20), ..RunOptions::default() };
     let report = supervise(fake_qemu(script), &names(), &dir, &opts).unwrap();
     assert!(matches!(report.ending, Ending::Exited(status) if status.success()), "{:?}", report.ending);
     assert!(report.boot_ms.is_some(), "every partition printed");
@@ -98,7 +98,7 @@ fn qemu_past_its_time_is_killed_and_logs_stay() {
     let dir = scratch("supervise-timeout");
     let started = Instant::now();
     let script = "echo '[rtos] before'; exec sleep 30";
-    let opts = RunOptions { seconds: Some(1), live: false, gdb: false, icount: None };
+    let opts = RunOptions { seconds: Some(1), ..RunOptions::default() };
     let report = supervise(fake_qemu(script), &names(), &dir, &opts).unwrap();
     assert_eq!(report.ending, Ending::TimedOut);
     assert!(started.elapsed() < Duration::from_secs(10), "stopped at the limit, not when the child chose to");
@@ -110,7 +110,7 @@ fn qemu_past_its_time_is_killed_and_logs_stay() {
 fn a_child_holding_the_pipe_does_not_hang_the_supervisor() {
     let dir = scratch("supervise-grandchild");
     let started = Instant::now();
-    let opts = RunOptions { seconds: Some(1), live: false, gdb: false, icount: None };
+    let opts = RunOptions { seconds: Some(1), ..RunOptions::default() };
     let report = supervise(fake_qemu("echo '[rtos] hi'; sleep 5; true"), &names(), &dir, &opts).unwrap();
     assert_eq!(report.ending, Ending::TimedOut);
     assert!(started.elapsed() < Duration::from_secs(10));
@@ -120,7 +120,7 @@ fn a_child_holding_the_pipe_does_not_hang_the_supervisor() {
 #[test]
 fn failing_qemu_is_reported_as_such() {
     let dir = scratch("supervise-fail");
-    let opts = RunOptions { seconds: Some(20), live: false, gdb: false, icount: None };
+    let opts = RunOptions { seconds: Some(20), ..RunOptions::default() };
     let report = supervise(fake_qemu("echo 'qemu: bad option' >&2; exit 1"), &names(), &dir, &opts).unwrap();
     assert!(matches!(report.ending, Ending::Exited(status) if status.code() == Some(1)));
 }

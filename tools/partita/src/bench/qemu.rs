@@ -163,7 +163,7 @@ fn spawn_logged(mut qemu: Command, names: &[String], dir: &Path) -> Result<Logge
 pub fn to_power_off(output: &BuildOutput, system: &System, opts: &RunOptions, quiet: bool) -> Result<RunReport> {
     let report = if quiet {
         let names: Vec<String> = system.partitions.iter().map(|p| p.name.clone()).collect();
-        let monitor = Monitor::for_run(&output.out_dir, system);
+        let monitor = Monitor::for_run(output, system);
         let command = run::qemu_command(output, system, opts);
         run::supervise_with(command, &names, &output.out_dir, opts, Some(&monitor))?
     } else {

@@ -147,6 +147,25 @@ impl RawPartition {
         self.device.push(device);
         self
     }
+
+    /// An arm64 Linux Image booted by the Linux boot protocol, with an initrd.
+    pub fn linux(mut self, kernel: &Path, initrd: Option<&Path>) -> Self {
+        self.kernel = Some(kernel.display().to_string());
+        self.initrd = initrd.map(|p| p.display().to_string());
+        self
+    }
+
+    pub fn virtio_console(mut self) -> Self {
+        self.virtio.push(RawVirtio { kind: RawVirtioKind::Console, file: None, snapshot: None });
+        self
+    }
+
+    /// A virtio disk backed by `file`, whose writes are dropped at the end.
+    pub fn virtio_disk(mut self, file: &Path) -> Self {
+        let file = Some(file.display().to_string());
+        self.virtio.push(RawVirtio { kind: RawVirtioKind::Block, file, snapshot: Some(true) });
+        self
+    }
 }
 
 impl RawPartition {

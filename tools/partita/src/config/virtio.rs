@@ -10,6 +10,7 @@
 //! must be identity-mapped.
 
 use super::raw::{RawPartition, RawVirtio, RawVirtioKind};
+use crate::guest_console::GuestConsole;
 use partita_core::config::model::{Device, Interrupt, Partition};
 use partita_core::config::validate::Issue;
 use std::path::{Path, PathBuf};
@@ -173,6 +174,18 @@ pub fn qemu_args(devices: &[VirtioDevice], names: &[String], sockets: &Path) -> 
         }
     }
     args
+}
+
+/// Every console among `devices`, with its socket.
+pub fn consoles(devices: &[VirtioDevice], names: &[String], sockets: &Path) -> Vec<GuestConsole> {
+    let is_console = |(_, d): &(usize, &VirtioDevice)| d.backend == Backend::Console;
+    let socket = |n, d: &VirtioDevice| console_socket(sockets, &names[d.partition], n);
+    devices
+        .iter()
+        .enumerate()
+        .filter(is_console)
+        .map(|(n, d)| GuestConsole { partition: d.partition, socket: socket(n, d) })
+        .collect()
 }
 
 /// The Unix socket of the `n`-th virtio device when it is a console.

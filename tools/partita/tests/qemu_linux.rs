@@ -1,0 +1,225 @@
+//! Debian's arm64 kernel in a partition, unmodified: a shell on its virtio
+//! console driven by typing into it, a virtio disk, CPU hotplug, reboot and
+//! power-off of Linux alone, beside an RTOS that keeps every tick; and the
+//! rt-tests jobs. Every assertion is on what Linux or the RTOS printed.
+
+mod common;
+
+use common::*;
+use partita::config::raw::{RawConfig, RawMemory, RawPartition};
+use partita::guest_console::Typist;
+use partita::guests;
+use partita::run::RunOptions;
+use std::path::PathBuf;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Where the Linux partition's RAM is, guest- and host-physical alike (its
+/// virtio devices reach it by DMA).
+const LINUX_RAM: u64 = 0x4800_0000;
+const LINUX_SIZE: u64 = 256 << 20;
+/// What `/init` prints once the modules are in and the console is open.
+const MARKER: &str = "partita-linux: init ";
+
+fn linux_image(name: &str) -> PathBuf {
+    guests::image(&format!("linux/{name}"))
+}
+
+/// Linux on pCPUs 2 and 3, its shell on a virtio console, the build's ext4
+/// image as a virtio disk.
+fn linux(bootargs: &str) -> RawPartition {
+    let ram = RawMemory::new(LINUX_RAM, LINUX_SIZE).identity();
+    RawPartition::new("linux", &[2, 3])
+        .bootargs(bootargs)
+        .region(ram)
+        .linux(&linux_image("Image"), Some(&linux_image("initramfs.cpio")))
+        .virtio_console()
+        .virtio_disk(&linux_image("disk.ext4"))
+}
+
+/// The RTOS stand-in alone on pCPU 1: `ticks` virtual-timer ticks at 1 kHz,
+/// each late one counted, then it stops.
+fn rtos(ticks: u32) -> RawPartition {
+    part("rtos", &[1], &format!("timer_hz=1000 timer_ticks={ticks} ticks=1 period_ms=10")).exclusive()
+}
+
+/// A boot going on in the background, and the means to talk to its Linux.
+struct Session {
+    name: &'static str,
+    typist: Typist,
+    log: PathBuf,
+    run: Option<JoinHandle<Boot>>,
+    commands: u32,
+}
+
+impl Session {
+    fn start(name: &'static str, config: RawConfig, icount: Option<u32>) -> Session {
+        let log = out_dir(name).join("linux.log");
+        let _ = std::fs::remove_file(&log);
+        let typist = Typist::default();
+        let opts =
+            RunOptions { seconds: Some(HANG_LIMIT * 6), icount, typist: typist.clone(), ..RunOptions::default() };
+        let run = std::thread::spawn(move || boot_with(name, &config, opts));
+        Session { name, typist, log, run: Some(run), commands: 0 }
+    }
+
+    fn text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Waits until Linux has printed the line containing `needle` `nth`
+    /// times (1 for the first); fails if the run ends first.
+    fn wait_for(&self, needle: &str, nth: usize, limit: Duration) -> String {
+        let deadline = Instant::now() + limit;
+        loop {
+            let text = self.text();
+            if text.matches(needle).count() >= nth {
+                return text;
+            }
+            let ended = self.run.as_ref().is_none_or(JoinHandle::is_finished);
+            if ended || Instant::now() >= deadline {
+                let why = if ended { "the run ended" } else { "time ran out" };
+                panic!("{}: {why} before {needle:?} (#{nth}); linux.log ends:\n{}", self.name, tail(&text, 40));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Types `command` into the shell and returns what it printed. The end
+    /// is a line the shell computes, so the echo of the typed line never
+    /// passes for it.
+    fn run(&mut self, command: &str) -> String {
+        self.commands += 1;
+        let n = self.commands;
+        self.typist.type_to("linux", format!("{command}; echo \"@@done-$(({n}+0))\"\n"));
+        let end = format!("\n@@done-{n}\n");
+        let text = self.wait_for(&end, 1, Duration::from_secs(HANG_LIMIT));
+        let echo = format!("@@done-$(({n}+0))");
+        let start = text.find(&echo).map_or(0, |at| at + echo.len());
+        let finish = text.rfind(&end).unwrap();
+        text[start..finish].trim_start_matches(|c| c != '\n').trim().to_owned()
+    }
+
+    fn finish(mut self) -> Boot {
+        self.run.take().unwrap().join().expect("the run panicked")
+    }
+}
+
+fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// The count of interrupt `intid` on all CPUs, from `/proc/interrupts`.
+fn interrupt_count(table: &str, intid: u32) -> u64 {
+    let line = table
+        .lines()
+        .find(|l| l.contains(&format!("GICv3 {intid:>3} ")) || l.contains(&format!("GICv3 {intid} ")))
+        .unwrap_or_else(|| panic!("no interrupt {intid} in\n{table}"));
+    let columns = line.split_whitespace().skip(1);
+    columns.take_while(|w| w.parse::<u64>().is_ok()).map(|w| w.parse::<u64>().unwrap()).sum()
+}
+
+/// The virtio console's interrupt: transport 24 is its first page-aligned one.
+const CONSOLE_INTID: u32 = 72;
+/// The virtual timer's PPI, the RTOS's tick.
+const VTIMER: u32 = 27;
+
+#[test]
+fn a_shell_on_linux_typed_into_beside_an_rtos() {
+    let config = machine([rtos(3000), linux("console=hvc0 earlycon")]);
+    let mut linux = Session::start("linux-shell", config, None);
+    let boot_limit = Duration::from_secs(HANG_LIMIT);
+    let first = linux.wait_for(MARKER, 1, boot_limit);
+    assert!(first.contains("cpus=2"), "{}", tail(&first, 20));
+
+    // Kernel messages would land between a command's lines.
+    linux.run("dmesg -n 1");
+    let uname = linux.run("uname -a");
+    assert!(uname.starts_with("Linux ") && uname.contains(" aarch64 "), "{uname}");
+
+    let before = interrupt_count(&linux.run("cat /proc/interrupts"), CONSOLE_INTID);
+    let after = interrupt_count(&linux.run("cat /proc/interrupts"), CONSOLE_INTID);
+    assert!(after > before, "the console's interrupt did not count: {before} then {after}");
+
+    let disk = linux.run("mount -t ext4 -o ro /dev/vda /mnt && cat /mnt/hello.txt");
+    assert!(disk.ends_with("partita disk: made at build time"), "{disk}");
+
+    assert_eq!(linux.run("echo 0 >/sys/devices/system/cpu/cpu1/online; cat /sys/devices/system/cpu/online"), "0");
+    assert_eq!(linux.run("echo 1 >/sys/devices/system/cpu/cpu1/online; cat /sys/devices/system/cpu/online"), "0-1");
+
+    // rt-tests' cyclictest, as jobs/cyclictest runs it: its figures are
+    // the wall clock's on a shared host, so they are reported, not judged.
+    let cyclictest = linux.run("/jobs/cyclictest");
+    let summary = cyclictest.lines().find(|l| l.starts_with("partita-linux: cyclictest min=")).unwrap_or_else(|| {
+        panic!("cyclictest printed no summary:\n{cyclictest}");
+    });
+    println!("under Partita, {summary}");
+
+    linux.typist.type_to("linux", "reboot -f\n");
+    let second = linux.wait_for(MARKER, 2, boot_limit);
+    let markers: Vec<&str> = second.lines().filter(|l| l.starts_with(MARKER)).collect();
+    assert_eq!(markers[0], markers[1], "the same kernel, both vCPUs, after the restart");
+    linux.run("dmesg -n 1");
+    assert!(linux.run("uname -r").ends_with("-arm64"));
+    linux.typist.type_to("linux", "poweroff -f\n");
+
+    let boot = linux.finish();
+    assert_powered_off(&boot);
+    let hv = &boot.hypervisor;
+    assert!(hv.contains("partition linux restarting (PSCI SYSTEM_RESET)"), "{hv}");
+    assert!(hv.contains("partition linux powered off (PSCI SYSTEM_OFF)"), "{hv}");
+    assert!(!hv.contains("partition rtos restarting"), "only Linux restarts:\n{hv}");
+    assert_eq!(timer_counts(boot.log("rtos")).0, 3000);
+    // Linux's discovery (SMCCC, TRNG, vendor UID, the GIC sweep) is no event.
+    let hm = hm_log("linux-shell");
+    assert!(hm.trim().is_empty(), "health events during Linux's boot:\n{hm}");
+}
+
+/// Under `-icount` guest time counts instructions, so the host's load
+/// cannot make a tick late. QEMU still runs its four CPUs in turn, each
+/// until the next timer deadline: the RTOS's CPU may wait for its turn
+/// while a Linux CPU runs, which is QEMU's doing, not Partita's. What
+/// Partita controls is read from the trace: on the RTOS's pCPU nothing but
+/// the RTOS ran, and every tick was injected as soon as it was taken.
+#[test]
+fn the_rtos_keeps_every_tick_while_linux_boots_and_runs_hackbench() {
+    const TICKS: u32 = 5000;
+    let config = machine([rtos(TICKS), linux("console=hvc0 earlycon partita.job=hackbench")]).trace(65536);
+    let boot = boot_with(
+        "linux-hackbench",
+        &config,
+        RunOptions { seconds: Some(HANG_LIMIT * 2), icount: Some(0), ..RunOptions::default() },
+    );
+    assert_powered_off(&boot);
+    let linux = boot.log("linux");
+    assert!(
+        linux.contains("partita-linux: hackbench time=") && linux.contains("partita-linux: job hackbench exit=0"),
+        "{}",
+        tail(linux, 30)
+    );
+    let (ticks, late) = timer_counts(boot.log("rtos"));
+    assert_eq!(ticks, u64::from(TICKS));
+    let off = boot.position("partition linux powered off");
+    let done = boot.position("[rtos] timer: ");
+    assert!(done > off, "the RTOS stopped counting before Linux was done: give it more ticks");
+
+    let (meta, trace) = partita::trace::read_file(&out_dir("linux-hackbench").join("trace.bin")).expect("the trace");
+    const RTOS_CPU: usize = 1;
+    assert_eq!(trace.lost[RTOS_CPU], 0, "the ring was too small to see every tick");
+    let rtos_index = meta.partitions.iter().position(|p| p == "rtos").unwrap() as u8;
+    let intervals = partita::trace::vcpu_intervals(&trace);
+    assert!(intervals.iter().filter(|i| i.cpu == RTOS_CPU).all(|i| i.partition == rtos_index), "{intervals:?}");
+    let clock = partita::trace::Clock::of(&trace);
+    let injections = partita::trace::injections(&trace);
+    let ticks: Vec<f64> = injections
+        .matched
+        .iter()
+        .filter(|i| i.cpu == RTOS_CPU && i.intid == VTIMER)
+        .map(|i| clock.span_micros(i.injected - i.taken))
+        .collect();
+    assert!(ticks.len() >= TICKS as usize, "{} of {TICKS} ticks injected", ticks.len());
+    let worst = ticks.iter().copied().fold(0.0, f64::max);
+    assert!(worst < 5.0, "a tick waited {worst:.2} us in Partita");
+    println!("RTOS beside Linux under -icount: {TICKS} ticks, each injected within {worst:.2} us; {late} handled after the next deadline (QEMU's turn-taking)");
+}
