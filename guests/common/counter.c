@@ -14,3 +14,17 @@ u64 ms_to_counts(u64 ms)
 
 	return (f / 1000) * ms + (f % 1000) * ms / 1000;
 }
+
+u64 us_to_counts(u64 us)
+{
+	u64 f = counter_freq();
+
+	return (f / 1000000) * us + (f % 1000000) * us / 1000000;
+}
+
+u64 counts_to_us(u64 counts)
+{
+	u64 f = counter_freq();
+
+	return counts / f * 1000000 + counts % f * 1000000 / f;
+}

@@ -1,4 +1,4 @@
-/* The generic counter's frequency and conversions from milliseconds. */
+/* The generic counter's frequency and conversions from milli- and microseconds. */
 #ifndef COUNTER_H
 #define COUNTER_H
 
@@ -9,5 +9,7 @@
 
 u64 counter_freq(void);
 u64 ms_to_counts(u64 ms);
+u64 us_to_counts(u64 us);
+u64 counts_to_us(u64 counts);
 
 #endif

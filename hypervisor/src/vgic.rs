@@ -238,6 +238,25 @@ pub fn release_private_hw(lrs: &mut [u64]) {
     }
 }
 
+/// The same for a HW-linked private interrupt still waiting in the leaving
+/// vCPU's queue (no list register was free when it fired): its physical
+/// interrupt is active too, and would stay so until that vCPU comes back
+/// and completes it, silencing the timer of every other vCPU here. It is
+/// dropped and deactivated; the timer fires again when the vCPU is back.
+pub fn release_queued_private_hw(vcpu: &Vcpu) {
+    let mut queue = vcpu.queue.lock();
+    for intid in 0..PRIVATE {
+        match queue.remove(intid) {
+            Some(virq) if virq.hw => Gic::deactivate(intid),
+            Some(virq) => {
+                let _ = queue.push(virq);
+            }
+            None => {}
+        }
+    }
+    vcpu.set_queued(!queue.is_empty());
+}
+
 /// ICC_SGI1R_EL1 from `sender`: SGIs to vCPUs of the same partition.
 pub fn generate_sgi(part: &Partition, sender: usize, value: u64) {
     let (intid, targets) = sgi_targets(value, part.vcpus.len(), sender);

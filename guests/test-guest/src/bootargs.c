@@ -226,14 +226,14 @@ static bool parse_token(const char *tok, u32 n, struct bootargs *a)
 			return false;
 		a->count_at_ms = num;
 		a->has_count_at = true;
-	} else if (KEY("duty_busy_ms")) {
+	} else if (KEY("duty_busy_ms") || KEY("duty_busy_us")) {
 		if (!parse_u64(v, vlen, &num) || num > MAX_PERIOD_MS)
 			return false;
-		a->duty_busy_ms = num;
-	} else if (KEY("duty_idle_ms")) {
+		a->duty_busy_us = KEY("duty_busy_ms") ? num * 1000 : num;
+	} else if (KEY("duty_idle_ms") || KEY("duty_idle_us")) {
 		if (!parse_u64(v, vlen, &num) || num > MAX_PERIOD_MS)
 			return false;
-		a->duty_idle_ms = num;
+		a->duty_idle_us = KEY("duty_idle_ms") ? num * 1000 : num;
 	} else if (KEY("duty_cycles")) {
 		if (!parse_u64(v, vlen, &num))
 			return false;
@@ -481,8 +481,8 @@ void bootargs_parse(const char *cmdline, struct bootargs *a)
 	a->target = 0;
 	a->plan_switch = 0;
 	a->ctl_after_ms = DEFAULT_CTL_AFTER_MS;
-	a->duty_busy_ms = 0;
-	a->duty_idle_ms = 0;
+	a->duty_busy_us = 0;
+	a->duty_idle_us = 0;
 	a->duty_cycles = 0;
 	a->hm_report = 0;
 	a->bad_hvc = false;

@@ -91,7 +91,7 @@ struct bootargs {
 	u64 target;
 	u64 plan_switch;		/* plan index + 1 to switch to */
 	u64 ctl_after_ms;		/* delay before part-ctl / plan-switch */
-	u64 duty_busy_ms, duty_idle_ms, duty_cycles;	/* duty: sleep, then compute */
+	u64 duty_busy_us, duty_idle_us, duty_cycles;	/* duty: sleep, then compute */
 	u64 hm_report;			/* code + 1 to report to the health monitor */
 	bool bad_hvc;			/* call a hypercall that does not exist */
 	bool probe_firmware;		/* make Linux's SMCCC discovery calls */

@@ -46,7 +46,7 @@ void timer_setup(u32 intid);
 void timer_irq(u64 now);
 void timer_periodic_test(u64 hz, u64 n);
 void irq_bench(u64 n);
-void duty_test(u64 busy_ms, u64 idle_ms, u64 cycles);
+void duty_test(u64 busy_us, u64 idle_us, u64 cycles);
 void timer_sleep_until(u64 t);
 
 /* Counting partition (count.c). */

@@ -13,11 +13,6 @@
 #define HM_WAIT_MS 3000
 #define HM_POLL_MS 10
 
-static u64 counts_to_us(u64 c)
-{
-	return c * 1000000 / counter_freq();
-}
-
 /*
  * Runs first thing, before the set/way sweep (which alone can outlast a
  * 100 ms watchdog): kicks on time, then stops. With until-off it then

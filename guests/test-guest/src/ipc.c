@@ -55,16 +55,6 @@ static long ring(u64 ch)
 	return partita_call(PARTITA_DOORBELL_RING, ch, 0, 0).status;
 }
 
-static u64 us_to_counts(u64 us)
-{
-	return us * counter_freq() / 1000000;
-}
-
-static u64 counts_to_us(u64 c)
-{
-	return c * 1000000 / counter_freq();
-}
-
 /* The sampling modes sleep rather than spin, so -icount can time them. */
 static void sleep_until(u64 t)
 {

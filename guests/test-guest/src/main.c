@@ -323,7 +323,7 @@ static void interrupt_tests(bool gic_ok)
 	if (args.irq_bench)
 		irq_bench(args.irq_bench);
 	if (args.duty_cycles)
-		duty_test(args.duty_busy_ms, args.duty_idle_ms, args.duty_cycles);
+		duty_test(args.duty_busy_us, args.duty_idle_us, args.duty_cycles);
 }
 
 void guest_main(u64 dtb)

@@ -241,12 +241,16 @@ void timer_sleep_until(u64 t)
 }
 
 /*
- * duty: a critical task's rhythm. Each cycle sleeps idle_ms in WFI until its
- * timer fires, then computes for busy_ms: on a shared pCPU, a less urgent
- * vCPU gets the pCPU (or, if it may migrate, leaves it) exactly that often.
+ * duty: a critical task's rhythm. Each cycle sleeps until its period starts
+ * (idle_us after the last one began), in WFI, then computes for busy_us: on
+ * a shared pCPU, a less urgent vCPU gets the pCPU (or, if it may migrate,
+ * leaves it) exactly that often. Periods are absolute, so a late wake-up
+ * does not stretch the ones after it.
  */
-void duty_test(u64 busy_ms, u64 idle_ms, u64 cycles)
+void duty_test(u64 busy_us, u64 idle_us, u64 cycles)
 {
+	u64 period = us_to_counts(busy_us + idle_us);
+	u64 start = counter_now();
 	u64 i;
 
 	mode = TIMER_WAKE;
@@ -255,13 +259,14 @@ void duty_test(u64 busy_ms, u64 idle_ms, u64 cycles)
 		u64 end;
 
 		bench_fired = 0;
-		timer_arm(counter_now() + ms_to_counts(idle_ms));
+		timer_arm(start + us_to_counts(idle_us));
 		idle_until(&bench_fired);
-		end = counter_now() + ms_to_counts(busy_ms);
+		end = start + period;
 		while ((s64)(counter_now() - end) < 0)
 			;
+		start = end;
 	}
 	mode = TIMER_IDLE;
 	timer_irq_enable(false);
-	printf("duty: %lu cycles of %lu ms busy after %lu ms idle\n", cycles, busy_ms, idle_ms);
+	printf("duty: %lu cycles of %lu us busy after %lu us idle\n", cycles, busy_us, idle_us);
 }

@@ -117,6 +117,10 @@ fn switch_to(sys: &'static System, me: &'static PerCpu, slot: usize) -> ! {
         // Only its own pCPU enters it; a concurrent suspend or halt wins.
         let _ = vcpu.apply(Op::Enter);
     }
+    // Every link of a vCPU to this pCPU's timer PPI was released when it
+    // left, so an activation still here is stale; left alone, it would keep
+    // the incoming vCPU's timer from ever firing.
+    Gic::deactivate(VTIMER_INTID);
     let regs = {
         let ctx = vcpu.context.lock();
         ctx.el1.restore();
@@ -177,6 +181,7 @@ fn save(vcpu: &Vcpu, regs: &Regs) {
     ctx.vgic.save();
     vgic::release_private_hw(&mut ctx.vgic.lrs);
     drop(ctx);
+    vgic::release_queued_private_hw(vcpu);
     if let Some(meter) = &vcpu.budget {
         meter.lock().leave(timer::counter());
     }

@@ -1,9 +1,9 @@
 //! `partita`: check, build, boot and test Partita configurations.
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use partita::bench::rtos::{self, Suite};
-use partita::bench::{accel, accel_software, ipc, irq_latency, pcs, ready_queue, report};
+use partita::bench::{accel, accel_software, ipc, irq_latency, linux, pcs, ready_queue, report};
 use partita::build::{self, BuildOutput};
 use partita::config::Config;
 use partita::paths;
@@ -140,6 +140,30 @@ enum Bench {
         #[arg(long)]
         save: bool,
     },
+    /// Linux beside an RTOS (vlk's Fig. 8): hackbench natively, under
+    /// Partita alone and beside a 1 kHz RTOS busy f % of a shared pCPU, with
+    /// and without migration; cyclictest natively and under Partita; under
+    /// -icount and wall-clock. Writes <out>/bench/linux/linux-<date>.md and
+    /// a chart per pass.
+    Linux {
+        /// QEMU boots per point; the report shows medians over them.
+        #[arg(long, default_value_t = linux::DEFAULT_RUNS, value_parser = clap::value_parser!(u32).range(1..))]
+        runs: u32,
+        /// The RTOS's shares of the pCPU it shares with Linux, in percent.
+        #[arg(long, value_delimiter = ',', default_values_t = linux::DEFAULT_FRACTIONS,
+              value_parser = clap::value_parser!(u32).range(0..=90))]
+        fractions: Vec<u32>,
+        /// Shift of the -icount pass (with 4, one counter tick is one instruction).
+        #[arg(long, value_name = "SHIFT", default_value_t = linux::DEFAULT_SHIFT,
+              value_parser = clap::value_parser!(u32).range(0..=10))]
+        icount: u32,
+        /// Only the -icount pass.
+        #[arg(long)]
+        no_wall: bool,
+        /// Copy the report into bench/results/ of the source tree.
+        #[arg(long)]
+        save: bool,
+    },
     /// What an accelerator allocation costs (Ker-ONE section 6): Table 4's
     /// atomic costs from the trace, each path of eq. 6 measured against
     /// analysed, and the OFDM run of an RTOS and a GPOS sharing four
@@ -262,6 +286,17 @@ fn execute(command: Cmd) -> Result<ExitCode> {
             let written = ipc::write(&report, &opts.name)?;
             println!("report: {}", written.display());
             saved(&[written], save)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Bench { what: Bench::Linux { runs, fractions, icount, no_wall, save } } => {
+            let opts =
+                linux::Options { runs, fractions, shift: icount, wall: !no_wall, name: linux::DEFAULT_NAME.into() };
+            let report = linux::run(&opts)?;
+            print!("{}", report.table());
+            let written = linux::write(&report, &opts.name)?;
+            let markdown = linux::markdown_path(&written).context("no report written")?;
+            println!("report: {}", markdown.display());
+            saved(&written, save)?;
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Bench { what: Bench::Accel { icount, jobs, ofdm_ms, frames, save } } => {

@@ -349,6 +349,21 @@ fn round_robin_is_fair_within_a_priority() {
     );
 }
 
+/// Two partitions that sleep on their virtual timers share a pCPU: each
+/// wakes on its own timer, and the less urgent one runs between the other's
+/// wake-ups.
+#[test]
+fn two_sleepers_on_one_pcpu_both_get_their_timers() {
+    let config = machine([
+        part("rtos", &[1], "duty_busy_us=0 duty_idle_us=10000 duty_cycles=100 ticks=1 period_ms=1").priority(200),
+        part("other", &[1], "duty_busy_us=0 duty_idle_us=7000 duty_cycles=140 ticks=1 period_ms=1").priority(64),
+    ]);
+    let boot = boot("qemu-two-sleepers", &config, HANG_LIMIT);
+    assert_powered_off(&boot);
+    assert!(boot.log("rtos").contains("duty: 100 cycles"), "{}", lines(&boot, "rtos"));
+    assert!(boot.log("other").contains("duty: 140 cycles"), "{}", lines(&boot, "other"));
+}
+
 /// vlk's migration round trip: `rtos` sleeps 8 ms and computes 2 ms, a
 /// hundred times, on pCPU 1; `gpos` busy-waits its ticks all along and moves
 /// to the idle pCPU 2 for each of `rtos`'s bursts, then comes back. Wall

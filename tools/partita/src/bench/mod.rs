@@ -12,6 +12,7 @@ pub mod accel;
 pub mod accel_software;
 pub mod ipc;
 pub mod irq_latency;
+pub mod linux;
 pub mod pcs;
 pub mod qemu;
 pub mod ready_queue;
