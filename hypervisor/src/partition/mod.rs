@@ -19,7 +19,7 @@ use partita_arch::platform::{Gic, InterruptController, VgicContext, MAX_LRS};
 use partita_arch::stage2::{self, PagePermission, Stage2Table};
 use partita_arch::sync::Mutex;
 use partita_core::config::image::PartitionBoot;
-use partita_core::config::limits::MAX_VCPUS_PER_PCPU;
+use partita_core::config::limits::{CONSOLE_INTID, MAX_VCPUS_PER_PCPU};
 use partita_core::config::model::{self, Range};
 use partita_core::health::{PartitionHm, Policy, Watchdog};
 use partita_core::partition::lifecycle::{Change, RunState, WrongState};
@@ -377,7 +377,10 @@ pub struct Shared {
 pub fn build(index: usize, config: model::Partition, boot: PartitionBoot, shared: Shared) -> Partition {
     let vmid = u16::try_from(index + 1).expect("VMID");
     let table = build_stage2(vmid, &config, &shared);
-    let virtual_spis: Vec<u32> = shared.doorbells.iter().chain(&shared.signals).copied().collect();
+    // The emulated console's interrupt is the partition's own, as the
+    // device tree says: a driver may enable it (it never fires, see vuart).
+    let console = core::iter::once(CONSOLE_INTID);
+    let virtual_spis: Vec<u32> = console.chain(shared.doorbells.iter().chain(&shared.signals).copied()).collect();
     let vttbr = table.vttbr();
     let vcpus = config
         .vcpus

@@ -5,6 +5,12 @@
 //! receiver always empty), stored control registers and the PrimeCell IDs.
 //! Output bytes are collected into lines that the hypervisor tags with the
 //! partition's name.
+//!
+//! Its interrupt (`CONSOLE_INTID`) is a virtual SPI of the partition's own,
+//! so that a driver can request and enable it; it never fires, because
+//! nothing the interrupt could signal ever happens: a transmitted byte
+//! leaves at once (the FIFO is never above its trigger level) and nothing
+//! is received (input goes to a virtio console). RIS and MIS read as zero.
 
 /// Register offsets.
 mod reg {
