@@ -153,7 +153,7 @@ enum Bench {
         #[arg(long, value_delimiter = ',', default_values_t = linux::DEFAULT_FRACTIONS,
               value_parser = clap::value_parser!(u32).range(0..=90))]
         fractions: Vec<u32>,
-        /// Shift of the -icount pass (with 4, one counter tick is one instruction).
+        /// Shift of the -icount pass (0: one instruction per ns, a 1 GHz core).
         #[arg(long, value_name = "SHIFT", default_value_t = linux::DEFAULT_SHIFT,
               value_parser = clap::value_parser!(u32).range(0..=10))]
         icount: u32,

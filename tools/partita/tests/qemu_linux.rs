@@ -129,9 +129,14 @@ const VTIMER: u32 = 27;
 #[test]
 fn a_shell_on_linux_typed_into_beside_an_rtos() {
     let config = machine([rtos(3000), linux("console=hvc0 earlycon")]);
+    let started = Instant::now();
     let mut linux = Session::start("linux-shell", config, None);
     let boot_limit = Duration::from_secs(HANG_LIMIT);
     let first = linux.wait_for(MARKER, 1, boot_limit);
+    println!(
+        "Linux under Partita reached /init in {:.1} s (wall clock, QEMU start included)",
+        started.elapsed().as_secs_f64()
+    );
     assert!(first.contains("cpus=2"), "{}", tail(&first, 20));
 
     // Kernel messages would land between a command's lines.
