@@ -127,6 +127,7 @@ struct partita_hm_record {
 #define PARTITA_HM_ACT_RESTART		3
 #define PARTITA_HM_ACT_HALT		4
 #define PARTITA_HM_ACT_RESET_SYSTEM	5
+#define PARTITA_HM_ACT_INJECT		6
 
 /* vCPU states (XtratuM's, plus PSCI's off). */
 #define PARTITA_VCPU_OFF		0

@@ -73,6 +73,9 @@ pub struct PerCpu {
     pub tlb_seen: Vec<AtomicU32>,
     /// The physical virtual-timer PPI is masked here (see `vgic::mask_timer`).
     pub timer_masked: AtomicBool,
+    /// The debug registers hold a vCPU's values rather than their reset
+    /// state (`partita_core::partition::debug`).
+    pub debug_dirty: AtomicBool,
     /// Partitions whose watchdog this pCPU watches: those with one whose
     /// vCPU 0 lives here.
     pub watchdogs: Vec<usize>,
@@ -126,6 +129,7 @@ impl PerCpu {
             dirty,
             tlb_seen: Vec::new(),
             timer_masked: AtomicBool::new(false),
+            debug_dirty: AtomicBool::new(false),
             watchdogs: Vec::new(),
         }
     }

@@ -193,3 +193,133 @@ impl FpContext {
         unsafe { fp_restore(self) }
     }
 }
+
+/// The most breakpoints or watchpoints ID_AA64DFR0_EL1 can advertise.
+pub const MAX_DEBUG_PAIRS: usize = 16;
+
+/// Reads (`mrs`) or writes (`msr`) breakpoint or watchpoint register
+/// `<prefix><index>_el1`. Each index is its own encoding, so each gets its
+/// own instruction.
+macro_rules! debug_pair {
+    (read $prefix:literal, $index:expr) => {
+        debug_pair!(@read $prefix, $index, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
+    };
+    (write $prefix:literal, $index:expr, $value:expr) => {
+        debug_pair!(@write $prefix, $index, $value, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15)
+    };
+    (@read $prefix:literal, $index:expr, $($n:literal)*) => {
+        match $index {
+            $($n => {
+                let value: u64;
+                // SAFETY: callers pass an index below the count the hardware
+                // advertises; reading a debug register has no side effect.
+                unsafe {
+                    core::arch::asm!(concat!("mrs {0}, ", $prefix, $n, "_el1"), out(reg) value,
+                                     options(nomem, nostack, preserves_flags))
+                };
+                value
+            })*
+            _ => 0,
+        }
+    };
+    (@write $prefix:literal, $index:expr, $value:expr, $($n:literal)*) => {
+        match $index {
+            $($n => {
+                let value: u64 = $value;
+                // SAFETY: callers pass an index below the count the hardware
+                // advertises; the value is the EL1 debug state of the vCPU
+                // being loaded, and its debug exceptions target EL1, never EL2.
+                unsafe {
+                    core::arch::asm!(concat!("msr ", $prefix, $n, "_el1, {0}"), in(reg) value,
+                                     options(nostack, preserves_flags))
+                };
+            })*
+            _ => {}
+        }
+    };
+}
+
+/// The hardware's breakpoint and watchpoint counts (ID_AA64DFR0_EL1.BRPs
+/// and WRPs, each the count less one).
+pub fn debug_pairs() -> (usize, usize) {
+    let dfr0 = read_sysreg!("id_aa64dfr0_el1");
+    let count = |low: u32| ((dfr0 >> low) & 0xf) as usize + 1;
+    (count(12), count(20))
+}
+
+/// OSLSR_EL1.OSLK, and what OSLAR_EL1 takes to set it.
+const OS_LOCK: u64 = 1 << 1;
+const OS_LOCK_SET: u64 = 1;
+
+/// A vCPU's EL1 debug registers: breakpoints, watchpoints, MDSCR_EL1
+/// (single step, debug exception enables), the OS lock and double lock,
+/// and the debug comms interrupt enable. Switched only for a vCPU that has
+/// touched them (`partita_core::partition::debug`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
+pub struct DebugContext {
+    pub bcr: [u64; MAX_DEBUG_PAIRS],
+    pub bvr: [u64; MAX_DEBUG_PAIRS],
+    pub wcr: [u64; MAX_DEBUG_PAIRS],
+    pub wvr: [u64; MAX_DEBUG_PAIRS],
+    pub mdscr: u64,
+    pub os_lock: bool,
+    pub osdlr: u64,
+    pub mdccint: u64,
+}
+
+impl DebugContext {
+    /// A core's state after a cold reset: nothing enabled, the OS lock
+    /// locked (which a kernel clears once it has restored its own state).
+    pub const RESET: Self = Self {
+        bcr: [0; MAX_DEBUG_PAIRS],
+        bvr: [0; MAX_DEBUG_PAIRS],
+        wcr: [0; MAX_DEBUG_PAIRS],
+        wvr: [0; MAX_DEBUG_PAIRS],
+        mdscr: 0,
+        os_lock: true,
+        osdlr: 0,
+        mdccint: 0,
+    };
+
+    /// Captures the running vCPU's debug registers.
+    pub fn save(&mut self) {
+        let (breakpoints, watchpoints) = debug_pairs();
+        for n in 0..breakpoints {
+            self.bcr[n] = debug_pair!(read "dbgbcr", n);
+            self.bvr[n] = debug_pair!(read "dbgbvr", n);
+        }
+        for n in 0..watchpoints {
+            self.wcr[n] = debug_pair!(read "dbgwcr", n);
+            self.wvr[n] = debug_pair!(read "dbgwvr", n);
+        }
+        self.mdscr = read_sysreg!("mdscr_el1");
+        self.os_lock = read_sysreg!("oslsr_el1") & OS_LOCK != 0;
+        self.osdlr = read_sysreg!("osdlr_el1");
+        self.mdccint = read_sysreg!("mdccint_el1");
+    }
+
+    /// Loads these values into the hardware: every register the hardware
+    /// has, so nothing of the vCPU that ran before survives.
+    pub fn restore(&self) {
+        let (breakpoints, watchpoints) = debug_pairs();
+        for n in 0..breakpoints {
+            debug_pair!(write "dbgbcr", n, self.bcr[n]);
+            debug_pair!(write "dbgbvr", n, self.bvr[n]);
+        }
+        for n in 0..watchpoints {
+            debug_pair!(write "dbgwcr", n, self.wcr[n]);
+            debug_pair!(write "dbgwvr", n, self.wvr[n]);
+        }
+        write_sysreg!("mdscr_el1", self.mdscr);
+        write_sysreg!("oslar_el1", if self.os_lock { OS_LOCK_SET } else { 0 });
+        write_sysreg!("osdlr_el1", self.osdlr);
+        write_sysreg!("mdccint_el1", self.mdccint);
+    }
+}
+
+impl Default for DebugContext {
+    fn default() -> Self {
+        Self::RESET
+    }
+}

@@ -96,3 +96,40 @@ pub fn affinity() -> u64 {
 pub fn pa_range() -> u64 {
     read_sysreg!("id_aa64mmfr0_el1") & 0xf
 }
+
+/// One row (CRm) of the ID space: the register `op2` names there.
+macro_rules! id_row {
+    ($crm:literal, $op2:expr) => {
+        id_row!(@ $crm, $op2, 0 1 2 3 4 5 6 7)
+    };
+    (@ $crm:literal, $op2:expr, $($o:literal)*) => {
+        match $op2 {
+            $($o => {
+                let value: u64;
+                // SAFETY: an ID register read has no side effect, and every
+                // encoding of this space reads (as zero where reserved).
+                unsafe {
+                    asm!(concat!("mrs {0}, s3_0_c0_c", $crm, "_", $o), out(reg) value,
+                         options(nomem, nostack, preserves_flags))
+                };
+                value
+            })*
+            _ => 0,
+        }
+    };
+}
+
+/// The hardware's ID register `S3_0_C0_C<crm>_<op2>` (CRm 1 to 7, the
+/// space HCR_EL2.TID3 traps); 0 outside it.
+pub fn id_register(crm: u8, op2: u8) -> u64 {
+    match crm {
+        1 => id_row!(1, op2),
+        2 => id_row!(2, op2),
+        3 => id_row!(3, op2),
+        4 => id_row!(4, op2),
+        5 => id_row!(5, op2),
+        6 => id_row!(6, op2),
+        7 => id_row!(7, op2),
+        _ => 0,
+    }
+}

@@ -13,6 +13,7 @@ mod hcr {
     pub const FB: u64 = 1 << 9;
     pub const BSU_INNER: u64 = 1 << 10;
     pub const TWI: u64 = 1 << 13;
+    pub const TID3: u64 = 1 << 18;
     pub const TSC: u64 = 1 << 19;
     pub const TIDCP: u64 = 1 << 20;
     pub const TACR: u64 = 1 << 21;
@@ -23,7 +24,8 @@ mod hcr {
 }
 
 /// Stage 2 on; physical interrupts and aborts to EL2; trap WFI (so a waiting
-/// vCPU yields its core), SMC, implementation-defined registers, ACTLR_EL1
+/// vCPU yields its core), SMC, the ID registers (so a partition is not told
+/// of a PMU it cannot use), implementation-defined registers, ACTLR_EL1
 /// and set/way maintenance; EL1 is AArch64; broadcast TLB and barrier
 /// operations to the inner-shareable domain for SMP guests.
 pub const HCR_GUEST: u64 = hcr::VM
@@ -34,6 +36,7 @@ pub const HCR_GUEST: u64 = hcr::VM
     | hcr::FB
     | hcr::BSU_INNER
     | hcr::TWI
+    | hcr::TID3
     | hcr::TSC
     | hcr::TIDCP
     | hcr::TACR
@@ -50,12 +53,35 @@ pub fn trap_wfi(trap: bool) {
     write_sysreg!("hcr_el2", hcr);
 }
 
+mod mdcr {
+    pub const HPMN: u64 = 0x1f;
+    pub const TPMCR: u64 = 1 << 5;
+    pub const TPM: u64 = 1 << 6;
+    pub const TDA: u64 = 1 << 9;
+    pub const TDOSA: u64 = 1 << 10;
+    pub const TDRA: u64 = 1 << 11;
+    /// Every debug register access (`partita_core::partition::debug`).
+    pub const DEBUG: u64 = TDA | TDOSA | TDRA;
+}
+
+/// Traps the running vCPU's accesses to the debug registers, or lets them
+/// reach the hardware (a vCPU that has them: they are switched with it).
+/// TDE stays clear either way, so the guest's debug exceptions are its own.
+pub fn trap_debug(trap: bool) {
+    let others = read_sysreg!("mdcr_el2") & !mdcr::DEBUG;
+    write_sysreg!("mdcr_el2", if trap { others | mdcr::DEBUG } else { others });
+}
+
 /// Sets the trap controls on this pCPU.
 pub fn init_cpu() {
     write_sysreg!("hcr_el2", HCR_GUEST);
-    // MDCR_EL2: keep HPMN; trap PMU (TPM, TPMCR) and debug (TDA, TDOSA, TDRA).
-    let hpmn = read_sysreg!("mdcr_el2") & 0x1f;
-    write_sysreg!("mdcr_el2", hpmn | (1 << 5) | (1 << 6) | (1 << 9) | (1 << 10) | (1 << 11));
+    // MDCR_EL2: keep HPMN; trap the PMU (TPM, TPMCR) and, until a vCPU
+    // touches them, the debug registers.
+    let hpmn = read_sysreg!("mdcr_el2") & mdcr::HPMN;
+    write_sysreg!("mdcr_el2", hpmn | mdcr::TPMCR | mdcr::TPM | mdcr::DEBUG);
+    // The debug registers' reset values are UNKNOWN; a vCPU that has not
+    // touched them must find them as a reset leaves them architecturally.
+    crate::context::DebugContext::RESET.restore();
     // CPTR_EL2: RES1 bits, FP/SIMD not trapped, trace trapped (TTA).
     write_sysreg!("cptr_el2", 0x33ff | (1 << 20));
     // CNTHCTL_EL2: EL1PCTEN set, EL1PCEN clear. The physical counter stays

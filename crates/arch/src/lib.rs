@@ -14,6 +14,7 @@ pub mod exception;
 pub mod firmware;
 pub mod guest_memory;
 pub mod heap;
+pub mod inject;
 pub mod mmu;
 pub mod platform;
 pub mod stage2;

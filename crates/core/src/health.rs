@@ -84,9 +84,11 @@ impl Event {
     }
 }
 
-/// What the hypervisor does about an event, mildest first. The
-/// configuration names them (`model::Health`) with the same type.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+/// What the hypervisor does about an event. The configuration names them
+/// (`model::Health`) with the same type. The discriminants are the codes
+/// of the log's records and of `partita.h`, so they never change and a new
+/// action takes the next one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Action {
     /// Nothing, not even a log entry.
     Ignore = 0,
@@ -98,6 +100,13 @@ pub enum Action {
     /// The whole system restarts: for a fault the configuration says no
     /// partition can survive.
     ResetSystem = 5,
+    /// A log entry, and the guest takes the exception the fault would have
+    /// raised without Partita (`trap::inject`): a synchronous external
+    /// abort for an access outside its memory, UNDEFINED for an instruction
+    /// or register it is not given. Only for faults; one that has no such
+    /// exception, or whose exception the guest could only take again and
+    /// again, halts the partition instead.
+    Inject = 6,
 }
 
 /// What an action does to the partition the event is about.
@@ -105,6 +114,8 @@ pub enum Action {
 pub enum Consequence {
     /// It goes on (a faulting instruction is stepped over).
     GoOn,
+    /// It goes on at its own exception vector.
+    Inject,
     /// Its life cycle changes.
     Change(Change),
     /// The whole machine restarts.
@@ -116,6 +127,7 @@ impl Action {
     pub const fn consequence(self) -> Consequence {
         match self {
             Action::Ignore | Action::Log => Consequence::GoOn,
+            Action::Inject => Consequence::Inject,
             Action::Suspend => Consequence::Change(Change::Suspend),
             Action::Restart => Consequence::Change(Change::Restart),
             Action::Halt => Consequence::Change(Change::Stop),
@@ -125,8 +137,15 @@ impl Action {
 }
 
 impl Action {
-    pub const ALL: [Action; 6] =
-        [Action::Ignore, Action::Log, Action::Suspend, Action::Restart, Action::Halt, Action::ResetSystem];
+    pub const ALL: [Action; 7] = [
+        Action::Ignore,
+        Action::Log,
+        Action::Suspend,
+        Action::Restart,
+        Action::Halt,
+        Action::ResetSystem,
+        Action::Inject,
+    ];
 
     /// The action with this record code, if any.
     pub const fn from_code(code: u8) -> Option<Action> {
@@ -143,6 +162,12 @@ impl Action {
     pub const fn is_logged(self) -> bool {
         !matches!(self, Action::Ignore)
     }
+
+    /// Whether a policy may map events of `kind` to this action: `inject`
+    /// only faults, the events that have an exception to give.
+    pub const fn applies_to(self, kind: EventKind) -> bool {
+        !matches!(self, Action::Inject) || matches!(kind, EventKind::Stage2Fault | EventKind::Forbidden)
+    }
 }
 
 /// One partition's action for each kind of event.
@@ -152,13 +177,14 @@ pub struct Policy {
 }
 
 impl Policy {
-    /// Faults halt the partition: its state can no longer be trusted, and a
-    /// restart would likely fault again; so does a missed watchdog, unless
-    /// the configuration asks for a restart. Illegal hypercalls, reports and
-    /// overruns are logged, since the partition can still be doing useful
-    /// work. The same as `model::Health::DEFAULT`.
+    /// Faults become the guest's own exceptions, as on a machine without
+    /// Partita: a stock kernel handles them (kills a process, reports an
+    /// oops) where stopping the partition would take it all down. A missed
+    /// watchdog halts, unless the configuration asks for a restart. Illegal
+    /// hypercalls, reports and overruns are logged, since the partition can
+    /// still be doing useful work. The same as `model::Health::DEFAULT`.
     pub const DEFAULT: Policy =
-        Policy { actions: [Action::Halt, Action::Halt, Action::Log, Action::Halt, Action::Log, Action::Log] };
+        Policy { actions: [Action::Inject, Action::Inject, Action::Log, Action::Halt, Action::Log, Action::Log] };
 
     /// The policy with `kind` mapped to `action`, for building a policy from
     /// the configuration in a `const` or a chain.
@@ -209,9 +235,13 @@ impl PartitionHm {
 
     /// The action for `event`, counting it if it is a restart. The count
     /// saturates rather than wraps so a partition that restarts forever
-    /// never looks fresh again.
-    pub fn decide(&mut self, event: Event) -> Action {
-        let action = self.policy.action(event);
+    /// never looks fresh again. `deliverable`: the event has an exception
+    /// the guest can take; without one, `inject` halts the partition.
+    pub fn decide(&mut self, event: Event, deliverable: bool) -> Action {
+        let action = match self.policy.action(event) {
+            Action::Inject if !deliverable => Action::Halt,
+            action => action,
+        };
         if action == Action::Restart {
             self.restarts = self.restarts.saturating_add(1);
         }
@@ -572,6 +602,7 @@ mod tests {
             (Action::Restart, Consequence::Change(Change::Restart)),
             (Action::Halt, Consequence::Change(Change::Stop)),
             (Action::ResetSystem, Consequence::ResetSystem),
+            (Action::Inject, Consequence::Inject),
         ];
         assert_eq!(expected.len(), Action::ALL.len());
         for (action, consequence) in expected {
@@ -600,7 +631,7 @@ mod tests {
     fn the_default_policy() {
         let policy = Policy::default();
         let actions: Vec<Action> = EVENTS.iter().map(|&e| policy.action(e)).collect();
-        assert_eq!(actions, [Action::Halt, Action::Halt, Action::Log, Action::Halt, Action::Log, Action::Log]);
+        assert_eq!(actions, [Action::Inject, Action::Inject, Action::Log, Action::Halt, Action::Log, Action::Log]);
     }
 
     #[test]
@@ -610,7 +641,20 @@ mod tests {
         assert_eq!(policy.action(Event::Reported(u32::MAX)), Action::Suspend);
         policy.set(EventKind::Stage2Fault, Action::ResetSystem);
         assert_eq!(policy.action(Event::Stage2Fault), Action::ResetSystem);
-        assert_eq!(policy.action(Event::Forbidden), Action::Halt);
+        assert_eq!(policy.action(Event::Forbidden), Action::Inject);
+    }
+
+    #[test]
+    fn inject_is_for_faults_only_and_halts_what_cannot_be_delivered() {
+        for kind in EventKind::ALL {
+            let fault = matches!(kind, EventKind::Stage2Fault | EventKind::Forbidden);
+            assert_eq!(Action::Inject.applies_to(kind), fault, "{kind:?}");
+            assert!(Action::Halt.applies_to(kind));
+        }
+        let mut hm = PartitionHm::new(Policy::DEFAULT);
+        assert_eq!(hm.decide(Event::Stage2Fault, true), Action::Inject);
+        assert_eq!(hm.decide(Event::Forbidden, false), Action::Halt);
+        assert_eq!(hm.decide(Event::IllegalHypercall, false), Action::Log);
     }
 
     #[test]
@@ -624,7 +668,8 @@ mod tests {
             assert_eq!(Action::from_code(i as u8), Some(*action));
         }
         assert_eq!(EventKind::from_code(6), None);
-        assert_eq!(Action::from_code(6), None);
+        assert_eq!(Action::from_code(6), Some(Action::Inject));
+        assert_eq!(Action::from_code(7), None);
         for event in EVENTS {
             assert_eq!(EventKind::ALL[event.kind() as usize], event.kind());
         }
@@ -664,11 +709,11 @@ mod tests {
     #[test]
     fn restarts_are_counted_and_saturate() {
         let mut hm = PartitionHm::new(Policy::DEFAULT.with(EventKind::WatchdogExpired, Action::Restart));
-        assert_eq!(hm.decide(Event::WatchdogExpired), Action::Restart);
-        assert_eq!(hm.decide(Event::IllegalHypercall), Action::Log);
+        assert_eq!(hm.decide(Event::WatchdogExpired, false), Action::Restart);
+        assert_eq!(hm.decide(Event::IllegalHypercall, false), Action::Log);
         assert_eq!(hm.restarts, 1);
         hm.restarts = u32::MAX;
-        hm.decide(Event::WatchdogExpired);
+        hm.decide(Event::WatchdogExpired, false);
         assert_eq!(hm.restarts, u32::MAX);
     }
 
@@ -823,7 +868,7 @@ mod tests {
     }
 
     fn entry() -> impl Strategy<Value = Entry> {
-        (any::<u64>(), any::<u64>(), any::<u8>(), any::<u8>(), event(), any::<u64>(), 0..6u8).prop_map(
+        (any::<u64>(), any::<u64>(), any::<u8>(), any::<u8>(), event(), any::<u64>(), 0..7u8).prop_map(
             |(seq, time, partition, vcpu, event, detail, action)| Entry {
                 seq,
                 time,
@@ -846,7 +891,7 @@ mod tests {
 
         #[test]
         fn the_log_holds_the_last_n_and_counts_the_rest(
-            actions in proptest::collection::vec(0..6u8, 0..40),
+            actions in proptest::collection::vec(0..7u8, 0..40),
         ) {
             let mut log = HmLog::<5>::new();
             let mut logged = Vec::new();

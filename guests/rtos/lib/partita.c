@@ -240,6 +240,7 @@ const char *rtos_hm_action_name(unsigned int action)
 	case PARTITA_HM_ACT_RESTART: return "restart";
 	case PARTITA_HM_ACT_HALT: return "halt";
 	case PARTITA_HM_ACT_RESET_SYSTEM: return "reset-system";
+	case PARTITA_HM_ACT_INJECT: return "inject";
 	default: return "?";
 	}
 }

@@ -13,6 +13,7 @@
 #define DEFAULT_KICK_MS 20
 #define DEFAULT_FUZZ_SEED 1
 #define DEFAULT_IPC_N 1000
+#define DEFAULT_ARCH_ROUNDS 40
 /* Keeps period_ms * CNTFRQ / 1000 far from 64-bit overflow. */
 #define MAX_PERIOD_MS 0xffffffffull
 
@@ -102,6 +103,29 @@ static bool parse_acc_fn(const char *v, u32 n, enum acc_fn *f)
 	for (c = ACC_QAM16; c <= ACC_FFT1024; c++) {
 		if (str_eq_n(v, n, acc_fn_name(c))) {
 			*f = c;
+			return true;
+		}
+	}
+	return false;
+}
+
+const char *arch_test_name(enum arch_test t)
+{
+	if (t == ARCH_ABORT) return "abort";
+	if (t == ARCH_UNDEF) return "undef";
+	if (t == ARCH_PMU) return "pmu";
+	if (t == ARCH_DEBUG) return "debug";
+	if (t == ARCH_DEBUG_KEEP) return "debug-keep";
+	return "none";
+}
+
+static bool parse_arch(const char *v, u32 n, enum arch_test *t)
+{
+	enum arch_test c;
+
+	for (c = ARCH_ABORT; c <= ARCH_DEBUG_KEEP; c++) {
+		if (str_eq_n(v, n, arch_test_name(c))) {
+			*t = c;
 			return true;
 		}
 	}
@@ -427,6 +451,17 @@ static bool parse_token(const char *tok, u32 n, struct bootargs *a)
 			return false;
 		a->until_off = num;
 		a->has_until_off = true;
+	} else if (KEY("arch")) {
+		if (!parse_arch(v, vlen, &a->arch))
+			return false;
+	} else if (KEY("arch_rounds")) {
+		if (!parse_u64(v, vlen, &num) || num == 0 || num > 100000)
+			return false;
+		a->arch_rounds = num;
+	} else if (KEY("arch_seed")) {
+		if (!parse_u64(v, vlen, &num) || num > 0xffff)
+			return false;
+		a->arch_seed = num;
 	} else if (KEY("end")) {
 		if (str_eq_n(v, vlen, "off"))
 			a->end_reset = false;
@@ -518,6 +553,9 @@ void bootargs_parse(const char *cmdline, struct bootargs *a)
 	a->acc_seed = 1;
 	a->until_off = 0;
 	a->has_until_off = false;
+	a->arch = ARCH_NONE;
+	a->arch_rounds = DEFAULT_ARCH_ROUNDS;
+	a->arch_seed = 1;
 	if (!p)
 		return;
 

@@ -59,6 +59,16 @@ enum acc_moment {
 	ACC_AT_READY,		/* before it waits for its turn (acc-wait) */
 };
 
+/* arch=...: which architecture conformance test runs (arch.c). */
+enum arch_test {
+	ARCH_NONE = 0,
+	ARCH_ABORT,		/* synchronous external aborts, handled */
+	ARCH_UNDEF,		/* UNDEFINED system registers, handled */
+	ARCH_PMU,		/* the ID registers: no PMU advertised */
+	ARCH_DEBUG,		/* breakpoint, single step, watchpoint */
+	ARCH_DEBUG_KEEP,	/* the debug registers keep their values */
+};
+
 /* No channel: acc-wait and acc-tell are off. */
 #define ACC_NO_CHANNEL (~0ull)
 
@@ -133,6 +143,10 @@ struct bootargs {
 	u64 acc_fallback_ms;		/* a request waits this long at most; 0: as long as it takes */
 	u64 acc_index;			/* acc's index in the partition's accelerators */
 	bool has_until_off;
+	/* Architecture conformance (arch.c). */
+	enum arch_test arch;
+	u64 arch_rounds;		/* arch=debug-keep: rounds of 5 ms */
+	u64 arch_seed;			/* arch=debug-keep: its register values */
 };
 
 /* irq-bench keeps every sample for its histogram. */
@@ -145,5 +159,6 @@ void bootargs_parse(const char *cmdline, struct bootargs *a);
 
 const char *misbehave_name(enum misbehave_kind k);
 const char *acc_fn_name(enum acc_fn f);
+const char *arch_test_name(enum arch_test t);
 
 #endif

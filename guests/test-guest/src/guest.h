@@ -66,6 +66,10 @@ void watchdog_test(const struct dt_info *dt, const struct bootargs *a);
 void fuzz_test(const struct dt_info *dt, const struct bootargs *a);
 void ipc_bench(const struct bootargs *a);
 
+/* Architecture conformance (arch.c); main.c reports what it cannot handle. */
+void arch_test(const struct dt_info *dt, const struct bootargs *a);
+void exception_report(u64 esr, u64 elr, u64 far);
+
 /* Accelerators, the native model (accel.c). */
 void accel_test(const struct dt_info *dt, const struct bootargs *a);
 

@@ -78,6 +78,7 @@ vectors:
  * the rest of the saving, so the latency probes see as little of us as
  * possible (exception entry is context-synchronising: no isb needed).
  */
+	.globl	irq_entry
 irq_entry:
 	stp	x0, x1, [sp, #-160]!
 	mrs	x0, cntvct_el0
@@ -103,6 +104,7 @@ irq_entry:
 	ldp	x0, x1, [sp], #160
 	eret
 
+	.globl	exception_entry
 exception_entry:
 	mrs	x0, esr_el1
 	mrs	x1, elr_el1

@@ -23,7 +23,6 @@ static u64 marker_buf[512] __attribute__((aligned(4096)));
 
 void guest_main(u64 dtb);
 void secondary_main(u64 index);
-void exception_report(u64 esr, u64 elr, u64 far);
 
 static void print_greeting(void)
 {
@@ -387,6 +386,8 @@ void guest_main(u64 dtb)
 		count_test(&args);
 	if (args.acc)
 		accel_test(&dt, &args);
+	if (args.arch != ARCH_NONE)
+		arch_test(&dt, &args);
 	tick_loop();
 	if (args.end_reset) {
 		printf("resetting\n");

@@ -91,7 +91,9 @@ fn deliver(sys: &System, fabric: &Fabric, report: Report) {
                 "fabric: partition {} accelerator DMA outside its memory at 0x{address:x}: refused",
                 part.name()
             );
-            let action = health::raise(part, part.vcpus[0], HmEvent::Stage2Fault, address);
+            // The device's ERR_DMA is the guest's own answer: what `inject`
+            // gives it, with nothing more to deliver.
+            let action = health::raise_fault(part, part.vcpus[0], HmEvent::Stage2Fault, address, true);
             health::carry_out(sys, part, action, Cause::Health("accelerator DMA outside the partition"));
         }
     }

@@ -33,11 +33,21 @@ pub fn raise(part: &Partition, vcpu: &Vcpu, event: Event, detail: u64) -> Action
     raise_at(part, vcpu, event, detail, timer::counter())
 }
 
+/// [`raise`] for a fault whose exception the guest can take
+/// (`deliverable`) or not: `inject` halts a partition that cannot.
+pub fn raise_fault(part: &Partition, vcpu: &Vcpu, event: Event, detail: u64, deliverable: bool) -> Action {
+    record(part, vcpu, event, detail, timer::counter(), deliverable)
+}
+
 /// [`raise`] for an event detected at counter value `time`: the log then
 /// says when it happened, not when it was written down (a host that stalls
 /// the pCPU in between would otherwise move the report).
 pub fn raise_at(part: &Partition, vcpu: &Vcpu, event: Event, detail: u64, time: u64) -> Action {
-    let action = part.hm.lock().decide(event);
+    record(part, vcpu, event, detail, time, false)
+}
+
+fn record(part: &Partition, vcpu: &Vcpu, event: Event, detail: u64, time: u64, deliverable: bool) -> Action {
+    let action = part.hm.lock().decide(event, deliverable);
     let report = Report {
         time,
         partition: u8::try_from(vcpu.partition).unwrap_or(u8::MAX),
@@ -64,7 +74,7 @@ pub fn raise_at(part: &Partition, vcpu: &Vcpu, event: Event, detail: u64, time: 
 pub fn call_event(part: &Partition, vcpu: &Vcpu, event: Event, detail: u64, what: &'static str) -> Exit {
     match raise(part, vcpu, event, detail) {
         Action::Ignore | Action::Log => Exit::Resume,
-        action => Exit::Health(action, Fault { what, class: esr::ec::HVC64, address: Some(detail) }),
+        action => Exit::Health(action, Fault::event(what, esr::ec::HVC64, Some(detail))),
     }
 }
 
@@ -133,7 +143,8 @@ pub fn serve_watchdogs(sys: &System, me: &PerCpu) {
 /// `partita_core::health::Action::consequence`).
 pub fn carry_out(sys: &System, part: &Partition, action: Action, cause: Cause) {
     match action.consequence() {
-        Consequence::GoOn => {}
+        // The trap that raised the fault gives the exception.
+        Consequence::GoOn | Consequence::Inject => {}
         Consequence::Change(change) => {
             lifecycle::change(sys, part, change, cause);
         }

@@ -13,7 +13,7 @@ use crate::console;
 use alloc::boxed::Box;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
-use partita_arch::context::{El1Context, FpContext};
+use partita_arch::context::{DebugContext, El1Context, FpContext};
 use partita_arch::exception::Regs;
 use partita_arch::platform::{Gic, InterruptController, VgicContext, MAX_LRS};
 use partita_arch::stage2::{self, PagePermission, Stage2Table};
@@ -22,6 +22,7 @@ use partita_core::config::image::PartitionBoot;
 use partita_core::config::limits::{CONSOLE_INTID, MAX_VCPUS_PER_PCPU};
 use partita_core::config::model::{self, Range};
 use partita_core::health::{PartitionHm, Policy, Watchdog};
+use partita_core::partition::debug::Ownership;
 use partita_core::partition::lifecycle::{Change, RunState, WrongState};
 use partita_core::partition::reload;
 use partita_core::partition::vcpu::{Op, Refused, State};
@@ -92,6 +93,9 @@ pub struct Context {
     pub el1: El1Context,
     pub fp: FpContext,
     pub vgic: VgicContext,
+    /// Its debug registers, and whether it has them at all.
+    pub debug: DebugContext,
+    pub debug_owner: Ownership,
 }
 
 pub struct Vcpu {
@@ -316,6 +320,8 @@ impl Vcpu {
         ctx.el1 = El1Context::reset(partita_core::trap::psci::vmpidr(self.index));
         ctx.fp = FpContext::default();
         ctx.vgic = VgicContext::reset();
+        ctx.debug = DebugContext::RESET;
+        ctx.debug_owner = Ownership::Untouched;
         drop(ctx);
         self.queue.lock().clear();
         self.set_queued(false);
@@ -439,6 +445,8 @@ fn new_vcpu(partition: usize, index: usize, home: usize, migrate_to: Vec<usize>)
             el1: El1Context::default(),
             fp: FpContext::default(),
             vgic: VgicContext::reset(),
+            debug: DebugContext::RESET,
+            debug_owner: Ownership::Untouched,
         }),
         budget: None,
     }

@@ -17,13 +17,15 @@ pub mod runnable;
 
 use runnable::rank;
 
-use crate::partition::{lifecycle, Vcpu};
+use crate::partition::{lifecycle, Context, Vcpu};
 use crate::state::{PerCpu, Policy, System};
 use crate::{health, trace, vgic};
 use core::sync::atomic::Ordering;
+use partita_arch::context::DebugContext;
 use partita_arch::exception::{enter_guest, Regs};
 use partita_arch::platform::{self, Gic, InterruptController, HYP_TIMER_INTID, MAINTENANCE_INTID};
 use partita_arch::{cpu, el2, stage2, timer};
+use partita_core::partition::debug::Ownership;
 use partita_core::partition::lifecycle::RunState;
 use partita_core::partition::vcpu::{Op, State};
 use partita_core::scheduler::decide;
@@ -126,6 +128,7 @@ fn switch_to(sys: &'static System, me: &'static PerCpu, slot: usize) -> ! {
         ctx.el1.restore();
         ctx.fp.restore();
         ctx.vgic.restore();
+        load_debug(me, &ctx);
         if trace::enabled() {
             *vcpu.seen_lrs.lock() = ctx.vgic.lrs;
         }
@@ -151,6 +154,35 @@ fn switch_to(sys: &'static System, me: &'static PerCpu, slot: usize) -> ! {
     // Traced last, so that a switch's cost in the trace includes loading.
     trace::record(Kind::VcpuIn, vcpu.partition, vcpu.index, 0);
     enter_guest(regs)
+}
+
+/// The debug registers for the vCPU of `ctx`: its own values if it has
+/// them, else their reset state behind a trap (see
+/// `partita_core::partition::debug`).
+fn load_debug(me: &PerCpu, ctx: &Context) {
+    let load = ctx.debug_owner.load(me.debug_dirty.load(Ordering::Relaxed));
+    if load.restore {
+        ctx.debug.restore();
+    } else if load.clear {
+        DebugContext::RESET.restore();
+    }
+    el2::trap_debug(load.trap);
+    me.debug_dirty.store(ctx.debug_owner.leaves_dirty(), Ordering::Relaxed);
+}
+
+/// The running `vcpu` touched a debug register for the first time: the
+/// registers become its own, untrapped. They are in their reset state,
+/// cleared when it was loaded, which is what it has never changed. False
+/// when it has them already (its access trapped for another reason).
+pub fn give_debug(me: &PerCpu, vcpu: &Vcpu) -> bool {
+    let mut ctx = vcpu.context.lock();
+    if ctx.debug_owner == Ownership::Given {
+        return false;
+    }
+    ctx.debug_owner = Ownership::Given;
+    el2::trap_debug(false);
+    me.debug_dirty.store(true, Ordering::Relaxed);
+    true
 }
 
 /// Invalidates `me`'s TLB entries of partition `p` (`part`, whose table is
@@ -179,6 +211,9 @@ fn save(vcpu: &Vcpu, regs: &Regs) {
     ctx.el1.save();
     ctx.fp.save();
     ctx.vgic.save();
+    if ctx.debug_owner.saves() {
+        ctx.debug.save();
+    }
     vgic::release_private_hw(&mut ctx.vgic.lrs);
     drop(ctx);
     vgic::release_queued_private_hw(vcpu);

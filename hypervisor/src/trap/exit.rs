@@ -2,6 +2,8 @@
 //! (`trap`, `hypercall`, `channel`, `health`) and the one place that
 //! carries their outcome out (`trap::handle`).
 
+use partita_core::trap::inject::Exception;
+
 /// What a handler asks for once it is done with the guest's registers.
 pub enum Exit {
     /// Back to the guest, unless its pCPU's policy wants another vCPU.
@@ -27,6 +29,22 @@ pub struct Fault {
     /// The exception class (0 for an event that is not an exception).
     pub class: u8,
     pub address: Option<u64>,
+    /// The exception the guest would have taken without Partita, which
+    /// the health monitor's `inject` gives it; `None` for an event that is
+    /// no such fault.
+    pub exception: Option<Exception>,
+}
+
+impl Fault {
+    /// An event with no exception for the guest.
+    pub const fn event(what: &'static str, class: u8, address: Option<u64>) -> Fault {
+        Fault { what, class, address, exception: None }
+    }
+
+    /// An access the guest was not given: UNDEFINED for it.
+    pub const fn undefined(what: &'static str, class: u8, address: Option<u64>) -> Fault {
+        Fault { what, class, address, exception: Some(Exception::Undefined) }
+    }
 }
 
 /// What a port, doorbell or health-monitor read call comes to.

@@ -46,11 +46,11 @@ fn dispatch(sys: &System, regs: &mut Regs, part: &Partition, vcpu: &Vcpu, smc: b
         }
         Call::SystemReset => return Exit::Restart,
         Call::Unknown if smc => {
-            return Exit::Fault(Fault {
-                what: "SMC that is not a PSCI call",
-                class: esr::ec::SMC64,
-                address: Some(regs.x[0]),
-            });
+            // The SMC did not complete: the fault is the instruction's own,
+            // as on a machine with no firmware behind it, where SMC is
+            // UNDEFINED.
+            regs.pc = regs.pc.wrapping_sub(4);
+            return Exit::Fault(Fault::undefined("SMC that is not a PSCI call", esr::ec::SMC64, Some(regs.x[0])));
         }
         Call::Unknown => return health::illegal_call(part, vcpu, regs),
     };

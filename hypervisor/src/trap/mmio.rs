@@ -1,15 +1,17 @@
 //! Stage-2 data aborts a partition may make: its emulated console page
 //! and its view of the GIC distributor and redistributors. Any other is a
-//! fault.
+//! fault, which the caller raises.
 
-use super::exit::{Exit, Fault};
+use super::exit::Exit;
 use crate::partition::Partition;
 use crate::state::{PerCpu, System};
 use crate::vgic;
 use partita_arch::exception::Regs;
-use partita_core::trap::esr::{self, MmioAccess};
+use partita_core::trap::esr::MmioAccess;
 use partita_core::trap::vuart;
 
+/// Emulates the access, or `None` when it is outside every emulated frame
+/// (or the syndrome does not describe it).
 pub fn data_abort(
     sys: &System,
     me: &PerCpu,
@@ -17,20 +19,18 @@ pub fn data_abort(
     part: &Partition,
     access: Option<MmioAccess>,
     ipa: u64,
-) -> Exit {
-    let outside =
-        Fault { what: "stage-2 data abort outside its memory", class: esr::ec::DABT_LOWER, address: Some(ipa) };
-    let Some(access) = access else { return Exit::Fault(outside) };
+) -> Option<Exit> {
+    let access = access?;
     let offset = ipa.wrapping_sub(part.config.console);
     if offset < vuart::PAGE_SIZE {
         console_access(regs, part, access, offset);
     } else if let Some(frame) = vgic::frame(sys, part, ipa) {
         gic_access(me, regs, part, access, frame);
     } else {
-        return Exit::Fault(outside);
+        return None;
     }
     regs.skip_instruction();
-    Exit::Resume
+    Some(Exit::Resume)
 }
 
 fn gic_access(me: &PerCpu, regs: &mut Regs, part: &Partition, access: MmioAccess, frame: vgic::Frame) {

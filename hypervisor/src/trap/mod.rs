@@ -24,6 +24,8 @@ use partita_core::partition::lifecycle::Change;
 use partita_core::scheduler::decide::{self, AfterTrap};
 use partita_core::trace::{Kind, OutReason};
 use partita_core::trap::esr::{self, Trap};
+use partita_core::trap::idreg;
+use partita_core::trap::inject::{self, Entry, Exception};
 use partita_core::trap::sysreg::{self, Policy};
 
 /// The trap's context, resolved once at entry.
@@ -46,7 +48,8 @@ pub fn handle(regs: &mut Regs, kind: u64) {
     let exit = match kind {
         kind::SYNC => synchronous(&here, regs),
         kind::IRQ => interrupts(&here),
-        _ => Exit::Fault(Fault { what: "SError or FIQ from the guest", class: 0x2f, address: None }),
+        // An asynchronous abort has no synchronous exception to give.
+        _ => Exit::Fault(Fault::event("SError or FIQ from the guest", 0x2f, None)),
     };
     let quantum_over = matches!(exit, Exit::Tick);
     let decision = resolve(&here, regs, exit, kind == kind::IRQ);
@@ -66,7 +69,7 @@ fn resolve(here: &Here, regs: &mut Regs, exit: Exit, interrupt: bool) -> AfterTr
         }
         if let Some((seen, used_us)) = scheduler::overran(vcpu) {
             let action = health::raise_at(part, vcpu, Event::BudgetOverrun, used_us, seen);
-            let fault = Fault { what: "budget overrun", class: 0, address: None };
+            let fault = Fault::event("budget overrun", 0, None);
             if let Some(leave) = health_action(here, regs, action, &fault) {
                 return leave;
             }
@@ -77,11 +80,7 @@ fn resolve(here: &Here, regs: &mut Regs, exit: Exit, interrupt: bool) -> AfterTr
     }
     let asked_to_wait = match exit {
         Exit::Fault(fault) => {
-            let action = health::raise(part, vcpu, Event::of_fault(fault.class), fault.address.unwrap_or(regs.pc));
-            if action.consequence() == Consequence::GoOn {
-                // Execution goes on after it; a load it made reads as zero.
-                regs.skip_instruction();
-            }
+            let action = raise_fault(here, regs, &fault);
             if let Some(leave) = health_action(here, regs, action, &fault) {
                 return leave;
             }
@@ -103,18 +102,42 @@ fn resolve(here: &Here, regs: &mut Regs, exit: Exit, interrupt: bool) -> AfterTr
     decide::after_trap(asked_to_wait, vcpu.is_waiting(), part.state(), runnable(sys, me, vcpu))
 }
 
+/// Tells the health monitor of `fault` and does to the guest's registers
+/// what its action asks: step over the faulting instruction (`log`,
+/// `ignore`), or enter the guest's own vector (`inject`).
+fn raise_fault(here: &Here, regs: &mut Regs, fault: &Fault) -> Action {
+    let el1 = partita_arch::inject::el1();
+    let entry = fault.exception.and_then(|exception| inject::enter(exception, regs.pc, regs.pstate, el1));
+    let detail = fault.address.unwrap_or(regs.pc);
+    let action = health::raise_fault(here.part, here.vcpu, Event::of_fault(fault.class), detail, entry.is_some());
+    match (action.consequence(), entry) {
+        // Execution goes on after it; a load it made reads as zero.
+        (Consequence::GoOn, _) => regs.skip_instruction(),
+        (Consequence::Inject, Some(entry)) => give_exception(regs, &entry),
+        _ => {}
+    }
+    action
+}
+
 /// Carries out the health monitor's `action` about `fault` of the running
 /// vCPU: `None` when the partition goes on.
 fn health_action(here: &Here, regs: &Regs, action: Action, fault: &Fault) -> Option<AfterTrap> {
     let cause = Cause::Fault { vcpu: here.vcpu.index, fault, pc: regs.pc };
     health::carry_out(here.sys, here.part, action, cause);
     match action.consequence() {
-        Consequence::GoOn => None,
+        Consequence::GoOn | Consequence::Inject => None,
         // The vCPU leaves whether or not the change applied: another pCPU
         // may have stopped its partition first.
         Consequence::Change(change) => Some(AfterTrap::Leave(decide::leaving(change))),
         Consequence::ResetSystem => unreachable!("a system reset does not return"),
     }
+}
+
+/// The guest takes `entry`'s exception at its own EL1 when it resumes.
+fn give_exception(regs: &mut Regs, entry: &Entry) {
+    partita_arch::inject::write_el1(entry);
+    regs.pc = entry.pc;
+    regs.pstate = entry.pstate;
 }
 
 /// The one place a trap ends: back into the guest, or off the pCPU.
@@ -168,39 +191,56 @@ fn synchronous(here: &Here, regs: &mut Regs) -> Exit {
             regs.skip_instruction();
             firmware::call(here.sys, regs, part, vcpu, true)
         }
-        Trap::SysReg(access) => system_register(regs, part, vcpu, access),
+        Trap::SysReg(access) => system_register(here, regs, access),
         Trap::DataAbort { access, .. } => {
             let fabric = here.sys.fabric.as_ref();
-            match fabric.and_then(|fabric| fabric.write_fault(here.sys, vcpu, ipa)) {
-                Some(exit) => exit,
-                None => mmio::data_abort(here.sys, here.me, regs, part, access, ipa),
-            }
+            fabric
+                .and_then(|fabric| fabric.write_fault(here.sys, vcpu, ipa))
+                .or_else(|| mmio::data_abort(here.sys, here.me, regs, part, access, ipa))
+                .unwrap_or_else(|| {
+                    let what = "stage-2 data abort outside its memory";
+                    let exception = Exception::abort(syndrome.esr, syndrome.far);
+                    Exit::Fault(Fault { what, class, address: Some(ipa), exception })
+                })
         }
         Trap::InstructionAbort { .. } => {
-            Exit::Fault(Fault { what: "stage-2 instruction abort", class, address: Some(ipa) })
+            let exception = Exception::abort(syndrome.esr, syndrome.far);
+            Exit::Fault(Fault { what: "stage-2 instruction abort", class, address: Some(ipa), exception })
         }
-        Trap::Other { class } => Exit::Fault(Fault { what: esr::class_name(class), class, address: None }),
+        // Whatever else reaches EL2 synchronously is an instruction the
+        // partition is not given (SVE, say, which the ID registers hide).
+        Trap::Other { class } => Exit::Fault(Fault::undefined(esr::class_name(class), class, None)),
     }
 }
 
-fn system_register(regs: &mut Regs, part: &Partition, vcpu: &Vcpu, access: esr::SysRegAccess) -> Exit {
+fn system_register(here: &Here, regs: &mut Regs, access: esr::SysRegAccess) -> Exit {
+    let Here { me, vcpu, part, .. } = *here;
     let rt = usize::from(access.rt);
-    match sysreg::policy(&access.reg) {
+    match sysreg::policy(&access.reg, access.read) {
         Policy::GenerateSgi if !access.read => vgic::generate_sgi(part, vcpu.index, regs.get(rt)),
         Policy::SetWay => part.clean_slice(),
+        Policy::IdRegister => regs.set(rt, id_register(&access.reg)),
+        // Not stepped over: the access runs again, on the hardware.
+        Policy::Debug if scheduler::give_debug(me, vcpu) => return Exit::Resume,
         Policy::GenerateSgi | Policy::ReadZeroWriteIgnore => {
             if access.read {
                 regs.set(rt, 0);
             }
         }
-        Policy::Forbidden => {
-            return Exit::Fault(Fault {
-                what: "forbidden system register access",
-                class: esr::ec::SYSREG,
-                address: None,
-            });
+        Policy::Debug | Policy::Forbidden => {
+            let what = "forbidden system register access";
+            return Exit::Fault(Fault::undefined(what, esr::ec::SYSREG, None));
         }
     }
     regs.skip_instruction();
     Exit::Resume
+}
+
+/// What the partition reads from an ID register: the hardware's value as
+/// `idreg` shows it, without reading the hardware where it shows nothing.
+fn id_register(reg: &esr::SysReg) -> u64 {
+    match idreg::shown_bits(reg) {
+        0 => 0,
+        shown => cpu::id_register(reg.crm, reg.op2) & shown,
+    }
 }

@@ -268,6 +268,7 @@ fn action_name(action: Action) -> &'static str {
         Action::Restart => "restart",
         Action::Halt => "halt",
         Action::ResetSystem => "reset-system",
+        Action::Inject => "inject",
     }
 }
 

@@ -1057,8 +1057,8 @@ fn good_channels_resolve_names_sizes_and_health() {
     assert_eq!(gpos.health, Health::DEFAULT);
     assert_eq!(
         (Health::DEFAULT.stage2_fault, Health::DEFAULT.forbidden, Health::DEFAULT.illegal_hypercall),
-        (Action::Halt, Action::Halt, Action::Log),
-        "faults stop the partition, a bad hypercall is logged, as before"
+        (Action::Inject, Action::Inject, Action::Log),
+        "faults are the guest's own exceptions, a bad hypercall is logged"
     );
     let summary = partita::check::summary(&config, &profile());
     let rows: Vec<Vec<&str>> = summary.lines().map(|line| line.split_whitespace().collect()).collect();
@@ -1309,6 +1309,15 @@ fn watchdog_action_without_a_watchdog() {
         "health_watchdog_without_period",
         "partition[0].health.watchdog",
         "partition \"rtos\" sets a watchdog action but no watchdog period",
+    );
+}
+
+#[test]
+fn inject_for_an_event_that_is_not_a_fault() {
+    expect_error(
+        "health_inject_not_a_fault",
+        "partition[0].health.reported",
+        "partition \"rtos\": reported cannot be \"inject\": only stage2-fault and forbidden have an exception",
     );
 }
 

@@ -126,6 +126,21 @@ fn gic_timer_and_console() {
     assert_eq!(string_list(uart, "clock-names"), ["uartclk", "apb_pclk"]);
 }
 
+/// The ID registers a partition reads advertise no PMU, so no node may
+/// describe one either: a kernel would probe it and find its registers
+/// UNDEFINED.
+#[test]
+fn no_pmu_is_described() {
+    let (system, part) = sample();
+    let blob = generate(&system, &part).unwrap();
+    let fdt = Fdt::new(&blob).unwrap();
+    for node in fdt.all_nodes() {
+        assert!(!node.name.starts_with("pmu"), "a PMU node: {}", node.name);
+        let compatible = node.property("compatible").map(|_| string_list(node, "compatible")).unwrap_or_default();
+        assert!(!compatible.iter().any(|c| c.contains("pmu")), "{}: {compatible:?}", node.name);
+    }
+}
+
 #[test]
 fn passthrough_devices() {
     let (system, part) = sample();

@@ -34,8 +34,9 @@ fn three_partitions_on_four_cores_with_a_shared_core() {
     assert!(boot.log("gamma").lines().any(|l| l == "vcpu 1 up"), "PSCI CPU_ON failed: {}", boot.log("gamma"));
 }
 
-/// The offender misbehaves before its 2nd tick; two bystanders, one of them
-/// sharing a pCPU with the other, must keep ticking after it is stopped.
+/// The offender, whose policy halts it at a fault, misbehaves before its
+/// 2nd tick; two bystanders, one of them sharing a pCPU with the other,
+/// must keep ticking after it is stopped.
 fn misbehave(kind: &str, extra: &str, expected_stop: &str) {
     let name = format!("qemu-fault-{kind}");
     let offender = format!("ticks=6 period_ms=100 misbehave={kind} at=2 {extra}");
@@ -43,7 +44,7 @@ fn misbehave(kind: &str, extra: &str, expected_stop: &str) {
     let boot = boot(
         &name,
         &machine([
-            part("offender", &[1], &offender),
+            part("offender", &[1], &offender).health(halt_on_faults()),
             part_at("calm", &[2], steady, 0x4800_0000),
             part("busy", &[2, 3], steady),
         ]),
@@ -114,7 +115,8 @@ fn fault_addresses_are_logged() {
     let boot = boot(
         "qemu-fault-address",
         &machine([
-            part("offender", &[1], "ticks=3 period_ms=50 misbehave=read-other addr=0x48000000 at=1"),
+            part("offender", &[1], "ticks=3 period_ms=50 misbehave=read-other addr=0x48000000 at=1")
+                .health(halt_on_faults()),
             part_at("calm", &[2], "ticks=3 period_ms=50", 0x4800_0000),
         ]),
         HANG_LIMIT,

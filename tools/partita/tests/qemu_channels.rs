@@ -142,7 +142,7 @@ fn a_shared_window_with_a_doorbell_is_closed_to_others() {
     let config = machine([
         part("writer", &[1], &format!("shm=write shm_rounds={ROUNDS} ticks=1 period_ms=1")),
         part("reader", &[2], &format!("shm=read shm_rounds={ROUNDS} doorbell=48 ticks=1 period_ms=1")),
-        part("viewer", &[3], "shm=view ticks=1 period_ms=1"),
+        part("viewer", &[3], "shm=view ticks=1 period_ms=1").health(halt_on_faults()),
         part("outsider", &[3], "shm=outside addr=0x70000000 ctl_after_ms=20 ticks=1 period_ms=1")
             .health(on_fault(RawAction::Log)),
     ])

@@ -371,7 +371,8 @@ fn devices_reach_only_their_holder_s_memory_and_only_their_holder() {
     let bad = part("bad", &[1], &format!("{} acc-bad=1", accel_args(QAM16_PAGE, Function::Qam16, 1, 1, 1)))
         .accelerator(RawVirtualDevice::new("qam16"))
         .health(log_faults);
-    let stranger = part("stranger", &[2], "ticks=3 period_ms=20 misbehave=write-outside at=2 addr=0x0b000000");
+    let stranger = part("stranger", &[2], "ticks=3 period_ms=20 misbehave=write-outside at=2 addr=0x0b000000")
+        .health(halt_on_faults());
     let config = machine([bad, stranger]).cpus(3).fabric(RawFabric::default());
     let boot = boot("qemu-fabric-isolation", &config, HANG_LIMIT);
     assert_powered_off(&boot);

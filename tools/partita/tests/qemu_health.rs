@@ -17,12 +17,12 @@ fn hm_time_us(line: &str) -> u64 {
 
 /// `stage2-fault = "log"`: the write outside its memory is logged and
 /// skipped, and the partition goes on to its last tick. Another partition
-/// with the default policy is halted by the same fault, as before.
+/// with `stage2-fault = "halt"` is halted by the same fault.
 #[test]
 fn a_logged_fault_lets_the_partition_go_on_and_the_default_halts() {
     let args = "ticks=4 period_ms=50 misbehave=write-outside at=2";
     let log = RawHealth { stage2_fault: Some(RawAction::Log), ..RawHealth::default() };
-    let parts = [part("tolerated", &[1], args).health(log), part("halted", &[2], args)];
+    let parts = [part("tolerated", &[1], args).health(log), part("halted", &[2], args).health(halt_on_faults())];
     let boot = boot("qemu-hm-log", &machine(parts), HANG_LIMIT);
     assert_powered_off(&boot);
     let tolerated = boot.log("tolerated");

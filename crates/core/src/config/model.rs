@@ -458,11 +458,11 @@ pub struct Health {
 }
 
 impl Health {
-    /// What Partita did before the health monitor could be configured:
-    /// faults stop the partition, everything else is only logged.
+    /// Faults become the guest's own exceptions, as hardware would raise
+    /// them; a missed watchdog halts; everything else is only logged.
     pub const DEFAULT: Health = Health {
-        stage2_fault: Action::Halt,
-        forbidden: Action::Halt,
+        stage2_fault: Action::Inject,
+        forbidden: Action::Inject,
         illegal_hypercall: Action::Log,
         watchdog: Action::Halt,
         budget_overrun: Action::Log,

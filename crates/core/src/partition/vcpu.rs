@@ -40,9 +40,13 @@ impl Regs {
         }
     }
 
-    /// Steps over the trapped 32-bit instruction.
+    /// Steps over the trapped 32-bit instruction, which Partita carried
+    /// out: as for any instruction that completes, a software step the
+    /// guest has active becomes due at once (PSTATE.SS 0), so its debugger
+    /// stops after this instruction, not after the next one too.
     pub fn skip_instruction(&mut self) {
         self.pc = self.pc.wrapping_add(4);
+        self.pstate &= !crate::trap::inject::pstate::SS;
     }
 }
 
@@ -168,5 +172,13 @@ mod tests {
         assert_eq!(regs.pc, 0x4000_0000);
         regs.skip_instruction();
         assert_eq!(regs.pc, 0x4000_0004);
+    }
+
+    #[test]
+    fn a_skipped_instruction_completes_a_software_step() {
+        let ss = crate::trap::inject::pstate::SS;
+        let mut regs = Regs { pstate: PSTATE_EL1H_MASKED | ss, ..Regs::default() };
+        regs.skip_instruction();
+        assert_eq!(regs.pstate, PSTATE_EL1H_MASKED);
     }
 }

@@ -1,12 +1,16 @@
 //! Which trapped system-register accesses a partition may make.
 //!
 //! Partita traps set/way cache maintenance (it would reach other partitions'
-//! lines), the debug and performance-monitor registers (per-core state that
-//! would leak between partitions sharing a core), ACTLR_EL1, the EL1 physical
-//! timer (Partita's own), and implementation-defined registers.
+//! lines), the ID registers (to hide what it does not give), the debug
+//! registers until a vCPU first touches them (then they are its own, and
+//! switched with it), the performance monitors (per-core state that would
+//! leak between partitions sharing a core: hidden, so UNDEFINED),
+//! ACTLR_EL1, the EL1 physical timer (Partita's own), and
+//! implementation-defined registers.
 
 use crate::config::model::Range;
 use crate::trap::esr::SysReg;
+use crate::trap::idreg;
 
 /// What to do with a trapped access.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,7 +22,13 @@ pub enum Policy {
     ReadZeroWriteIgnore,
     /// ICC_SGI1R_EL1 / ICC_ASGI1R_EL1: an SGI to vCPUs of the same partition.
     GenerateSgi,
-    /// The partition may not touch it: stop the partition.
+    /// A read of the ID space: the hardware's value as `idreg` shows it.
+    IdRegister,
+    /// A debug register the vCPU has not touched before: the debug
+    /// registers become its own and the access runs again, untrapped.
+    Debug,
+    /// The partition may not touch it: the health monitor's `forbidden`
+    /// event (UNDEFINED for the guest, by default).
     Forbidden,
 }
 
@@ -26,17 +36,10 @@ const fn is_set_way(r: &SysReg) -> bool {
     r.op0 == 1 && r.op1 == 0 && r.crn == 7 && r.op2 == 2 && matches!(r.crm, 6 | 10 | 14)
 }
 
-/// Debug registers: op0 = 2 (AArch64 debug), plus MDSCR-style encodings.
+/// The debug registers MDCR_EL2's TDA, TDOSA and TDRA trap: op0 2 but
+/// for op1 1, the trace registers (CPTR_EL2.TTA), which are not given.
 const fn is_debug(r: &SysReg) -> bool {
-    r.op0 == 2
-}
-
-/// PMU: PMCR_EL0 and friends (op0 3, op1 3, CRn 9, CRm 12..14), the event
-/// counters (CRn 14, CRm 8..15), PMINTEN/PMMIR (op1 0, CRn 9, CRm 14).
-const fn is_pmu(r: &SysReg) -> bool {
-    let el0 = r.op0 == 3 && r.op1 == 3 && ((r.crn == 9 && r.crm >= 12) || (r.crn == 14 && r.crm >= 8));
-    let el1 = r.op0 == 3 && r.op1 == 0 && r.crn == 9 && r.crm == 14;
-    el0 || el1
+    r.op0 == 2 && r.op1 != 1
 }
 
 /// ICC_SGI1R_EL1 (op2 5), ICC_ASGI1R_EL1 (op2 6), ICC_SGI0R_EL1 (op2 7).
@@ -48,14 +51,19 @@ const fn is_actlr(r: &SysReg) -> bool {
     r.op0 == 3 && r.op1 == 0 && r.crn == 1 && r.crm == 0 && r.op2 == 1
 }
 
-/// Decides a trapped access. Anything not listed is forbidden: an unknown
-/// trap is never silently emulated.
-pub fn policy(reg: &SysReg) -> Policy {
+/// Decides a trapped access (`read`: an MRS). Anything not listed is
+/// forbidden: an unknown trap is never silently emulated. The PMU's
+/// registers are among them: with PMUVer 0 they are UNDEFINED.
+pub fn policy(reg: &SysReg, read: bool) -> Policy {
     if is_set_way(reg) {
         Policy::SetWay
     } else if is_sgi(reg) && reg.op2 != 7 {
         Policy::GenerateSgi
-    } else if is_sgi(reg) || is_debug(reg) || is_pmu(reg) || is_actlr(reg) {
+    } else if idreg::is_id_register(reg) && read {
+        Policy::IdRegister
+    } else if is_debug(reg) {
+        Policy::Debug
+    } else if is_sgi(reg) || is_actlr(reg) {
         Policy::ReadZeroWriteIgnore
     } else {
         Policy::Forbidden
@@ -102,34 +110,51 @@ mod tests {
     #[test]
     fn set_way_ops_are_emulated() {
         for crm in [6, 10, 14] {
-            assert_eq!(policy(&SysReg::new(1, 0, 7, crm, 2)), Policy::SetWay);
+            assert_eq!(policy(&SysReg::new(1, 0, 7, crm, 2), false), Policy::SetWay);
         }
         // DC CIVAC (op1 3, CRm 14, op2 1) is not a set/way op.
-        assert_eq!(policy(&SysReg::new(1, 3, 7, 14, 1)), Policy::Forbidden);
+        assert_eq!(policy(&SysReg::new(1, 3, 7, 14, 1), false), Policy::Forbidden);
     }
 
     #[test]
     fn physical_timer_and_impdef_are_forbidden() {
-        assert_eq!(policy(&SysReg::new(3, 3, 14, 2, 1)), Policy::Forbidden); // CNTP_CTL_EL0
-        assert_eq!(policy(&SysReg::new(3, 3, 14, 2, 0)), Policy::Forbidden); // CNTP_TVAL_EL0
-        assert_eq!(policy(&SysReg::new(3, 1, 15, 2, 0)), Policy::Forbidden); // CPUACTLR_EL1
+        assert_eq!(policy(&SysReg::new(3, 3, 14, 2, 1), true), Policy::Forbidden); // CNTP_CTL_EL0
+        assert_eq!(policy(&SysReg::new(3, 3, 14, 2, 0), false), Policy::Forbidden); // CNTP_TVAL_EL0
+        assert_eq!(policy(&SysReg::new(3, 1, 15, 2, 0), true), Policy::Forbidden);
+        // CPUACTLR_EL1
     }
 
     #[test]
-    fn debug_pmu_and_actlr_read_as_zero() {
-        assert_eq!(policy(&SysReg::new(2, 0, 0, 2, 2)), Policy::ReadZeroWriteIgnore); // MDSCR_EL1
-        assert_eq!(policy(&SysReg::new(2, 0, 1, 0, 4)), Policy::ReadZeroWriteIgnore); // OSLAR_EL1
-        assert_eq!(policy(&SysReg::new(3, 3, 9, 14, 0)), Policy::ReadZeroWriteIgnore); // PMUSERENR_EL0
-        assert_eq!(policy(&SysReg::new(3, 3, 9, 12, 0)), Policy::ReadZeroWriteIgnore); // PMCR_EL0
-        assert_eq!(policy(&SysReg::new(3, 0, 1, 0, 1)), Policy::ReadZeroWriteIgnore);
+    fn the_pmu_is_undefined_and_actlr_reads_as_zero() {
+        assert_eq!(policy(&SysReg::new(3, 3, 9, 14, 0), true), Policy::Forbidden); // PMUSERENR_EL0
+        assert_eq!(policy(&SysReg::new(3, 3, 9, 12, 0), true), Policy::Forbidden); // PMCR_EL0
+        assert_eq!(policy(&SysReg::new(3, 0, 9, 14, 1), false), Policy::Forbidden); // PMINTENSET_EL1
+        assert_eq!(policy(&SysReg::new(3, 0, 1, 0, 1), true), Policy::ReadZeroWriteIgnore);
         // ACTLR_EL1
     }
 
     #[test]
+    fn debug_registers_are_given_and_trace_registers_are_not() {
+        assert_eq!(policy(&SysReg::new(2, 0, 0, 2, 2), true), Policy::Debug); // MDSCR_EL1
+        assert_eq!(policy(&SysReg::new(2, 0, 1, 0, 4), false), Policy::Debug); // OSLAR_EL1
+        assert_eq!(policy(&SysReg::new(2, 0, 0, 5, 5), false), Policy::Debug); // DBGBCR5_EL1
+        assert_eq!(policy(&SysReg::new(2, 3, 0, 1, 0), true), Policy::Debug); // MDCCSR_EL0
+        assert_eq!(policy(&SysReg::new(2, 1, 0, 1, 0), true), Policy::Forbidden);
+        // TRCPRGCTLR
+    }
+
+    #[test]
+    fn id_registers_are_read_and_never_written() {
+        assert_eq!(policy(&SysReg::new(3, 0, 0, 5, 0), true), Policy::IdRegister); // ID_AA64DFR0_EL1
+        assert_eq!(policy(&SysReg::new(3, 0, 0, 3, 7), true), Policy::IdRegister); // reserved
+        assert_eq!(policy(&SysReg::new(3, 0, 0, 5, 0), false), Policy::Forbidden);
+    }
+
+    #[test]
     fn group_1_sgis_are_emulated_and_group_0_ignored() {
-        assert_eq!(policy(&SysReg::new(3, 0, 12, 11, 5)), Policy::GenerateSgi);
-        assert_eq!(policy(&SysReg::new(3, 0, 12, 11, 6)), Policy::GenerateSgi);
-        assert_eq!(policy(&SysReg::new(3, 0, 12, 11, 7)), Policy::ReadZeroWriteIgnore);
+        assert_eq!(policy(&SysReg::new(3, 0, 12, 11, 5), false), Policy::GenerateSgi);
+        assert_eq!(policy(&SysReg::new(3, 0, 12, 11, 6), false), Policy::GenerateSgi);
+        assert_eq!(policy(&SysReg::new(3, 0, 12, 11, 7), false), Policy::ReadZeroWriteIgnore);
     }
 
     #[test]

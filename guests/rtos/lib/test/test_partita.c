@@ -546,7 +546,8 @@ static void names(void)
 	EXPECT(strcmp(rtos_hm_event_name(6), "?") == 0);
 	EXPECT(strcmp(rtos_hm_action_name(PARTITA_HM_ACT_IGNORE), "ignore") == 0);
 	EXPECT(strcmp(rtos_hm_action_name(PARTITA_HM_ACT_RESET_SYSTEM), "reset-system") == 0);
-	EXPECT(strcmp(rtos_hm_action_name(6), "?") == 0);
+	EXPECT(strcmp(rtos_hm_action_name(PARTITA_HM_ACT_INJECT), "inject") == 0);
+	EXPECT(strcmp(rtos_hm_action_name(7), "?") == 0);
 }
 
 

@@ -248,6 +248,7 @@ pub enum RawAction {
     Restart,
     Halt,
     ResetSystem,
+    Inject,
 }
 
 /// One `[[channel]]`. Flat rather than an enum tagged by `kind`: serde

@@ -228,6 +228,7 @@ fn action(raw: RawAction) -> Action {
         RawAction::Restart => Action::Restart,
         RawAction::Halt => Action::Halt,
         RawAction::ResetSystem => Action::ResetSystem,
+        RawAction::Inject => Action::Inject,
     }
 }
 

@@ -4,7 +4,7 @@
 
 use partita::build;
 use partita::config;
-use partita::config::raw::{RawConfig, RawMemory, RawPartition};
+use partita::config::raw::{RawAction, RawConfig, RawHealth, RawMemory, RawPartition};
 use partita::guests;
 use partita::paths;
 use partita::run::{self, Ending, RunOptions};
@@ -53,6 +53,13 @@ pub fn part(name: &str, cpus: &[u32], bootargs: &str) -> RawPartition {
 pub fn part_at(name: &str, cpus: &[u32], bootargs: &str, phys: u64) -> RawPartition {
     let ram = RawMemory::new(RAM_BASE, RAM_SIZE).phys(phys);
     RawPartition::new(name, cpus).bootargs(bootargs).region(ram).elf(&guest("elf"))
+}
+
+/// A health policy that stops the partition at a fault, as a test of what
+/// happens to the others then asks (the default gives the guest its own
+/// exception instead).
+pub fn halt_on_faults() -> RawHealth {
+    RawHealth { stage2_fault: Some(RawAction::Halt), forbidden: Some(RawAction::Halt), ..RawHealth::default() }
 }
 
 /// A machine of these partitions and defaults for everything else.

@@ -5,6 +5,7 @@
 use super::{bounds, partition_path, Validator};
 use crate::config::limits::{HM_LOG_ENTRIES, WATCHDOG_US};
 use crate::config::model::Partition;
+use crate::health::EventKind;
 use alloc::format;
 
 impl Validator<'_> {
@@ -27,6 +28,20 @@ impl Validator<'_> {
             self.push(partition_path(p), "watchdog", message);
         }
     }
+
+    /// Each event's action must make sense for it: `inject` needs an
+    /// exception to give, which only faults have.
+    pub(super) fn health_actions(&mut self, p: usize, partition: &Partition) {
+        for ((event, action), kind) in partition.health.actions().into_iter().zip(EventKind::ALL) {
+            if !action.applies_to(kind) {
+                let message = format!(
+                    "partition \"{}\": {event} cannot be \"inject\": only stage2-fault and forbidden have an exception to give the guest",
+                    partition.name
+                );
+                self.push(format!("{}.health", partition_path(p)), event, message);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -34,6 +49,15 @@ mod tests {
     use super::super::fixtures::*;
     use crate::config::model::{Action, Health};
     use alloc::vec;
+
+    #[test]
+    fn only_faults_may_be_injected() {
+        let mut s = system();
+        s.partitions[0].health = Health { stage2_fault: Action::Inject, forbidden: Action::Inject, ..Health::DEFAULT };
+        assert_eq!(validate(&s), vec![]);
+        s.partitions[0].health.budget_overrun = Action::Inject;
+        expect_one(&s, "partition[0].health", "budget-overrun", "cannot be \"inject\"");
+    }
 
     #[test]
     fn health_settings() {

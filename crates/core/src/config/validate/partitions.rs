@@ -50,6 +50,7 @@ impl Validator<'_> {
         for (p, partition) in self.system.partitions.iter().enumerate() {
             self.partition_settings(p, partition);
             self.watchdog(p, partition);
+            self.health_actions(p, partition);
             self.vcpus(p, partition);
             self.migrations(p, partition);
             self.mappings(p, partition);
