@@ -71,8 +71,9 @@ pub struct PerCpu {
     pub dirty: &'static Dirty,
     /// Per partition: the TLB generation this pCPU last invalidated for.
     pub tlb_seen: Vec<AtomicU32>,
-    /// The physical virtual-timer PPI is masked here (see `vgic::mask_timer`).
-    pub timer_masked: AtomicBool,
+    /// The EL1 timer PPIs masked here, one bit per INTID (see
+    /// `vgic::mask_timer`).
+    pub timers_masked: AtomicU32,
     /// Partitions whose watchdog this pCPU watches: those with one whose
     /// vCPU 0 lives here.
     pub watchdogs: Vec<usize>,
@@ -125,7 +126,7 @@ impl PerCpu {
             policy,
             dirty,
             tlb_seen: Vec::new(),
-            timer_masked: AtomicBool::new(false),
+            timers_masked: AtomicU32::new(0),
             watchdogs: Vec::new(),
         }
     }

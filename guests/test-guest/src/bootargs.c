@@ -13,6 +13,8 @@
 #define DEFAULT_KICK_MS 20
 #define DEFAULT_FUZZ_SEED 1
 #define DEFAULT_IPC_N 1000
+#define DEFAULT_PTIMER_MS 5
+#define DEFAULT_PTIMER_ROUNDS 20
 /* Keeps period_ms * CNTFRQ / 1000 far from 64-bit overflow. */
 #define MAX_PERIOD_MS 0xffffffffull
 
@@ -192,6 +194,21 @@ static bool parse_token(const char *tok, u32 n, struct bootargs *a)
 		if (!parse_u64(v, vlen, &num) || num > IRQ_BENCH_MAX)
 			return false;
 		a->irq_bench = num;
+	} else if (KEY("arch")) {
+		if (str_eq_n(v, vlen, "ptimer"))
+			a->arch = ARCH_PTIMER;
+		else if (str_eq_n(v, vlen, "level"))
+			a->arch = ARCH_LEVEL;
+		else
+			return false;
+	} else if (KEY("ptimer_ms")) {
+		if (!parse_u64(v, vlen, &num) || num == 0 || num > 1000)
+			return false;
+		a->ptimer_ms = num;
+	} else if (KEY("ptimer_rounds")) {
+		if (!parse_u64(v, vlen, &num) || num == 0)
+			return false;
+		a->ptimer_rounds = num;
 	} else if (KEY("vcpu-ctl")) {
 		if (!parse_u64(v, vlen, &num) || num > 1)
 			return false;
@@ -476,6 +493,9 @@ void bootargs_parse(const char *cmdline, struct bootargs *a)
 	a->gicd_attack = 0;
 	a->mask_spin_ms = 0;
 	a->irq_bench = 0;
+	a->arch = ARCH_NONE;
+	a->ptimer_ms = DEFAULT_PTIMER_MS;
+	a->ptimer_rounds = DEFAULT_PTIMER_ROUNDS;
 	a->vcpu_ctl = false;
 	a->part_ctl = PART_CTL_NONE;
 	a->target = 0;

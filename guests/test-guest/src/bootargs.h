@@ -43,6 +43,13 @@ enum port_probe_role {
 	PROBE_OTHER,
 };
 
+/* arch=...: an architecture conformance test (conformance.c). */
+enum arch_test {
+	ARCH_NONE = 0,
+	ARCH_PTIMER,	/* the EL1 physical timer and its PPI */
+	ARCH_LEVEL,	/* level-triggered interrupts keep level semantics */
+};
+
 /* acc-fn=...: what the virtual device at acc= computes (accel.c). */
 enum acc_fn {
 	ACC_QAM16 = 0,
@@ -85,6 +92,8 @@ struct bootargs {
 	u32 gicd_attack;		/* an SPI INTID not ours to tamper with */
 	u64 mask_spin_ms;
 	u64 irq_bench;			/* one-shot timer samples */
+	enum arch_test arch;		/* a conformance test (conformance.c) */
+	u64 ptimer_ms, ptimer_rounds;	/* arch=ptimer: each round's delay, and how many */
 	/* Hypercall tests (control.c); 0 leaves each one off. */
 	bool vcpu_ctl;			/* own vCPU 1: start, suspend, resume, halt */
 	enum part_ctl_kind part_ctl;	/* an operation on partition `target` */

@@ -288,7 +288,7 @@ static u32 boot_cpu_index(void)
 static bool wants_gic(void)
 {
 	return (args.timer_hz && args.timer_ticks) || args.sgi || args.lr_overflow ||
-	       args.spi || args.irq_bench || args.vcpu_ctl || args.duty_cycles || args.shm == SHM_READ ||
+	       args.spi || args.irq_bench || args.arch != ARCH_NONE || args.vcpu_ctl || args.duty_cycles || args.shm == SHM_READ ||
 	       args.sample_write || args.sample_read || args.ipc_bench == IPC_BENCH_MEASURE;
 }
 
@@ -324,6 +324,8 @@ static void interrupt_tests(bool gic_ok)
 		irq_bench(args.irq_bench);
 	if (args.duty_cycles)
 		duty_test(args.duty_busy_ms, args.duty_idle_ms, args.duty_cycles);
+	if (args.arch != ARCH_NONE)
+		conformance_test(&dt, &args);
 }
 
 void guest_main(u64 dtb)
