@@ -37,19 +37,37 @@ static void read_gicr_regions(const struct fdt *f, const struct fdt_node *n, str
 /*
  * The timer binding lists the secure physical, non-secure physical, virtual
  * and hypervisor timers, each as a three-cell GIC specifier (type, number,
- * flags): the third one, a PPI, is the virtual timer.
+ * flags): the second one, a PPI, is the EL1 physical timer, the third the
+ * virtual timer.
  */
-static void read_vtimer_intid(const struct fdt *f, const struct fdt_node *n, struct dt_info *info)
+static void read_timer_ppi(const u8 *spec, u32 *intid)
 {
-	u32 len, type, num;
+	u32 type = fdt_be32(spec), num = fdt_be32(spec + 4);
+
+	if (type == 1 && num < 16)
+		*intid = 16 + num;
+}
+
+static void read_timer_intids(const struct fdt *f, const struct fdt_node *n, struct dt_info *info)
+{
+	u32 len;
 	const u8 *p = fdt_prop(f, n, "interrupts", &len);
 
 	if (!p || len < 3 * 12)
 		return;
-	type = fdt_be32(p + 24);
-	num = fdt_be32(p + 28);
-	if (type == 1 && num < 16)
-		info->vtimer_intid = 16 + num;
+	read_timer_ppi(p + 12, &info->ptimer_intid);
+	read_timer_ppi(p + 24, &info->vtimer_intid);
+}
+
+/* The first interrupt of a device node, if it is an SPI: its INTID, else 0. */
+static u32 first_spi(const struct fdt *f, const struct fdt_node *n)
+{
+	u32 len;
+	const u8 *p = fdt_prop(f, n, "interrupts", &len);
+
+	if (!p || len < 12 || fdt_be32(p) != 0 || fdt_be32(p + 4) > 987)
+		return 0;
+	return 32 + fdt_be32(p + 4);
 }
 
 static int first_pass(const struct fdt *f, const struct fdt_node *n, void *ctx)
@@ -119,7 +137,12 @@ static int first_pass(const struct fdt *f, const struct fdt_node *n, void *ctx)
 		read_gicr_regions(f, n, info);
 	}
 	if (fdt_prop_has_string(f, n, "compatible", "arm,armv8-timer"))
-		read_vtimer_intid(f, n, info);
+		read_timer_intids(f, n, info);
+	if (!info->rtc && fdt_prop_has_string(f, n, "compatible", "arm,pl031") &&
+	    fdt_reg(f, n, 0, &addr, &size) && addr) {
+		info->rtc = addr;
+		info->rtc_intid = first_spi(f, n);
+	}
 	return FDT_OK;
 }
 
@@ -173,6 +196,7 @@ bool dt_read(u64 dtb, struct dt_info *info, const char **why)
 	memset(&sc, 0, sizeof(sc));
 	info->partition = "native";
 	info->vtimer_intid = DEFAULT_VTIMER_INTID;
+	info->ptimer_intid = DEFAULT_PTIMER_INTID;
 	sc.info = info;
 
 	err = fdt_init(&f, dtb);

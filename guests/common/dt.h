@@ -7,8 +7,9 @@
 
 #define MAX_MEM 16
 #define MAX_GICR_REGIONS 4
-/* The virtual timer's INTID when the tree has no usable /timer node. */
+/* The timers' INTIDs when the tree has no usable /timer node. */
 #define DEFAULT_VTIMER_INTID 27
+#define DEFAULT_PTIMER_INTID 30
 
 enum psci_method { PSCI_NONE = 0, PSCI_HVC, PSCI_SMC };
 
@@ -32,6 +33,9 @@ struct dt_info {
 	struct mem_region gicr[MAX_GICR_REGIONS];
 	u32 ngicr;
 	u32 vtimer_intid;		/* the third interrupt of the armv8-timer node */
+	u32 ptimer_intid;		/* its second: the EL1 physical timer */
+	u64 rtc;			/* the first arm,pl031 node's base, 0 if none */
+	u32 rtc_intid;			/* its interrupt if an SPI, else 0 */
 };
 
 /*

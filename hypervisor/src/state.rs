@@ -71,8 +71,9 @@ pub struct PerCpu {
     pub dirty: &'static Dirty,
     /// Per partition: the TLB generation this pCPU last invalidated for.
     pub tlb_seen: Vec<AtomicU32>,
-    /// The physical virtual-timer PPI is masked here (see `vgic::mask_timer`).
-    pub timer_masked: AtomicBool,
+    /// The EL1 timer PPIs masked here, one bit per INTID (see
+    /// `vgic::mask_timer`).
+    pub timers_masked: AtomicU32,
     /// The debug registers hold a vCPU's values rather than their reset
     /// state (`partita_core::partition::debug`).
     pub debug_dirty: AtomicBool,
@@ -128,7 +129,7 @@ impl PerCpu {
             policy,
             dirty,
             tlb_seen: Vec::new(),
-            timer_masked: AtomicBool::new(false),
+            timers_masked: AtomicU32::new(0),
             debug_dirty: AtomicBool::new(false),
             watchdogs: Vec::new(),
         }

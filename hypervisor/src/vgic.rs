@@ -1,23 +1,23 @@
 //! Virtual interrupts, from their source to a vCPU's list registers.
 //!
 //! Sources: an SGI from another vCPU of the partition (trapped
-//! ICC_SGI1R_EL1), the running vCPU's virtual timer (physical PPI 27), a
-//! passthrough SPI, or the guest's own ISPENDR writes. Each goes through the
-//! partition's virtual distributor (enabled? which priority?), then into the
-//! target vCPU's queue; the queue is flushed into the list registers every
-//! time that vCPU enters the guest.
+//! ICC_SGI1R_EL1), the running vCPU's EL1 virtual or physical timer
+//! (physical PPIs 27 and 30), a passthrough SPI, or the guest's own ISPENDR
+//! writes. Each goes through the partition's virtual distributor (enabled?
+//! which priority?), then into the target vCPU's queue; the queue is
+//! flushed into the list registers every time that vCPU enters the guest.
 
 use crate::console::log;
 use crate::partition::{Partition, Vcpu};
 use crate::state::{PerCpu, System};
 use crate::trace;
 use core::sync::atomic::Ordering;
-use partita_arch::cpu;
 use partita_arch::platform::{Gic, InterruptController, ListRegisters, Lrs, MAX_LRS};
+use partita_arch::{cpu, timer};
 use partita_core::trace::Kind;
 use partita_core::vgic::lr::{self, Lr, State};
 use partita_core::vgic::regs::{Access, Effect};
-use partita_core::vgic::{sgi_targets, Virq, PRIVATE, VTIMER_INTID};
+use partita_core::vgic::{is_timer, sgi_targets, timer_asserted, Virq, PRIVATE, SPI_BASE, TIMER_INTIDS, VTIMER_INTID};
 
 /// Reports of writes to interrupts a partition does not own are capped per
 /// partition, so a guest probing every INTID cannot flood the console.
@@ -112,22 +112,30 @@ pub fn note_completions(vcpu: &Vcpu) {
     }
 }
 
-/// The virtual timer is level-triggered: when the guest has silenced it
+/// The EL1 timers are level-triggered: when the guest has silenced one
 /// (disabled, masked, or moved the compare value) before taking a listed,
 /// still-pending HW entry, that entry is withdrawn and the physical PPI
 /// deactivated, as the line it stands for has dropped. Without this, a guest
 /// that waits with interrupts masked would find a stale pending timer at
 /// every WFI.
 pub fn resample_timer() {
-    if partita_arch::timer::virtual_timer_asserted() {
-        return;
-    }
-    for n in 0..Lrs::count() {
-        let entry = Lr(Lrs::read(n));
-        if entry.hw() && entry.intid() == VTIMER_INTID && entry.state() == State::Pending {
-            Lrs::write(n, 0);
-            Gic::deactivate(VTIMER_INTID);
+    for intid in TIMER_INTIDS.into_iter().filter(|&intid| !loaded_timer_asserted(intid)) {
+        for n in 0..Lrs::count() {
+            let entry = Lr(Lrs::read(n));
+            if entry.hw() && entry.intid() == intid && entry.state() == State::Pending {
+                Lrs::write(n, 0);
+                Gic::deactivate(intid);
+            }
         }
+    }
+}
+
+/// The line of the loaded vCPU's timer `intid`.
+fn loaded_timer_asserted(intid: u32) -> bool {
+    if intid == VTIMER_INTID {
+        timer::virtual_timer_asserted()
+    } else {
+        timer::physical_timer_asserted()
     }
 }
 
@@ -141,53 +149,86 @@ pub fn has_pending(vcpu: &Vcpu) -> bool {
     listed || vcpu.has_queued()
 }
 
-/// A physical interrupt Partita does not keep for itself: the running
-/// vCPU's timer, or a partition's passthrough SPI. The physical interrupt
-/// stays active until the guest's EOI deactivates it (HW bit).
+/// A physical interrupt Partita does not keep for itself: one of the
+/// running vCPU's timers, or a partition's passthrough SPI. The physical
+/// interrupt stays active until the guest's EOI deactivates it (HW bit).
 pub fn forward(sys: &System, me: &PerCpu, intid: u32, running: Option<&Vcpu>) {
     Gic::drop_priority(intid);
-    if let Some(vcpu) = running.filter(|_| intid == VTIMER_INTID) {
-        if list_directly(me, sys.partition_of(vcpu), vcpu, intid) {
-            return;
-        }
+    if is_timer(intid) {
+        forward_timer(sys, me, intid, running);
+    } else {
+        forward_spi(sys, intid);
     }
-    let target = if intid == VTIMER_INTID { running.map(|v| (v.partition, v.index)) } else { spi_owner(sys, intid) };
-    let delivered = target.is_some_and(|(p, i)| inject(&sys.partitions[p], i, intid, true));
-    if !delivered && intid == VTIMER_INTID {
-        mask_timer(me);
-    } else if !delivered {
+}
+
+/// A timer PPI belongs to the vCPU loaded here. The fast path: with
+/// nothing queued ahead of it and a free list register, it goes straight
+/// there. No duplicate is possible: the physical interrupt stays active,
+/// so it cannot fire again, until the guest completes this one.
+fn forward_timer(sys: &System, me: &PerCpu, intid: u32, running: Option<&Vcpu>) {
+    let Some(vcpu) = running else {
+        mask_timer(me, intid);
+        return;
+    };
+    let Some(priority) = sys.partition_of(vcpu).gic.lock().fire(vcpu.index, intid) else {
+        mask_timer(me, intid);
+        return;
+    };
+    let virq = Virq { intid, priority, hw: true };
+    if !list_now(vcpu, virq) {
+        queue(vcpu, virq);
+    }
+}
+
+/// A passthrough SPI goes to the vCPU its owner routes it to. Disabled
+/// there, nothing is latched: the physical SPI is disabled too (under the
+/// partition's distributor lock, so a concurrent enable by the guest comes
+/// after and wins) and deactivated, and its line, if it is still asserted
+/// when the guest enables it, fires again.
+fn forward_spi(sys: &System, intid: u32) {
+    let Some((p, index)) = spi_owner(sys, intid) else {
         Gic::deactivate(intid);
+        return;
+    };
+    let part = &sys.partitions[p];
+    let fired = {
+        let mut gic = part.gic.lock();
+        let fired = gic.fire(index, intid);
+        if fired.is_none() {
+            Gic::enable_spi(intid, false);
+        }
+        fired
+    };
+    match (fired, part.vcpus.get(index)) {
+        (Some(priority), Some(vcpu)) => queue(vcpu, Virq { intid, priority, hw: true }),
+        _ => Gic::deactivate(intid),
     }
 }
 
 /// The running guest's timer fired while its virtual interrupt is disabled
-/// (it polls CNTV_CTL, say): the fired state is latched for it, and the
-/// level-triggered physical PPI is masked on this pCPU so it does not fire
-/// again and again. It is unmasked when the guest enables the virtual one
-/// or another vCPU comes onto the pCPU.
-fn mask_timer(me: &PerCpu) {
-    Gic::enable_private(VTIMER_INTID, me.index, false);
-    Gic::deactivate(VTIMER_INTID);
-    me.timer_masked.store(true, Ordering::Relaxed);
+/// (it polls CNTx_CTL, say): nothing is latched, as the interrupt is
+/// level-triggered, and the physical PPI is masked on this pCPU so it does
+/// not fire again and again. It is unmasked when the guest enables the
+/// virtual one, firing again only if the line is still asserted, or when
+/// another vCPU comes onto the pCPU.
+fn mask_timer(me: &PerCpu, intid: u32) {
+    Gic::enable_private(intid, me.index, false);
+    Gic::deactivate(intid);
+    me.timers_masked.fetch_or(1 << intid, Ordering::Relaxed);
 }
 
-/// Unmasks the physical timer PPI of this pCPU if [`mask_timer`] masked it.
-pub fn unmask_timer(me: &PerCpu) {
-    if me.timer_masked.swap(false, Ordering::Relaxed) {
-        Gic::enable_private(VTIMER_INTID, me.index, true);
+/// Unmasks a timer PPI of this pCPU if [`mask_timer`] masked it.
+fn unmask_timer(me: &PerCpu, intid: u32) {
+    if me.timers_masked.fetch_and(!(1 << intid), Ordering::Relaxed) & (1 << intid) != 0 {
+        Gic::enable_private(intid, me.index, true);
     }
 }
 
-/// The fast path for the running vCPU's own HW interrupt (its timer): with
-/// nothing queued ahead of it and a free list register, it goes straight
-/// there. No duplicate is possible: the physical interrupt stays active,
-/// so it cannot fire again, until the guest completes this one.
-fn list_directly(me: &PerCpu, part: &Partition, vcpu: &Vcpu, intid: u32) -> bool {
-    let Some(priority) = part.gic.lock().fire(vcpu.index, intid) else {
-        mask_timer(me);
-        return true;
-    };
-    list_now(vcpu, Virq { intid, priority, hw: true })
+/// Unmasks both timer PPIs of this pCPU, for the vCPU coming onto it.
+pub fn unmask_timers(me: &PerCpu) {
+    for intid in TIMER_INTIDS {
+        unmask_timer(me, intid);
+    }
 }
 
 /// Writes `virq` into a free list register of the vCPU running on this
@@ -221,7 +262,7 @@ fn spi_owner(sys: &System, intid: u32) -> Option<(usize, usize)> {
 }
 
 /// Before a vCPU's list registers are saved: a HW-linked private interrupt
-/// (its virtual timer) is active on this pCPU, which the next vCPU shares.
+/// (one of its timers) is active on this pCPU, which the next vCPU shares.
 /// Deactivate it; a still-pending entry is dropped (the timer fires again
 /// when the vCPU is back), an active one stays as a purely virtual entry.
 pub fn release_private_hw(lrs: &mut [u64]) {
@@ -245,15 +286,13 @@ pub fn release_private_hw(lrs: &mut [u64]) {
 /// dropped and deactivated; the timer fires again when the vCPU is back.
 pub fn release_queued_private_hw(vcpu: &Vcpu) {
     let mut queue = vcpu.queue.lock();
-    for intid in 0..PRIVATE {
-        match queue.remove(intid) {
-            Some(virq) if virq.hw => Gic::deactivate(intid),
-            Some(virq) => {
-                let _ = queue.push(virq);
-            }
-            None => {}
+    queue.retain(|virq| {
+        let private_hw = virq.hw && virq.intid < PRIVATE;
+        if private_hw {
+            Gic::deactivate(virq.intid);
         }
-    }
+        !private_hw
+    });
     vcpu.set_queued(!queue.is_empty());
 }
 
@@ -300,20 +339,43 @@ pub fn frame(sys: &System, part: &Partition, ipa: u64) -> Option<Frame> {
 /// A trapped access to the emulated distributor or a redistributor.
 pub fn mmio(me: &PerCpu, part: &Partition, frame: Frame, size: u8, value: Option<u64>) -> u64 {
     let mut effects: heapless::Vec<Effect, 64> = heapless::Vec::new();
+    let line = |vcpu, intid| line_asserted(me, part, vcpu, intid);
     let result = {
         let mut gic = part.gic.lock();
         let mut sink = |effect| {
             let _ = effects.push(effect);
         };
         match frame {
-            Frame::Distributor(offset) => gic.distributor(Access { offset, size, value }, &mut sink),
-            Frame::Redistributor(offset) => gic.redistributor(Access { offset, size, value }, &mut sink),
+            Frame::Distributor(offset) => gic.distributor(Access { offset, size, value }, &mut sink, &line),
+            Frame::Redistributor(offset) => gic.redistributor(Access { offset, size, value }, &mut sink, &line),
         }
     };
     for effect in effects {
         apply(me, part, effect);
     }
     result
+}
+
+/// Whether the physical line behind a partition's interrupt is asserted:
+/// a passthrough SPI's pending state in the physical distributor, or the
+/// condition of one of `vcpu`'s timers. That is read live for the vCPU
+/// loaded here, else from its saved context (a vCPU running on another
+/// pCPU may have moved its timer since it was last saved).
+fn line_asserted(me: &PerCpu, part: &Partition, vcpu: usize, intid: u32) -> bool {
+    if intid >= SPI_BASE {
+        return Gic::spi_pending(intid);
+    }
+    let Some(&target) = part.vcpus.get(vcpu) else { return false };
+    if me.current_vcpu().is_some_and(|running| core::ptr::eq(running, target)) {
+        return loaded_timer_asserted(intid);
+    }
+    let ctx = target.context.lock();
+    let (ctl, cval) = if intid == VTIMER_INTID {
+        (ctx.el1.cntv_ctl, ctx.el1.cntv_cval)
+    } else {
+        (ctx.el1.cntp_ctl, ctx.el1.cntp_cval)
+    };
+    timer_asserted(ctl, cval, timer::counter())
 }
 
 fn apply(me: &PerCpu, part: &Partition, effect: Effect) {
@@ -330,20 +392,23 @@ fn apply(me: &PerCpu, part: &Partition, effect: Effect) {
                 queue(target, Virq { intid, priority, hw: false });
             }
         }
+        // Only a software pending state: a HW entry stands for a physical
+        // interrupt that stays active until the guest completes it.
         Effect::Unpend { vcpu, intid } => {
             if let Some(target) = part.vcpus.get(vcpu) {
-                target.queue.lock().remove(intid);
+                target.queue.lock().retain(|virq| virq.intid != intid || virq.hw);
             }
         }
         // A doorbell or a signal is purely virtual: its physical namesake
         // stays untouched.
         Effect::SpiEnable { intid, .. } | Effect::SpiRoute { intid, .. } if part.virtual_spis.contains(&intid) => {}
         Effect::SpiEnable { intid, enabled } => Gic::enable_spi(intid, enabled),
-        Effect::TimerEnabled { vcpu } => {
-            // Only the vCPU loaded here has its timer PPI on this pCPU.
+        Effect::SpiPending { intid, pending } => Gic::set_spi_pending(intid, pending),
+        Effect::TimerEnabled { vcpu, intid } => {
+            // Only the vCPU loaded here has its timer PPIs on this pCPU.
             let running = me.current_vcpu();
             if running.is_some_and(|v| part.vcpus.get(vcpu).is_some_and(|&target| core::ptr::eq(target, v))) {
-                unmask_timer(me);
+                unmask_timer(me, intid);
             }
         }
         Effect::SpiRoute { intid, vcpu } => {

@@ -34,6 +34,8 @@ pub struct El1Context {
     pub cntkctl: u64,
     pub cntv_ctl: u64,
     pub cntv_cval: u64,
+    pub cntp_ctl: u64,
+    pub cntp_cval: u64,
     /// VMPIDR_EL2: the MPIDR the guest reads.
     pub vmpidr: u64,
 }
@@ -74,9 +76,12 @@ impl El1Context {
         self.cntkctl = read_sysreg!("cntkctl_el1");
         self.cntv_ctl = read_sysreg!("cntv_ctl_el0");
         self.cntv_cval = read_sysreg!("cntv_cval_el0");
+        self.cntp_ctl = read_sysreg!("cntp_ctl_el0");
+        self.cntp_cval = read_sysreg!("cntp_cval_el0");
         self.vmpidr = read_sysreg!("vmpidr_el2");
-        // A descheduled vCPU's timer must not fire into the next one.
+        // A descheduled vCPU's timers must not fire into the next one.
         write_sysreg!("cntv_ctl_el0", 0);
+        write_sysreg!("cntp_ctl_el0", 0);
     }
 
     /// Loads this vCPU's EL1 state into the hardware.
@@ -106,6 +111,8 @@ impl El1Context {
         write_sysreg!("cntkctl_el1", self.cntkctl);
         write_sysreg!("cntv_cval_el0", self.cntv_cval);
         write_sysreg!("cntv_ctl_el0", self.cntv_ctl);
+        write_sysreg!("cntp_cval_el0", self.cntp_cval);
+        write_sysreg!("cntp_ctl_el0", self.cntp_ctl);
         write_sysreg!("vmpidr_el2", self.vmpidr);
     }
 }

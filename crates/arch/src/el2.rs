@@ -84,10 +84,11 @@ pub fn init_cpu() {
     crate::context::DebugContext::RESET.restore();
     // CPTR_EL2: RES1 bits, FP/SIMD not trapped, trace trapped (TTA).
     write_sysreg!("cptr_el2", 0x33ff | (1 << 20));
-    // CNTHCTL_EL2: EL1PCTEN set, EL1PCEN clear. The physical counter stays
+    // CNTHCTL_EL2: EL1PCTEN and EL1PCEN set. The physical counter stays
     // readable (Linux's boot protocol asks for it, and it is the same counter
-    // the virtual one shows); the EL1 physical timer is Partita's and traps.
-    write_sysreg!("cnthctl_el2", 1);
+    // the virtual one shows); the EL1 physical timer is the loaded vCPU's,
+    // like the virtual one, since Partita's own tick is the EL2 timer.
+    write_sysreg!("cnthctl_el2", 0b11);
     write_sysreg!("cntvoff_el2", 0);
     write_sysreg!("vpidr_el2", read_sysreg!("midr_el1"));
     crate::cpu::isb();

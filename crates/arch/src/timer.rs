@@ -1,4 +1,5 @@
-//! The EL2 physical timer (CNTHP): Partita's scheduling tick.
+//! The EL2 physical timer (CNTHP): Partita's scheduling tick. The EL1
+//! timers (virtual and physical) belong to the loaded vCPU.
 
 use crate::cpu::write_sysreg;
 use crate::read_sysreg;
@@ -19,6 +20,12 @@ pub fn counter() -> u64 {
 /// enabled, not masked, condition met (CNTV_CTL_EL0 ENABLE, IMASK, ISTATUS).
 pub fn virtual_timer_asserted() -> bool {
     read_sysreg!("cntv_ctl_el0") & 0b111 == 0b101
+}
+
+/// True while the loaded guest's EL1 physical timer asserts its interrupt
+/// (CNTP_CTL_EL0 ENABLE, IMASK, ISTATUS).
+pub fn physical_timer_asserted() -> bool {
+    read_sysreg!("cntp_ctl_el0") & 0b111 == 0b101
 }
 
 /// Fires the hypervisor timer interrupt after `ticks` counter ticks.

@@ -14,6 +14,8 @@
 #define DEFAULT_FUZZ_SEED 1
 #define DEFAULT_IPC_N 1000
 #define DEFAULT_ARCH_ROUNDS 40
+#define DEFAULT_PTIMER_MS 5
+#define DEFAULT_PTIMER_ROUNDS 20
 /* Keeps period_ms * CNTFRQ / 1000 far from 64-bit overflow. */
 #define MAX_PERIOD_MS 0xffffffffull
 
@@ -116,6 +118,8 @@ const char *arch_test_name(enum arch_test t)
 	if (t == ARCH_PMU) return "pmu";
 	if (t == ARCH_DEBUG) return "debug";
 	if (t == ARCH_DEBUG_KEEP) return "debug-keep";
+	if (t == ARCH_PTIMER) return "ptimer";
+	if (t == ARCH_LEVEL) return "level";
 	return "none";
 }
 
@@ -123,7 +127,7 @@ static bool parse_arch(const char *v, u32 n, enum arch_test *t)
 {
 	enum arch_test c;
 
-	for (c = ARCH_ABORT; c <= ARCH_DEBUG_KEEP; c++) {
+	for (c = ARCH_ABORT; c <= ARCH_LEVEL; c++) {
 		if (str_eq_n(v, n, arch_test_name(c))) {
 			*t = c;
 			return true;
@@ -216,6 +220,14 @@ static bool parse_token(const char *tok, u32 n, struct bootargs *a)
 		if (!parse_u64(v, vlen, &num) || num > IRQ_BENCH_MAX)
 			return false;
 		a->irq_bench = num;
+	} else if (KEY("ptimer_ms")) {
+		if (!parse_u64(v, vlen, &num) || num == 0 || num > 1000)
+			return false;
+		a->ptimer_ms = num;
+	} else if (KEY("ptimer_rounds")) {
+		if (!parse_u64(v, vlen, &num) || num == 0)
+			return false;
+		a->ptimer_rounds = num;
 	} else if (KEY("vcpu-ctl")) {
 		if (!parse_u64(v, vlen, &num) || num > 1)
 			return false;
@@ -511,6 +523,8 @@ void bootargs_parse(const char *cmdline, struct bootargs *a)
 	a->gicd_attack = 0;
 	a->mask_spin_ms = 0;
 	a->irq_bench = 0;
+	a->ptimer_ms = DEFAULT_PTIMER_MS;
+	a->ptimer_rounds = DEFAULT_PTIMER_ROUNDS;
 	a->vcpu_ctl = false;
 	a->part_ctl = PART_CTL_NONE;
 	a->target = 0;

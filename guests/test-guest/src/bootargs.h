@@ -59,7 +59,8 @@ enum acc_moment {
 	ACC_AT_READY,		/* before it waits for its turn (acc-wait) */
 };
 
-/* arch=...: which architecture conformance test runs (arch.c). */
+/* arch=...: which architecture conformance test runs (arch.c; the timer
+ * and interrupt ones in conformance.c). */
 enum arch_test {
 	ARCH_NONE = 0,
 	ARCH_ABORT,		/* synchronous external aborts, handled */
@@ -67,6 +68,8 @@ enum arch_test {
 	ARCH_PMU,		/* the ID registers: no PMU advertised */
 	ARCH_DEBUG,		/* breakpoint, single step, watchpoint */
 	ARCH_DEBUG_KEEP,	/* the debug registers keep their values */
+	ARCH_PTIMER,		/* the EL1 physical timer and its PPI */
+	ARCH_LEVEL,		/* level-triggered interrupts keep level semantics */
 };
 
 /* No channel: acc-wait and acc-tell are off. */
@@ -95,6 +98,7 @@ struct bootargs {
 	u32 gicd_attack;		/* an SPI INTID not ours to tamper with */
 	u64 mask_spin_ms;
 	u64 irq_bench;			/* one-shot timer samples */
+	u64 ptimer_ms, ptimer_rounds;	/* arch=ptimer: each round's delay, and how many */
 	/* Hypercall tests (control.c); 0 leaves each one off. */
 	bool vcpu_ctl;			/* own vCPU 1: start, suspend, resume, halt */
 	enum part_ctl_kind part_ctl;	/* an operation on partition `target` */

@@ -33,6 +33,11 @@ bool irq_setup_ping_receiver(void);
 u32 sgi_pings(u32 cpu);
 void sgi_ping(u64 aff);
 
+/* Architecture conformance, arch=... (conformance.c). */
+void conformance_test(const struct dt_info *dt, const struct bootargs *a);
+/* Its interrupts, from the IRQ handler: true if intid was one of them. */
+bool conformance_irq(u32 intid, u64 now);
+
 /* Hypercall tests (control.c). */
 void vcpu_ctl_test(const struct dt_info *dt);
 __attribute__((noreturn)) void vcpu_ctl_secondary(void);

@@ -56,7 +56,9 @@ void irq_handler(u64 now)
 
 		if (intid >= GIC_SPECIAL_INTID)
 			break;
-		if (intid == vtimer_intid)
+		if (conformance_irq(intid, now)) {
+			/* Counted there; it may claim the virtual timer too. */
+		} else if (intid == vtimer_intid)
 			timer_irq(now);
 		else if ((intid == SGI_PING || intid == SGI_PONG) && cpu < MAX_CPUS)
 			sgi_rx[cpu][intid]++;

@@ -284,10 +284,16 @@ static u32 boot_cpu_index(void)
 	return 0;
 }
 
+/* arch=ptimer and arch=level are interrupt tests (conformance.c). */
+static bool timer_conformance(enum arch_test t)
+{
+	return t == ARCH_PTIMER || t == ARCH_LEVEL;
+}
+
 static bool wants_gic(void)
 {
 	return (args.timer_hz && args.timer_ticks) || args.sgi || args.lr_overflow ||
-	       args.spi || args.irq_bench || args.vcpu_ctl || args.duty_cycles || args.shm == SHM_READ ||
+	       args.spi || args.irq_bench || timer_conformance(args.arch) || args.vcpu_ctl || args.duty_cycles || args.shm == SHM_READ ||
 	       args.sample_write || args.sample_read || args.ipc_bench == IPC_BENCH_MEASURE;
 }
 
@@ -323,6 +329,8 @@ static void interrupt_tests(bool gic_ok)
 		irq_bench(args.irq_bench);
 	if (args.duty_cycles)
 		duty_test(args.duty_busy_us, args.duty_idle_us, args.duty_cycles);
+	if (timer_conformance(args.arch))
+		conformance_test(&dt, &args);
 }
 
 void guest_main(u64 dtb)
@@ -386,7 +394,7 @@ void guest_main(u64 dtb)
 		count_test(&args);
 	if (args.acc)
 		accel_test(&dt, &args);
-	if (args.arch != ARCH_NONE)
+	if (args.arch != ARCH_NONE && !timer_conformance(args.arch))
 		arch_test(&dt, &args);
 	tick_loop();
 	if (args.end_reset) {

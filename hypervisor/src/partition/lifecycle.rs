@@ -176,13 +176,15 @@ pub fn first_boot(part: &Partition, data: &[u8]) {
 
 /// Virtual devices start afresh (distributor, console); its devices'
 /// physical interrupts stay quiet until the guest enables them again in
-/// its fresh distributor.
+/// its fresh distributor, and a pending state its last run set through
+/// ISPENDR does not outlive it.
 fn reset_devices(part: &Partition) {
     *part.gic.lock() = super::virtual_gic(&part.config, &part.virtual_spis);
     *part.console.lock() = Console { uart: Pl011::new(), line: LineBuffer::new() };
     for device in &part.config.devices {
         for interrupt in &device.interrupts {
             Gic::enable_spi(interrupt.intid, false);
+            Gic::set_spi_pending(interrupt.intid, false);
         }
     }
 }

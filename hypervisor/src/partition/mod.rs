@@ -468,8 +468,7 @@ fn budget_meter(budget: model::Budget) -> BudgetMeter {
 /// routed to vCPU 0.
 fn virtual_gic(config: &model::Partition, virtual_spis: &[u32]) -> PartitionGic {
     let devices = config.devices.iter().flat_map(|d| d.interrupts.iter().map(|i| (i.intid, i.vcpu as usize)));
-    let spis: Vec<(u32, usize)> = devices.chain(virtual_spis.iter().map(|&intid| (intid, 0))).collect();
-    PartitionGic::new(config.vcpus.len(), &spis)
+    PartitionGic::new(config.vcpus.len(), &devices.collect::<Vec<_>>(), virtual_spis)
 }
 
 fn build_stage2(vmid: u16, config: &model::Partition, shared: &Shared) -> Stage2Table {

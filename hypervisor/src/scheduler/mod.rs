@@ -8,8 +8,8 @@
 //!
 //! One EL2 timer serves every deadline: the quantum (armed only when a peer
 //! of the same priority could run), the end of a cyclic slot, the wake-up
-//! of vCPUs that wait in WFI for their virtual timer while they are off the
-//! pCPU, watchdogs and budgets.
+//! of vCPUs that wait in WFI for one of their EL1 timers while they are off
+//! the pCPU, watchdogs and budgets.
 
 pub mod cyclic;
 pub mod fixed;
@@ -23,7 +23,7 @@ use crate::{health, trace, vgic};
 use core::sync::atomic::Ordering;
 use partita_arch::context::DebugContext;
 use partita_arch::exception::{enter_guest, Regs};
-use partita_arch::platform::{self, Gic, InterruptController, HYP_TIMER_INTID, MAINTENANCE_INTID};
+use partita_arch::platform::{self, Gic, InterruptController, HYP_TIMER_INTID, MAINTENANCE_INTID, PTIMER_INTID};
 use partita_arch::{cpu, el2, stage2, timer};
 use partita_core::partition::debug::Ownership;
 use partita_core::partition::lifecycle::RunState;
@@ -31,7 +31,7 @@ use partita_core::partition::vcpu::{Op, State};
 use partita_core::scheduler::decide;
 use partita_core::time::ticks_to_us;
 use partita_core::trace::{Kind, OutReason};
-use partita_core::vgic::VTIMER_INTID;
+use partita_core::vgic::{timer_armed, TIMER_INTIDS, VTIMER_INTID};
 
 /// Runs vCPUs on `me` forever.
 pub fn run(sys: &'static System, me: &'static PerCpu) -> ! {
@@ -119,10 +119,12 @@ fn switch_to(sys: &'static System, me: &'static PerCpu, slot: usize) -> ! {
         // Only its own pCPU enters it; a concurrent suspend or halt wins.
         let _ = vcpu.apply(Op::Enter);
     }
-    // Every link of a vCPU to this pCPU's timer PPI was released when it
+    // Every link of a vCPU to this pCPU's timer PPIs was released when it
     // left, so an activation still here is stale; left alone, it would keep
     // the incoming vCPU's timer from ever firing.
-    Gic::deactivate(VTIMER_INTID);
+    for intid in TIMER_INTIDS {
+        Gic::deactivate(intid);
+    }
     let regs = {
         let ctx = vcpu.context.lock();
         ctx.el1.restore();
@@ -141,7 +143,7 @@ fn switch_to(sys: &'static System, me: &'static PerCpu, slot: usize) -> ! {
     if let Some(meter) = &vcpu.budget {
         meter.lock().enter(timer::counter());
     }
-    vgic::unmask_timer(me);
+    vgic::unmask_timers(me);
     vgic::flush(vcpu);
     arm_timer(sys, me, Some(slot));
     if let Policy::Cyclic(state) = &me.policy {
@@ -237,15 +239,16 @@ pub fn overran(vcpu: &Vcpu) -> Option<(u64, u64)> {
     meter.overrun(now).then(|| (now, ticks_to_us(meter.used(now), platform::counter_frequency())))
 }
 
-/// When a vCPU that is off its pCPU must wake: its virtual timer's compare
-/// value (enabled and not masked), or the deadline of the port call it is
-/// parked in, whichever comes first.
+/// When a vCPU that is off its pCPU must wake: the compare value of its
+/// virtual or physical timer (enabled and not masked; both count the
+/// physical counter, as CNTVOFF_EL2 is 0), or the deadline of the port call
+/// it is parked in, whichever comes first.
 fn timer_deadline(vcpu: &Vcpu) -> Option<u64> {
     let ctx = vcpu.context.lock();
-    let enabled_unmasked = ctx.el1.cntv_ctl & 0b11 == 0b01;
-    let timer = enabled_unmasked.then_some(ctx.el1.cntv_cval);
+    let timers = [(ctx.el1.cntv_ctl, ctx.el1.cntv_cval), (ctx.el1.cntp_ctl, ctx.el1.cntp_cval)];
     drop(ctx);
-    timer.into_iter().chain(vcpu.wake_at()).min()
+    let armed = timers.into_iter().filter(|&(ctl, _)| timer_armed(ctl)).map(|(_, cval)| cval);
+    armed.chain(vcpu.wake_at()).min()
 }
 
 /// The vCPUs in WFI that `me` wakes: those here, not migrated away.
@@ -253,7 +256,7 @@ fn waiting_here<'a>(me: &'a PerCpu) -> impl Iterator<Item = &'static Vcpu> + 'a 
     me.vcpus.iter().copied().filter(|v| v.is_waiting() && v.pcpu() == me.index)
 }
 
-/// Waiting vCPUs whose virtual timer has expired become runnable; the timer
+/// Waiting vCPUs whose timer has expired become runnable; the timer
 /// interrupt itself arrives once they are back on the pCPU.
 pub fn wake_due_timers(me: &PerCpu) {
     let now = timer::counter();
@@ -303,7 +306,7 @@ pub fn drain_interrupts(sys: &System, me: &PerCpu, running: Option<&Vcpu>) -> bo
                 timer_fired = true;
                 Gic::end(intid);
             }
-            VTIMER_INTID | 32.. => vgic::forward(sys, me, intid, running),
+            VTIMER_INTID | PTIMER_INTID | 32.. => vgic::forward(sys, me, intid, running),
             MAINTENANCE_INTID => {
                 if let Some(vcpu) = running {
                     vgic::refill(vcpu);

@@ -42,14 +42,14 @@ fn a_logged_fault_lets_the_partition_go_on_and_the_default_halts() {
     );
 }
 
-/// `forbidden = "restart"`: a forbidden system-register access restarts the
-/// partition from its images, again at every fault, while a bystander
-/// keeps ticking; each restart is in hm.log.
+/// `forbidden = "restart"`: a forbidden instruction (an SMC that is not a
+/// PSCI call) restarts the partition from its images, again at every
+/// fault, while a bystander keeps ticking; each restart is in hm.log.
 #[test]
 fn a_restart_policy_restarts_the_partition_each_time() {
     let restart = RawHealth { forbidden: Some(RawAction::Restart), ..RawHealth::default() };
     let parts = [
-        part("flaky", &[1], "ticks=3 period_ms=50 misbehave=sysreg at=2").health(restart),
+        part("flaky", &[1], "ticks=3 period_ms=50 misbehave=smc at=2").health(restart),
         part("steady", &[2], "ticks=0 period_ms=100"),
     ];
     let boot = boot_with("qemu-hm-restart", &machine(parts), RunOptions { seconds: Some(8), ..RunOptions::default() });

@@ -8,7 +8,7 @@ use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU64, Ordering};
 use spin::{Mutex, Once};
 
-use super::{InterruptController, HYP_TIMER_INTID, KICK_SGI, MAINTENANCE_INTID, VTIMER_INTID};
+use super::{InterruptController, HYP_TIMER_INTID, KICK_SGI, MAINTENANCE_INTID, PTIMER_INTID, VTIMER_INTID};
 use partita_core::config::model;
 /// Priority of Partita's own interrupts; forwarded ones get theirs from
 /// their partition's criticality.
@@ -16,6 +16,9 @@ const OWN_PRIORITY: u8 = 0x80;
 /// ICC_CTLR_EL1.EOImode: an EOI only drops the running priority;
 /// deactivation is separate, so a guest can deactivate what it was given.
 const EOI_MODE_SPLIT: u64 = 1 << 1;
+/// GICD_ISPENDR<n> and GICD_ICPENDR<n>, which the driver does not cover.
+const GICD_ISPENDR: u64 = 0x200;
+const GICD_ICPENDR: u64 = 0x280;
 
 /// The driver holds raw MMIO pointers; one lock serialises all users.
 struct Shared(Driver<'static>);
@@ -27,6 +30,8 @@ unsafe impl Send for Shared {}
 
 static GIC: Once<Mutex<Shared>> = Once::new();
 static MPIDRS: [AtomicU64; crate::MAX_CPUS] = [const { AtomicU64::new(u64::MAX) }; crate::MAX_CPUS];
+/// The distributor's base, for the registers the driver does not cover.
+static GICD_BASE: AtomicU64 = AtomicU64::new(0);
 
 pub struct GicV3;
 
@@ -45,6 +50,7 @@ impl InterruptController for GicV3 {
         };
         let mut gic = Shared(gic);
         gic.0.setup(0);
+        GICD_BASE.store(gicd, Ordering::Relaxed);
         GIC.call_once(|| Mutex::new(gic));
         Self::init_cpu(0);
     }
@@ -58,7 +64,7 @@ impl InterruptController for GicV3 {
         if cpu != 0 {
             gic.0.init_cpu(cpu);
         }
-        let own = [KICK_SGI, HYP_TIMER_INTID, MAINTENANCE_INTID, VTIMER_INTID];
+        let own = [KICK_SGI, HYP_TIMER_INTID, MAINTENANCE_INTID, VTIMER_INTID, PTIMER_INTID];
         for intid in own.map(intid_of) {
             let _ = gic.0.set_interrupt_priority(intid, Some(cpu), OWN_PRIORITY);
             let _ = gic.0.enable_interrupt(intid, Some(cpu), true);
@@ -112,6 +118,26 @@ impl InterruptController for GicV3 {
         let _ = gic.0.enable_interrupt(intid_of(intid), None, enable);
     }
 
+    /// Reads the SPI's bit of GICD_ISPENDR, which for a level interrupt
+    /// includes its asserted line.
+    fn spi_pending(intid: u32) -> bool {
+        let _gic = GIC.get().expect("GIC not initialised").lock();
+        let word = pending_word(GICD_ISPENDR, intid);
+        // SAFETY: the word lies in the distributor frame, mapped as device
+        // memory at EL2; the GIC lock serialises it with the driver.
+        let bits = unsafe { core::ptr::read_volatile(word) };
+        bits & (1 << (intid % 32)) != 0
+    }
+
+    /// Writes the SPI's bit of GICD_ISPENDR or GICD_ICPENDR.
+    fn set_spi_pending(intid: u32, pending: bool) {
+        let _gic = GIC.get().expect("GIC not initialised").lock();
+        let word = pending_word(if pending { GICD_ISPENDR } else { GICD_ICPENDR }, intid);
+        // SAFETY: as in `spi_pending`; writing one bit changes only that
+        // interrupt's pending latch.
+        unsafe { core::ptr::write_volatile(word, 1 << (intid % 32)) };
+    }
+
     /// Routes an SPI to physical CPU `cpu`.
     fn route_spi(intid: u32, cpu: usize) {
         let mpidr = MPIDRS[cpu].load(Ordering::Relaxed);
@@ -134,6 +160,11 @@ impl InterruptController for GicV3 {
         };
         let _ = GicCpuInterface::send_sgi(IntId::sgi(KICK_SGI), target, SgiTargetGroup::CurrentGroup1);
     }
+}
+
+/// The distributor word of the bank at `bank` that holds `intid`'s bit.
+fn pending_word(bank: u64, intid: u32) -> *mut u32 {
+    (GICD_BASE.load(Ordering::Relaxed) + bank + 4 * u64::from(intid / 32)) as *mut u32
 }
 
 const fn intid_of(raw: u32) -> IntId {

@@ -35,8 +35,8 @@ pub const KICK_SGI: u32 = 0;
 pub const MAINTENANCE_INTID: u32 = 25;
 /// The EL2 physical timer (CNTHP).
 pub const HYP_TIMER_INTID: u32 = 26;
-/// The EL1 virtual timer: it belongs to the running vCPU.
-pub use partita_core::vgic::VTIMER_INTID;
+/// The EL1 virtual and physical timers: they belong to the running vCPU.
+pub use partita_core::vgic::{PTIMER_INTID, VTIMER_INTID};
 /// The most list registers any supported virtual interface has that
 /// Partita uses.
 pub const MAX_LRS: usize = 16;
@@ -83,6 +83,11 @@ pub trait InterruptController {
     fn enable_private(intid: u32, cpu: usize, enable: bool);
     /// Enables or disables a passthrough SPI, following its guest.
     fn enable_spi(intid: u32, enable: bool);
+    /// A passthrough SPI's pending state: its latch or its asserted line.
+    fn spi_pending(intid: u32) -> bool;
+    /// Sets or clears a passthrough SPI's pending latch, following its guest
+    /// (a level line still asserted keeps it pending).
+    fn set_spi_pending(intid: u32, pending: bool);
     fn route_spi(intid: u32, cpu: usize);
     /// Sends [`KICK_SGI`] to physical CPU `cpu`.
     fn kick(cpu: usize);

@@ -5,8 +5,8 @@
 //! registers until a vCPU first touches them (then they are its own, and
 //! switched with it), the performance monitors (per-core state that would
 //! leak between partitions sharing a core: hidden, so UNDEFINED),
-//! ACTLR_EL1, the EL1 physical timer (Partita's own), and
-//! implementation-defined registers.
+//! ACTLR_EL1 and implementation-defined registers. The EL1 timers do not
+//! trap: they are the loaded vCPU's.
 
 use crate::config::model::Range;
 use crate::trap::esr::SysReg;
@@ -117,11 +117,8 @@ mod tests {
     }
 
     #[test]
-    fn physical_timer_and_impdef_are_forbidden() {
-        assert_eq!(policy(&SysReg::new(3, 3, 14, 2, 1), true), Policy::Forbidden); // CNTP_CTL_EL0
-        assert_eq!(policy(&SysReg::new(3, 3, 14, 2, 0), false), Policy::Forbidden); // CNTP_TVAL_EL0
-        assert_eq!(policy(&SysReg::new(3, 1, 15, 2, 0), true), Policy::Forbidden);
-        // CPUACTLR_EL1
+    fn impdef_is_forbidden() {
+        assert_eq!(policy(&SysReg::new(3, 1, 15, 2, 0), true), Policy::Forbidden); // CPUACTLR_EL1
     }
 
     #[test]

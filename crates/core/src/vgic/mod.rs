@@ -16,7 +16,17 @@ pub mod regs;
 
 #[cfg(test)]
 mod tests {
-    use super::sgi_targets;
+    use super::{is_timer, sgi_targets, timer_asserted};
+
+    #[test]
+    fn a_timer_line_needs_enable_no_mask_and_its_deadline() {
+        assert!(timer_asserted(0b001, 100, 100));
+        assert!(!timer_asserted(0b001, 100, 99), "before its compare value");
+        assert!(!timer_asserted(0b011, 100, 200), "masked");
+        assert!(!timer_asserted(0b000, 100, 200), "disabled");
+        assert!(timer_asserted(0b101, 100, 200), "a stale ISTATUS bit does not matter");
+        assert!(is_timer(27) && is_timer(30) && !is_timer(26) && !is_timer(29));
+    }
 
     #[test]
     fn sgi_targets_by_list_and_to_all_others() {
@@ -33,10 +43,33 @@ pub const SPI_BASE: u32 = 32;
 pub const PRIVATE: u32 = 32;
 /// The EL1 virtual timer's PPI.
 pub const VTIMER_INTID: u32 = 27;
+/// The EL1 (non-secure) physical timer's PPI.
+pub const PTIMER_INTID: u32 = 30;
+/// The EL1 timers a vCPU owns while it is loaded; their PPIs are the
+/// physical ones of its pCPU, forwarded with the HW bit.
+pub const TIMER_INTIDS: [u32; 2] = [VTIMER_INTID, PTIMER_INTID];
 /// The GIC maintenance interrupt (PPI 9).
 pub const MAINTENANCE_INTID: u32 = 25;
 /// Priority a virtual interrupt has until the guest sets one.
 pub const DEFAULT_PRIORITY: u8 = 0xa0;
+
+/// True for the PPI of one of a vCPU's EL1 timers.
+pub const fn is_timer(intid: u32) -> bool {
+    intid == VTIMER_INTID || intid == PTIMER_INTID
+}
+
+/// An EL1 timer whose CNTx_CTL is enabled and not masked raises its
+/// interrupt once the counter reaches CNTx_CVAL.
+pub const fn timer_armed(ctl: u64) -> bool {
+    ctl & 0b11 == 0b01
+}
+
+/// Whether a timer with these CTL and CVAL asserts its interrupt line at
+/// counter value `now`: what ISTATUS would show, for a timer that is not
+/// loaded. Both timers count the physical counter (CNTVOFF_EL2 is 0).
+pub const fn timer_asserted(ctl: u64, cval: u64, now: u64) -> bool {
+    timer_armed(ctl) && now >= cval
+}
 
 /// The SGI and the vCPUs an ICC_SGI1R_EL1 value names, as a bit mask.
 /// Partita gives vCPU `i` the affinity 0.0.0.i, so only Aff0 targets with

@@ -46,6 +46,11 @@ impl Queue {
         Some(self.entries.swap_remove(index))
     }
 
+    /// Keeps only the entries `keep` accepts.
+    pub fn retain(&mut self, keep: impl FnMut(&Virq) -> bool) {
+        self.entries.retain(keep);
+    }
+
     pub fn contains(&self, intid: u32) -> bool {
         self.entries.iter().any(|e| e.intid == intid)
     }
@@ -96,5 +101,15 @@ mod tests {
         }
         assert_eq!(q.push(virq(999, 0)), Err(Overflow(999)));
         assert!(q.contains(7));
+    }
+
+    #[test]
+    fn retain_drops_what_it_rejects() {
+        let mut q = Queue::new();
+        q.push(virq(27, 0x80)).unwrap();
+        q.push(Virq { intid: 30, priority: 0x80, hw: true }).unwrap();
+        q.push(virq(40, 0x80)).unwrap();
+        q.retain(|v| !v.hw);
+        assert!(q.contains(27) && !q.contains(30) && q.contains(40));
     }
 }

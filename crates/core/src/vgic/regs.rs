@@ -5,11 +5,14 @@
 //! an interrupt it does not own is reported.
 //!
 //! Pending and active state lives in the vCPUs' queues and list registers,
-//! not here: reads of ISPENDR/ISACTIVER report what was latched while the
-//! interrupt was disabled, and writes become [`Effect`]s the hypervisor
-//! carries out.
+//! not here. An interrupt backed by a physical line (a timer PPI, a
+//! passthrough SPI) keeps level semantics: its pending state is the line's,
+//! so it is never latched while disabled, and ISPENDR reads ask the
+//! hypervisor for the line. Purely virtual ones (SGIs, doorbells, signals)
+//! are latched while disabled and delivered once enabled. ISACTIVER reads
+//! as zero, and writes become [`Effect`]s the hypervisor carries out.
 
-use super::{DEFAULT_PRIORITY, PRIVATE, SPI_BASE};
+use super::{is_timer, DEFAULT_PRIORITY, PRIVATE, PTIMER_INTID, SPI_BASE, VTIMER_INTID};
 use alloc::vec::Vec;
 
 /// Size of one vCPU's redistributor (RD_base and SGI_base frames).
@@ -33,13 +36,18 @@ pub struct IrqConfig {
     pub group1: bool,
     /// Edge-triggered (ICFGR 0b10) rather than level.
     pub edge: bool,
-    /// Became pending while disabled: delivered once enabled.
+    /// Backed by a physical interrupt whose own pending state is the truth:
+    /// a level line that has dropped by the time the guest enables the
+    /// interrupt must not be delivered.
+    pub hw: bool,
+    /// Made pending while disabled (by a write to ISPENDR, or for a purely
+    /// virtual interrupt by its source): delivered once enabled.
     pub latched: bool,
 }
 
 impl IrqConfig {
-    const fn reset(edge: bool) -> Self {
-        Self { enabled: false, priority: DEFAULT_PRIORITY, group1: true, edge, latched: false }
+    const fn reset(edge: bool, hw: bool) -> Self {
+        Self { enabled: false, priority: DEFAULT_PRIORITY, group1: true, edge, hw, latched: false }
     }
 }
 
@@ -57,9 +65,27 @@ pub enum Effect {
     SpiEnable { intid: u32, enabled: bool },
     /// An SPI now targets `vcpu`.
     SpiRoute { intid: u32, vcpu: usize },
-    /// `vcpu` enabled its virtual timer interrupt: if its physical twin was
-    /// masked while the virtual one was off, unmask it.
-    TimerEnabled { vcpu: usize },
+    /// Set or clear the pending state of a passthrough SPI's physical twin:
+    /// the physical distributor holds it until the interrupt is enabled and
+    /// taken, as for any level interrupt.
+    SpiPending { intid: u32, pending: bool },
+    /// `vcpu` enabled the interrupt of one of its timers (`intid`): if the
+    /// physical PPI was masked while the virtual one was off, unmask it, so
+    /// that a line still asserted fires again and a dropped one does not.
+    TimerEnabled { vcpu: usize, intid: u32 },
+}
+
+/// Whether the physical line behind a virtual interrupt is asserted, for
+/// reads of its pending state: the hypervisor knows, the distributor does
+/// not.
+pub trait Line {
+    fn asserted(&self, vcpu: usize, intid: u32) -> bool;
+}
+
+impl<F: Fn(usize, u32) -> bool> Line for F {
+    fn asserted(&self, vcpu: usize, intid: u32) -> bool {
+        self(vcpu, intid)
+    }
 }
 
 /// One SPI a partition owns.
@@ -130,15 +156,22 @@ fn bank(offset: u64) -> Option<(Field, u32)> {
 }
 
 impl PartitionGic {
-    /// `spis`: the SPIs the partition owns, each with the vCPU it targets first.
-    pub fn new(vcpus: usize, spis: &[(u32, usize)]) -> Self {
-        let mut private = [IrqConfig::reset(false); PRIVATE as usize];
+    /// `devices`: the passthrough SPIs the partition owns, each with the
+    /// vCPU it targets first; `virtual_spis`: the purely virtual ones
+    /// (doorbells, signals), which target vCPU 0 first.
+    pub fn new(vcpus: usize, devices: &[(u32, usize)], virtual_spis: &[u32]) -> Self {
+        let mut private = [IrqConfig::reset(false, false); PRIVATE as usize];
         for sgi in private.iter_mut().take(16) {
             sgi.edge = true;
         }
+        for timer in [VTIMER_INTID, PTIMER_INTID] {
+            private[timer as usize].hw = true;
+        }
+        let spi = |intid, vcpu, hw| Spi { intid, config: IrqConfig::reset(false, hw), vcpu };
+        let passthrough = devices.iter().map(|&(intid, vcpu)| spi(intid, vcpu, true));
         Self {
             ctlr: 0,
-            spis: spis.iter().map(|&(intid, vcpu)| Spi { intid, config: IrqConfig::reset(false), vcpu }).collect(),
+            spis: passthrough.chain(virtual_spis.iter().map(|&intid| spi(intid, 0, false))).collect(),
             private: (0..vcpus).map(|_| (private, false)).collect(),
         }
     }
@@ -171,19 +204,23 @@ impl PartitionGic {
     }
 
     /// Decides whether an interrupt that fired is delivered now: an enabled
-    /// one returns its priority; a disabled one is latched until enabled.
+    /// one returns its priority. A disabled one is not: a purely virtual
+    /// one is latched until enabled, while one backed by a physical line
+    /// is left to that line (still asserted once enabled, it fires again).
     pub fn fire(&mut self, vcpu: usize, intid: u32) -> Option<u8> {
         let config = self.config_mut(vcpu, intid)?;
         if config.enabled {
             Some(config.priority)
         } else {
-            config.latched = true;
+            config.latched |= !config.hw;
             None
         }
     }
 
-    /// A trapped access to the distributor page.
-    pub fn distributor(&mut self, access: Access, effects: &mut impl FnMut(Effect)) -> u64 {
+    /// A trapped access to the distributor page. `line` says whether the
+    /// physical line behind an interrupt (vCPU, INTID) is asserted; only
+    /// reads of the pending state ask it.
+    pub fn distributor(&mut self, access: Access, effects: &mut impl FnMut(Effect), line: &impl Line) -> u64 {
         let offset = access.offset;
         match (offset, access.value) {
             (0x0000, None) => u64::from(self.ctlr | CTLR_ARE | CTLR_DS),
@@ -198,15 +235,16 @@ impl PartitionGic {
             _ => match bank(offset) {
                 // With affinity routing, the distributor's view of SGIs and
                 // PPIs is reserved: the redistributors own them.
-                Some((field, first)) if first >= SPI_BASE => self.bank_access(0, field, first, access, effects),
+                Some((field, first)) if first >= SPI_BASE => self.bank_access(0, field, first, access, effects, line),
                 _ => 0,
             },
         }
     }
 
     /// A trapped access to the redistributor region; `offset` is from the
-    /// region's base, one [`GICR_FRAME`] per vCPU.
-    pub fn redistributor(&mut self, access: Access, effects: &mut impl FnMut(Effect)) -> u64 {
+    /// region's base, one [`GICR_FRAME`] per vCPU. `line` as for
+    /// [`PartitionGic::distributor`].
+    pub fn redistributor(&mut self, access: Access, effects: &mut impl FnMut(Effect), line: &impl Line) -> u64 {
         let vcpu = (access.offset / GICR_FRAME) as usize;
         if vcpu >= self.private.len() {
             return 0;
@@ -224,7 +262,7 @@ impl PartitionGic {
             }
             (0xffe8, None) => u64::from(PIDR2_GICV3),
             (SGI_BASE.., _) => match bank(local.offset) {
-                Some((field, first)) if first < PRIVATE => self.bank_access(vcpu, field, first, local, effects),
+                Some((field, first)) if first < PRIVATE => self.bank_access(vcpu, field, first, local, effects, line),
                 _ => 0,
             },
             _ => 0,
@@ -259,6 +297,7 @@ impl PartitionGic {
         first: u32,
         access: Access,
         effects: &mut impl FnMut(Effect),
+        line: &impl Line,
     ) -> u64 {
         let bits = field.bits();
         let count = u32::from(access.size) * 8 / bits;
@@ -268,19 +307,21 @@ impl PartitionGic {
             let intid = first + n;
             let shift = n * bits;
             match access.value {
-                None => result |= self.read_field(vcpu, field, intid) << shift,
+                None => result |= self.read_field(vcpu, field, intid, line) << shift,
                 Some(value) => self.write_field(vcpu, field, intid, (value >> shift) & mask, effects),
             }
         }
         result
     }
 
-    fn read_field(&self, vcpu: usize, field: Field, intid: u32) -> u64 {
+    fn read_field(&self, vcpu: usize, field: Field, intid: u32, line: &impl Line) -> u64 {
         let Some(c) = self.config(vcpu, intid) else { return 0 };
         match field {
             Field::Group => u64::from(c.group1),
             Field::SetEnable | Field::ClearEnable => u64::from(c.enabled),
-            Field::SetPending | Field::ClearPending => u64::from(c.latched),
+            Field::SetPending | Field::ClearPending => {
+                u64::from(c.latched || (c.hw && line.asserted(self.target(vcpu, intid), intid)))
+            }
             Field::Active => 0,
             Field::Priority => u64::from(c.priority),
             Field::Config => {
@@ -316,8 +357,8 @@ impl PartitionGic {
                 }
                 if intid >= SPI_BASE {
                     effects(Effect::SpiEnable { intid, enabled: true });
-                } else if intid == super::VTIMER_INTID {
-                    effects(Effect::TimerEnabled { vcpu });
+                } else if is_timer(intid) {
+                    effects(Effect::TimerEnabled { vcpu, intid });
                 }
             }
             Field::ClearEnable if value != 0 => {
@@ -325,6 +366,10 @@ impl PartitionGic {
                 if intid >= SPI_BASE {
                     effects(Effect::SpiEnable { intid, enabled: false });
                 }
+            }
+            // A passthrough SPI's pending state is the physical one's.
+            Field::SetPending | Field::ClearPending if value != 0 && c.hw && intid >= SPI_BASE => {
+                effects(Effect::SpiPending { intid, pending: field == Field::SetPending });
             }
             Field::SetPending if value != 0 => {
                 if c.enabled {
@@ -391,18 +436,29 @@ mod tests {
     }
 
     fn run(gic: &mut PartitionGic, access: Access, redist: bool) -> (u64, Vec<Effect>) {
+        run_with_lines(gic, access, redist, &[])
+    }
+
+    /// `asserted`: the (vCPU, INTID) lines that are high.
+    fn run_with_lines(
+        gic: &mut PartitionGic,
+        access: Access,
+        redist: bool,
+        asserted: &[(usize, u32)],
+    ) -> (u64, Vec<Effect>) {
         let mut effects = vec![];
+        let line = |vcpu, intid| asserted.contains(&(vcpu, intid));
         let value = if redist {
-            gic.redistributor(access, &mut |e| effects.push(e))
+            gic.redistributor(access, &mut |e| effects.push(e), &line)
         } else {
-            gic.distributor(access, &mut |e| effects.push(e))
+            gic.distributor(access, &mut |e| effects.push(e), &line)
         };
         (value, effects)
     }
 
     #[test]
     fn identification_registers() {
-        let mut gic = PartitionGic::new(2, &[(40, 0), (71, 1)]);
+        let mut gic = PartitionGic::new(2, &[(40, 0), (71, 1)], &[]);
         assert_eq!(run(&mut gic, read(0xffe8), false).0, 0x30);
         assert_eq!(run(&mut gic, read(0x0004), false).0 & 0x1f, 2, "ITLinesNumber covers INTID 71");
         assert_eq!(run(&mut gic, read(0x0000), false).0, 0x50, "ARE and DS read as one");
@@ -413,7 +469,7 @@ mod tests {
 
     #[test]
     fn enabling_an_owned_spi_follows_to_the_physical_one() {
-        let mut gic = PartitionGic::new(1, &[(40, 0)]);
+        let mut gic = PartitionGic::new(1, &[(40, 0)], &[]);
         let (_, effects) = run(&mut gic, write(0x104, 1 << 8), false);
         assert_eq!(effects, [Effect::SpiEnable { intid: 40, enabled: true }]);
         assert_eq!(run(&mut gic, read(0x104), false).0, 1 << 8);
@@ -422,7 +478,7 @@ mod tests {
 
     #[test]
     fn unowned_interrupts_read_as_zero_and_only_raising_them_is_reported() {
-        let mut gic = PartitionGic::new(1, &[(40, 0)]);
+        let mut gic = PartitionGic::new(1, &[(40, 0)], &[]);
         // Linux's distributor set-up over INTID 41: disable, clear pending
         // and active, priority, configuration, group, routing.
         let sweep = [
@@ -448,7 +504,7 @@ mod tests {
 
     #[test]
     fn priorities_by_byte_and_by_word() {
-        let mut gic = PartitionGic::new(1, &[(40, 0)]);
+        let mut gic = PartitionGic::new(1, &[(40, 0)], &[]);
         run(&mut gic, Access { offset: 0x400 + 40, size: 1, value: Some(0x30) }, false);
         assert_eq!(run(&mut gic, read(0x400 + 40), false).0, 0x30);
         run(&mut gic, write(SGI_BASE + 0x400 + 8, 0x10_20_30_40), true);
@@ -457,19 +513,54 @@ mod tests {
     }
 
     #[test]
-    fn pending_while_disabled_is_latched_until_enabled() {
-        let mut gic = PartitionGic::new(2, &[]);
-        assert_eq!(gic.fire(1, 27), None);
-        assert_eq!(run(&mut gic, read(GICR_FRAME + SGI_BASE + 0x200), true).0, 1 << 27);
-        let (_, effects) = run(&mut gic, write(GICR_FRAME + SGI_BASE + 0x100, 1 << 27), true);
-        assert_eq!(effects, [Effect::Pend { vcpu: 1, intid: 27 }, Effect::TimerEnabled { vcpu: 1 }]);
-        assert_eq!(gic.fire(1, 27), Some(DEFAULT_PRIORITY));
-        assert_eq!(gic.fire(0, 27), None, "vCPU 0's timer is its own");
+    fn a_virtual_interrupt_pending_while_disabled_is_latched_until_enabled() {
+        let mut gic = PartitionGic::new(2, &[], &[48]);
+        assert_eq!(gic.fire(1, 5), None);
+        assert_eq!(run(&mut gic, read(GICR_FRAME + SGI_BASE + 0x200), true).0, 1 << 5);
+        let (_, effects) = run(&mut gic, write(GICR_FRAME + SGI_BASE + 0x100, 1 << 5), true);
+        assert_eq!(effects, [Effect::Pend { vcpu: 1, intid: 5 }]);
+        assert_eq!(gic.fire(1, 5), Some(DEFAULT_PRIORITY));
+        assert_eq!(gic.fire(0, 5), None, "vCPU 0's SGI is its own");
+        // A doorbell rung while disabled, as well.
+        assert_eq!(gic.fire(0, 48), None);
+        assert_eq!(run(&mut gic, read(0x204), false).0, 1 << 16);
+        assert_eq!(run(&mut gic, write(0x104, 1 << 16), false).1[0], Effect::Pend { vcpu: 0, intid: 48 });
+    }
+
+    #[test]
+    fn a_timer_that_fires_while_disabled_is_left_to_its_line() {
+        let mut gic = PartitionGic::new(2, &[], &[]);
+        for timer in [27, 30] {
+            assert_eq!(gic.fire(1, timer), None);
+            let ispendr0 = read(GICR_FRAME + SGI_BASE + 0x200);
+            assert_eq!(run(&mut gic, ispendr0, true).0, 0, "INTID {timer}: nothing latched, the line is low");
+            let (pending, _) = run_with_lines(&mut gic, ispendr0, true, &[(1, timer)]);
+            assert_eq!(pending, 1 << timer, "the line shows while the interrupt is disabled");
+            let (_, effects) = run(&mut gic, write(GICR_FRAME + SGI_BASE + 0x100, 1 << timer), true);
+            assert_eq!(effects, [Effect::TimerEnabled { vcpu: 1, intid: timer }], "no latched delivery");
+            assert_eq!(gic.fire(1, timer), Some(DEFAULT_PRIORITY));
+        }
+        // The guest's own ISPENDR write is a software pending state, kept.
+        run(&mut gic, write(SGI_BASE + 0x200, 1 << 30), true);
+        let (_, effects) = run(&mut gic, write(SGI_BASE + 0x100, 1 << 30), true);
+        assert_eq!(effects, [Effect::Pend { vcpu: 0, intid: 30 }, Effect::TimerEnabled { vcpu: 0, intid: 30 }]);
+    }
+
+    #[test]
+    fn a_passthrough_spi_keeps_its_pending_state_in_the_physical_gic() {
+        let mut gic = PartitionGic::new(2, &[(34, 1)], &[]);
+        assert_eq!(gic.fire(1, 34), None);
+        assert_eq!(run(&mut gic, read(0x204), false).0, 0, "not latched while disabled");
+        assert_eq!(run_with_lines(&mut gic, read(0x204), false, &[(1, 34)]).0, 1 << 2, "the line, at its vCPU");
+        let (_, effects) = run(&mut gic, write(0x104, 1 << 2), false);
+        assert_eq!(effects, [Effect::SpiEnable { intid: 34, enabled: true }], "no latched delivery");
+        assert_eq!(run(&mut gic, write(0x204, 1 << 2), false).1, [Effect::SpiPending { intid: 34, pending: true }]);
+        assert_eq!(run(&mut gic, write(0x284, 1 << 2), false).1, [Effect::SpiPending { intid: 34, pending: false }]);
     }
 
     #[test]
     fn spi_pending_goes_to_its_routed_vcpu() {
-        let mut gic = PartitionGic::new(2, &[(40, 0)]);
+        let mut gic = PartitionGic::new(2, &[], &[40]);
         let (_, effects) = run(&mut gic, write(0x6000 + 40 * 8, 1), false);
         assert_eq!(effects, [Effect::SpiRoute { intid: 40, vcpu: 1 }]);
         run(&mut gic, write(0x104, 1 << 8), false);
@@ -482,7 +573,7 @@ mod tests {
 
     #[test]
     fn waker_reflects_sleep_requests() {
-        let mut gic = PartitionGic::new(1, &[]);
+        let mut gic = PartitionGic::new(1, &[], &[]);
         run(&mut gic, write(0x14, 0b10), true);
         assert_eq!(run(&mut gic, read(0x14), true).0, 0b110);
         run(&mut gic, write(0x14, 0), true);
@@ -491,7 +582,7 @@ mod tests {
 
     #[test]
     fn distributor_view_of_private_interrupts_is_reserved() {
-        let mut gic = PartitionGic::new(1, &[]);
+        let mut gic = PartitionGic::new(1, &[], &[]);
         let (_, effects) = run(&mut gic, write(0x100, u64::from(u32::MAX)), false);
         assert!(effects.is_empty());
         assert!(!gic.config(0, 5).unwrap().enabled);
