@@ -32,6 +32,9 @@ struct dt_info {
 	struct mem_region gicr[MAX_GICR_REGIONS];
 	u32 ngicr;
 	u32 vtimer_intid;		/* the third interrupt of the armv8-timer node */
+	/* /chosen/kaslr-seed and /chosen/rng-seed, in the tree; NULL if absent. */
+	const u8 *kaslr_seed, *rng_seed;
+	u32 kaslr_seed_len, rng_seed_len;
 };
 
 /*
