@@ -85,6 +85,8 @@ static int first_pass(const struct fdt *f, const struct fdt_node *n, void *ctx)
 		if (s && s[0])
 			info->partition = s;
 		sc->stdout_path = fdt_prop_string(f, n, "stdout-path");
+		info->kaslr_seed = fdt_prop(f, n, "kaslr-seed", &info->kaslr_seed_len);
+		info->rng_seed = fdt_prop(f, n, "rng-seed", &info->rng_seed_len);
 	} else if (n->depth == 1 && fdt_name_is(n, "aliases")) {
 		sc->aliases = *n;
 		sc->aliases.path = NULL;

@@ -36,6 +36,9 @@ struct dt_info {
 	u32 ptimer_intid;		/* its second: the EL1 physical timer */
 	u64 rtc;			/* the first arm,pl031 node's base, 0 if none */
 	u32 rtc_intid;			/* its interrupt if an SPI, else 0 */
+	/* /chosen/kaslr-seed and /chosen/rng-seed, in the tree; NULL if absent. */
+	const u8 *kaslr_seed, *rng_seed;
+	u32 kaslr_seed_len, rng_seed_len;
 };
 
 /*

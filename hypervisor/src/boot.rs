@@ -52,6 +52,8 @@ pub fn primary() -> ! {
     crate::health::log::init(table.system.hypervisor.hm_log_entries);
     let sys = state::publish(build_system(table, data));
     log!("{} partition(s) loaded; boot heap in use: {} KiB", sys.partitions.len(), heap::used() / 1024);
+    let rndr = if cpu::has_rndr() { ", RNDR" } else { "" };
+    log!("device-tree seeds from: build secrets, counter, partition, load count{rndr}");
     crate::vgic::configure_spis(sys);
     start_plans(sys);
     start_secondaries(sys.cpus.len());

@@ -133,3 +133,34 @@ pub fn id_register(crm: u8, op2: u8) -> u64 {
         _ => 0,
     }
 }
+
+/// Whether the CPU implements RNDR (FEAT_RNG): ID_AA64ISAR0_EL1.RNDR,
+/// bits [63:60], non-zero.
+pub fn has_rndr() -> bool {
+    read_sysreg!("id_aa64isar0_el1") >> 60 != 0
+}
+
+/// A 64-bit value from the CPU's random number source (RNDR), or `None`
+/// when the CPU has none or it could not give one in reasonable time.
+pub fn hardware_random() -> Option<u64> {
+    if !has_rndr() {
+        return None;
+    }
+    let value: u64;
+    let failed: u64;
+    // SAFETY: RNDR only returns a value and sets NZCV (Z when it failed),
+    // which the `cset` reads at once; it touches no memory. It is read by
+    // its encoding so the assembler needs no `+rand` feature. Only reached
+    // when ID_AA64ISAR0_EL1 says the register exists, so it cannot be
+    // undefined.
+    unsafe {
+        asm!(
+            "mrs {value}, s3_3_c2_c4_0",
+            "cset {failed}, eq",
+            value = out(reg) value,
+            failed = out(reg) failed,
+            options(nomem, nostack),
+        )
+    };
+    (failed == 0).then_some(value)
+}

@@ -286,6 +286,10 @@ static bool parse_token(const char *tok, u32 n, struct bootargs *a)
 		if (!parse_u64(v, vlen, &num) || num > 1)
 			return false;
 		a->probe_firmware = num == 1;
+	} else if (KEY("print-seed")) {
+		if (!parse_u64(v, vlen, &num) || num > 1)
+			return false;
+		a->print_seed = num == 1;
 	} else if (KEY("chan")) {
 		if (!parse_u64(v, vlen, &num))
 			return false;
@@ -536,6 +540,7 @@ void bootargs_parse(const char *cmdline, struct bootargs *a)
 	a->hm_report = 0;
 	a->bad_hvc = false;
 	a->probe_firmware = false;
+	a->print_seed = false;
 	a->count_ms = 0;
 	a->count_at_ms = 0;
 	a->has_count_at = false;

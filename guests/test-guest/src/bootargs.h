@@ -109,6 +109,7 @@ struct bootargs {
 	u64 hm_report;			/* code + 1 to report to the health monitor */
 	bool bad_hvc;			/* call a hypercall that does not exist */
 	bool probe_firmware;		/* make Linux's SMCCC discovery calls */
+	bool print_seed;		/* print /chosen/kaslr-seed and rng-seed */
 	u64 count_ms;			/* count loop iterations for this long; 0: off */
 	u64 count_at_ms;		/* start counting at this counter time */
 	bool has_count_at;

@@ -36,6 +36,24 @@ static void print_greeting(void)
 		printf("note: only the first %u memory regions are used\n", MAX_MEM);
 }
 
+/* /chosen's seeds as the tree holds them: kaslr-seed a big-endian u64. */
+static void print_seeds(void)
+{
+	u64 kaslr = 0;
+	u32 i;
+
+	if (!dt.kaslr_seed || dt.kaslr_seed_len != 8 || !dt.rng_seed) {
+		printf("seed: none\n");
+		return;
+	}
+	for (i = 0; i < 8; i++)
+		kaslr = kaslr << 8 | dt.kaslr_seed[i];
+	printf("seed: kaslr=0x%016lx rng=", kaslr);
+	for (i = 0; i < dt.rng_seed_len; i++)
+		printf("%02x", dt.rng_seed[i]);
+	printf("\n");
+}
+
 static void print_psci_version(void)
 {
 	s64 v = smccc_call(dt.psci, PSCI_VERSION, 0, 0, 0);
@@ -347,6 +365,8 @@ void guest_main(u64 dtb)
 	write_sysreg(tpidr_el1, boot_cpu_index());
 	print_greeting();
 	bootargs_parse(dt.bootargs, &args);
+	if (args.print_seed)
+		print_seeds();
 	gic_probe(&dt);
 
 	if (args.marker_write) {

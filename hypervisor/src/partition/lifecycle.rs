@@ -13,10 +13,11 @@ use crate::trap::exit::Fault;
 use crate::vgic;
 use core::sync::atomic::Ordering;
 use partita_arch::platform::{self, Gic, InterruptController};
-use partita_arch::{firmware, timer};
+use partita_arch::{cpu, firmware, timer};
 use partita_core::health::Watchdog;
 use partita_core::partition::lifecycle::Change;
 use partita_core::partition::reload::{self, Step};
+use partita_core::partition::seed::{self, Seeds};
 use partita_core::partition::vcpu::{Op, Refused, State};
 use partita_core::time::{ticks_to_us, us_to_ticks};
 use partita_core::trap::vuart::{LineBuffer, Pl011};
@@ -191,9 +192,9 @@ fn reset_devices(part: &Partition) {
 
 /// One bounded step of a reload (`partita_core::partition::reload`): zero
 /// its RAM (nothing of a previous run or of the boot loader stays behind),
-/// copy its images and device tree in, write everything back to memory
-/// for a guest that starts with its caches off. Returns the next cursor,
-/// `None` once done.
+/// copy its images and device tree in, give the tree this load's seeds,
+/// write everything back to memory for a guest that starts with its
+/// caches off. Returns the next cursor, `None` once done.
 fn reload_step(part: &Partition, cursor: u64, data: &[u8]) -> Option<u64> {
     let (step, next) = reload::step(&part.reload_regions, &part.reload_loads, cursor, RELOAD_CHUNK)?;
     match step {
@@ -202,9 +203,30 @@ fn reload_step(part: &Partition, cursor: u64, data: &[u8]) -> Option<u64> {
         Step::Copy { pa, offset, len } => {
             partita_arch::cache::copy_to(pa, &data[offset as usize..(offset + len) as usize])
         }
+        Step::Seed => seed_device_tree(part),
         Step::Clean { pa, len } => partita_arch::cache::clean_invalidate(pa, len),
     }
     Some(next)
+}
+
+/// Writes fresh `kaslr-seed` and `rng-seed` values over the placeholders
+/// of the device tree just copied from the image store.
+fn seed_device_tree(part: &Partition) {
+    let inputs = seed::Inputs {
+        secret: part.boot.entropy,
+        partition: part.vcpus[0].partition as u64,
+        load: part.times_loaded.fetch_add(1, Ordering::AcqRel),
+        counter: timer::counter(),
+        hardware: core::array::from_fn(|_| cpu::hardware_random().unwrap_or(0)),
+    };
+    let places = part.boot.seeds;
+    let seeds = Seeds::draw(&inputs, places.rng_len as usize);
+    for (offset, bytes) in [(places.kaslr, &seeds.kaslr[..]), (places.rng, seeds.rng())] {
+        // BootTable::check proved both inside the tree's load, in its RAM.
+        if let Some(pa) = part.config.translate_ram(part.boot.dtb + u64::from(offset)) {
+            partita_arch::cache::copy_to(pa, bytes);
+        }
+    }
 }
 
 /// vCPU 0 starts at the entry point with x0 = device tree; the others

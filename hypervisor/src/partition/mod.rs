@@ -82,6 +82,9 @@ pub struct Partition {
     /// Where a restart's reload has got to, and when it began.
     reload_cursor: AtomicU64,
     reload_started: AtomicU64,
+    /// Loads so far (the first boot and every restart), so each one's
+    /// device-tree seeds differ.
+    times_loaded: AtomicU64,
     /// Running while it has a `watchdog` period: kicked by hypercall,
     /// checked by the pCPU of its vCPU 0.
     pub watchdog: Mutex<Option<Watchdog>>,
@@ -413,6 +416,7 @@ pub fn build(index: usize, config: model::Partition, boot: PartitionBoot, shared
         reload_loads: boot.loads.iter().map(|l| reload_load(&config, l)).collect(),
         reload_cursor: AtomicU64::new(0),
         reload_started: AtomicU64::new(0),
+        times_loaded: AtomicU64::new(0),
         watchdog: Mutex::new(None),
         config,
         boot,

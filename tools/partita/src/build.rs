@@ -19,6 +19,8 @@ use object::read::elf::{ElfFile64, ProgramHeader, SectionHeader};
 use object::{Endianness, Object, ObjectSymbol};
 use partita_core::config::image::{self, BootTable, Load, PartitionBoot};
 use partita_core::config::model::{Range, System};
+use partita_core::partition::seed::LANES;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -254,12 +256,24 @@ fn partition_boot(config: &Config, index: usize, data: &mut Vec<u8>) -> Result<(
             loads.push(append(data, ipa, &blob));
         }
     }
-    let dtb = devicetree::generate_with(&config.system, partition, &chosen)?;
-    loads.push(append(data, dtb_ipa, &dtb));
+    let tree = devicetree::generate_with(&config.system, partition, &chosen)?;
+    loads.push(append(data, dtb_ipa, &tree.blob));
     let entry = config.entries[index]
         .or(default_entry)
         .with_context(|| format!("partition `{}` has no image and no entry point", partition.name))?;
-    Ok((PartitionBoot { entry, dtb: dtb_ipa, loads }, dtb))
+    let boot = PartitionBoot { entry, dtb: dtb_ipa, loads, seeds: tree.seeds, entropy: host_entropy()? };
+    Ok((boot, tree.blob))
+}
+
+/// A partition's secret for its device-tree seeds, new at every build, so
+/// two builds of one configuration do not share it (the image is not
+/// reproducible byte for byte for that reason).
+fn host_entropy() -> Result<[u64; LANES]> {
+    let mut bytes = [0u8; LANES * 8];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut random| random.read_exact(&mut bytes))
+        .context("cannot read /dev/urandom for the partitions' device-tree seeds")?;
+    Ok(core::array::from_fn(|lane| u64::from_le_bytes(bytes[lane * 8..][..8].try_into().expect("8 bytes"))))
 }
 
 /// Aligned so the hypervisor can copy with wide accesses.

@@ -4,11 +4,17 @@
 //! `virt`'s own tree, so that Linux's arm64 boot protocol and the test guest
 //! read it the same way: its RAM, its vCPUs, PSCI over HVC, the GICv3 it is
 //! given, the generic timer, its emulated PL011 and its passthrough devices.
+//!
+//! `/chosen/kaslr-seed` and `/chosen/rng-seed` hold zeros here: the
+//! hypervisor writes fresh values over them at every load of the partition
+//! (`partita_core::partition::seed`), at the offsets [`Tree::seeds`] gives.
 
 use anyhow::{bail, Context, Result};
+use partita_core::config::image::SeedPlaces;
 use partita_core::config::model::{ChannelKind, Partition, Range, System};
 use partita_core::fabric::interface::PAGE_SIZE as INTERFACE_PAGE;
 use partita_core::hypercall::ABI_VERSION;
+use partita_core::partition::seed::{KASLR_SEED_LEN, RNG_SEED_LEN};
 use vm_fdt::FdtWriter;
 
 /// Room reserved for the tree at the top of the partition's first RAM region.
@@ -52,14 +58,42 @@ pub struct Chosen {
     pub initrd: Option<Range>,
 }
 
-/// Builds the flattened device tree of one partition.
-pub fn generate(system: &System, partition: &Partition) -> Result<Vec<u8>> {
-    generate_with(system, partition, &Chosen::default())
+/// A partition's flattened device tree and where its seeds' values lie.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tree {
+    pub blob: Vec<u8>,
+    pub seeds: SeedPlaces,
 }
 
-/// [`generate`], for a partition that boots with an initrd.
-pub fn generate_with(system: &System, partition: &Partition, chosen: &Chosen) -> Result<Vec<u8>> {
-    let blob = write_tree(system, partition, chosen)
+/// The byte each seed's placeholder is filled with.
+#[derive(Clone, Copy)]
+struct Placeholders {
+    kaslr: u8,
+    rng: u8,
+}
+
+const ZEROS: Placeholders = Placeholders { kaslr: 0, rng: 0 };
+
+/// Builds the flattened device tree of one partition.
+pub fn generate(system: &System, partition: &Partition) -> Result<Vec<u8>> {
+    Ok(generate_with(system, partition, &Chosen::default())?.blob)
+}
+
+/// [`generate`] with what `/chosen` says beyond the configuration, and
+/// where the seeds are. They are found by writing the tree again with one
+/// seed's placeholder changed: the bytes that differ are its value, and
+/// nothing else can, since the layout does not depend on the bytes.
+pub fn generate_with(system: &System, partition: &Partition, chosen: &Chosen) -> Result<Tree> {
+    let blob = checked_tree(system, partition, chosen, ZEROS)?;
+    let kaslr_marked = checked_tree(system, partition, chosen, Placeholders { kaslr: 0xff, ..ZEROS })?;
+    let rng_marked = checked_tree(system, partition, chosen, Placeholders { rng: 0xff, ..ZEROS })?;
+    let kaslr = value_offset(&blob, &kaslr_marked, KASLR_SEED_LEN)?;
+    let rng = value_offset(&blob, &rng_marked, RNG_SEED_LEN)?;
+    Ok(Tree { blob, seeds: SeedPlaces { kaslr, rng, rng_len: RNG_SEED_LEN as u32 } })
+}
+
+fn checked_tree(system: &System, partition: &Partition, chosen: &Chosen, fill: Placeholders) -> Result<Vec<u8>> {
+    let blob = write_tree(system, partition, chosen, fill)
         .map_err(|e| anyhow::anyhow!("{e}"))
         .with_context(|| format!("cannot build the device tree of partition `{}`", partition.name))?;
     if blob.len() as u64 > DTB_WINDOW {
@@ -73,9 +107,20 @@ pub fn generate_with(system: &System, partition: &Partition, chosen: &Chosen) ->
     Ok(blob)
 }
 
+/// Where `marked` differs from `base`, which must be one run of `len` bytes.
+fn value_offset(base: &[u8], marked: &[u8], len: usize) -> Result<u32> {
+    let differ: Vec<usize> = (0..base.len()).filter(|&at| marked.get(at) != Some(&base[at])).collect();
+    match (differ.first(), differ.last()) {
+        (Some(&first), Some(&last)) if base.len() == marked.len() && differ.len() == len && last - first + 1 == len => {
+            Ok(u32::try_from(first)?)
+        }
+        _ => bail!("internal error: a device-tree seed is not one run of {len} bytes ({} differ)", differ.len()),
+    }
+}
+
 type FdtResult<T> = std::result::Result<T, vm_fdt::Error>;
 
-fn write_tree(system: &System, partition: &Partition, extra: &Chosen) -> FdtResult<Vec<u8>> {
+fn write_tree(system: &System, partition: &Partition, extra: &Chosen, fill: Placeholders) -> FdtResult<Vec<u8>> {
     let mut fdt = FdtWriter::new()?;
     let root = fdt.begin_node("")?;
     fdt.property_string("compatible", "linux,dummy-virt")?;
@@ -83,7 +128,7 @@ fn write_tree(system: &System, partition: &Partition, extra: &Chosen) -> FdtResu
     fdt.property_u32("#address-cells", 2)?;
     fdt.property_u32("#size-cells", 2)?;
     fdt.property_u32("interrupt-parent", PHANDLE_GIC)?;
-    chosen(&mut fdt, partition, extra)?;
+    chosen(&mut fdt, partition, extra, fill)?;
     memory(&mut fdt, partition)?;
     cpus(&mut fdt, partition)?;
     psci(&mut fdt)?;
@@ -98,7 +143,7 @@ fn write_tree(system: &System, partition: &Partition, extra: &Chosen) -> FdtResu
     fdt.finish()
 }
 
-fn chosen(fdt: &mut FdtWriter, partition: &Partition, extra: &Chosen) -> FdtResult<()> {
+fn chosen(fdt: &mut FdtWriter, partition: &Partition, extra: &Chosen, fill: Placeholders) -> FdtResult<()> {
     let node = fdt.begin_node("chosen")?;
     fdt.property_string("bootargs", &partition.bootargs)?;
     if let Some(initrd) = extra.initrd {
@@ -107,6 +152,8 @@ fn chosen(fdt: &mut FdtWriter, partition: &Partition, extra: &Chosen) -> FdtResu
     }
     fdt.property_string("stdout-path", &format!("/pl011@{:x}", partition.console))?;
     fdt.property_string("partita,partition", &partition.name)?;
+    fdt.property("kaslr-seed", &[fill.kaslr; KASLR_SEED_LEN])?;
+    fdt.property("rng-seed", &[fill.rng; RNG_SEED_LEN])?;
     fdt.end_node(node)
 }
 

@@ -5,7 +5,7 @@ mod host_fixtures;
 use fdt::node::FdtNode;
 use fdt::Fdt;
 use host_fixtures::*;
-use partita::devicetree::{dtb_address, generate, DTB_WINDOW};
+use partita::devicetree::{dtb_address, generate, generate_with, Chosen, DTB_WINDOW};
 use partita_core::config::model::{Device, Interrupt, Partition, System};
 
 fn sample() -> (System, Partition) {
@@ -67,6 +67,27 @@ fn root_and_chosen() {
     assert_eq!(text(chosen, "stdout-path"), "/pl011@9000000");
     assert_eq!(text(chosen, "partita,partition"), "rtos");
     assert!(fdt.find_node("/pl011@9000000").is_some(), "stdout-path points at a real node");
+}
+
+/// The hypervisor writes each load's seeds at the offsets the build
+/// records, without parsing the tree: they must be the properties' values.
+#[test]
+fn chosen_has_seeds_at_the_recorded_offsets() {
+    let (system, part) = sample();
+    let tree = generate_with(&system, &part, &Chosen::default()).unwrap();
+    assert_eq!(tree.blob, generate(&system, &part).unwrap());
+    let fdt = Fdt::new(&tree.blob).unwrap();
+    let chosen = node(&fdt, "/chosen");
+    let offset = |value: &[u8]| value.as_ptr() as usize - tree.blob.as_ptr() as usize;
+    let kaslr = prop(chosen, "kaslr-seed");
+    let rng = prop(chosen, "rng-seed");
+    assert_eq!(kaslr.len(), 8);
+    assert_eq!(rng.len(), 64);
+    assert_eq!(tree.seeds.rng_len, 64);
+    assert_eq!(offset(kaslr), tree.seeds.kaslr as usize);
+    assert_eq!(offset(rng), tree.seeds.rng as usize);
+    // Zero until the hypervisor fills them: Linux takes a zero kaslr-seed for none.
+    assert!(kaslr.iter().chain(rng).all(|&b| b == 0));
 }
 
 #[test]

@@ -137,8 +137,28 @@ fn payload_carries_model_loads_entries_and_device_trees() {
     assert_eq!(beta.dtb, RAW_BASE + 0x10_0000 - 0x1_0000, "the tree sits in the first region");
     assert_eq!(bytes(&beta.loads[1]), read(&output.out_dir.join("beta.dtb")).as_slice());
 
+    for boot in &table.boot {
+        let tree = bytes(boot.loads.last().unwrap());
+        let kaslr = boot.seeds.kaslr as usize;
+        let rng = boot.seeds.rng as usize..(boot.seeds.rng + boot.seeds.rng_len) as usize;
+        assert!(tree[kaslr..kaslr + 8].iter().chain(&tree[rng]).all(|&b| b == 0), "the seeds' placeholders");
+    }
+    assert_ne!(alpha.entropy, beta.entropy, "each partition has its own secret");
     assert_eq!(output.guest_elfs, vec![vec![fixture.config.images[0][0].path.clone()], vec![]]);
     assert_eq!(output.hypervisor_elf, fixture.hypervisor);
+}
+
+#[test]
+fn every_build_draws_new_seed_secrets() {
+    let fixture = fixture("seed-secrets");
+    let secrets = || {
+        let output = build(&fixture).unwrap();
+        let (table, _) = decode(&read(&output.image)[PAYLOAD_AT as usize..], &read(&output.images)).unwrap();
+        table.boot.iter().map(|boot| boot.entropy).collect::<Vec<_>>()
+    };
+    let first = secrets();
+    assert_ne!(first, secrets());
+    assert!(first.iter().all(|secret| secret.iter().any(|&word| word != 0)));
 }
 
 #[test]

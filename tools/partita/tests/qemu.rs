@@ -179,6 +179,44 @@ fn system_reset_restarts_only_that_partition() {
     assert!(ticks.windows(2).all(|w| w[1] == w[0] + 1), "steady's ticks are not consecutive: {ticks:?}");
 }
 
+/// Every load of a partition finds new seeds in its device tree's
+/// `/chosen`: two partitions that restart themselves, booted twice.
+#[test]
+fn device_tree_seeds_differ_per_partition_per_load_and_per_boot() {
+    let args = "ticks=1 period_ms=10 print-seed=1 end=reset";
+    let config = machine([part("first", &[1], args), part("second", &[2], args)]);
+    let mut seen: Vec<(String, &str)> = Vec::new();
+    let mut logs = Vec::new();
+    for run in 0..2 {
+        let boot = boot("qemu-seeds", &config, 5);
+        for name in ["first", "second"] {
+            logs.push((run, name, boot.log(name).to_string()));
+        }
+    }
+    for (run, name, log) in &logs {
+        let seeds: Vec<&str> = log.lines().filter_map(|l| l.strip_prefix("seed: ")).collect();
+        assert!(seeds.len() >= 2, "boot {run}: {name} did not restart with seeds: {log}");
+        for seed in seeds {
+            let (kaslr, rng) = seed_values(seed).unwrap_or_else(|| panic!("{name}: bad seed line {seed:?}"));
+            assert_ne!(kaslr, 0, "{name}: {seed}");
+            assert!(rng.len() == 128 && rng.chars().any(|c| c != '0'), "{name}: {seed}");
+            seen.push((format!("boot {run}, {name}"), seed));
+        }
+    }
+    for (i, (who, seed)) in seen.iter().enumerate() {
+        for (other, again) in &seen[i + 1..] {
+            let (one, two) = (seed_values(seed).unwrap(), seed_values(again).unwrap());
+            assert!(one.0 != two.0 && one.1 != two.1, "{who} and {other} share a seed: {seed} / {again}");
+        }
+    }
+}
+
+/// `kaslr=0x<16 hex digits> rng=<hex>` -> (kaslr, rng).
+fn seed_values(line: &str) -> Option<(u64, &str)> {
+    let (kaslr, rng) = line.strip_prefix("kaslr=0x")?.split_once(" rng=")?;
+    Some((u64::from_str_radix(kaslr, 16).ok()?, rng))
+}
+
 /// PSCI under contention: vCPUs 0 and 1 start vCPU 2 at the same moment,
 /// round after round. One start succeeds, the other is told ON_PENDING or
 /// ALREADY_ON, and vCPU 2 runs with the winner's context, never the

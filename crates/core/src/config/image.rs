@@ -11,13 +11,14 @@
 //! over its bytes and `data_sum` FNV-1a over the data's 64-bit words.
 
 use crate::config::model::System;
+use crate::partition::seed::{KASLR_SEED_LEN, LANES, RNG_SEED_LEN};
 use alloc::vec::Vec;
 use serde::{Deserialize, Serialize};
 
 pub const MAGIC: [u8; 8] = *b"PARTITA\0";
 /// Raised whenever the boot table's shape changes, so a hypervisor and a
 /// payload from different versions refuse each other clearly.
-pub const VERSION: u32 = 5;
+pub const VERSION: u32 = 6;
 const HEADER_LEN: usize = 40;
 
 /// What the hypervisor needs to build and start every partition.
@@ -37,6 +38,32 @@ pub struct PartitionBoot {
     pub dtb: u64,
     /// Blobs copied into partition RAM before entry (images, device tree).
     pub loads: Vec<Load>,
+    /// Where in the device tree the hypervisor writes each load's seeds.
+    pub seeds: SeedPlaces,
+    /// The partition's own secret, drawn from the host's random source at
+    /// every build, that its seeds grow from (`partition::seed`).
+    pub entropy: [u64; LANES],
+}
+
+/// Byte offsets, from the start of the device tree, of the values of
+/// `/chosen/kaslr-seed` (8 bytes) and `/chosen/rng-seed` (`rng_len`
+/// bytes), so the hypervisor fills them without parsing the tree.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeedPlaces {
+    pub kaslr: u32,
+    pub rng: u32,
+    pub rng_len: u32,
+}
+
+impl SeedPlaces {
+    /// Both values lie inside a tree of `len` bytes, apart, and `rng-seed`
+    /// is no longer than the hypervisor fills.
+    pub fn fit(&self, len: u64) -> bool {
+        let kaslr = (u64::from(self.kaslr), u64::from(self.kaslr) + KASLR_SEED_LEN as u64);
+        let rng = (u64::from(self.rng), u64::from(self.rng) + u64::from(self.rng_len));
+        let apart = kaslr.1 <= rng.0 || rng.1 <= kaslr.0;
+        self.rng_len as usize <= RNG_SEED_LEN && kaslr.1 <= len && rng.1 <= len && apart
+    }
 }
 
 /// `len` bytes at `offset` in the data section go to guest-physical `ipa`.
@@ -71,6 +98,10 @@ pub enum ImageError {
     },
     /// The entry point of `partition` is not in its RAM.
     BadEntry {
+        partition: usize,
+    },
+    /// The seeds of `partition` do not lie in its device tree's load.
+    BadSeeds {
         partition: usize,
     },
 }
@@ -195,8 +226,9 @@ pub fn decode<'d>(head: &[u8], store: &'d [u8]) -> Result<(BootTable, &'d [u8]),
 
 impl BootTable {
     /// Every load lies inside the data section and inside one RAM region of
-    /// its partition, and every entry point is in RAM. The hypervisor relies
-    /// on this before it copies anything.
+    /// its partition, every entry point is in RAM, and the seeds lie in the
+    /// device tree's load. The hypervisor relies on this before it copies
+    /// anything.
     pub fn check(&self, data_len: u64) -> Result<(), ImageError> {
         if self.boot.len() != self.system.partitions.len() {
             return Err(ImageError::PartitionCount);
@@ -215,6 +247,10 @@ impl BootTable {
             if part.translate_ram(boot.entry).is_none() {
                 return Err(ImageError::BadEntry { partition: index });
             }
+            let tree = boot.loads.iter().find(|load| load.ipa == boot.dtb);
+            if !tree.is_some_and(|tree| boot.seeds.fit(tree.len)) {
+                return Err(ImageError::BadSeeds { partition: index });
+            }
         }
         Ok(())
     }
@@ -226,6 +262,15 @@ mod tests {
     use crate::config::model::*;
     use alloc::string::ToString;
     use alloc::vec;
+
+    const DATA_LEN: usize = 128;
+
+    /// A data section: an image `abcd`, then bytes standing for a device tree.
+    fn data() -> Vec<u8> {
+        let mut data = b"abcd".to_vec();
+        data.resize(DATA_LEN, 0x5a);
+        data
+    }
 
     pub(crate) fn sample() -> BootTable {
         let part = Partition {
@@ -292,7 +337,12 @@ mod tests {
             boot: vec![PartitionBoot {
                 entry: 0x4000_0000,
                 dtb: 0x400f_f000,
-                loads: vec![Load { ipa: 0x4000_0000, offset: 0, len: 4 }],
+                loads: vec![
+                    Load { ipa: 0x4000_0000, offset: 0, len: 4 },
+                    Load { ipa: 0x400f_f000, offset: 16, len: 100 },
+                ],
+                seeds: SeedPlaces { kaslr: 20, rng: 30, rng_len: 64 },
+                entropy: [1, 2, 0xdead_beef, u64::MAX],
             }],
         }
     }
@@ -300,41 +350,44 @@ mod tests {
     #[test]
     fn round_trip() {
         let table = sample();
-        let head = encode(&table, b"abcd");
-        let store = b"abcdefgh";
-        let (back, data) = decode(&head, store).unwrap();
+        let head = encode(&table, &data());
+        let mut store = data();
+        store.extend_from_slice(b"more than the data");
+        let (back, decoded) = decode(&head, &store).unwrap();
         assert_eq!(back, table);
-        assert_eq!(data, b"abcd");
+        assert_eq!(decoded, data());
         assert_eq!(head_len(&head).unwrap(), head.len());
     }
 
     #[test]
     fn corruption_is_caught() {
-        let mut head = encode(&sample(), b"abcd");
-        assert_eq!(decode(&head, b"abce").unwrap_err(), ImageError::BadData);
-        assert_eq!(decode(&head, b"abc").unwrap_err(), ImageError::Truncated);
+        let mut head = encode(&sample(), &data());
+        let mut changed = data();
+        changed[3] = b'e';
+        assert_eq!(decode(&head, &changed).unwrap_err(), ImageError::BadData);
+        assert_eq!(decode(&head, &data()[..DATA_LEN - 1]).unwrap_err(), ImageError::Truncated);
         let last = head.len() - 1;
         head[last] ^= 1;
-        assert_eq!(decode(&head, b"abcd").unwrap_err(), ImageError::BadChecksum);
-        assert_eq!(decode(&head[..head.len() - 1], b"abcd").unwrap_err(), ImageError::Truncated);
+        assert_eq!(decode(&head, &data()).unwrap_err(), ImageError::BadChecksum);
+        assert_eq!(decode(&head[..head.len() - 1], &data()).unwrap_err(), ImageError::Truncated);
         head[0] = b'X';
-        assert_eq!(decode(&head, b"abcd").unwrap_err(), ImageError::BadMagic);
-        assert_eq!(decode(&head[..4], b"abcd").unwrap_err(), ImageError::TooShort);
+        assert_eq!(decode(&head, &data()).unwrap_err(), ImageError::BadMagic);
+        assert_eq!(decode(&head[..4], &data()).unwrap_err(), ImageError::TooShort);
     }
 
     #[test]
     fn a_payload_of_another_version_is_refused() {
-        let mut head = encode(&sample(), b"abcd");
+        let mut head = encode(&sample(), &data());
         head[8..12].copy_from_slice(&(VERSION - 1).to_le_bytes());
-        assert_eq!(decode(&head, b"abcd").unwrap_err(), ImageError::BadVersion(VERSION - 1));
+        assert_eq!(decode(&head, &data()).unwrap_err(), ImageError::BadVersion(VERSION - 1));
     }
 
     #[test]
     fn data_larger_than_the_image_store_is_refused() {
         let mut table = sample();
         table.system.hypervisor.images.size = 2;
-        let head = encode(&table, b"abcd");
-        assert_eq!(decode(&head, b"abcd").unwrap_err(), ImageError::StoreTooSmall { data: 4, store: 2 });
+        let head = encode(&table, &data());
+        assert_eq!(decode(&head, &data()).unwrap_err(), ImageError::StoreTooSmall { data: DATA_LEN as u64, store: 2 });
     }
 
     #[test]
@@ -353,12 +406,50 @@ mod tests {
     fn load_outside_partition_ram_is_rejected() {
         let mut table = sample();
         table.boot[0].loads[0].ipa = 0x5000_0000;
-        assert_eq!(table.check(4).unwrap_err(), ImageError::BadLoad { partition: 0, load: 0 });
+        assert_eq!(table.check(DATA_LEN as u64).unwrap_err(), ImageError::BadLoad { partition: 0, load: 0 });
         let mut table = sample();
-        table.boot[0].loads[0].len = 5;
-        assert_eq!(table.check(4).unwrap_err(), ImageError::BadLoad { partition: 0, load: 0 });
+        table.boot[0].loads[0].offset = DATA_LEN as u64 - 3;
+        assert_eq!(table.check(DATA_LEN as u64).unwrap_err(), ImageError::BadLoad { partition: 0, load: 0 });
         let mut table = sample();
         table.boot[0].entry = 0;
-        assert_eq!(table.check(4).unwrap_err(), ImageError::BadEntry { partition: 0 });
+        assert_eq!(table.check(DATA_LEN as u64).unwrap_err(), ImageError::BadEntry { partition: 0 });
+    }
+
+    #[test]
+    fn seeds_outside_the_device_tree_or_overlapping_are_rejected() {
+        let bad = ImageError::BadSeeds { partition: 0 };
+        let check = |seeds: SeedPlaces| {
+            let mut table = sample();
+            table.boot[0].seeds = seeds;
+            table.check(DATA_LEN as u64)
+        };
+        assert_eq!(check(SeedPlaces { kaslr: 92, rng: 28, rng_len: 64 }), Ok(()), "they may fill the tree exactly");
+        assert_eq!(
+            check(SeedPlaces { kaslr: 93, rng: 0, rng_len: 64 }),
+            Err(bad.clone()),
+            "kaslr-seed runs past the end"
+        );
+        assert_eq!(
+            check(SeedPlaces { kaslr: 0, rng: 40, rng_len: 61 }),
+            Err(bad.clone()),
+            "rng-seed runs past the end"
+        );
+        assert_eq!(check(SeedPlaces { kaslr: 36, rng: 8, rng_len: 32 }), Err(bad.clone()), "they overlap");
+        assert_eq!(check(SeedPlaces { kaslr: 0, rng: 8, rng_len: 65 }), Err(bad.clone()), "more than is filled");
+        let mut table = sample();
+        table.boot[0].dtb += 0x10;
+        assert_eq!(table.check(DATA_LEN as u64), Err(bad), "no load is the device tree");
+    }
+
+    #[test]
+    fn seed_places_and_entropy_survive_the_round_trip() {
+        let mut table = sample();
+        table.boot[0].seeds = SeedPlaces { kaslr: 0xff0, rng: 0x10, rng_len: 32 };
+        table.boot[0].loads[1].len = 0x1000;
+        let mut data = data();
+        data.resize(0x1010, 0);
+        let (back, _) = decode(&encode(&table, &data), &data).unwrap();
+        assert_eq!(back.boot[0].seeds, table.boot[0].seeds);
+        assert_eq!(back.boot[0].entropy, [1, 2, 0xdead_beef, u64::MAX]);
     }
 }

@@ -6,7 +6,8 @@
 //! whole memory.
 //!
 //! The work is one sequence of bytes, indexed by a cursor: the regions
-//! (zero), then the loads (copy), then the regions again (clean).
+//! (zero), then the loads (copy), one unit for the device tree's seeds
+//! (`partition::seed`), then the regions again (clean).
 
 use crate::config::model::Range;
 
@@ -17,6 +18,9 @@ pub enum Step {
     Zero { pa: u64, len: u64 },
     /// Copy `len` bytes from `offset` in the payload's data to `pa`.
     Copy { pa: u64, offset: u64, len: u64 },
+    /// Write this load's seeds into the device tree just copied, before
+    /// the clean takes them to memory.
+    Seed,
     /// Clean and invalidate `[pa, pa + len)` to memory.
     Clean { pa: u64, len: u64 },
 }
@@ -29,6 +33,9 @@ pub struct Load {
     pub len: u64,
 }
 
+/// The cursor units the seed step takes.
+const SEED_UNITS: u64 = 1;
+
 /// The step at `cursor`, at most `chunk` bytes and never crossing a region
 /// or a load, and the cursor after it; `None` once all is done.
 pub fn step(regions: &[Range], loads: &[Load], cursor: u64, chunk: u64) -> Option<(Step, u64)> {
@@ -40,9 +47,12 @@ pub fn step(regions: &[Range], loads: &[Load], cursor: u64, chunk: u64) -> Optio
     } else if cursor < memory + images {
         let pieces = loads.iter().map(|l| (l.pa, l.offset, l.len));
         (memory, piece(pieces, cursor - memory, chunk, |pa, offset, len| Step::Copy { pa, offset, len }))
-    } else if cursor < 2 * memory + images {
+    } else if cursor == memory + images {
+        return Some((Step::Seed, cursor + SEED_UNITS));
+    } else if cursor < 2 * memory + images + SEED_UNITS {
         let pieces = regions.iter().map(|r| (r.base, 0, r.size));
-        (memory + images, piece(pieces, cursor - memory - images, chunk, |pa, _, len| Step::Clean { pa, len }))
+        let start = memory + images + SEED_UNITS;
+        (start, piece(pieces, cursor - start, chunk, |pa, _, len| Step::Clean { pa, len }))
     } else {
         return None;
     };
@@ -101,6 +111,7 @@ mod tests {
                 Step::Copy { pa: 0x1100, offset: 0, len: 0x1000 },
                 Step::Copy { pa: 0x2100, offset: 0x1000, len: 0x200 },
                 Step::Copy { pa: 0x9000, offset: 0x1200, len: 0x10 },
+                Step::Seed,
                 Step::Clean { pa: 0x1000, len: 0x1000 },
                 Step::Clean { pa: 0x2000, len: 0x1000 },
                 Step::Clean { pa: 0x3000, len: 0x800 },
@@ -119,14 +130,17 @@ mod tests {
             assert_eq!(total(|s| if let Step::Zero { len, .. } = s { *len } else { 0 }), 10_777);
             assert_eq!(total(|s| if let Step::Copy { len, .. } = s { *len } else { 0 }), 4326);
             assert_eq!(total(|s| if let Step::Clean { len, .. } = s { *len } else { 0 }), 10_777);
+            assert_eq!(steps.iter().filter(|s| **s == Step::Seed).count(), 1);
             assert!(steps.iter().all(|s| match *s {
                 Step::Zero { len, .. } | Step::Copy { len, .. } | Step::Clean { len, .. } => len <= chunk && len > 0,
+                Step::Seed => true,
             }));
         }
     }
 
     #[test]
-    fn nothing_to_do_is_done_at_once() {
-        assert_eq!(step(&[], &[], 0, 4096), None);
+    fn nothing_but_the_seeds_to_do_is_one_step() {
+        assert_eq!(step(&[], &[], 0, 4096), Some((Step::Seed, 1)));
+        assert_eq!(step(&[], &[], 1, 4096), None);
     }
 }
