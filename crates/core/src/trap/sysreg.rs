@@ -118,7 +118,8 @@ mod tests {
 
     #[test]
     fn impdef_is_forbidden() {
-        assert_eq!(policy(&SysReg::new(3, 1, 15, 2, 0), true), Policy::Forbidden); // CPUACTLR_EL1
+        assert_eq!(policy(&SysReg::new(3, 1, 15, 2, 0), true), Policy::Forbidden);
+        // CPUACTLR_EL1
     }
 
     #[test]
