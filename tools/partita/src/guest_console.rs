@@ -40,13 +40,25 @@ pub struct GuestLine {
 type Keystrokes = (String, Vec<u8>);
 
 /// Bytes waiting to be typed into partitions' consoles, by partition name.
-/// Clones share the queue, so a test can type while the run goes on.
+/// Clones share the queue, so a test can type while the run goes on, and
+/// end the run when it is done with it.
 #[derive(Clone, Debug, Default)]
 pub struct Typist {
     queue: Arc<Mutex<VecDeque<Keystrokes>>>,
+    hung_up: Arc<AtomicBool>,
 }
 
 impl Typist {
+    /// Ends the run as Ctrl-C would, for this run alone: QEMU is stopped
+    /// and the logs are kept.
+    pub fn hang_up(&self) {
+        self.hung_up.store(true, Ordering::SeqCst);
+    }
+
+    pub fn has_hung_up(&self) -> bool {
+        self.hung_up.load(Ordering::SeqCst)
+    }
+
     pub fn type_to(&self, partition: &str, bytes: impl AsRef<[u8]>) {
         self.lock().push_back((partition.to_owned(), bytes.as_ref().to_vec()));
     }

@@ -436,7 +436,7 @@ fn follow(
             console.guest_line(&line)?;
         }
         inputs.links.deliver(inputs.typist);
-        if INTERRUPTED.load(Ordering::SeqCst) {
+        if INTERRUPTED.load(Ordering::SeqCst) || inputs.typist.has_hung_up() {
             return Ok(Some(Stop::Interrupted));
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {

@@ -106,6 +106,17 @@ impl Session {
     }
 }
 
+/// A test that fails mid-way stops its QEMU, which would otherwise outlive
+/// the test process.
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Some(run) = self.run.take() {
+            self.typist.hang_up();
+            let _ = run.join();
+        }
+    }
+}
+
 fn tail(text: &str, lines: usize) -> String {
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
