@@ -296,7 +296,10 @@ fn execute(command: Cmd) -> Result<ExitCode> {
             let written = linux::write(&report, &opts.name)?;
             let markdown = linux::markdown_path(&written).context("no report written")?;
             println!("report: {}", markdown.display());
-            saved(&written, save)?;
+            // The report and its charts; report.json stays with the run.
+            let kept: Vec<PathBuf> =
+                written.into_iter().filter(|p| p.extension().is_some_and(|e| e != "json")).collect();
+            saved(&kept, save)?;
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Bench { what: Bench::Accel { icount, jobs, ofdm_ms, frames, save } } => {
