@@ -2,6 +2,8 @@
 //! configuration, booting it and reading back what each partition printed.
 #![allow(dead_code)] // Each test file uses a different subset.
 
+pub mod linux;
+
 use partita::build;
 use partita::config;
 use partita::config::raw::{RawAction, RawConfig, RawHealth, RawMemory, RawPartition};
