@@ -149,6 +149,9 @@ enum Bench {
         /// QEMU boots per point; the report shows medians over them.
         #[arg(long, default_value_t = linux::DEFAULT_RUNS, value_parser = clap::value_parser!(u32).range(1..))]
         runs: u32,
+        /// hackbench runs in each boot, one after the other.
+        #[arg(long, default_value_t = linux::DEFAULT_PER_BOOT, value_parser = clap::value_parser!(u32).range(1..=100))]
+        per_boot: u32,
         /// The RTOS's shares of the pCPU it shares with Linux, in percent.
         #[arg(long, value_delimiter = ',', default_values_t = linux::DEFAULT_FRACTIONS,
               value_parser = clap::value_parser!(u32).range(0..=90))]
@@ -288,9 +291,9 @@ fn execute(command: Cmd) -> Result<ExitCode> {
             saved(&[written], save)?;
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Bench { what: Bench::Linux { runs, fractions, icount, no_wall, save } } => {
-            let opts =
-                linux::Options { runs, fractions, shift: icount, wall: !no_wall, name: linux::DEFAULT_NAME.into() };
+        Cmd::Bench { what: Bench::Linux { runs, per_boot, fractions, icount, no_wall, save } } => {
+            let name = linux::DEFAULT_NAME.into();
+            let opts = linux::Options { runs, per_boot, fractions, shift: icount, wall: !no_wall, name };
             let report = linux::run(&opts)?;
             print!("{}", report.table());
             let written = linux::write(&report, &opts.name)?;

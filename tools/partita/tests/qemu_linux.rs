@@ -129,7 +129,7 @@ fn the_rtos_keeps_every_tick_while_linux_boots_and_runs_hackbench() {
 #[test]
 fn linux_shares_a_pcpu_with_a_1khz_rtos() {
     let shared = Setup::Shared { percent: 10, migrate: false };
-    let config = partita::bench::linux::config_for(shared, Job::Hackbench, 30_000);
+    let config = partita::bench::linux::config_for(shared, Job::Hackbench, 1, 30_000);
     let boot = boot("linux-beside-1khz", &config, HANG_LIMIT * 2);
     assert_powered_off(&boot);
     let linux = boot.log("linux");

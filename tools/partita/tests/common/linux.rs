@@ -127,4 +127,3 @@ pub fn interrupt_count(table: &str, intid: u32) -> u64 {
     let columns = line.split_whitespace().skip(1);
     columns.take_while(|w| w.parse::<u64>().is_ok()).map(|w| w.parse::<u64>().unwrap()).sum()
 }
-
