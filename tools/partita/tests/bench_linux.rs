@@ -33,6 +33,8 @@ fn the_benchmark_measures_every_setup_and_writes_its_report() {
     assert!(markdown.contains("| RTOS 50 %, migration |"), "{markdown}");
     assert!(markdown.contains("| RTOS 0 %, own pCPU |"), "{markdown}");
     assert!(markdown.contains("Partita's switches take"), "{markdown}");
+    assert!(markdown.contains("## Boot to /init"), "{markdown}");
+    assert!(pass.points.iter().all(|p| p.boot > 0.0), "every boot timed to /init");
     let chart = written.iter().find(|p| p.to_string_lossy().ends_with("-fig8-icount0.svg")).expect("the chart");
     let chart = std::fs::read_to_string(chart).unwrap();
     assert!(chart.contains("<svg"));

@@ -241,7 +241,7 @@ struct Bench {
 
 impl Bench {
     /// Boots `setup` until Linux's job is done; returns what Linux printed.
-    fn boot(&self, setup: Setup, job: Job, pass: Pass) -> Result<String> {
+    fn boot(&self, setup: Setup, job: Job, pass: Pass) -> Result<qemu::Followed> {
         let variant = setup.variant(job, pass);
         let dir = paths::bench_out(&self.name).join(&variant);
         let followed = if setup == Setup::Native {
@@ -256,24 +256,27 @@ impl Bench {
             let command = run::qemu_command(&output, &config.system, &opts);
             qemu::follow(command, &names, Source::Partition(index), &dir, job.until(), BOOT_LIMIT)?
         };
-        if let Some(failure) = followed.failure {
+        if let Some(failure) = &followed.failure {
             bail!("{} ({}): {failure}; logs in {}", setup.label(), pass.label(), dir.display());
         }
-        Ok(followed.text)
+        Ok(followed)
     }
 
-    /// Every hackbench time of `runs` boots.
-    fn hackbench(&self, setup: Setup, pass: Pass, runs: u32) -> Result<Vec<f64>> {
-        let mut times = Vec::new();
+    /// Every hackbench time of `runs` boots, and each boot's time to /init.
+    fn hackbench(&self, setup: Setup, pass: Pass, runs: u32) -> Result<Samples> {
+        let mut samples = Samples::default();
         for _ in 0..runs {
-            let text = self.boot(setup, Job::Hackbench, pass)?;
-            let these = parse_hackbench(&text);
+            let followed = self.boot(setup, Job::Hackbench, pass)?;
+            let text = &followed.text;
+            let these = parse_hackbench(text);
             if these.len() != self.per_boot as usize {
                 bail!("{}: {} of {} hackbench times in\n{text}", setup.label(), these.len(), self.per_boot);
             }
-            times.extend(these);
+            samples.hackbench.extend(these);
+            let init = followed.seconds_to(INIT_MARKER);
+            samples.boot.push(init.with_context(|| format!("{}: no {INIT_MARKER:?} in\n{text}", setup.label()))?);
         }
-        Ok(times)
+        Ok(samples)
     }
 
     /// A traced boot of Linux beside the RTOS at 0 %, until the RTOS's
@@ -292,9 +295,21 @@ impl Bench {
     }
 
     fn cyclictest(&self, setup: Setup, pass: Pass) -> Result<Latency> {
-        let text = self.boot(setup, Job::Cyclictest, pass)?;
+        let text = self.boot(setup, Job::Cyclictest, pass)?.text;
         parse_cyclictest(&text).with_context(|| format!("{}: no cyclictest summary in\n{text}", setup.label()))
     }
+}
+
+/// What /init prints once the system is up: boots are timed to it.
+const INIT_MARKER: &str = "partita-linux: init ";
+
+/// What the boots of one setup measured.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Samples {
+    /// Every hackbench time, seconds.
+    pub hackbench: Vec<f64>,
+    /// Each boot's wall-clock time from QEMU's start to [`INIT_MARKER`].
+    pub boot: Vec<f64>,
 }
 
 /// How long the traced boot of [`Bench::activations`] lasts, in the RTOS's
@@ -358,6 +373,8 @@ pub struct Point {
     /// The first and third quartiles of those runs, seconds.
     pub quartiles: (f64, f64),
     pub samples: usize,
+    /// Wall-clock seconds from QEMU's start to /init, median over the boots.
+    pub boot: f64,
     /// 1 - native time / this time: the share of native throughput lost.
     pub loss: f64,
     /// 1 - alone time / this time: what the RTOS beside Linux costs it,
@@ -425,14 +442,15 @@ pub fn run(opts: &Options) -> Result<Report> {
 
 /// Each setup's samples as a point; `times` begins with native, alone and
 /// apart, as [`setups`] orders them.
-fn points(times: Vec<(Setup, Vec<f64>)>) -> Vec<Point> {
-    let medians: Vec<f64> = times.iter().map(|(_, t)| median(t.clone())).collect();
+fn points(times: Vec<(Setup, Samples)>) -> Vec<Point> {
+    let medians: Vec<f64> = times.iter().map(|(_, s)| median(s.hackbench.clone())).collect();
     let (native, alone, apart) = (medians[0], medians[1], medians[2]);
-    let point = |((setup, samples), time): ((Setup, Vec<f64>), f64)| Point {
+    let point = |((setup, samples), time): ((Setup, Samples), f64)| Point {
         setup,
         time,
-        quartiles: quartiles(&samples),
-        samples: samples.len(),
+        quartiles: quartiles(&samples.hackbench),
+        samples: samples.hackbench.len(),
+        boot: median(samples.boot),
         loss: loss(native, time),
         loss_to_alone: loss(alone, time),
         loss_to_apart: loss(apart, time),
@@ -574,6 +592,7 @@ impl Report {
         for pass in &self.passes {
             out += &Self::one_khz_paragraph(pass);
         }
+        out += &self.boot_section();
         out += "\n## cyclictest\n\nOne SCHED_FIFO thread at priority 80 waking every 1 ms, 2000 times \
                 (guests/linux/jobs/cyclictest); natively and under Partita alone.\n\n";
         out += &self.cyclictest_table().markdown();
@@ -593,6 +612,22 @@ impl Report {
         out += "\nUnder `-icount` guest time counts instructions, so the figures do not depend on the host's load, \
                 but QEMU then runs all CPUs on one host thread in turn. Wall-clock figures come from QEMU's \
                 multi-threaded TCG on a shared host and vary from run to run.\n";
+        out
+    }
+
+    /// Boot to /init natively and under Partita alone, per pass.
+    fn boot_section(&self) -> String {
+        let mut out = "\n## Boot to /init\n\nWall-clock seconds from QEMU's start to /init's first line, median \
+                       over the hackbench boots (QEMU's start included; under `-icount` this is how long the host \
+                       took to emulate the boot, not guest time).\n\n| pass | native (s) | Partita alone (s) | ratio |\n\
+                       |---|--:|--:|--:|\n"
+            .to_string();
+        for pass in &self.passes {
+            let boot = |setup| pass.points.iter().find(|p| p.setup == setup).map_or(0.0, |p| p.boot);
+            let (native, alone) = (boot(Setup::Native), boot(Setup::Alone));
+            let _ =
+                writeln!(out, "| {} | {native:.2} | {alone:.2} | {:.2} |", pass.pass.label(), alone / native.max(1e-9));
+        }
         out
     }
 
@@ -705,15 +740,17 @@ mod tests {
 
     #[test]
     fn points_compare_with_native_alone_and_the_control() {
+        let samples = |hackbench: &[f64]| Samples { hackbench: hackbench.to_vec(), boot: vec![3.0, 2.0] };
         let times = vec![
-            (Setup::Native, vec![1.0, 1.2, 1.1]),
-            (Setup::Alone, vec![1.0, 1.0, 1.0, 1.0]),
-            (Setup::Apart, vec![1.25]),
-            (Setup::Shared { percent: 0, migrate: false }, vec![2.0, 1.6, 1.0, 1.4, 9.0]),
+            (Setup::Native, samples(&[1.0, 1.2, 1.1])),
+            (Setup::Alone, samples(&[1.0, 1.0, 1.0, 1.0])),
+            (Setup::Apart, samples(&[1.25])),
+            (Setup::Shared { percent: 0, migrate: false }, samples(&[2.0, 1.6, 1.0, 1.4, 9.0])),
         ];
         let points = points(times);
         let shared = &points[3];
         assert_eq!((shared.time, shared.samples, shared.quartiles), (1.6, 5, (1.4, 2.0)));
+        assert_eq!(shared.boot, 2.5);
         assert!((points[1].loss - (1.0 - 1.1)).abs() < 1e-12);
         assert!((shared.loss_to_alone - (1.0 - 1.0 / 1.6)).abs() < 1e-12);
         assert!((shared.loss_to_apart - (1.0 - 1.25 / 1.6)).abs() < 1e-12);

@@ -71,12 +71,23 @@ impl Drop for Qemu {
 }
 
 /// What the watched console printed, up to the line that ends the boot.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Followed {
     /// The watched console's lines, without their tags.
     pub text: String,
+    /// When each of those lines came, in seconds since QEMU started.
+    pub seconds: Vec<f64>,
     /// Why the boot ended before that line, with what QEMU said on stderr.
     pub failure: Option<String>,
+}
+
+impl Followed {
+    /// When the first line that starts with `prefix` came, in seconds
+    /// since QEMU started.
+    pub fn seconds_to(&self, prefix: &str) -> Option<f64> {
+        let line = self.text.lines().position(|l| l.starts_with(prefix))?;
+        self.seconds.get(line).copied()
+    }
 }
 
 /// The line that ends a boot: its text for messages, and the test.
@@ -101,8 +112,10 @@ pub fn follow(
 ) -> Result<Followed> {
     let (child, lines, mut console, errors) = spawn_logged(qemu, names, dir)?;
     let splitter = Splitter::new(names);
-    let deadline = Instant::now() + limit;
+    let started = Instant::now();
+    let deadline = started + limit;
     let mut text = String::new();
+    let mut seconds = Vec::new();
     let failure = loop {
         let line = match lines.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
             Ok(line) => line,
@@ -118,6 +131,7 @@ pub fn follow(
         if source == watched {
             text += said;
             text.push('\n');
+            seconds.push(started.elapsed().as_secs_f64());
             if (until.is_it)(said) {
                 break None;
             }
@@ -130,7 +144,7 @@ pub fn follow(
         "" => failure,
         said => format!("{failure}; QEMU said: {said}"),
     });
-    Ok(Followed { text, failure })
+    Ok(Followed { text, seconds, failure })
 }
 
 type Logged = (Qemu, Receiver<String>, Console, JoinHandle<String>);
