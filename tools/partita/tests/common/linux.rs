@@ -82,19 +82,18 @@ impl Session {
         }
     }
 
-    /// Types `command` into the shell and returns what it printed. The end
-    /// is a line the shell computes, so the echo of the typed line never
-    /// passes for it.
+    /// Types `command` into the shell and returns what it printed, found
+    /// between two lines the shell computes: neither the echo of the typed
+    /// line nor its wrapping at the terminal's width can pass for them.
     pub fn run(&mut self, command: &str) -> String {
         self.commands += 1;
         let n = self.commands;
-        self.typist.type_to("linux", format!("{command}; echo \"@@done-$(({n}+0))\"\n"));
-        let end = format!("\n@@done-{n}\n");
+        self.typist.type_to("linux", format!("echo \"@@start-$(({n}+0))\"; {command}; echo \"@@done-$(({n}+0))\"\n"));
+        let (begin, end) = (format!("\n@@start-{n}\n"), format!("\n@@done-{n}\n"));
         let text = self.wait_for(&end, 1, Duration::from_secs(HANG_LIMIT));
-        let echo = format!("@@done-$(({n}+0))");
-        let start = text.find(&echo).map_or(0, |at| at + echo.len());
         let finish = text.rfind(&end).unwrap();
-        text[start..finish].trim_start_matches(|c| c != '\n').trim().to_owned()
+        let start = text[..finish].rfind(&begin).map_or(finish, |at| at + begin.len());
+        text[start..finish].trim().to_owned()
     }
 
     pub fn finish(mut self) -> Boot {
