@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Boots the Linux guest in QEMU alone (no hypervisor) and checks what
 # README.md promises: the marker line, a shell prompt that runs commands, the
-# PL011 interrupt, the disk, and the three jobs. Prints what it saw, the wall
+# PL011 interrupt, the disk, and the four jobs. Prints what it saw, the wall
 # time to the marker, and "N passed, M failed".
 #   scripts/check-native.sh OUT_DIR   (OUT_DIR: where Image, initramfs.cpio
 #                                      and disk.ext4 are; make check passes it)
@@ -96,5 +96,7 @@ echo "job hackbench:"
 job hackbench '^partita-linux: hackbench time=[0-9.]+$'
 echo "job cyclictest:"
 job cyclictest '^partita-linux: cyclictest min=[0-9]+ avg=[0-9]+ max=[0-9]+$'
+echo "job tools:"
+job tools '^partita-linux: gdb prologue=1 stepi=8 hbreak=12 rwatch=[0-9]+ watch=4$'
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

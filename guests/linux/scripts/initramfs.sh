@@ -4,12 +4,11 @@
 # HERE is guests/linux (init, partita.sh, jobs/); MODULES_DIR is what
 # scripts/kernel.sh made; the LIBRARY debs (libc6, libnuma1) are searched for
 # the shared libraries cyclictest and hackbench need, and only those are
-# taken. READELF names the arm64 readelf (default aarch64-linux-gnu-readelf).
+# taken (scripts/closure.sh).
 set -euo pipefail
 
 out=$1 here=$2 modules_dir=$3 version_file=$4 busybox_deb=$5 rt_tests_deb=$6
 shift 6
-readelf=${READELF:-aarch64-linux-gnu-readelf}
 programs=(usr/bin/cyclictest usr/bin/hackbench)
 
 fail() {
@@ -21,12 +20,7 @@ tmp=$(mktemp -d "$(dirname "$out")/.initramfs.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 root=$tmp/root
 
-unpack() { # DEB -> its directory under $tmp/debs
-    local dir=$tmp/debs/$(basename "$1" .deb)
-    mkdir -p "$dir"
-    dpkg-deb -x "$1" "$dir"
-    echo "$dir"
-}
+. "$here/scripts/closure.sh"
 
 mkdir -p "$root"/{bin,dev,proc,sys,tmp,mnt,root,etc,lib,usr/bin,jobs}
 ln -s bin "$root/sbin"
@@ -58,83 +52,9 @@ for applet in "${applets[@]}"; do
     [ "$applet" = busybox ] || ln -s busybox "$root/bin/$applet"
 done
 
-# cyclictest and hackbench, then the closure of their DT_NEEDED libraries
-# and the dynamic loader, found in the library packages by soname.
-rt_tests=$(unpack "$rt_tests_deb")
-library_roots=()
-for deb in "$@"; do
-    dir=$(unpack "$deb")
-    library_roots+=("$dir")
-done
-
-copy_path() { # ROOT PATH: copies PATH, and every symlink on the way, into $root
-    local from=$1 path=$2 target hops=0
-    while :; do
-        if [ ! -e "$root/$path" ] && [ ! -L "$root/$path" ]; then
-            mkdir -p "$root/$(dirname "$path")"
-            cp -a "$from/$path" "$root/$path"
-        fi
-        [ -L "$from/$path" ] || break
-        target=$(readlink "$from/$path")
-        case $target in
-            /*) path=${target#/} ;;
-            *) path=$(dirname "$path")/$target ;;
-        esac
-        path=$(realpath -ms --relative-to=/ "/$path")
-        hops=$((hops + 1))
-        [ "$hops" -lt 10 ] || fail "too many symlinks at $path"
-    done
-    echo "$path"
-}
-
-find_library() { # SONAME -> "ROOT PATH" of the package that has it
-    local soname=$1 dir lib
-    for lib in "${library_roots[@]}"; do
-        for dir in lib/aarch64-linux-gnu usr/lib/aarch64-linux-gnu lib usr/lib; do
-            if [ -e "$lib/$dir/$soname" ] || [ -L "$lib/$dir/$soname" ]; then
-                echo "$lib $dir/$soname"
-                return
-            fi
-        done
-    done
-    fail "no package given has $soname"
-}
-
-declare -A taken
-queue=()
-for program in "${programs[@]}"; do
-    [ -f "$rt_tests/$program" ] || fail "$rt_tests_deb has no $program"
-    copied=$(copy_path "$rt_tests" "$program")
-    queue+=("$copied")
-    headers=$("$readelf" -lW "$rt_tests/$program")
-    interpreter=$(sed -n 's/.*\[Requesting program interpreter: \(.*\)\]/\1/p' <<<"$headers")
-    [ -z "$interpreter" ] || [ -n "${taken[$interpreter]:-}" ] && continue
-    taken[$interpreter]=1
-    # The loader's path as the package ships it (/lib/ld-linux-aarch64.so.1,
-    # a link into lib/aarch64-linux-gnu/).
-    found=
-    for lib in "${library_roots[@]}"; do
-        if [ -e "$lib/${interpreter#/}" ]; then
-            copied=$(copy_path "$lib" "${interpreter#/}")
-            queue+=("$copied")
-            found=1
-            break
-        fi
-    done
-    [ -n "$found" ] || fail "no package given has the loader $interpreter"
-done
-while [ "${#queue[@]}" -gt 0 ]; do
-    file=$root/${queue[0]}
-    queue=("${queue[@]:1}")
-    dynamic=$("$readelf" -dW "$file")
-    for soname in $(sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' <<<"$dynamic"); do
-        [ -n "${taken[$soname]:-}" ] && continue
-        taken[$soname]=1
-        found=$(find_library "$soname")
-        copied=$(copy_path "${found%% *}" "${found#* }")
-        queue+=("$copied")
-    done
-done
+# cyclictest and hackbench, with the loader and the libraries they load.
+add_library_packages "$@"
+copy_programs "$(unpack "$rt_tests_deb")" "${programs[@]}"
 
 # The kernel modules and their load order.
 cp -a "$modules_dir/." "$root/"
