@@ -190,8 +190,9 @@ impl Emulated {
 
     /// Connects device `device` to `prr`; with the address of a saved
     /// `context`, its preempted job goes on from there.
-    pub fn connect(&self, prr: usize, device: usize, context: Option<u64>) {
-        let now = timer::now();
+    /// `now`: the counter as the caller last read it, which starts the
+    /// hold (a few instructions early is no matter to a hold).
+    pub fn connect(&self, prr: usize, device: usize, context: Option<u64>, now: u64) {
         let mut logic = self.logic.lock();
         let unit = &mut logic.units[prr];
         unit.client = Some(device);

@@ -81,7 +81,7 @@ impl Fabric {
                 self.logic.reconfigure(prr, accelerator.into());
                 step(AccelStep::ReconfigStarted, usize::MAX, prr);
             }
-            Action::Connect { client, prr, path } => self.connect(sys, self.device(client), prr, path),
+            Action::Connect { client, prr, path } => self.connect(sys, self.device(client), prr, path, None),
             Action::Signal { client, signal } => {
                 let device = self.device(client);
                 if signal == Signal::Wait {
@@ -96,12 +96,16 @@ impl Fabric {
 
     /// Connects `client`'s device to `prr`, restoring its saved work if it
     /// was preempted: its page becomes writable, its stalled vCPUs go on.
-    fn connect(&self, sys: &System, device: &Device, prr: usize, path: Path) {
+    /// `asked`: when the request was made, if the caller timed it rather
+    /// than [`note_request`]. Inlined into Path 1's trap, whose every
+    /// instruction counts.
+    #[inline(always)]
+    fn connect(&self, sys: &System, device: &Device, prr: usize, path: Path, asked: Option<u64>) {
         let client = device.client();
         let part = &sys.partitions[device.partition];
-        self.measure(device, path);
+        let now = self.measure(device, path, asked);
         let resume = device.stat() & stat::PREEMPTED != 0;
-        self.logic.connect(prr, device.global, resume.then_some(device.context));
+        self.logic.connect(prr, device.global, resume.then_some(device.context), now);
         part.set_interface_writable(device.index, true);
         device.update_stat(stat::CONNECTED, stat::WAITING | stat::PREEMPTED);
         device.connected.store(true, Ordering::SeqCst);
@@ -109,11 +113,12 @@ impl Fabric {
         step(AccelStep::Connected, client.partition.into(), client.device.into());
     }
 
-    /// Counts `device`'s connection by `path`, timed from its request.
-    fn measure(&self, device: &Device, path: Path) {
+    /// Counts `device`'s connection by `path`, timed from its request
+    /// (`asked`, else the one [`note_request`] noted): the counter now.
+    fn measure(&self, device: &Device, path: Path, asked: Option<u64>) -> u64 {
         let client = device.client();
         let now = timer::counter();
-        let asked = device.asked.swap(0, Ordering::SeqCst);
+        let asked = asked.unwrap_or_else(|| device.asked.swap(0, Ordering::SeqCst));
         let ticks = if asked == 0 { 0 } else { now.saturating_sub(asked) };
         self.count(path, ticks);
         trace::record_at(
@@ -123,6 +128,7 @@ impl Fabric {
             client.device.into(),
             accel_connect_arg(path as usize, ticks),
         );
+        now
     }
 
     /// A stage-2 write fault at `ipa` of `vcpu`: `None` unless `ipa` is one
@@ -157,16 +163,24 @@ impl Fabric {
         Some(connected || self.connect_at_once(sys, device) || self.ask(sys, device))
     }
 
-    /// Notes `device`'s request and serves it by Path 1 in the requester's
-    /// trap, without the general path's machinery
-    /// (`Manager::assign_at_once`): whether `device` is connected on
-    /// return. Otherwise only the request is noted, for [`Fabric::ask`].
+    /// Serves `device`'s request by Path 1 in the requester's trap, without
+    /// the general path's machinery (`Manager::assign_at_once`): whether
+    /// `device` is connected on return. Otherwise the request is noted, for
+    /// [`Fabric::ask`]. Path 1 times its request itself: the shortcut is
+    /// only taken while nothing waits, so the device has no request noted
+    /// that the connection would have to clear.
     fn connect_at_once(&self, sys: &System, device: &Device) -> bool {
-        note_request(device);
+        let asked = timer::counter();
         let mut manager = self.manager.lock();
-        let Some(prr) = manager.assign_at_once(device.request) else { return false };
+        let Some(prr) = manager.assign_at_once(device.request) else {
+            drop(manager);
+            note_request(device, asked);
+            return false;
+        };
+        // Nothing traced since `asked`: the trace stays in time order.
+        trace_request(device, asked);
         step(AccelStep::Decided, usize::MAX, usize::MAX);
-        self.connect(sys, device, prr, Path::Assign);
+        self.connect(sys, device, prr, Path::Assign, Some(asked));
         true
     }
 
@@ -221,12 +235,16 @@ fn step(step: AccelStep, partition: usize, device: usize) {
     trace::record(Kind::AccelStep, partition, device, step.arg(0));
 }
 
-/// `device` asks for a PRR: timed from now unless it asked before.
-fn note_request(device: &Device) {
-    let now = timer::counter();
+/// `device` asked for a PRR at `now`: timed from then unless it asked
+/// before.
+fn note_request(device: &Device, now: u64) {
     if device.asked.compare_exchange(0, now, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
-        trace::record_at(now, Kind::AccelRequest, device.partition, device.index, device.accelerator as u32);
+        trace_request(device, now);
     }
+}
+
+fn trace_request(device: &Device, at: u64) {
+    trace::record_at(at, Kind::AccelRequest, device.partition, device.index, device.accelerator as u32);
 }
 
 /// Every vCPU stalled on `device`'s page goes on, replaying its write.

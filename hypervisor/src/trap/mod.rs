@@ -192,11 +192,13 @@ fn synchronous(here: &Here, regs: &mut Regs) -> Exit {
             firmware::call(here.sys, regs, part, vcpu, true)
         }
         Trap::SysReg(access) => system_register(here, regs, access),
-        Trap::DataAbort { access, .. } => {
+        // The access is decoded once it is not an interface page's: Path 1
+        // (`fabric`) needs only the address, and must cost little.
+        Trap::DataAbort { .. } => {
             let fabric = here.sys.fabric.as_ref();
             fabric
                 .and_then(|fabric| fabric.write_fault(here.sys, vcpu, ipa))
-                .or_else(|| mmio::data_abort(here.sys, here.me, regs, part, access, ipa))
+                .or_else(|| mmio::data_abort(here.sys, here.me, regs, part, esr::data_access(syndrome.esr), ipa))
                 .unwrap_or_else(|| {
                     let what = "stage-2 data abort outside its memory";
                     let exception = Exception::abort(syndrome.esr, syndrome.far);

@@ -73,6 +73,7 @@ impl PrrState {
     }
 
     /// The state `event` leads to.
+    #[inline]
     pub fn next(self, event: PrrEvent) -> Result<PrrState, Refused> {
         use PrrEvent as E;
         use PrrState::*;

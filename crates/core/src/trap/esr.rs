@@ -118,6 +118,14 @@ fn decode_sysreg(iss: u64) -> SysRegAccess {
     }
 }
 
+/// The access of a data abort's syndrome `esr`, when the syndrome holds
+/// one (ISV). Also in [`Trap::DataAbort`]; a handler that may not need it
+/// (an accelerator's interface page only needs the address) reads it here
+/// once it does.
+pub fn data_access(esr: u64) -> Option<MmioAccess> {
+    decode_data_abort(esr & 0x1ff_ffff)
+}
+
 fn decode_data_abort(iss: u64) -> Option<MmioAccess> {
     let valid = bits(iss, 24, 1) == 1;
     valid.then(|| MmioAccess {
@@ -162,12 +170,14 @@ mod tests {
         let Trap::DataAbort { access: Some(a), fault_status } = decode(esr) else { panic!("not a data abort") };
         assert_eq!((a.write, a.size, a.rt, a.wide), (true, 4, 1, false));
         assert_eq!(fault_status, 0x07);
+        assert_eq!(data_access(esr), Some(a), "read on its own, the same access");
     }
 
     #[test]
     fn data_abort_without_syndrome_has_no_access() {
         let esr = (0x24 << 26) | (1 << 25) | 0x07;
         assert_eq!(decode(esr), Trap::DataAbort { access: None, fault_status: 0x07 });
+        assert_eq!(data_access(esr), None);
     }
 
     #[test]
