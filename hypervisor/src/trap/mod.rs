@@ -192,8 +192,7 @@ fn synchronous(here: &Here, regs: &mut Regs) -> Exit {
             firmware::call(here.sys, regs, part, vcpu, true)
         }
         Trap::SysReg(access) => system_register(here, regs, access),
-        // The access is decoded once it is not an interface page's: Path 1
-        // (`fabric`) needs only the address, and must cost little.
+        // The access is decoded only once it is not an interface page's.
         Trap::DataAbort { .. } => {
             let fabric = here.sys.fabric.as_ref();
             fabric
