@@ -146,7 +146,15 @@ impl PerCpu {
         self.current().map(|slot| self.vcpus[slot])
     }
 
+    /// Sequentially consistent: see `scheduler::tlb_dropped_everywhere`.
     pub fn set_current(&self, slot: Option<usize>) {
-        self.current.store(slot.unwrap_or(NONE), Ordering::Relaxed);
+        self.current.store(slot.unwrap_or(NONE), Ordering::SeqCst);
+    }
+
+    /// The partition of the vCPU on this pCPU now, as another pCPU sees it
+    /// (see `scheduler::tlb_dropped_everywhere`).
+    pub fn running_partition(&self) -> Option<usize> {
+        let slot = self.current.load(Ordering::SeqCst);
+        (slot != NONE).then(|| self.vcpus[slot].partition)
     }
 }

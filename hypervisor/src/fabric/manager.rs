@@ -4,8 +4,9 @@
 //! unconnected page, a partition's restart, the guest-aware calls.
 
 use super::emulated::start_pending;
-use super::{client_index, Device, Fabric};
+use super::{client_index, Device, Fabric, LATE_START_WATCHED, WAITING};
 use crate::partition::{Partition, Vcpu};
+use crate::scheduler;
 use crate::state::System;
 use crate::trace;
 use crate::trap::exit::Exit;
@@ -15,7 +16,7 @@ use partita_arch::guest_memory;
 use partita_arch::platform::{Gic, InterruptController};
 use partita_arch::timer;
 use partita_core::fabric::interface::{reg, stat, PAGE_SIZE, REGISTERS_SIZE};
-use partita_core::fabric::manager::{Action, Event, Path, Signal};
+use partita_core::fabric::manager::{Action, Event, Manager, Path, Signal};
 use partita_core::fabric::monitor::{Client, Request, MAX_PRRS};
 use partita_core::trace::{accel_connect_arg, AccelStep, Kind};
 
@@ -24,7 +25,11 @@ impl Fabric {
     /// event that crossed a decision (a stop reported after the partition
     /// was released, say) changes nothing.
     pub fn handle(&self, sys: &System, event: Event) {
-        let mut manager = self.manager.lock();
+        self.handle_locked(sys, &mut self.manager.lock(), event);
+    }
+
+    /// [`Fabric::handle`] with the manager's lock held.
+    fn handle_locked(&self, sys: &System, manager: &mut Manager<WAITING>, event: Event) {
         let mut again = heapless::Vec::<Client, MAX_PRRS>::new();
         let mut decided = false;
         let _ = manager.handle(event, &mut |action| {
@@ -59,7 +64,8 @@ impl Fabric {
             Action::Disconnect { client, prr } => {
                 let device = self.device(client);
                 let saved = self.logic.disconnect(prr, |context| guest_memory::write(device.context, context));
-                if !saved && start_pending(device) {
+                let late_start_possible = !saved && !start_pending(device);
+                if !saved && !late_start_possible {
                     // At most one disconnection per PRR per event.
                     let _ = again.push(client);
                 }
@@ -70,7 +76,12 @@ impl Fabric {
                 }
                 let preempted = if saved { stat::PREEMPTED } else { 0 };
                 device.update_stat(preempted, stat::CONNECTED | stat::BUSY);
-                sys.partitions[device.partition].set_interface_writable(device.index, false);
+                let part = &sys.partitions[device.partition];
+                part.set_interface_writable(device.index, false);
+                if late_start_possible {
+                    let generation = u64::from(part.tlb_generation());
+                    device.late_start.store(LATE_START_WATCHED | generation, Ordering::Release);
+                }
                 step(AccelStep::Disconnected, client.partition.into(), client.device.into());
             }
             Action::Stop { prr } => {
@@ -111,6 +122,36 @@ impl Fabric {
         device.connected.store(true, Ordering::SeqCst);
         release_stalled(device, part);
         step(AccelStep::Connected, client.partition.into(), client.device.into());
+    }
+
+    /// Finds the STARTs a guest wrote after its device's disconnection
+    /// had looked for one: a vCPU running on another pCPU may still write
+    /// the page through the writable entry its TLB caches, until its pCPU
+    /// takes the kick that drops it. Once no pCPU can, a START found in
+    /// the page of a device still unconnected asks again, as one seen at
+    /// the disconnection does. The fabric's pCPU calls this every turn;
+    /// waiting for the kicked pCPUs at the disconnection instead could
+    /// deadlock against one spinning on the manager's lock.
+    pub fn catch_late_starts(&self, sys: &System) {
+        for device in &self.devices {
+            let watched = device.late_start.load(Ordering::Acquire);
+            if watched == 0 || !scheduler::tlb_dropped_everywhere(sys, device.partition, watched as u32) {
+                continue;
+            }
+            let mut manager = self.manager.lock();
+            // Under the lock: a disconnection since watches anew, and a
+            // connection since takes the START itself.
+            if device.late_start.compare_exchange(watched, 0, Ordering::SeqCst, Ordering::SeqCst).is_err()
+                || device.connected.load(Ordering::SeqCst)
+                || !start_pending(device)
+            {
+                continue;
+            }
+            self.late_starts.fetch_add(1, Ordering::Relaxed);
+            note_request(device, timer::counter());
+            let request = Request { unfinished: true, ..device.request };
+            self.handle_locked(sys, &mut manager, Event::Request(request));
+        }
     }
 
     /// Counts `device`'s connection by `path`, timed from its request

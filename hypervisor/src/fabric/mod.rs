@@ -70,7 +70,15 @@ pub struct Device {
     /// When its pending request was made (or its work preempted), in
     /// counter ticks; 0 while nothing is pending.
     asked: AtomicU64,
+    /// Disconnected with no START seen, while a pCPU may still write its
+    /// page through a writable TLB entry: [`LATE_START_WATCHED`] and the
+    /// partition's TLB generation once the page was read-only (see
+    /// [`Fabric::catch_late_starts`]); 0 otherwise.
+    late_start: AtomicU64,
 }
+
+/// Set in [`Device::late_start`] beside a TLB generation, which may be 0.
+const LATE_START_WATCHED: u64 = 1 << 32;
 
 /// The fabric: the manager's decisions, the devices, the logic.
 pub struct Fabric {
@@ -83,6 +91,9 @@ pub struct Fabric {
     pub logic: Emulated,
     /// Connections so far, by [`Path`].
     paths: [PathStats; Path::ALL.len()],
+    /// STARTs that came through a stale writable mapping after their
+    /// device's disconnection, and asked again.
+    late_starts: AtomicU64,
 }
 
 /// The connections made by one path and how long they took.
@@ -119,6 +130,7 @@ impl Fabric {
                     stalled: AtomicU64::new(0),
                     connected: AtomicBool::new(false),
                     asked: AtomicU64::new(0),
+                    late_start: AtomicU64::new(0),
                 });
             }
         }
@@ -132,7 +144,8 @@ impl Fabric {
         let manager = Manager::new(&sizes, &compatible).expect("validated fabric sizes");
         let logic = Emulated::new(&config);
         let paths = Default::default();
-        Some(Fabric { config, manager: Mutex::new(manager), devices, first, logic, paths })
+        let late_starts = AtomicU64::new(0);
+        Some(Fabric { config, manager: Mutex::new(manager), devices, first, logic, paths, late_starts })
     }
 
     /// The interface pages of partition `p`: (guest-physical, host-physical).
@@ -163,6 +176,10 @@ impl Fabric {
                 ns(max),
                 ns(total / count)
             );
+        }
+        let late = self.late_starts.load(Ordering::Relaxed);
+        if late != 0 {
+            log!("fabric: {late} START(s) written through a mapping cached before the disconnection, asked again");
         }
     }
 

@@ -22,6 +22,7 @@ pub fn run(sys: &'static System, fabric: &'static Fabric) -> ! {
     // Kept across passes: moving it would copy all its room each time.
     let mut reports: heapless::Vec<Report, REPORTS> = heapless::Vec::new();
     loop {
+        fabric.catch_late_starts(sys);
         let now = timer::now();
         reports.clear();
         let (computed, next) = {

@@ -149,7 +149,7 @@ pub fn restart_step(sys: &System, part: &Partition) {
     if cursor == 0 {
         // Translations of its previous life must go: each pCPU drops them
         // before it next runs one of its vCPUs.
-        part.tlb_generation.fetch_add(1, Ordering::AcqRel);
+        part.tlb_generation.fetch_add(1, Ordering::SeqCst);
         reset_devices(part);
     }
     match reload_step(part, cursor, sys.data) {

@@ -70,8 +70,9 @@ pub struct Partition {
     pub denied_reports: AtomicU32,
     /// Its health-monitor policy and restart count.
     pub hm: Mutex<PartitionHm>,
-    /// Raised by every restart; a pCPU whose TLBs may hold entries of an
-    /// older generation invalidates them before running a vCPU of it.
+    /// Raised by every restart and every permission taken from its map (an
+    /// interface page made read-only); a pCPU whose TLBs may hold entries
+    /// of an older generation invalidates them before running a vCPU of it.
     tlb_generation: AtomicU32,
     /// Virtual SPIs with no physical twin: the doorbells of its
     /// shared-memory channels and the signals of its virtual devices.
@@ -171,14 +172,14 @@ impl Partition {
 
     /// One per life: raised by every reload (see `tlb_generation`'s field).
     pub fn tlb_generation(&self) -> u32 {
-        self.tlb_generation.load(Ordering::Acquire)
+        self.tlb_generation.load(Ordering::SeqCst)
     }
 
     /// Its stage-2 map changed: every pCPU invalidates its TLB entries
     /// before it next enters one of its vCPUs, and those running one now
     /// are kicked out to do so at once.
     pub fn stage2_changed(&self) {
-        self.tlb_generation.fetch_add(1, Ordering::AcqRel);
+        self.tlb_generation.fetch_add(1, Ordering::SeqCst);
         let here = partita_arch::cpu::index();
         for vcpu in self.vcpus.iter().filter(|v| v.is_on_cpu() && v.pcpu() != here) {
             Gic::kick(vcpu.pcpu());

@@ -192,9 +192,29 @@ pub fn give_debug(me: &PerCpu, vcpu: &Vcpu) -> bool {
 pub fn refresh_tlb(me: &PerCpu, p: usize, part: &crate::partition::Partition) {
     let generation = part.tlb_generation();
     if me.tlb_seen[p].load(Ordering::Relaxed) != generation {
-        me.tlb_seen[p].store(generation, Ordering::Relaxed);
         partita_arch::cache::invalidate_guest_tlb_local();
+        // Published once the entries are gone, and after every write the
+        // guest made through them: what `tlb_dropped_everywhere` reads.
+        me.tlb_seen[p].store(generation, Ordering::Release);
     }
+}
+
+/// No pCPU can write partition `p`'s memory any more through a TLB entry
+/// cached before its stage-2 map reached `generation`: each one running
+/// it now has invalidated since, and every other one will before it
+/// enters it again. The guest's writes made through older entries are
+/// visible to the caller.
+///
+/// A pCPU publishes the vCPU it enters before it reads the generation
+/// (both sequentially consistent, as is the generation's raise): were it
+/// seen running no vCPU of `p`, it reads the raised generation once it
+/// enters one.
+pub fn tlb_dropped_everywhere(sys: &System, p: usize, generation: u32) -> bool {
+    sys.cpus.iter().all(|cpu| {
+        // Seen at `generation` or a later one, modulo wrapping.
+        let seen = cpu.tlb_seen[p].load(Ordering::Acquire).wrapping_sub(generation) as i32 >= 0;
+        seen || cpu.running_partition() != Some(p)
+    })
 }
 
 /// Takes the running vCPU off its pCPU, saving everything it had loaded,
