@@ -23,6 +23,7 @@
 use super::{Device, Fabric};
 use crate::partition::Partition;
 use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU64, Ordering};
 use partita_arch::platform::{self, Gic, InterruptController};
 use partita_arch::{cpu, guest_memory, timer};
 use partita_core::config::model;
@@ -120,6 +121,11 @@ pub struct Emulated {
     pub turn: u64,
     hold: u64,
     download: Vec<u64>,
+    /// Each PRR's stop request: the counter when the manager asked, 0 for
+    /// none. Outside the lock, which the logic's pCPU holds through each
+    /// computing step: on a board, asking is one write to the logic, and
+    /// the manager's Preempt must not wait for the emulation's step.
+    stops: Vec<AtomicU64>,
     pub logic: Mutex<Logic>,
 }
 
@@ -150,6 +156,7 @@ impl Emulated {
             turn: ns_to_ticks(TURN_NS, hz),
             hold: ns_to_ticks(config.hold_us.saturating_mul(1_000), hz),
             download,
+            stops: config.prrs.iter().map(|_| AtomicU64::new(0)).collect(),
             logic: Mutex::new(Logic {
                 units: config.prrs.iter().map(|_| unit()).collect(),
                 pcap: Pcap { current: None, queue: Vec::new() },
@@ -161,17 +168,10 @@ impl Emulated {
         self.cpu
     }
 
-    /// Asks the accelerator in `prr` to stop at its next consistency point.
+    /// Asks the accelerator in `prr` to stop at its next consistency point
+    /// (after now): the logic's next pass takes the request.
     pub fn stop(&self, prr: usize) {
-        let now = timer::now();
-        let mut logic = self.logic.lock();
-        let unit = &mut logic.units[prr];
-        let at = unit.job.as_ref().map_or(now, |run| {
-            let since = now.saturating_sub(run.started);
-            run.started + since.div_ceil(run.preempt.max(1)) * run.preempt.max(1)
-        });
-        unit.stop_at = Some(at);
-        drop(logic);
+        self.stops[prr].store(timer::now().max(1), Ordering::Release);
         self.kick();
     }
 
@@ -224,6 +224,7 @@ impl Emulated {
         unit.client = None;
         unit.job = None;
         unit.stop_at = None;
+        self.stops[prr].store(0, Ordering::Relaxed);
         unit.hold_until = None;
         let stopped = unit.saved == Saved::Stopped;
         if stopped {
@@ -318,6 +319,10 @@ impl Unit {
     ) {
         let Some(d) = self.client else { return };
         let device = &fabric.devices[d];
+        let asked = fabric.logic.stops[prr].swap(0, Ordering::Acquire);
+        if asked != 0 {
+            self.stop_at = Some(self.next_consistency_point(asked));
+        }
         if let Some(at) = self.stop_at.filter(|&at| at <= now) {
             self.stop_at = None;
             // Stopped before a resumed job restarted: its context is the
@@ -377,6 +382,15 @@ impl Unit {
             report(Report::Manager(Event::Expired { prr }, at));
             report(Report::Manager(Event::LetGo { prr, client }, at));
         }
+    }
+
+    /// Where a stop asked at `asked` takes effect: the first consistency
+    /// point of the job's grid from then, or at once without a job.
+    fn next_consistency_point(&self, asked: u64) -> u64 {
+        self.job.as_ref().map_or(asked, |run| {
+            let since = asked.saturating_sub(run.started);
+            run.started + since.div_ceil(run.preempt.max(1)) * run.preempt.max(1)
+        })
     }
 
     /// START was written: check the job, then run it.
