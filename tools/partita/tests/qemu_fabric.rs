@@ -443,7 +443,8 @@ fn moves(log: &str) -> Vec<(u64, u64, u64)> {
 #[test]
 fn a_preempted_gpos_moves_its_job_to_its_cpu_and_it_is_never_resumed() {
     // Its first job lasts 5.4 ms in the model, more than the RTOS's
-    // delay, however fast the host computes: the RTOS always preempts it.
+    // delay, however fast the host computes: the RTOS, its input made
+    // before it waits, preempts it.
     let frames = 60;
     let gpos_args = format!(
         "{} acc-fallback=1 acc-tell=0 ticks=0 until-off=0",
@@ -458,8 +459,10 @@ fn a_preempted_gpos_moves_its_job_to_its_cpu_and_it_is_never_resumed() {
     let gpos_log = boot.log("gpos");
     let moved = moves(gpos_log);
     assert_eq!(moved.len(), 1, "one job moved to the cpu:\n{gpos_log}");
+    // Job 0 unless the host kept the GPOS's vCPU from seeing it compute
+    // for the whole job; the one the RTOS met is the one that moves.
     let (job, at, of) = moved[0];
-    assert_eq!((job, of), (0, frames), "{gpos_log}");
+    assert!(job < 3 && of == frames, "{gpos_log}");
     assert!(at < frames, "moved before the accelerator was done: {gpos_log}");
     assert_jobs(gpos_log, 90, 3, frames);
     assert_jobs(boot.log("rtos"), 95, 1, 100);
