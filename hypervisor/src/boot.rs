@@ -39,7 +39,6 @@ pub fn primary() -> ! {
         platform.cpus,
         table.system.name
     );
-    check_model(&table);
     let data = read_image_store(&table, seal);
     let hypervisor = table.system.hypervisor.memory;
     // The fabric's memory holds the interface pages guests share uncached.
@@ -122,17 +121,6 @@ fn read_image_store(table: &BootTable, seal: Seal) -> &'static [u8] {
 fn fail_early(message: core::fmt::Arguments) -> ! {
     Uart::init(platform::FALLBACK_CONSOLE);
     panic!("{message}")
-}
-
-/// The hypervisor runs the same validator as `partita check`, so a payload
-/// built by anything else is held to the same rules.
-#[inline(never)]
-fn check_model(table: &BootTable) {
-    let issues = partita_core::config::validate::validate(&table.system);
-    for issue in &issues {
-        log!("configuration error: {}.{}: {}", issue.path, issue.field, issue.message);
-    }
-    assert!(issues.is_empty(), "invalid configuration in the boot payload");
 }
 
 #[inline(never)]

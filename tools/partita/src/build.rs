@@ -19,6 +19,7 @@ use object::read::elf::{ElfFile64, ProgramHeader, SectionHeader};
 use object::{Endianness, Object, ObjectSymbol};
 use partita_core::config::image::{self, BootTable, Load, PartitionBoot};
 use partita_core::config::model::{Range, System};
+use partita_core::config::validate::validate;
 use partita_core::partition::seed::LANES;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -191,6 +192,19 @@ pub struct Payload {
 
 /// The encoded boot payload of `config`.
 pub fn payload(config: &Config) -> Result<Payload> {
+    // The hypervisor trusts the model it is given (docs/architecture.md):
+    // this is where a system is held to the validator's rules, whoever
+    // built the `Config`.
+    let issues = validate(&config.system);
+    if let Some(issue) = issues.first() {
+        bail!(
+            "the system is invalid ({} issue(s)); first: {}.{}: {}",
+            issues.len(),
+            issue.path,
+            issue.field,
+            issue.message
+        );
+    }
     let mut data = Vec::new();
     let mut boot = Vec::new();
     let mut dtbs = Vec::new();

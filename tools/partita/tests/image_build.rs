@@ -280,3 +280,16 @@ fn a_kernel_larger_than_its_region_is_refused_by_image_size_not_file_size() {
     let error = format!("{:#}", build(&fixture).unwrap_err());
     assert!(error.contains("the kernel needs 0x100000 bytes"), "{error}");
 }
+
+/// The hypervisor does not run the validator again at boot: no payload is
+/// written for a system that fails it, however the model was made.
+#[test]
+fn an_invalid_system_gets_no_payload() {
+    let mut fixture = fixture("invalid");
+    // Beta's first RAM region moved over alpha's, host-physically.
+    let beta = &mut fixture.config.system.partitions[1].memory[0];
+    (beta.pa, beta.identity) = (GUEST_ELF_BASE, false);
+    let error = format!("{:#}", build(&fixture).unwrap_err());
+    assert!(error.contains("the system is invalid") && error.contains("overlaps"), "{error}");
+    assert!(!fixture.dir.join("out").join("partita.img").exists(), "an image was written");
+}
