@@ -202,6 +202,9 @@ impl Seal {
 
 /// Parses and checks a payload's head: the table, and that its loads fit
 /// the data section it seals and the data fits the image store.
+// Never inlined, so that its decoder keeps core's size-first code even in
+// a caller compiled for speed: it runs once per boot.
+#[inline(never)]
 pub fn decode_head(bytes: &[u8]) -> Result<(BootTable, Seal), ImageError> {
     let (table_len, data_len) = read_header(bytes)?;
     let table_end = HEADER_LEN.checked_add(table_len).ok_or(ImageError::Truncated)?;
