@@ -17,7 +17,7 @@ use partita_arch::platform::{Gic, InterruptController};
 use partita_arch::timer;
 use partita_core::fabric::interface::{reg, stat, PAGE_SIZE, REGISTERS_SIZE};
 use partita_core::fabric::manager::{Action, Event, Manager, Path, Signal};
-use partita_core::fabric::monitor::{Client, Request, MAX_PRRS};
+use partita_core::fabric::monitor::{Client, MAX_PRRS};
 use partita_core::trace::{accel_connect_arg, AccelStep, Kind};
 
 impl Fabric {
@@ -54,7 +54,7 @@ impl Fabric {
         // START is taken once it is connected. (One already waiting is the
         // same request and changes nothing.)
         while let Some(client) = again.pop() {
-            let request = Request { unfinished: true, ..self.device(client).request };
+            let request = self.device(client).unfinished_request();
             let _ = manager.handle(Event::Request(request), &mut |action| self.carry_out(sys, action, &mut again));
         }
     }
@@ -64,8 +64,10 @@ impl Fabric {
             Action::Disconnect { client, prr } => {
                 let device = self.device(client);
                 let saved = self.logic.disconnect(prr, |context| guest_memory::write(device.context, context));
-                let late_start_possible = !saved && !start_pending(device);
-                if !saved && !late_start_possible {
+                // Work not saved may still be a START the logic has not
+                // taken: seen now, it asks again; else it is watched for.
+                let start_seen = !saved && start_pending(device);
+                if start_seen {
                     // At most one disconnection per PRR per event.
                     let _ = again.push(client);
                 }
@@ -78,7 +80,7 @@ impl Fabric {
                 device.update_stat(preempted, stat::CONNECTED | stat::BUSY);
                 let part = &sys.partitions[device.partition];
                 part.set_interface_writable(device.index, false);
-                if late_start_possible {
+                if !saved && !start_seen {
                     let generation = u64::from(part.tlb_generation());
                     device.late_start.store(LATE_START_WATCHED | generation, Ordering::Release);
                 }
@@ -149,7 +151,7 @@ impl Fabric {
             }
             self.late_starts.fetch_add(1, Ordering::Relaxed);
             note_request(device, timer::counter());
-            let request = Request { unfinished: true, ..device.request };
+            let request = device.unfinished_request();
             self.handle_locked(sys, &mut manager, Event::Request(request));
         }
     }

@@ -221,6 +221,12 @@ impl Device {
         self.request.client
     }
 
+    /// Its request again, for work it has but no PRR to run it on (a
+    /// START not taken when it was disconnected).
+    pub fn unfinished_request(&self) -> Request {
+        Request { unfinished: true, ..self.request }
+    }
+
     pub fn stat(&self) -> u32 {
         self.read_u32(reg::STAT)
     }
