@@ -251,6 +251,7 @@ void duty_test(u64 busy_us, u64 idle_us, u64 cycles)
 {
 	u64 period = us_to_counts(busy_us + idle_us);
 	u64 start = counter_now();
+	u64 first = start;
 	u64 i;
 
 	mode = TIMER_WAKE;
@@ -268,5 +269,7 @@ void duty_test(u64 busy_us, u64 idle_us, u64 cycles)
 	}
 	mode = TIMER_IDLE;
 	timer_irq_enable(false);
-	printf("duty: %lu cycles of %lu us busy after %lu us idle\n", cycles, busy_us, idle_us);
+	/* The counter's times let a test tell the cycles from the boot before them. */
+	printf("duty: %lu cycles of %lu us busy after %lu us idle, from %lu us to %lu us\n", cycles, busy_us, idle_us,
+	       counts_to_us(first), counts_to_us(start));
 }
