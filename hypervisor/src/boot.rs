@@ -16,7 +16,7 @@ use partita_arch::platform::{self, Console, Gic, InterruptController, Uart};
 use partita_arch::{boot as image, cpu, el2, firmware, heap, mmu, stage2};
 use partita_core::config::image::{decode_head, head_len, BootTable, Seal};
 use partita_core::config::limits::MAX_VCPUS_PER_PCPU;
-use partita_core::config::model::Range;
+use partita_core::config::model::{Delivery, Range};
 use partita_core::time::us_to_ticks;
 
 /// The boot heap follows the payload's head: first this much, enough to
@@ -54,6 +54,11 @@ pub fn primary() -> ! {
     let rndr = if cpu::has_rndr() { ", RNDR" } else { "" };
     log!("device-tree seeds from: build secrets, counter, partition, load count{rndr}");
     crate::vgic::configure_spis(sys);
+    // Before any other CPU starts, so that every kick goes in the group
+    // its target takes it in.
+    for me in sys.cpus.iter().filter(|me| me.direct) {
+        Gic::make_direct(me.index);
+    }
     start_plans(sys);
     start_secondaries(sys.cpus.len());
     work(sys, 0)
@@ -178,8 +183,10 @@ fn build_cpu(cpu: usize, partitions: &[Partition], plans: &Plans) -> PerCpu {
     } else {
         Policy::fixed_priority()
     };
+    let direct = policy.is_exclusive() && partitions[vcpus[0].partition].config.interrupts == Delivery::Direct;
     let dirty: &'static Dirty = Box::leak(Box::new(Dirty::all()));
     let mut me = PerCpu::new(cpu, vcpus, policy, dirty);
+    me.direct = direct;
     me.tlb_seen = partitions.iter().map(|_| AtomicU32::new(0)).collect();
     me.watchdogs = partitions
         .iter()

@@ -67,6 +67,9 @@ pub struct PerCpu {
     pub vcpus: Vec<&'static Vcpu>,
     current: AtomicUsize,
     pub policy: Policy,
+    /// Its owner takes its private interrupts straight from the physical
+    /// GIC (an exclusive pCPU of a partition with `interrupts = "direct"`).
+    pub direct: bool,
     /// Slots whose runnability may have changed since this pCPU last looked.
     pub dirty: &'static Dirty,
     /// Per partition: the TLB generation this pCPU last invalidated for.
@@ -127,6 +130,7 @@ impl PerCpu {
             vcpus,
             current: AtomicUsize::new(NONE),
             policy,
+            direct: false,
             dirty,
             tlb_seen: Vec::new(),
             timers_masked: AtomicU32::new(0),

@@ -296,10 +296,17 @@ pub fn release_queued_private_hw(vcpu: &Vcpu) {
     vcpu.set_queued(!queue.is_empty());
 }
 
-/// ICC_SGI1R_EL1 from `sender`: SGIs to vCPUs of the same partition.
+/// ICC_SGI1R_EL1 from `sender`: SGIs to vCPUs of the same partition. A
+/// direct partition's go to the physical GIC, each to the core its target
+/// owns, and are taken there without an exit.
 pub fn generate_sgi(part: &Partition, sender: usize, value: u64) {
     let (intid, targets) = sgi_targets(value, part.vcpus.len(), sender);
+    let direct = part.direct();
     for index in (0..part.vcpus.len()).filter(|i| targets & (1 << i) != 0) {
+        if direct {
+            Gic::send_direct_sgi(intid, part.vcpus[index].home);
+            continue;
+        }
         // An SGI to itself (Thread-Metric's interrupt tests, a kernel's
         // self-IPI) goes straight into a list register of the sender, which
         // is the vCPU on this pCPU.
@@ -386,6 +393,21 @@ fn apply(me: &PerCpu, part: &Partition, effect: Effect) {
             }
             trace::record(Kind::Health, 0xff, 0xff, intid);
         }
+        // A direct partition's SGI pended through its redistributor.
+        Effect::Pend { vcpu, intid } if part.direct() => {
+            if let Some(target) = part.vcpus.get(vcpu) {
+                Gic::send_direct_sgi(intid, target.home);
+            }
+        }
+        Effect::PrivateChanged { vcpu, intid } if part.direct() => {
+            if let Some(target) = part.vcpus.get(vcpu) {
+                let config = part.gic.lock().config(vcpu, intid).copied();
+                if let Some(config) = config {
+                    Gic::set_direct_private(intid, target.home, config.enabled, config.priority);
+                }
+            }
+        }
+        Effect::PrivateChanged { .. } => {}
         Effect::Pend { vcpu, intid } => {
             if let Some(target) = part.vcpus.get(vcpu) {
                 let priority = part.gic.lock().config(vcpu, intid).map_or(0xa0, |c| c.priority);

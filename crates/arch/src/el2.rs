@@ -47,9 +47,17 @@ pub const HCR_GUEST: u64 = hcr::VM
 
 /// Traps WFI (a shared pCPU: the waiting vCPU gives the core away) or lets
 /// the guest execute it (an exclusive pCPU: the core sleeps in the guest and
-/// wakes straight into it, with no exit for the wait).
-pub fn trap_wfi(trap: bool) {
-    let hcr = if trap { HCR_GUEST } else { HCR_GUEST & !hcr::TWI };
+/// wakes straight into it, with no exit for the wait). Routes physical IRQs
+/// to EL2, or, on a direct-delivery core, leaves them (group 1, the
+/// guest's) to EL1; FIQs (group 0, Partita's there) always come to EL2.
+pub fn set_guest_traps(trap_wfi: bool, irq_to_el2: bool) {
+    let mut hcr = HCR_GUEST;
+    if !trap_wfi {
+        hcr &= !hcr::TWI;
+    }
+    if !irq_to_el2 {
+        hcr &= !hcr::IMO;
+    }
     write_sysreg!("hcr_el2", hcr);
 }
 

@@ -142,6 +142,12 @@ pub struct Vcpu {
 }
 
 impl Partition {
+    /// It takes its private interrupts from the physical GIC, on cores it
+    /// owns (validated at build time).
+    pub fn direct(&self) -> bool {
+        self.config.interrupts == partita_core::config::model::Delivery::Direct
+    }
+
     pub fn name(&self) -> &str {
         &self.config.name
     }

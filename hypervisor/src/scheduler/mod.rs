@@ -55,6 +55,11 @@ pub fn run(sys: &'static System, me: &'static PerCpu) -> ! {
             continue;
         }
         me.set_current(None);
+        if me.direct {
+            // Its guest stopped: what it left pending in the physical GIC
+            // would wake this core again and again.
+            Gic::reset_direct();
+        }
         arm_timer(sys, me, None);
         cpu::wait_for_interrupt();
         drain_interrupts(sys, me, None);
@@ -118,6 +123,10 @@ fn switch_to(sys: &'static System, me: &'static PerCpu, slot: usize) -> ! {
     if vcpu.state() == State::Boot {
         // Only its own pCPU enters it; a concurrent suspend or halt wins.
         let _ = vcpu.apply(Op::Enter);
+        if me.direct {
+            // A restarted guest finds the physical GIC as at power-on.
+            Gic::reset_direct();
+        }
     }
     // Every link of a vCPU to this pCPU's timer PPIs was released when it
     // left, so an activation still here is stale; left alone, it would keep
@@ -139,7 +148,7 @@ fn switch_to(sys: &'static System, me: &'static PerCpu, slot: usize) -> ! {
     let part = sys.partition_of(vcpu);
     stage2::activate(part.vttbr);
     refresh_tlb(me, vcpu.partition, part);
-    el2::trap_wfi(!me.policy.is_exclusive());
+    el2::set_guest_traps(!me.policy.is_exclusive(), !me.direct);
     if let Some(meter) = &vcpu.budget {
         meter.lock().enter(timer::counter());
     }

@@ -47,12 +47,13 @@ pub fn handle(regs: &mut Regs, kind: u64) {
     vgic::note_completions(vcpu);
     let exit = match kind {
         kind::SYNC => synchronous(&here, regs),
-        kind::IRQ => interrupts(&here),
+        // FIQs are Partita's own interrupts on a direct-delivery core.
+        kind::IRQ | kind::FIQ => interrupts(&here),
         // An asynchronous abort has no synchronous exception to give.
-        _ => Exit::Fault(Fault::event("SError or FIQ from the guest", 0x2f, None)),
+        _ => Exit::Fault(Fault::event("SError from the guest", 0x2f, None)),
     };
     let quantum_over = matches!(exit, Exit::Tick);
-    let decision = resolve(&here, regs, exit, kind == kind::IRQ);
+    let decision = resolve(&here, regs, exit, kind == kind::IRQ || kind == kind::FIQ);
     carry_out(&here, regs, decision, quantum_over)
 }
 

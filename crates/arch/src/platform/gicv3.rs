@@ -1,15 +1,18 @@
-//! The physical GICv3 belongs to Partita; guests only ever see virtual
-//! interrupts. The driver is the `arm-gic` crate.
+//! The physical GICv3 belongs to Partita; guests see virtual interrupts,
+//! except on a direct-delivery core, where the owning guest takes its
+//! private interrupts from the physical CPU interface's group 1 and Partita
+//! keeps group 0. The driver is the `arm-gic` crate.
 
 use arm_gic::gicv3::registers::{Gicd, GicrSgi};
-use arm_gic::gicv3::{GicCpuInterface, GicV3 as Driver, SgiTarget, SgiTargetGroup};
+use arm_gic::gicv3::{GicCpuInterface, GicV3 as Driver, Group, SecureIntGroup, SgiTarget, SgiTargetGroup};
 use arm_gic::{IntId, InterruptGroup, UniqueMmioPointer};
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use spin::{Mutex, Once};
 
 use super::{InterruptController, HYP_TIMER_INTID, KICK_SGI, MAINTENANCE_INTID, PTIMER_INTID, VTIMER_INTID};
 use partita_core::config::model;
+use partita_core::vgic::SPI_BASE;
 /// Priority of Partita's own interrupts; forwarded ones get theirs from
 /// their partition's criticality.
 const OWN_PRIORITY: u8 = 0x80;
@@ -19,6 +22,21 @@ const EOI_MODE_SPLIT: u64 = 1 << 1;
 /// GICD_ISPENDR<n> and GICD_ICPENDR<n>, which the driver does not cover.
 const GICD_ISPENDR: u64 = 0x200;
 const GICD_ICPENDR: u64 = 0x280;
+/// A redistributor's frames (RD and SGI, no VLPI) and, in its SGI frame,
+/// the banks the driver does not cover.
+const GICR_STRIDE: u64 = 0x2_0000;
+const GICR_SGI_FRAME: u64 = 0x1_0000;
+const GICR_ICENABLER0: u64 = 0x180;
+const GICR_ICPENDR0: u64 = 0x280;
+const GICR_ICACTIVER0: u64 = 0x380;
+/// On a direct-delivery core Partita's interrupts are group 0 at the top
+/// priority, and the guest's are scaled into the lower half, so none of
+/// the guest's can hold off one of Partita's.
+const DIRECT_OWN_PRIORITY: u8 = 0x00;
+const DIRECT_GUEST_FLOOR: u8 = 0x80;
+/// Partita's private interrupts on a direct-delivery core; the guest owns
+/// the others.
+const DIRECT_OWN: [u32; 3] = [KICK_SGI, HYP_TIMER_INTID, MAINTENANCE_INTID];
 
 /// The driver holds raw MMIO pointers; one lock serialises all users.
 struct Shared(Driver<'static>);
@@ -32,6 +50,9 @@ static GIC: Once<Mutex<Shared>> = Once::new();
 static MPIDRS: [AtomicU64; crate::MAX_CPUS] = [const { AtomicU64::new(u64::MAX) }; crate::MAX_CPUS];
 /// The distributor's base, for the registers the driver does not cover.
 static GICD_BASE: AtomicU64 = AtomicU64::new(0);
+static GICR_BASE: AtomicU64 = AtomicU64::new(0);
+/// The direct-delivery cores ([`InterruptController::make_direct`]).
+static DIRECT: [AtomicBool; crate::MAX_CPUS] = [const { AtomicBool::new(false) }; crate::MAX_CPUS];
 
 pub struct GicV3;
 
@@ -51,47 +72,60 @@ impl InterruptController for GicV3 {
         let mut gic = Shared(gic);
         gic.0.setup(0);
         GICD_BASE.store(gicd, Ordering::Relaxed);
+        GICR_BASE.store(gicr, Ordering::Relaxed);
         GIC.call_once(|| Mutex::new(gic));
         Self::init_cpu(0);
     }
 
     /// Per-CPU set-up: system-register interface, priority mask, the kick SGI
-    /// and the hypervisor timer.
+    /// and the hypervisor timer. A direct-delivery core keeps the groups
+    /// [`make_direct`] gave its private interrupts, and an EOI there also
+    /// deactivates: the guest's own ICC_DIR_EL1 would reach only the
+    /// virtual interface.
     fn init_cpu(cpu: usize) {
         GicCpuInterface::enable_system_register_el2(true);
         MPIDRS[cpu].store(crate::cpu::affinity(), Ordering::Relaxed);
+        let direct = DIRECT[cpu].load(Ordering::Relaxed);
         let mut gic = GIC.get().expect("GIC not initialised").lock();
         if cpu != 0 {
             gic.0.init_cpu(cpu);
         }
-        let own = [KICK_SGI, HYP_TIMER_INTID, MAINTENANCE_INTID, VTIMER_INTID, PTIMER_INTID];
-        for intid in own.map(intid_of) {
-            let _ = gic.0.set_interrupt_priority(intid, Some(cpu), OWN_PRIORITY);
-            let _ = gic.0.enable_interrupt(intid, Some(cpu), true);
+        if !direct {
+            let own = [KICK_SGI, HYP_TIMER_INTID, MAINTENANCE_INTID, VTIMER_INTID, PTIMER_INTID];
+            for intid in own.map(intid_of) {
+                let _ = gic.0.set_interrupt_priority(intid, Some(cpu), OWN_PRIORITY);
+                let _ = gic.0.enable_interrupt(intid, Some(cpu), true);
+            }
         }
         drop(gic);
         GicCpuInterface::set_priority_mask(0xff);
         let ctlr = crate::read_sysreg!("S3_0_C12_C12_4");
-        crate::cpu::write_sysreg!("S3_0_C12_C12_4", ctlr | EOI_MODE_SPLIT);
+        let ctlr = if direct { ctlr & !EOI_MODE_SPLIT } else { ctlr | EOI_MODE_SPLIT };
+        crate::cpu::write_sysreg!("S3_0_C12_C12_4", ctlr);
         GicCpuInterface::enable_group1(true);
+        GicCpuInterface::enable_group0(direct);
     }
 
-    /// Takes the highest-priority pending interrupt, if any.
+    /// Takes the highest-priority pending interrupt, if any: of group 0 on
+    /// a direct-delivery core, where group 1 is the guest's.
     fn acknowledge() -> Option<u32> {
-        GicCpuInterface::get_and_acknowledge_interrupt(InterruptGroup::Group1).map(|id| id.raw_value())
+        GicCpuInterface::get_and_acknowledge_interrupt(own_group()).map(|id| id.raw_value())
     }
 
     /// Drops the running priority of an interrupt taken with [`acknowledge`];
     /// it stays active until [`deactivate`] or, when forwarded to a guest with
     /// the HW bit, until the guest's EOI.
     fn drop_priority(intid: u32) {
-        GicCpuInterface::end_interrupt(intid_of(intid), InterruptGroup::Group1);
+        GicCpuInterface::end_interrupt(intid_of(intid), own_group());
     }
 
-    /// Deactivates an interrupt (ICC_DIR_EL1).
+    /// Deactivates an interrupt (ICC_DIR_EL1). On a direct-delivery core
+    /// the EOI did already.
     fn deactivate(intid: u32) {
-        crate::cpu::write_sysreg!("S3_0_C12_C11_1", u64::from(intid));
-        crate::cpu::isb();
+        if !DIRECT[crate::cpu::index()].load(Ordering::Relaxed) {
+            crate::cpu::write_sysreg!("S3_0_C12_C11_1", u64::from(intid));
+            crate::cpu::isb();
+        }
     }
 
     /// Sets up a passthrough SPI: group 1, `priority`, level, disabled, routed to
@@ -152,13 +186,93 @@ impl InterruptController for GicV3 {
         if mpidr == u64::MAX {
             return;
         }
-        let target = SgiTarget::List {
-            affinity3: (mpidr >> 32) as u8,
-            affinity2: (mpidr >> 16) as u8,
-            affinity1: (mpidr >> 8) as u8,
-            target_list: 1 << (mpidr & 0xf),
-        };
-        let _ = GicCpuInterface::send_sgi(IntId::sgi(KICK_SGI), target, SgiTargetGroup::CurrentGroup1);
+        let target = sgi_target(mpidr);
+        let group =
+            if DIRECT[cpu].load(Ordering::Relaxed) { SgiTargetGroup::Group0 } else { SgiTargetGroup::CurrentGroup1 };
+        let _ = GicCpuInterface::send_sgi(IntId::sgi(KICK_SGI), target, group);
+    }
+
+    fn make_direct(cpu: usize) {
+        DIRECT[cpu].store(true, Ordering::Relaxed);
+        let mut gic = GIC.get().expect("GIC not initialised").lock();
+        for intid in (0..SPI_BASE).map(intid_of) {
+            let own = DIRECT_OWN.contains(&intid.raw_value());
+            let (group, priority) = if own {
+                (Group::Secure(SecureIntGroup::Group0), DIRECT_OWN_PRIORITY)
+            } else {
+                (Group::Group1NS, guest_priority(0xa0))
+            };
+            let _ = gic.0.set_group(intid, Some(cpu), group);
+            let _ = gic.0.set_interrupt_priority(intid, Some(cpu), priority);
+            let _ = gic.0.enable_interrupt(intid, Some(cpu), own);
+        }
+        gic.0.distributor().enable_group0(true);
+        drop(gic);
+        if crate::cpu::index() == cpu {
+            Self::init_cpu(cpu);
+        }
+    }
+
+    fn is_direct(cpu: usize) -> bool {
+        DIRECT[cpu].load(Ordering::Relaxed)
+    }
+
+    fn set_direct_private(intid: u32, cpu: usize, enabled: bool, priority: u8) {
+        if intid >= SPI_BASE || DIRECT_OWN.contains(&intid) {
+            return;
+        }
+        let mut gic = GIC.get().expect("GIC not initialised").lock();
+        let _ = gic.0.set_interrupt_priority(intid_of(intid), Some(cpu), guest_priority(priority));
+        let _ = gic.0.enable_interrupt(intid_of(intid), Some(cpu), enabled);
+    }
+
+    fn send_direct_sgi(intid: u32, cpu: usize) {
+        let mpidr = MPIDRS[cpu].load(Ordering::Relaxed);
+        if intid >= 16 || DIRECT_OWN.contains(&intid) || mpidr == u64::MAX {
+            return;
+        }
+        let _ = GicCpuInterface::send_sgi(IntId::sgi(intid), sgi_target(mpidr), SgiTargetGroup::CurrentGroup1);
+    }
+
+    fn reset_direct() {
+        let cpu = crate::cpu::index();
+        let guests = !DIRECT_OWN.iter().fold(0u32, |mask, &intid| mask | 1 << intid);
+        let frame = GICR_BASE.load(Ordering::Relaxed) + cpu as u64 * GICR_STRIDE + GICR_SGI_FRAME;
+        let _gic = GIC.get().expect("GIC not initialised").lock();
+        for bank in [GICR_ICENABLER0, GICR_ICPENDR0, GICR_ICACTIVER0] {
+            // SAFETY: the word lies in this CPU's redistributor SGI frame,
+            // mapped as device memory at EL2; the GIC lock serialises it
+            // with the driver, and the mask spares Partita's interrupts.
+            unsafe { core::ptr::write_volatile((frame + bank) as *mut u32, guests) };
+        }
+        // ICC_AP1R0_EL1: active priorities of group 1 the guest acknowledged
+        // and never completed; with 5 priority bits (QEMU, Cortex-A) the
+        // first register holds them all.
+        crate::cpu::write_sysreg!("S3_0_C12_C9_0", 0u64);
+        crate::cpu::isb();
+    }
+}
+
+/// The group of Partita's own interrupts on this CPU.
+fn own_group() -> InterruptGroup {
+    if DIRECT[crate::cpu::index()].load(Ordering::Relaxed) {
+        InterruptGroup::Group0
+    } else {
+        InterruptGroup::Group1
+    }
+}
+
+/// The physical priority of a guest's interrupt that it ranks `priority`.
+const fn guest_priority(priority: u8) -> u8 {
+    DIRECT_GUEST_FLOOR | priority >> 1
+}
+
+fn sgi_target(mpidr: u64) -> SgiTarget {
+    SgiTarget::List {
+        affinity3: (mpidr >> 32) as u8,
+        affinity2: (mpidr >> 16) as u8,
+        affinity1: (mpidr >> 8) as u8,
+        target_list: 1 << (mpidr & 0xf),
     }
 }
 

@@ -29,8 +29,10 @@ pub type Uart = <Board as Platform>::Uart;
 
 // The interrupts every AArch64 core has, whatever its GIC.
 
-/// The SGI Partita uses to make another CPU re-examine its vCPUs.
-pub const KICK_SGI: u32 = 0;
+/// The SGI Partita uses to make another CPU re-examine its vCPUs. The last
+/// one: on a direct-delivery core it is Partita's, and guests' kernels
+/// number their own IPIs from 0.
+pub const KICK_SGI: u32 = 15;
 /// The GIC maintenance interrupt (list registers need a refill).
 pub const MAINTENANCE_INTID: u32 = 25;
 /// The EL2 physical timer (CNTHP).
@@ -91,6 +93,28 @@ pub trait InterruptController {
     fn route_spi(intid: u32, cpu: usize);
     /// Sends [`KICK_SGI`] to physical CPU `cpu`.
     fn kick(cpu: usize);
+
+    // Direct delivery (`docs/interrupts.md`): the partition that owns a
+    // core takes its private interrupts from the physical GIC at EL1, and
+    // Partita keeps group 0 (FIQ) there.
+
+    /// Makes `cpu` a direct-delivery core: Partita's own interrupts there
+    /// become group 0 at a priority above any the guest can set, and its
+    /// other private interrupts group 1, disabled. The primary CPU calls it
+    /// before `cpu` starts, so no kick is ever sent in the wrong group.
+    fn make_direct(cpu: usize);
+    /// True when `cpu` is a direct-delivery core.
+    fn is_direct(cpu: usize) -> bool;
+    /// Follows the guest on a direct-delivery core: enables or disables one
+    /// of its private interrupts on `cpu`, at `priority` as the guest
+    /// ranks it, scaled below Partita's own.
+    fn set_direct_private(intid: u32, cpu: usize, enabled: bool, priority: u8);
+    /// Sends the guest's SGI `intid` (group 1) to direct-delivery core `cpu`.
+    fn send_direct_sgi(intid: u32, cpu: usize);
+    /// This direct-delivery core forgets everything its guest left in the
+    /// physical GIC: its private interrupts disabled, neither pending nor
+    /// active, and no active priority left on the CPU interface.
+    fn reset_direct();
 }
 
 /// The virtual CPU interface of the running pCPU. List-register values

@@ -282,6 +282,7 @@ mod tests {
             priority: 192,
             vcpus: vec![1],
             exclusive: false,
+            interrupts: crate::config::model::Delivery::Virtual,
             rights: Default::default(),
             migrate: vec![],
             budget: Some(Budget { time_us: 2_000, period_us: 10_000 }),

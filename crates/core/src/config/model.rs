@@ -119,6 +119,19 @@ impl Criticality {
     }
 }
 
+/// How a partition's interrupts reach it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Delivery {
+    /// Through Partita's virtual GIC: every interrupt exits to EL2 and is
+    /// injected through a list register.
+    #[default]
+    Virtual,
+    /// Straight from the physical GIC to EL1 on the partition's own
+    /// (exclusive) pCPUs: its timers and its SGIs never exit. Partita keeps
+    /// group 0 (FIQ) for itself there. `docs/interrupts.md` has the design.
+    Direct,
+}
+
 /// One partition: an isolated virtual machine.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Partition {
@@ -133,6 +146,8 @@ pub struct Partition {
     /// Each vCPU has its pCPU to itself, so Partita need not keep a
     /// scheduler tick there and can let the guest's WFI sleep in the guest.
     pub exclusive: bool,
+    /// How its interrupts reach it; `Direct` needs `exclusive`.
+    pub interrupts: Delivery,
     /// What this partition may do to the others by hypercall; a partition
     /// with any right is a system partition.
     pub rights: Rights,
@@ -566,6 +581,7 @@ mod tests {
             priority: 64,
             vcpus: vec![0],
             exclusive: false,
+            interrupts: Delivery::Virtual,
             rights: Rights::default(),
             migrate: Vec::new(),
             budget: None,

@@ -73,6 +73,9 @@ pub enum Effect {
     /// physical PPI was masked while the virtual one was off, unmask it, so
     /// that a line still asserted fires again and a dropped one does not.
     TimerEnabled { vcpu: usize, intid: u32 },
+    /// `vcpu` changed whether its private `intid` is enabled, or its
+    /// priority: on a direct-delivery core the physical one follows.
+    PrivateChanged { vcpu: usize, intid: u32 },
 }
 
 /// Whether the physical line behind a virtual interrupt is asserted, for
@@ -357,14 +360,19 @@ impl PartitionGic {
                 }
                 if intid >= SPI_BASE {
                     effects(Effect::SpiEnable { intid, enabled: true });
-                } else if is_timer(intid) {
-                    effects(Effect::TimerEnabled { vcpu, intid });
+                } else {
+                    if is_timer(intid) {
+                        effects(Effect::TimerEnabled { vcpu, intid });
+                    }
+                    effects(Effect::PrivateChanged { vcpu, intid });
                 }
             }
             Field::ClearEnable if value != 0 => {
                 c.enabled = false;
                 if intid >= SPI_BASE {
                     effects(Effect::SpiEnable { intid, enabled: false });
+                } else {
+                    effects(Effect::PrivateChanged { vcpu, intid });
                 }
             }
             // A passthrough SPI's pending state is the physical one's.
@@ -382,7 +390,13 @@ impl PartitionGic {
                 c.latched = false;
                 effects(Effect::Unpend { vcpu: target, intid });
             }
-            Field::Priority => c.priority = value as u8,
+            Field::Priority => {
+                let changed = c.priority != value as u8;
+                c.priority = value as u8;
+                if changed && intid < SPI_BASE {
+                    effects(Effect::PrivateChanged { vcpu, intid });
+                }
+            }
             // SGIs are always edge-triggered.
             Field::Config if intid >= 16 => c.edge = value & 0b10 != 0,
             _ => {}
@@ -518,13 +532,26 @@ mod tests {
         assert_eq!(gic.fire(1, 5), None);
         assert_eq!(run(&mut gic, read(GICR_FRAME + SGI_BASE + 0x200), true).0, 1 << 5);
         let (_, effects) = run(&mut gic, write(GICR_FRAME + SGI_BASE + 0x100, 1 << 5), true);
-        assert_eq!(effects, [Effect::Pend { vcpu: 1, intid: 5 }]);
+        assert_eq!(effects, [Effect::Pend { vcpu: 1, intid: 5 }, Effect::PrivateChanged { vcpu: 1, intid: 5 }]);
         assert_eq!(gic.fire(1, 5), Some(DEFAULT_PRIORITY));
         assert_eq!(gic.fire(0, 5), None, "vCPU 0's SGI is its own");
         // A doorbell rung while disabled, as well.
         assert_eq!(gic.fire(0, 48), None);
         assert_eq!(run(&mut gic, read(0x204), false).0, 1 << 16);
         assert_eq!(run(&mut gic, write(0x104, 1 << 16), false).1[0], Effect::Pend { vcpu: 0, intid: 48 });
+    }
+
+    #[test]
+    fn a_private_interrupt_s_enable_and_priority_changes_are_reported() {
+        let mut gic = PartitionGic::new(2, &[(40, 0)], &[]);
+        let (_, effects) = run(&mut gic, write(GICR_FRAME + SGI_BASE + 0x180, 1 << 3), true);
+        assert_eq!(effects, [Effect::PrivateChanged { vcpu: 1, intid: 3 }]);
+        let (_, effects) = run(&mut gic, Access { offset: SGI_BASE + 0x400 + 27, size: 1, value: Some(0x40) }, true);
+        assert_eq!(effects, [Effect::PrivateChanged { vcpu: 0, intid: 27 }]);
+        let (_, effects) = run(&mut gic, Access { offset: SGI_BASE + 0x400 + 27, size: 1, value: Some(0x40) }, true);
+        assert_eq!(effects, [], "an unchanged priority");
+        let (_, effects) = run(&mut gic, Access { offset: 0x400 + 40, size: 1, value: Some(0x40) }, false);
+        assert_eq!(effects, [], "an SPI's priority is not private");
     }
 
     #[test]
@@ -537,13 +564,20 @@ mod tests {
             let (pending, _) = run_with_lines(&mut gic, ispendr0, true, &[(1, timer)]);
             assert_eq!(pending, 1 << timer, "the line shows while the interrupt is disabled");
             let (_, effects) = run(&mut gic, write(GICR_FRAME + SGI_BASE + 0x100, 1 << timer), true);
-            assert_eq!(effects, [Effect::TimerEnabled { vcpu: 1, intid: timer }], "no latched delivery");
+            let enabled =
+                [Effect::TimerEnabled { vcpu: 1, intid: timer }, Effect::PrivateChanged { vcpu: 1, intid: timer }];
+            assert_eq!(effects, enabled, "no latched delivery");
             assert_eq!(gic.fire(1, timer), Some(DEFAULT_PRIORITY));
         }
         // The guest's own ISPENDR write is a software pending state, kept.
         run(&mut gic, write(SGI_BASE + 0x200, 1 << 30), true);
         let (_, effects) = run(&mut gic, write(SGI_BASE + 0x100, 1 << 30), true);
-        assert_eq!(effects, [Effect::Pend { vcpu: 0, intid: 30 }, Effect::TimerEnabled { vcpu: 0, intid: 30 }]);
+        let enabled = [
+            Effect::Pend { vcpu: 0, intid: 30 },
+            Effect::TimerEnabled { vcpu: 0, intid: 30 },
+            Effect::PrivateChanged { vcpu: 0, intid: 30 },
+        ];
+        assert_eq!(effects, enabled);
     }
 
     #[test]

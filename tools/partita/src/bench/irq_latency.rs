@@ -62,17 +62,20 @@ pub enum Setup {
     Native,
     /// Partita, `rt` alone on an exclusive pCPU.
     Exclusive,
+    /// The same, with `interrupts = "direct"`: the timer never exits.
+    Direct,
     /// Partita, `rt` sharing its pCPU with a busy low-criticality `gpos`.
     Shared,
 }
 
 impl Setup {
-    pub const ALL: [Setup; 3] = [Setup::Native, Setup::Exclusive, Setup::Shared];
+    pub const ALL: [Setup; 4] = [Setup::Native, Setup::Exclusive, Setup::Direct, Setup::Shared];
 
     pub fn name(self) -> &'static str {
         match self {
             Setup::Native => "native",
             Setup::Exclusive => "exclusive",
+            Setup::Direct => "direct",
             Setup::Shared => "shared",
         }
     }
@@ -236,6 +239,7 @@ pub fn config(setup: Setup, bootargs: &str, guest: &Path) -> RawConfig {
     let machine = RawConfig::new().cpus(2);
     match setup {
         Setup::Exclusive => machine.partition(rt.exclusive()),
+        Setup::Direct => machine.partition(rt.exclusive().direct()),
         Setup::Shared => machine.partition(rt).partition(partition("gpos", RawCriticality::Low, HOG_BOOTARGS)),
         Setup::Native => machine,
     }
@@ -396,6 +400,7 @@ impl Report {
 const SETUPS: &str = "
 - native: QEMU alone, the guest at EL1.
 - exclusive: Partita, `rt` (high criticality, `exclusive = true`) alone on pCPU 1.
+- direct: the same with `interrupts = \"direct\"`: the guest takes its timer from the physical GIC, with no exit.
 - shared: Partita, `rt` (high) sharing pCPU 1 with `gpos` (low), which spins with interrupts masked. Partita
   runs the most critical runnable vCPU and `irq-bench` spins rather than waits, so `gpos` gets the pCPU only
   while `rt` waits (during its boot and its one periodic tick): this row measures the interrupt path of a

@@ -94,6 +94,12 @@ impl RawPartition {
         self
     }
 
+    /// `interrupts = "direct"`.
+    pub fn direct(mut self) -> Self {
+        self.interrupts = Some(RawDelivery::Direct);
+        self
+    }
+
     pub fn rights(mut self, rights: &[RawRight]) -> Self {
         self.rights = Some(rights.to_vec());
         self

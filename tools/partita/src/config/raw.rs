@@ -95,6 +95,8 @@ pub struct RawPartition {
     pub priority: Option<u8>,
     pub cpus: Vec<u32>,
     pub exclusive: Option<bool>,
+    /// `"virtual"` (the default) or `"direct"`.
+    pub interrupts: Option<RawDelivery>,
     pub rights: Option<Vec<RawRight>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub migrate: Vec<RawMigration>,
@@ -280,6 +282,13 @@ pub enum RawChannelKind {
     Sampling,
     Queuing,
     SharedMemory,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RawDelivery {
+    Virtual,
+    Direct,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]

@@ -1,17 +1,17 @@
 //! From the schema to the model: defaults applied, addresses allocated.
 
 use super::raw::{
-    RawAction, RawChannel, RawChannelKind, RawConfig, RawCore, RawCriticality, RawDevice, RawFabric, RawFormat,
-    RawFunction, RawImage, RawInterrupt, RawMemory, RawPartition, RawPlan, RawPlatform, RawRange, RawRight, RawSlot,
-    RawTrace,
+    RawAction, RawChannel, RawChannelKind, RawConfig, RawCore, RawCriticality, RawDelivery, RawDevice, RawFabric,
+    RawFormat, RawFunction, RawImage, RawInterrupt, RawMemory, RawPartition, RawPlan, RawPlatform, RawRange, RawRight,
+    RawSlot, RawTrace,
 };
 use super::virtio::{self, VirtioDevice};
 use super::{Image, ImageFormat};
 use partita_core::config::limits::{CONSOLE_INTID, SPI};
 use partita_core::config::model::{
-    Accelerator, Action, Budget, Channel, ChannelKind, Criticality, CyclicCore, Device, Fabric, Function, Health,
-    Hypervisor, Interrupt, MemoryRegion, Migration, Partition, Perms, Plan, Platform, Prr, Range, Rights, Slot, System,
-    VirtualDevice,
+    Accelerator, Action, Budget, Channel, ChannelKind, Criticality, CyclicCore, Delivery, Device, Fabric, Function,
+    Health, Hypervisor, Interrupt, MemoryRegion, Migration, Partition, Perms, Plan, Platform, Prr, Range, Rights, Slot,
+    System, VirtualDevice,
 };
 use partita_core::config::validate::{hex_range, slot_label, Issue};
 use partita_core::fabric::interface::PAGE_SIZE as INTERFACE_PAGE;
@@ -193,6 +193,10 @@ fn partition(raw: &RawPartition) -> Partition {
         priority: raw.priority.unwrap_or(criticality.default_priority()),
         vcpus: raw.cpus.clone(),
         exclusive: raw.exclusive.unwrap_or(false),
+        interrupts: match raw.interrupts {
+            Some(RawDelivery::Direct) => Delivery::Direct,
+            Some(RawDelivery::Virtual) | None => Delivery::Virtual,
+        },
         rights: rights(raw.rights.as_deref().unwrap_or_default()),
         migrate: raw.migrate.iter().map(|m| Migration { vcpu: m.vcpu, to: m.to.clone() }).collect(),
         budget: raw.budget.map(|budget| Budget { time_us: budget.time.0, period_us: budget.period.0 }),

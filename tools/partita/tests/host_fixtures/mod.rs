@@ -30,6 +30,7 @@ pub fn partition(name: &str, vcpus: Vec<u32>, memory: Vec<MemoryRegion>) -> Part
         priority: 192,
         vcpus,
         exclusive: false,
+        interrupts: Default::default(),
         rights: Default::default(),
         migrate: vec![],
         budget: None,

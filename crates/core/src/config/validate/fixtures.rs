@@ -3,8 +3,9 @@
 use super::platform::BOARD;
 pub(super) use super::validate;
 use crate::config::model::{
-    Accelerator, Budget, Channel, ChannelKind, Criticality, CyclicCore, Device, Fabric, Function, Health, Hypervisor,
-    Interrupt, MemoryRegion, Partition, Perms, Plan, Platform, Prr, Range, Rights, Slot, System, VirtualDevice,
+    Accelerator, Budget, Channel, ChannelKind, Criticality, CyclicCore, Delivery, Device, Fabric, Function, Health,
+    Hypervisor, Interrupt, MemoryRegion, Partition, Perms, Plan, Platform, Prr, Range, Rights, Slot, System,
+    VirtualDevice,
 };
 use alloc::string::String;
 use alloc::vec;
@@ -23,6 +24,7 @@ pub(super) fn partition(name: &str, vcpus: Vec<u32>, pa: u64) -> Partition {
         priority: 64,
         vcpus,
         exclusive: false,
+        interrupts: Delivery::Virtual,
         rights: Rights::default(),
         migrate: Vec::new(),
         budget: None,

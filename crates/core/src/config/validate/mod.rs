@@ -97,6 +97,7 @@ pub fn validate(system: &System) -> Vec<Issue> {
         v.device_overlaps();
         v.interrupt_claims();
         v.exclusive_pcpus();
+        v.direct_delivery();
         v.plans();
         v.budgets();
         v.channels();
@@ -303,6 +304,7 @@ mod tests {
                 priority: 192,
                 vcpus,
                 exclusive,
+                interrupts: crate::config::model::Delivery::Virtual,
                 rights: Rights::default(),
                 migrate: Vec::new(),
                 budget,

@@ -6,7 +6,7 @@ use super::{name_problem, partition_path, Validator};
 use crate::config::limits::{
     MAX_DEVICES, MAX_MEMORY_REGIONS, MAX_MIGRATION_TARGETS, MAX_PARTITIONS, MAX_VCPUS_PER_PARTITION,
 };
-use crate::config::model::{Migration, Partition};
+use crate::config::model::{ChannelKind, Delivery, Migration, Partition};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -183,13 +183,48 @@ impl Validator<'_> {
             }
         }
     }
+
+    /// Direct delivery hands the guest its core's physical CPU interface,
+    /// so only a pCPU the partition owns qualifies, and only interrupts
+    /// that exist physically on it (its timers, its SGIs) can reach it
+    /// without a list register: the interrupts Partita makes up (doorbells,
+    /// an accelerator's signals) and the forwarded SPIs still need one.
+    pub(super) fn direct_delivery(&mut self) {
+        let system = self.system;
+        for (p, partition) in system.partitions.iter().enumerate() {
+            if partition.interrupts != Delivery::Direct {
+                continue;
+            }
+            let doorbell = system.channels.iter().any(|channel| match &channel.kind {
+                ChannelKind::SharedMemory { partitions, doorbell: Some(_), .. } => partitions.contains(&p),
+                _ => false,
+            });
+            let needs = [
+                (!partition.exclusive, "its pCPUs to itself (`exclusive = true`)"),
+                (partition.budget.is_some(), "no `budget` (a budget needs the guest's WFI trapped)"),
+                (!partition.accelerators.is_empty(), "no accelerators (their signals are virtual interrupts)"),
+                (
+                    partition.devices.iter().any(|d| !d.interrupts.is_empty()),
+                    "no device interrupts (forwarded SPIs go through list registers)",
+                ),
+                (doorbell, "no shared-memory doorbell (a doorbell is a virtual interrupt)"),
+            ];
+            for (_, need) in needs.iter().filter(|(unmet, _)| *unmet) {
+                let message = format!("partition \"{}\" asks for direct interrupts, which need {need}", partition.name);
+                self.push(partition_path(p), "interrupts", message);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::fixtures::*;
+    use crate::config::model::Delivery;
+    use alloc::string::String;
     use alloc::string::ToString;
     use alloc::vec;
+    use alloc::vec::Vec;
 
     #[test]
     fn counts() {
@@ -248,6 +283,24 @@ mod tests {
         expect_one(&s, "partition[0]", "name", "reserved");
         s.partitions[0].name = "x".repeat(32);
         expect_one(&s, "partition[0]", "name", "1 to 31 characters");
+    }
+
+    #[test]
+    fn direct_delivery_needs_an_owned_pcpu_and_only_physical_interrupts() {
+        let mut s = linked();
+        s.partitions[0].interrupts = Delivery::Direct;
+        let problems: Vec<String> = validate(&s).into_iter().map(|issue| issue.message).collect();
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(problems[0].contains("asks for direct interrupts, which need its pCPUs to itself"), "{problems:?}");
+        assert!(problems[1].contains("no shared-memory doorbell"), "{problems:?}");
+        s.partitions[0].exclusive = true;
+        *shared(&mut s).5 = None;
+        assert_eq!(validate(&s), vec![]);
+        s.partitions[0].devices = vec![gpio()];
+        expect_one(&s, "partition[0]", "interrupts", "which need no device interrupts");
+        s.partitions[0].devices.clear();
+        s.partitions[0].budget = budget(1_000, 10_000);
+        expect_one(&s, "partition[0]", "interrupts", "which need no `budget`");
     }
 
     #[test]
