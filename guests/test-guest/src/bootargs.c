@@ -212,6 +212,10 @@ static bool parse_token(const char *tok, u32 n, struct bootargs *a)
 		if (!parse_u64(v, vlen, &num) || num < 32 || num > SPI_MAX_INTID)
 			return false;
 		a->gicd_attack = (u32)num;
+	} else if (KEY("cpuif-attack")) {
+		if (!parse_u64(v, vlen, &num) || num != 1)
+			return false;
+		a->cpuif_attack = true;
 	} else if (KEY("mask-spin")) {
 		if (!parse_u64(v, vlen, &num) || num > MAX_PERIOD_MS)
 			return false;
@@ -526,6 +530,7 @@ void bootargs_parse(const char *cmdline, struct bootargs *a)
 	a->spi = 0;
 	a->gicd_attack = 0;
 	a->mask_spin_ms = 0;
+	a->cpuif_attack = false;
 	a->irq_bench = 0;
 	a->ptimer_ms = DEFAULT_PTIMER_MS;
 	a->ptimer_rounds = DEFAULT_PTIMER_ROUNDS;

@@ -97,6 +97,7 @@ struct bootargs {
 	u32 spi;			/* an SPI INTID to own and pend */
 	u32 gicd_attack;		/* an SPI INTID not ours to tamper with */
 	u64 mask_spin_ms;
+	bool cpuif_attack;		/* reach for Partita's group 0, then mask everything */
 	u64 irq_bench;			/* one-shot timer samples */
 	u64 ptimer_ms, ptimer_rounds;	/* arch=ptimer: each round's delay, and how many */
 	/* Hypercall tests (control.c); 0 leaves each one off. */

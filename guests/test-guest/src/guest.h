@@ -22,6 +22,7 @@ bool irq_setup_boot_cpu(const struct dt_info *dt, const struct bootargs *a);
 bool irq_setup_secondary(const struct bootargs *a);
 __attribute__((noreturn)) void irq_secondary_idle(const struct dt_info *dt, const struct bootargs *a);
 void mask_spin(u64 ms);
+void cpuif_attack(void);
 void gicd_attack(u32 intid);
 void sgi_test(const struct dt_info *dt, u64 n, u32 peer, bool peer_ready);
 bool sgi_peer_ready(u32 cpu);

@@ -329,6 +329,37 @@ void gicd_attack(u32 intid)
 	printf("gicd attack on %u done\n", intid);
 }
 
+/* ICC_SGIxR_EL1: IRM (every core but this one) and the INTID. */
+#define SGI_TO_ALL_OTHERS(intid) ((1ull << 40) | ((u64)(intid) << 24))
+
+/*
+ * On a direct-delivery core the guest owns its CPU interface's group 1;
+ * this reaches for what stays Partita's: the priority mask, group 0's
+ * enable, Partita's kick SGI (15) and timer PPI (26) in its redistributor,
+ * and SGIs 15 of both groups to every other core. Then it masks every
+ * exception class, FIQ included, and leaves spinning to mask-spin.
+ */
+void cpuif_attack(void)
+{
+	const char *why;
+
+	if (!gic_present() || !gic_init_cpu(&why)) {
+		printf("cpuif attack: no GIC: skipped\n");
+		return;
+	}
+	write_sysreg(icc_pmr_el1, 0);
+	write_sysreg(S3_0_C12_C12_6, 0); /* ICC_IGRPEN0_EL1 */
+	gic_local_enable(15, false);
+	gic_local_enable(26, false);
+	gic_local_priority(15, 0);
+	gic_local_priority(26, 0);
+	write_sysreg(S3_0_C12_C11_7, SGI_TO_ALL_OTHERS(15)); /* ICC_SGI0R_EL1 */
+	write_sysreg(icc_sgi1r_el1, SGI_TO_ALL_OTHERS(15));
+	isb();
+	__asm__ volatile("msr daifset, #0xf");
+	printf("cpuif attack done\n");
+}
+
 /*
  * A guest that masks interrupts and never idles: the hypervisor must still
  * take the core back for a more critical partition. The previous mask is

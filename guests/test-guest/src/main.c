@@ -329,6 +329,8 @@ static u32 sgi_peer(void)
 /* In a fixed order, after the secondaries are up and before the tick loop. */
 static void interrupt_tests(bool gic_ok)
 {
+	if (args.cpuif_attack)
+		cpuif_attack();
 	if (args.mask_spin_ms)
 		mask_spin(args.mask_spin_ms);
 	if (args.gicd_attack)

@@ -194,7 +194,7 @@ enum Bench {
         save: bool,
     },
     /// The RTOS's Thread-Metric tests (0-7 and the SVC variants of 3 and 4):
-    /// natively, and under Partita alone, loaded and sharing its pCPU; R_P =
+    /// natively, and under Partita alone (virtual and direct interrupts), loaded and sharing its pCPU; R_P =
     /// S_vm / S_native per test. Writes
     /// <out>/bench/thread-metric/thread-metric-<date>.md and .svg.
     ThreadMetric(RtosArgs),

@@ -56,11 +56,6 @@ fn assert_state_check_ok(boot: &Boot) {
     assert!(boot.hypervisor.lines().any(|l| l.contains("state check: ok")), "{}", boot.hypervisor);
 }
 
-/// hm.log lines that contain all of `parts`.
-fn hm_entries<'a>(hm: &'a str, parts: &[&str]) -> Vec<&'a str> {
-    hm.lines().filter(|l| parts.iter().all(|p| l.contains(p))).collect()
-}
-
 /// A producer on pCPU 1 sends 100,000 numbered messages through a queue of
 /// 16 to a consumer on pCPU 2, which pauses now and then, so the queue
 /// fills: the producer is told (EFULL) and retries, polling, with a

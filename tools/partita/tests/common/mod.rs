@@ -42,6 +42,11 @@ pub fn hm_log(name: &str) -> String {
     std::fs::read_to_string(out_dir(name).join("hm.log")).expect("hm.log")
 }
 
+/// hm.log lines that contain all of `parts`.
+pub fn hm_entries<'a>(hm: &'a str, parts: &[&str]) -> Vec<&'a str> {
+    hm.lines().filter(|l| parts.iter().all(|p| l.contains(p))).collect()
+}
+
 /// Where every partition's RAM starts, guest-physical.
 pub const RAM_BASE: u64 = 0x4000_0000;
 pub const RAM_SIZE: u64 = 16 << 20;

@@ -98,6 +98,9 @@ pub enum Setup {
     Native,
     /// Partita, the RTOS alone on an exclusive pCPU.
     Alone,
+    /// As `alone`, with `interrupts = "direct"`: its timer and SGIs never
+    /// exit.
+    Direct,
     /// As `alone`, plus a busy partition on another pCPU.
     Loaded,
     /// Partita, the RTOS (high priority) sharing its pCPU with a busy
@@ -106,13 +109,14 @@ pub enum Setup {
 }
 
 impl Setup {
-    pub const ALL: [Setup; 4] = [Setup::Native, Setup::Alone, Setup::Loaded, Setup::Shared];
-    pub const VIRTUALIZED: [Setup; 3] = [Setup::Alone, Setup::Loaded, Setup::Shared];
+    pub const ALL: [Setup; 5] = [Setup::Native, Setup::Alone, Setup::Direct, Setup::Loaded, Setup::Shared];
+    pub const VIRTUALIZED: [Setup; 4] = [Setup::Alone, Setup::Direct, Setup::Loaded, Setup::Shared];
 
     pub fn name(self) -> &'static str {
         match self {
             Setup::Native => "native",
             Setup::Alone => "alone",
+            Setup::Direct => "direct",
             Setup::Loaded => "loaded",
             Setup::Shared => "shared",
         }

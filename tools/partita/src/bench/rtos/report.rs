@@ -282,6 +282,7 @@ const SETUPS: &str = "## Setups
 
 - native: QEMU `virt` (EL2, GICv3, 2 CPUs) without Partita, the RTOS booted as the kernel.
 - alone: Partita, the RTOS alone on pCPU 1 (`exclusive = true`).
+- direct: as alone, with `interrupts = \"direct\"`: its timer and SGIs come from the physical GIC without an exit.
 - loaded: as alone, plus the test guest busy on pCPU 2 (`ticks=0`: it never idles). Wall-clock only: under
   `-icount` QEMU runs all vCPUs in one thread and guest time advances with every busy vCPU's instructions, so a
   busy neighbour would take the RTOS's guest time whatever Partita did.

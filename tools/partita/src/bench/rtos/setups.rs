@@ -100,6 +100,7 @@ pub fn config(setup: Setup, bootargs: &str, rtos: &Path, busy: &Path) -> RawConf
         Setup::Loaded => RawConfig::new().cpus(3).partition(rtos.exclusive()).partition(busy("busy", 2)),
         Setup::Shared => RawConfig::new().cpus(2).partition(rtos).partition(busy("gpos", 1)),
         Setup::Native | Setup::Alone => RawConfig::new().cpus(2).partition(rtos.exclusive()),
+        Setup::Direct => RawConfig::new().cpus(2).partition(rtos.exclusive().direct()),
     }
 }
 
