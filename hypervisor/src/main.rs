@@ -44,6 +44,18 @@ extern "C" fn hv_trap(regs: &mut Regs, kind: u64) {
     trap::handle(regs, kind)
 }
 
+/// The fast path's offer: all ones when the trap was answered, else `kind`
+/// for [`hv_trap`].
+#[allow(unsafe_code)] // The assembly calls this symbol by name.
+#[unsafe(no_mangle)]
+extern "C" fn hv_fast(regs: &mut Regs, kind: u64) -> u64 {
+    if trap::fast::handle(regs, kind) {
+        u64::MAX
+    } else {
+        kind
+    }
+}
+
 /// An exception taken at EL2 itself: a hypervisor bug.
 #[allow(unsafe_code)] // The assembly calls this symbol by name.
 #[unsafe(no_mangle)]

@@ -86,6 +86,11 @@ pub fn syndrome() -> Syndrome {
     Syndrome { esr: read_sysreg!("esr_el2"), far: read_sysreg!("far_el2"), hpfar: read_sysreg!("hpfar_el2") }
 }
 
+/// The syndrome alone, for the fast path.
+pub fn esr() -> u64 {
+    read_sysreg!("esr_el2")
+}
+
 /// This CPU's affinity fields (MPIDR_EL1 without its flag bits), as PSCI
 /// CPU_ON and SGI targets name CPUs.
 pub fn affinity() -> u64 {

@@ -1,9 +1,12 @@
 //! The EL2 vector table, the trap frame path, and guest entry.
 //!
-//! A trap from a guest saves its general-purpose registers, ELR and SPSR as a
-//! [`Regs`] frame on the CPU's EL2 stack and calls
-//! `hv_trap(&mut Regs, kind)`, defined by the hypervisor crate. When that
-//! returns, the frame (possibly changed) is restored and the guest resumes.
+//! A trap from a guest saves the registers a call may clobber, with ELR and
+//! SPSR, into a [`Regs`] frame on the CPU's EL2 stack and offers it to
+//! `hv_fast(&mut Regs, kind)`: a trap that resumes the same vCPU at once
+//! is answered there, and only those registers are restored. Otherwise the
+//! rest of the frame is saved and `hv_trap(&mut Regs, kind)` gets it; when
+//! that returns, the whole frame (possibly changed) is restored and the
+//! guest resumes. Both are defined by the hypervisor crate.
 //! To run another vCPU the hypervisor calls [`enter_guest`], which resets the
 //! stack and restores that vCPU's frame instead.
 
@@ -62,7 +65,10 @@ el2_vectors:
     lower_entry 2
     lower_entry 3
 
-    .macro save_rest
+    // The registers a call may clobber, with ELR and SPSR: all a fast
+    // path needs, since whatever it calls keeps x19-x29 as the guest left
+    // them.
+    .macro save_caller_saved
     stp     x2, x3, [sp, #16 * 1]
     stp     x4, x5, [sp, #16 * 2]
     stp     x6, x7, [sp, #16 * 3]
@@ -71,22 +77,60 @@ el2_vectors:
     stp     x12, x13, [sp, #16 * 6]
     stp     x14, x15, [sp, #16 * 7]
     stp     x16, x17, [sp, #16 * 8]
-    stp     x18, x19, [sp, #16 * 9]
+    str     x18, [sp, #16 * 9]
+    mrs     x2, elr_el2
+    stp     x30, x2, [sp, #16 * 15]
+    mrs     x2, spsr_el2
+    str     x2, [sp, #16 * 16]
+    .endm
+
+    .macro save_callee_saved
+    str     x19, [sp, #16 * 9 + 8]
     stp     x20, x21, [sp, #16 * 10]
     stp     x22, x23, [sp, #16 * 11]
     stp     x24, x25, [sp, #16 * 12]
     stp     x26, x27, [sp, #16 * 13]
     stp     x28, x29, [sp, #16 * 14]
-    mrs     x0, elr_el2
-    stp     x30, x0, [sp, #16 * 15]
-    mrs     x0, spsr_el2
-    str     x0, [sp, #16 * 16]
+    .endm
+
+    .macro save_rest
+    save_caller_saved
+    save_callee_saved
     mov     x0, sp
     .endm
 
+    // hv_fast(regs, kind) answers what it can without the rest of the
+    // frame and returns all ones; otherwise it returns the kind, and the
+    // whole frame goes to hv_trap.
 lower_trap:
-    save_rest
+    save_caller_saved
+    mov     x0, sp
+    bl      hv_fast
+    cmn     x0, #1
+    b.eq    fast_return
+    mov     x1, x0
+    save_callee_saved
+    mov     x0, sp
     bl      hv_trap
+    b       return_to_guest
+
+fast_return:
+    ldr     x0, [sp, #16 * 16]
+    msr     spsr_el2, x0
+    ldp     x30, x0, [sp, #16 * 15]
+    msr     elr_el2, x0
+    ldp     x2, x3, [sp, #16 * 1]
+    ldp     x4, x5, [sp, #16 * 2]
+    ldp     x6, x7, [sp, #16 * 3]
+    ldp     x8, x9, [sp, #16 * 4]
+    ldp     x10, x11, [sp, #16 * 5]
+    ldp     x12, x13, [sp, #16 * 6]
+    ldp     x14, x15, [sp, #16 * 7]
+    ldp     x16, x17, [sp, #16 * 8]
+    ldr     x18, [sp, #16 * 9]
+    ldp     x0, x1, [sp]
+    add     sp, sp, #{frame}
+    eret
 
     .global return_to_guest
 return_to_guest:

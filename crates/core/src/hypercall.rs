@@ -190,6 +190,24 @@ pub enum Call {
 
 /// Decodes x0..x4; `None` when x0 is outside Partita's range (PSCI and
 /// other services are decoded elsewhere).
+impl Call {
+    /// A call that only reads state or kicks its own watchdog: whatever its
+    /// arguments, the caller goes on at once and nothing else on its pCPU
+    /// can want to run because of it, so the hypervisor may answer it on
+    /// its fast path.
+    pub const fn always_resumes(&self) -> bool {
+        matches!(
+            self,
+            Call::Version
+                | Call::PartitionSelf
+                | Call::VcpuState { .. }
+                | Call::PartitionState { .. }
+                | Call::PlanCurrent
+                | Call::WatchdogKick
+        )
+    }
+}
+
 pub fn decode(x: [u64; 5]) -> Option<Call> {
     if x[0] & !0xffff != BASE {
         return None;
@@ -226,6 +244,18 @@ pub fn decode(x: [u64; 5]) -> Option<Call> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_calls_that_cannot_block_or_change_another_vcpu_always_resume() {
+        let resumes = |id| decode([id, 0, 0, 0, 0]).is_some_and(|call| call.always_resumes());
+        for id in [id::VERSION, id::PARTITION_SELF, id::VCPU_STATE, id::PARTITION_STATE, id::PLAN_CURRENT] {
+            assert!(resumes(id), "{id:#x}");
+        }
+        assert!(resumes(id::WATCHDOG_KICK));
+        for id in [id::PORT_SEND, id::PORT_RECEIVE, id::VCPU_SUSPEND, id::PARTITION_HALT, id::HM_REPORT, 0xC600_ffff] {
+            assert!(!resumes(id), "{id:#x}");
+        }
+    }
 
     #[test]
     fn decodes_partitas_range_only() {

@@ -162,6 +162,7 @@ fn switch_to(sys: &'static System, me: &'static PerCpu, slot: usize) -> ! {
             run(sys, me)
         }
     }
+    crate::trap::fast::enter(vcpu.partition, vcpu.index);
     // Traced last, so that a switch's cost in the trace includes loading.
     trace::record(Kind::VcpuIn, vcpu.partition, vcpu.index, 0);
     enter_guest(regs)
@@ -236,6 +237,7 @@ pub fn switch_away(sys: &'static System, me: &'static PerCpu, vcpu: &Vcpu, regs:
 }
 
 fn save(vcpu: &Vcpu, regs: &Regs) {
+    crate::trap::fast::leave();
     vgic::note_completions(vcpu);
     let mut ctx = vcpu.context.lock();
     ctx.regs = *regs;

@@ -7,6 +7,7 @@
 //! leaves its pCPU for whatever the scheduler runs next.
 
 pub mod exit;
+pub mod fast;
 mod firmware;
 mod mmio;
 
