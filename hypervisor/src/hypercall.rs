@@ -30,25 +30,14 @@ pub fn handle(sys: &System, regs: &mut Regs, part: &Partition, vcpu: &Vcpu, call
         }
         Call::PortInfo { channel } => return port(part, vcpu, regs, channel::info(sys, vcpu, channel)),
         Call::DoorbellRing { channel } => return port(part, vcpu, regs, channel::ring(sys, vcpu, channel)),
-        Call::WatchdogKick => health::kick(part),
         Call::HmRead { buffer, size, from } => {
             return answer(part, vcpu, regs, hm_read(part, buffer, size, from), "illegal health-monitor read")
         }
-        Call::Version => (status::OK, ABI_VERSION),
         Call::VcpuStart { vcpu, entry, context } => (start(part, vcpu, entry, context), 0),
         Call::VcpuSuspend { vcpu } => (own_vcpu(part, vcpu, Op::Suspend), 0),
         Call::VcpuResume { vcpu } => (own_vcpu(part, vcpu, Op::Resume), 0),
         Call::VcpuHalt { vcpu } => (own_vcpu(part, vcpu, Op::Halt), 0),
-        Call::VcpuState { vcpu } => match part.vcpus.get(vcpu as usize) {
-            Some(target) => (status::OK, target.state() as u64),
-            None => (status::INVALID, 0),
-        },
-        Call::PartitionSelf => (status::OK, vcpu.partition as u64),
         Call::Partition { op, partition } => (control(sys, part, vcpu.partition, op, partition), 0),
-        Call::PartitionState { partition } => match sys.partitions.get(partition as usize) {
-            Some(target) => (status::OK, target.state() as u64),
-            None => (status::INVALID, 0),
-        },
         Call::PlanSwitch { plan } => switch_plan(sys, part, plan),
         Call::AccRequest { device } => match sys.fabric.as_ref().and_then(|f| f.request(sys, vcpu, device)) {
             Some(connected) => (status::OK, u64::from(connected)),
@@ -58,11 +47,7 @@ pub fn handle(sys: &System, regs: &mut Regs, part: &Partition, vcpu: &Vcpu, call
             Some(()) => (status::OK, 0),
             None => (status::INVALID, 0),
         },
-        Call::PlanCurrent => {
-            let (current, pending) = sys.plans.current(timer::counter());
-            regs.x[2] = pending.map_or(u64::MAX, |p| p as u64);
-            (status::OK, current as u64)
-        }
+        query => answer_query(sys, regs, part, vcpu, query).unwrap_or((status::NOT_SUPPORTED, 0)),
     };
     regs.x[0] = status as u64;
     regs.x[1] = value;
@@ -71,6 +56,32 @@ pub fn handle(sys: &System, regs: &mut Regs, part: &Partition, vcpu: &Vcpu, call
         return health::call_event(part, vcpu, Event::IllegalHypercall, function, "hypercall beyond its rights");
     }
     Exit::Resume
+}
+
+/// The calls that always resume (`Call::always_resumes`): their status
+/// and x1 (and x2), or `None` for any other call. The fast path answers
+/// them through this too.
+#[inline]
+pub fn answer_query(sys: &System, regs: &mut Regs, part: &Partition, vcpu: &Vcpu, call: Call) -> Option<(i64, u64)> {
+    Some(match call {
+        Call::Version => (status::OK, ABI_VERSION),
+        Call::PartitionSelf => (status::OK, vcpu.partition as u64),
+        Call::VcpuState { vcpu } => match part.vcpus.get(vcpu as usize) {
+            Some(target) => (status::OK, target.state() as u64),
+            None => (status::INVALID, 0),
+        },
+        Call::PartitionState { partition } => match sys.partitions.get(partition as usize) {
+            Some(target) => (status::OK, target.state() as u64),
+            None => (status::INVALID, 0),
+        },
+        Call::PlanCurrent => {
+            let (current, pending) = sys.plans.current(timer::counter());
+            regs.x[2] = pending.map_or(u64::MAX, |p| p as u64);
+            (status::OK, current as u64)
+        }
+        Call::WatchdogKick => health::kick(part),
+        _ => return None,
+    })
 }
 
 /// The outcome of a port or doorbell call.

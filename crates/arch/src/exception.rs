@@ -101,14 +101,17 @@ el2_vectors:
 
     // hv_fast(regs, kind) answers what it can without the rest of the
     // frame and returns all ones; otherwise it returns the kind, and the
-    // whole frame goes to hv_trap.
+    // whole frame goes to hv_trap. Only a synchronous exception can
+    // qualify, so an interrupt does not pay for asking.
 lower_trap:
     save_caller_saved
+    cbnz    x1, slow_trap
     mov     x0, sp
     bl      hv_fast
     cmn     x0, #1
     b.eq    fast_return
     mov     x1, x0
+slow_trap:
     save_callee_saved
     mov     x0, sp
     bl      hv_trap

@@ -190,6 +190,16 @@ pub enum Call {
 
 /// Decodes x0..x4; `None` when x0 is outside Partita's range (PSCI and
 /// other services are decoded elsewhere).
+/// Whether function ID `x0` names a call that [`Call::always_resumes`],
+/// without decoding its arguments: the fast path's first question, asked
+/// of every hypercall.
+pub const fn always_resumes(x0: u64) -> bool {
+    matches!(
+        x0,
+        id::VERSION | id::PARTITION_SELF | id::VCPU_STATE | id::PARTITION_STATE | id::PLAN_CURRENT | id::WATCHDOG_KICK
+    )
+}
+
 impl Call {
     /// A call that only reads state or kicks its own watchdog: whatever its
     /// arguments, the caller goes on at once and nothing else on its pCPU
@@ -208,6 +218,7 @@ impl Call {
     }
 }
 
+#[inline]
 pub fn decode(x: [u64; 5]) -> Option<Call> {
     if x[0] & !0xffff != BASE {
         return None;
@@ -254,6 +265,10 @@ mod tests {
         assert!(resumes(id::WATCHDOG_KICK));
         for id in [id::PORT_SEND, id::PORT_RECEIVE, id::VCPU_SUSPEND, id::PARTITION_HALT, id::HM_REPORT, 0xC600_ffff] {
             assert!(!resumes(id), "{id:#x}");
+        }
+        // The ID alone says the same as the decoded call, for every ID.
+        for function in (0..=0xffff).map(|n| BASE + n).chain([0, 0x8400_0000, BASE + 0x1_0000]) {
+            assert_eq!(always_resumes(function), resumes(function), "{function:#x}");
         }
     }
 

@@ -7,17 +7,21 @@
 //! as an interrupt: the kick SGI or the EL2 timer, taken through the full
 //! path as soon as the guest resumes. So only a trap that cannot change
 //! anything itself qualifies: the hypercalls that always resume
-//! (`partita_core::hypercall::Call::always_resumes`), and a direct
-//! partition's SGIs, which go to the physical GIC. With tracing on, every
-//! trap takes the full path, so the trace sees it.
+//! (`partita_core::hypercall::always_resumes`), and a direct partition's
+//! SGIs, which go to the physical GIC. With tracing on, every trap takes
+//! the full path, so the trace sees it.
+//!
+//! Every other trap pays for the questions asked here, so the first ones
+//! look at the syndrome and x0 alone.
 
+use crate::partition::{Partition, Vcpu};
 use crate::state;
 use crate::{trace, vgic};
 use core::sync::atomic::{AtomicU32, Ordering};
 use partita_arch::exception::{kind, Regs};
 use partita_arch::{cpu, MAX_CPUS};
-use partita_core::trap::esr::{self, Trap};
-use partita_core::trap::sysreg::{self, Policy};
+use partita_core::hypercall;
+use partita_core::trap::esr::{self, ec};
 
 /// Per pCPU: the vCPU running there, as partition + 1 and vCPU index
 /// (0: none).
@@ -25,7 +29,10 @@ static RUNNING: [AtomicU32; MAX_CPUS] = [const { AtomicU32::new(0) }; MAX_CPUS];
 
 /// The registers the fast path may read or write: the vector saved only the
 /// caller-saved ones (x0-x18).
-const SAVED: usize = 19;
+const SAVED: u8 = 19;
+
+/// HVC #0, Partita's and PSCI's calling convention.
+const HVC_0: u64 = (ec::HVC64 as u64) << 26 | 1 << 25;
 
 /// A vCPU enters this pCPU.
 pub fn enter(partition: usize, vcpu: usize) {
@@ -37,33 +44,47 @@ pub fn leave() {
     RUNNING[cpu::index()].store(0, Ordering::Relaxed);
 }
 
-/// True when the trap was answered and the vCPU resumes.
+/// True when the trap was answered and the vCPU resumes. The questions
+/// every trap is asked are here; the answers are out of line, so that a
+/// trap that does not qualify leaves at once.
 pub fn handle(regs: &mut Regs, trap_kind: u64) -> bool {
-    let running = RUNNING[cpu::index()].load(Ordering::Relaxed);
-    if trap_kind != kind::SYNC || running == 0 || trace::enabled() {
+    if trap_kind != kind::SYNC {
         return false;
     }
-    let sys = state::system();
-    let (p, v) = ((running >> 16) as usize - 1, (running & 0xffff) as usize);
-    let (Some(part), esr) = (sys.partitions.get(p), cpu::esr()) else { return false };
-    let Some(&vcpu) = part.vcpus.get(v) else { return false };
-    match esr::decode(esr) {
-        Trap::Hvc { imm: 0 } => {
-            let args = [regs.x[0], regs.x[1], regs.x[2], regs.x[3], regs.x[4]];
-            match partita_core::hypercall::decode(args) {
-                Some(call) if call.always_resumes() => {
-                    // Each of these answers and resumes; nothing is left to decide.
-                    let _ = crate::hypercall::handle(sys, regs, part, vcpu, call);
-                    true
-                }
-                _ => false,
-            }
-        }
-        Trap::SysReg(access) if !access.read && usize::from(access.rt) < SAVED && part.direct() => {
-            if sysreg::policy(&access.reg, false) != Policy::GenerateSgi {
-                return false;
-            }
-            vgic::generate_sgi(part, v, regs.get(usize::from(access.rt)));
+    let esr = cpu::esr();
+    if esr & 0xffff_ffff == HVC_0 {
+        hypercall::always_resumes(regs.x[0]) && query(regs)
+    } else {
+        matches!(esr::sgi1r_write(esr), Some(rt) if rt < SAVED && sgi(regs, rt))
+    }
+}
+
+/// The running vCPU and its partition, unless tracing wants the full path.
+fn running() -> Option<(&'static Partition, &'static Vcpu)> {
+    let running = RUNNING[cpu::index()].load(Ordering::Relaxed);
+    if running == 0 || trace::enabled() {
+        return None;
+    }
+    let part = state::system().partitions.get((running >> 16) as usize - 1)?;
+    Some((part, part.vcpus.get((running & 0xffff) as usize)?))
+}
+
+#[inline(never)]
+fn query(regs: &mut Regs) -> bool {
+    let Some((part, vcpu)) = running() else { return false };
+    let call = hypercall::decode([regs.x[0], regs.x[1], regs.x[2], regs.x[3], regs.x[4]]);
+    let answer = call.and_then(|call| crate::hypercall::answer_query(state::system(), regs, part, vcpu, call));
+    let Some((status, value)) = answer else { return false };
+    regs.x[0] = status as u64;
+    regs.x[1] = value;
+    true
+}
+
+#[inline(never)]
+fn sgi(regs: &mut Regs, rt: u8) -> bool {
+    match running() {
+        Some((part, vcpu)) if part.direct() => {
+            vgic::generate_sgi(part, vcpu.index, regs.x[usize::from(rt)]);
             regs.skip_instruction();
             true
         }

@@ -118,6 +118,19 @@ fn decode_sysreg(iss: u64) -> SysRegAccess {
     }
 }
 
+/// The register `Rt` of a trapped MSR to ICC_SGI1R_EL1 (op0 3, op1 0,
+/// CRn 12, CRm 11, op2 5), from the syndrome alone: the fast path's check.
+pub const fn sgi1r_write(esr: u64) -> Option<u8> {
+    const RT_AND_DIRECTION: u64 = 0x1f << 5 | 1;
+    const SGI1R: u64 = 3 << 20 | 5 << 17 | 12 << 10 | 11 << 1;
+    let iss = iss(esr);
+    if class(esr) == ec::SYSREG && iss & !RT_AND_DIRECTION == SGI1R && iss & 1 == 0 {
+        Some(bits(iss, 5, 5) as u8)
+    } else {
+        None
+    }
+}
+
 /// The instruction-specific syndrome: ESR's low 25 bits.
 const fn iss(esr: u64) -> u64 {
     esr & 0x1ff_ffff
@@ -162,6 +175,33 @@ pub fn class_name(class: u8) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// ESR_EL2 of an MSR or MRS of `reg` with register `rt`.
+    fn sysreg_esr(reg: SysReg, rt: u64, read: bool) -> u64 {
+        let iss = u64::from(reg.op0) << 20
+            | u64::from(reg.op2) << 17
+            | u64::from(reg.op1) << 14
+            | u64::from(reg.crn) << 10
+            | rt << 5
+            | u64::from(reg.crm) << 1
+            | u64::from(read);
+        u64::from(ec::SYSREG) << 26 | 1 << 25 | iss
+    }
+
+    #[test]
+    fn the_sgi1r_check_agrees_with_the_decoder() {
+        let sgi1r = SysReg::new(3, 0, 12, 11, 5);
+        for rt in [0, 7, 18, 30, 31] {
+            let esr = sysreg_esr(sgi1r, rt, false);
+            assert_eq!(decode(esr), Trap::SysReg(SysRegAccess { reg: sgi1r, rt: rt as u8, read: false }));
+            assert_eq!(sgi1r_write(esr), Some(rt as u8));
+        }
+        assert_eq!(sgi1r_write(sysreg_esr(sgi1r, 3, true)), None, "a read");
+        for other in [SysReg::new(3, 0, 12, 11, 6), SysReg::new(3, 0, 12, 11, 7), SysReg::new(3, 0, 12, 12, 5)] {
+            assert_eq!(sgi1r_write(sysreg_esr(other, 3, false)), None, "{other:?}");
+        }
+        assert_eq!(sgi1r_write(u64::from(ec::HVC64) << 26 | (sysreg_esr(sgi1r, 3, false) & 0x1ff_ffff)), None);
+    }
 
     #[test]
     fn decodes_a_32_bit_store_to_mmio() {
