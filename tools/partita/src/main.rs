@@ -71,7 +71,8 @@ enum Cmd {
 #[derive(Subcommand)]
 enum Bench {
     /// Virtual-timer interrupt latency: natively, on an exclusive core under
-    /// Partita, and on a core shared with a busy partition. Writes
+    /// Partita (virtual and direct delivery), and on a core shared with a
+    /// busy partition. Writes
     /// <out>/bench/irq-latency/report.md and report.json.
     IrqLatency {
         /// After the wall-clock pass, run every setup again with QEMU
