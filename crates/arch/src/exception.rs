@@ -117,6 +117,15 @@ slow_trap:
     bl      hv_trap
     b       return_to_guest
 
+    // The full frame: the registers the call kept, then the rest.
+    .global return_to_guest
+return_to_guest:
+    ldr     x19, [sp, #16 * 9 + 8]
+    ldp     x20, x21, [sp, #16 * 10]
+    ldp     x22, x23, [sp, #16 * 11]
+    ldp     x24, x25, [sp, #16 * 12]
+    ldp     x26, x27, [sp, #16 * 13]
+    ldp     x28, x29, [sp, #16 * 14]
 fast_return:
     ldr     x0, [sp, #16 * 16]
     msr     spsr_el2, x0
@@ -131,30 +140,6 @@ fast_return:
     ldp     x14, x15, [sp, #16 * 7]
     ldp     x16, x17, [sp, #16 * 8]
     ldr     x18, [sp, #16 * 9]
-    ldp     x0, x1, [sp]
-    add     sp, sp, #{frame}
-    eret
-
-    .global return_to_guest
-return_to_guest:
-    ldr     x0, [sp, #16 * 16]
-    msr     spsr_el2, x0
-    ldp     x30, x0, [sp, #16 * 15]
-    msr     elr_el2, x0
-    ldp     x2, x3, [sp, #16 * 1]
-    ldp     x4, x5, [sp, #16 * 2]
-    ldp     x6, x7, [sp, #16 * 3]
-    ldp     x8, x9, [sp, #16 * 4]
-    ldp     x10, x11, [sp, #16 * 5]
-    ldp     x12, x13, [sp, #16 * 6]
-    ldp     x14, x15, [sp, #16 * 7]
-    ldp     x16, x17, [sp, #16 * 8]
-    ldp     x18, x19, [sp, #16 * 9]
-    ldp     x20, x21, [sp, #16 * 10]
-    ldp     x22, x23, [sp, #16 * 11]
-    ldp     x24, x25, [sp, #16 * 12]
-    ldp     x26, x27, [sp, #16 * 13]
-    ldp     x28, x29, [sp, #16 * 14]
     ldp     x0, x1, [sp]
     add     sp, sp, #{frame}
     eret

@@ -178,8 +178,7 @@ impl Fabric {
     /// of its partition's interface pages. The write is the request for a
     /// PRR: it runs again once the device is connected, at once on Path 1.
     pub fn write_fault(&self, sys: &System, vcpu: &Vcpu, ipa: u64) -> Option<Exit> {
-        let p = vcpu.partition;
-        let device = self.of_partition(p).find(|d| ipa.wrapping_sub(d.ipa) < PAGE_SIZE)?;
+        let device = self.interface_at(vcpu.partition, ipa)?;
         if !device.connected.load(Ordering::SeqCst) && !self.connect_at_once(sys, device) {
             // Stalled before asking, so a connection from the fabric's pCPU
             // in between is never missed.
@@ -195,6 +194,25 @@ impl Fabric {
         // caches.
         partita_arch::cache::invalidate_guest_tlb_local();
         Some(Exit::Resume)
+    }
+
+    /// The fast path's share of [`Fabric::write_fault`]: true when `ipa` is
+    /// one of `partition`'s interface pages and its device is connected on
+    /// return, by Path 1 if need be, so the write runs again at once. False
+    /// leaves the fault to `write_fault`, which asks again: a request that
+    /// Path 1 could not serve keeps the time it was first noted.
+    pub fn connect_in_trap(&self, sys: &System, partition: usize, ipa: u64) -> bool {
+        let Some(device) = self.interface_at(partition, ipa) else { return false };
+        if !device.connected.load(Ordering::SeqCst) && !self.connect_at_once(sys, device) {
+            return false;
+        }
+        partita_arch::cache::invalidate_guest_tlb_local();
+        true
+    }
+
+    /// The device of `partition` whose interface page holds `ipa`.
+    fn interface_at(&self, partition: usize, ipa: u64) -> Option<&Device> {
+        self.of_partition(partition).find(|d| ipa.wrapping_sub(d.ipa) < PAGE_SIZE)
     }
 
     /// The guest-aware request of `vcpu` for its partition's device

@@ -6,9 +6,12 @@
 //! a budget or watchdog deadline, an interface page disconnected) arrives
 //! as an interrupt: the kick SGI or the EL2 timer, taken through the full
 //! path as soon as the guest resumes. So only a trap that cannot change
-//! anything itself qualifies: the hypercalls that always resume
-//! (`partita_core::hypercall::always_resumes`), and a direct partition's
-//! SGIs, which go to the physical GIC. With tracing on, every trap takes
+//! anything itself qualifies, or whose change is of its own partition's
+//! and announced like the rest: the hypercalls that always resume
+//! (`partita_core::hypercall::always_resumes`), a direct partition's SGIs,
+//! which go to the physical GIC, and a write to an accelerator's interface
+//! page whose device is connected, or connects by Path 1 in the trap (an
+//! idle PRR, assigned without preempting anyone). With tracing on, every trap takes
 //! the full path, so the trace sees it.
 //!
 //! Every other trap pays for the questions asked here, so the first ones
@@ -54,19 +57,28 @@ pub fn handle(regs: &mut Regs, trap_kind: u64) -> bool {
     let esr = cpu::esr();
     if esr & 0xffff_ffff == HVC_0 {
         hypercall::always_resumes(regs.x[0]) && query(regs)
+    } else if esr::class(esr) == ec::DABT_LOWER {
+        interface_write()
     } else {
         matches!(esr::sgi1r_write(esr), Some(rt) if rt < SAVED && sgi(regs, rt))
     }
 }
 
-/// The running vCPU and its partition, unless tracing wants the full path.
-fn running() -> Option<(&'static Partition, &'static Vcpu)> {
+/// The running vCPU's partition and index, unless tracing wants the full
+/// path.
+fn running_indices() -> Option<(usize, usize)> {
     let running = RUNNING[cpu::index()].load(Ordering::Relaxed);
     if running == 0 || trace::enabled() {
         return None;
     }
-    let part = state::system().partitions.get((running >> 16) as usize - 1)?;
-    Some((part, part.vcpus.get((running & 0xffff) as usize)?))
+    Some(((running >> 16) as usize - 1, (running & 0xffff) as usize))
+}
+
+/// The running vCPU and its partition, unless tracing wants the full path.
+fn running() -> Option<(&'static Partition, &'static Vcpu)> {
+    let (p, v) = running_indices()?;
+    let part = state::system().partitions.get(p)?;
+    Some((part, part.vcpus.get(v)?))
 }
 
 #[inline(never)]
@@ -78,6 +90,17 @@ fn query(regs: &mut Regs) -> bool {
     regs.x[0] = status as u64;
     regs.x[1] = value;
     true
+}
+
+/// A write to an accelerator's interface page whose device is connected,
+/// or connects at once by Path 1: it runs again, as written.
+#[inline(never)]
+fn interface_write() -> bool {
+    let sys = state::system();
+    let Some(fabric) = &sys.fabric else { return false };
+    let Some((partition, _)) = running_indices() else { return false };
+    let syndrome = cpu::syndrome();
+    fabric.connect_in_trap(sys, partition, esr::fault_ipa(syndrome.hpfar, syndrome.far))
 }
 
 #[inline(never)]

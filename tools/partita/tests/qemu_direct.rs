@@ -53,11 +53,12 @@ fn a_direct_guest_cannot_mask_or_steal_partitas_interrupts_nor_reach_others() {
     let attacker = part("attacker", &[1], "watchdog-kicks=1 cpuif-attack=1 mask-spin=60000 ticks=1")
         .exclusive()
         .direct()
-        .watchdog_us(100_000)
+        // Long enough for a boot's set/way sweep to end before it expires.
+        .watchdog_us(400_000)
         .health(restart);
     let timer = format!("timer_hz=20 timer_ticks={NEIGHBOUR_TICKS} ticks=1 period_ms=1");
     let parts = [attacker, part("neighbour", &[2], &timer).exclusive()];
-    let boot = boot_with("qemu-direct-attack", &machine(parts), wall(8));
+    let boot = boot_with("qemu-direct-attack", &machine(parts), wall(10));
     let log = boot.log("attacker");
     let attacks = log.lines().filter(|l| *l == "cpuif attack done").count();
     let greetings = log.lines().filter(|l| l.starts_with("hello from partition attacker")).count();
