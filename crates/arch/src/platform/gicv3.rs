@@ -213,10 +213,6 @@ impl InterruptController for GicV3 {
         }
     }
 
-    fn is_direct(cpu: usize) -> bool {
-        DIRECT[cpu].load(Ordering::Relaxed)
-    }
-
     fn set_direct_private(intid: u32, cpu: usize, enabled: bool, priority: u8) {
         if intid >= SPI_BASE || DIRECT_OWN.contains(&intid) {
             return;

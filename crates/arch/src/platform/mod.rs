@@ -103,8 +103,6 @@ pub trait InterruptController {
     /// other private interrupts group 1, disabled. The primary CPU calls it
     /// before `cpu` starts, so no kick is ever sent in the wrong group.
     fn make_direct(cpu: usize);
-    /// True when `cpu` is a direct-delivery core.
-    fn is_direct(cpu: usize) -> bool;
     /// Follows the guest on a direct-delivery core: enables or disables one
     /// of its private interrupts on `cpu`, at `priority` as the guest
     /// ranks it, scaled below Partita's own.
