@@ -22,7 +22,7 @@ use crate::state::{PerCpu, Policy, System};
 use crate::{health, trace, vgic};
 use core::sync::atomic::Ordering;
 use partita_arch::context::DebugContext;
-use partita_arch::exception::{enter_guest, Regs};
+use partita_arch::exception::{copy_frame, enter_guest, stage_entry, Regs};
 use partita_arch::platform::{self, Gic, InterruptController, HYP_TIMER_INTID, MAINTENANCE_INTID, PTIMER_INTID};
 use partita_arch::{cpu, el2, stage2, timer};
 use partita_core::partition::debug::Ownership;
@@ -134,7 +134,7 @@ fn switch_to(sys: &'static System, me: &'static PerCpu, slot: usize) -> ! {
     for intid in TIMER_INTIDS {
         Gic::deactivate(intid);
     }
-    let regs = {
+    {
         let ctx = vcpu.context.lock();
         ctx.el1.restore();
         ctx.fp.restore();
@@ -143,8 +143,8 @@ fn switch_to(sys: &'static System, me: &'static PerCpu, slot: usize) -> ! {
         if trace::enabled() {
             *vcpu.seen_lrs.lock() = ctx.vgic.lrs;
         }
-        ctx.regs
-    };
+        stage_entry(&ctx.regs);
+    }
     let part = sys.partition_of(vcpu);
     stage2::activate(part.vttbr);
     refresh_tlb(me, vcpu.partition, part);
@@ -158,14 +158,15 @@ fn switch_to(sys: &'static System, me: &'static PerCpu, slot: usize) -> ! {
     if let Policy::Cyclic(state) = &me.policy {
         if timer::counter() >= state.until.load(Ordering::Relaxed) {
             // Loading outlasted the slot: the next owner's time is not ours.
-            save(vcpu, &regs);
+            // Its registers are still the saved ones.
+            save(vcpu, None);
             run(sys, me)
         }
     }
     crate::trap::fast::enter(vcpu.partition, vcpu.index);
     // Traced last, so that a switch's cost in the trace includes loading.
     trace::record(Kind::VcpuIn, vcpu.partition, vcpu.index, 0);
-    enter_guest(regs)
+    enter_guest()
 }
 
 /// The debug registers for the vCPU of `ctx`: its own values if it has
@@ -232,15 +233,19 @@ pub fn tlb_dropped_everywhere(sys: &System, p: usize, generation: u32) -> bool {
 /// vCPU.
 pub fn switch_away(sys: &'static System, me: &'static PerCpu, vcpu: &Vcpu, regs: &Regs, reason: OutReason) -> ! {
     trace::record(Kind::VcpuOut, vcpu.partition, vcpu.index, reason as u32);
-    save(vcpu, regs);
+    save(vcpu, Some(regs));
     run(sys, me)
 }
 
-fn save(vcpu: &Vcpu, regs: &Regs) {
+/// Saves what `vcpu` had loaded on this pCPU and lets it go; `regs`, its
+/// trap frame, unless its saved registers are current.
+fn save(vcpu: &Vcpu, regs: Option<&Regs>) {
     crate::trap::fast::leave();
     vgic::note_completions(vcpu);
     let mut ctx = vcpu.context.lock();
-    ctx.regs = *regs;
+    if let Some(regs) = regs {
+        copy_frame(&mut ctx.regs, regs);
+    }
     ctx.el1.save();
     ctx.fp.save();
     ctx.vgic.save();

@@ -180,7 +180,17 @@ pub fn qemu_command(build: &BuildOutput, system: &System, opts: &RunOptions) -> 
         qemu.args(["-s", "-S"]);
     }
     add_icount(&mut qemu, opts.icount);
+    add_extra(&mut qemu);
     qemu
+}
+
+/// `PARTITA_QEMU_EXTRA`, split at whitespace, goes last on QEMU's command
+/// line: how a profile of the hypervisor is taken (`-d exec,nochain
+/// -singlestep -dfilter RANGE -D FILE`) without a second way to start it.
+fn add_extra(qemu: &mut Command) {
+    if let Ok(extra) = std::env::var("PARTITA_QEMU_EXTRA") {
+        qemu.args(extra.split_whitespace());
+    }
 }
 
 /// QEMU's generic loader puts the image store where the boot table says,

@@ -21,6 +21,9 @@ pub struct Regs {
 pub const PSTATE_EL1H_MASKED: u64 = 0x3c5;
 
 impl Regs {
+    /// Every register zero: a frame not filled yet.
+    pub const ZERO: Regs = Regs { x: [0; 31], pc: 0, pstate: 0, _pad: 0 };
+
     /// Register state of a vCPU that starts at `entry` with `x0 = arg`.
     pub fn boot(entry: u64, arg: u64) -> Self {
         let mut regs = Regs { pc: entry, pstate: PSTATE_EL1H_MASKED, ..Regs::default() };
