@@ -1,0 +1,3 @@
+//! Vectors for `hardware/prr_monitor.v`.
+
+pub const TAGS: &[&str] = &[];
