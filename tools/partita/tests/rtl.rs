@@ -6,7 +6,7 @@
 use partita::paths;
 use partita::rtl::sim::{self, Outcome};
 use partita::rtl::vectors::Vectors;
-use partita::rtl::{readyq, Block};
+use partita::rtl::{monitor, readyq, Block};
 
 /// Small enough that one FIFO holds every slot in a short run, large
 /// enough for long FIFOs.
@@ -36,4 +36,28 @@ fn a_ready_queue_that_breaks_fifo_order_is_caught() {
     let outcome = simulate(Block::ReadyQueue { slots: SLOTS }, &vectors, &["BREAK_FIFO_ORDER"], "ready_queue_broken");
     assert!(outcome.mismatches > 0, "the broken queue passed {} vectors", outcome.ops);
     assert_eq!(outcome.mismatches as usize, outcome.mismatch_lines.len());
+}
+
+/// Small, so the vectors fill the list often; the hypervisor's holds 256,
+/// which the RTL takes too.
+const WAITING: usize = 8;
+
+#[test]
+fn the_prr_monitor_answers_every_vector_as_the_model_does() {
+    let vectors = monitor::generate::<WAITING>(SEED, 3000);
+    let outcome = simulate(Block::PrrMonitor { waiting: WAITING }, &vectors, &[], "prr_monitor");
+    assert_eq!(outcome.mismatches, 0, "{}", outcome.mismatch_lines.join("\n"));
+    assert_eq!(outcome.ops, vectors.lines.len() as u64);
+    let searches = outcome.cycles_of(monitor::tag::SEARCH).expect("searches were timed");
+    assert_eq!(searches.count, vectors.count(monitor::tag::SEARCH) as u64);
+    // The bounded scan: one cycle per PRR and a few for the bus.
+    assert!(searches.max <= 32 + 4, "{searches:?}");
+}
+
+#[test]
+fn a_prr_monitor_that_lets_equals_preempt_is_caught() {
+    let vectors = monitor::generate::<WAITING>(SEED, 500);
+    let outcome =
+        simulate(Block::PrrMonitor { waiting: WAITING }, &vectors, &["BREAK_EQUAL_PREEMPTS"], "prr_monitor_broken");
+    assert!(outcome.mismatches > 0, "the broken monitor passed {} vectors", outcome.ops);
 }

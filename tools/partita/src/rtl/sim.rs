@@ -49,7 +49,7 @@ pub fn run(block: Block, vectors: &Vectors, defines: &[&str], dir: &Path) -> Res
     let sim = dir.join("sim.vvp");
     let mut compile = Command::new("iverilog");
     let (name, value) = block.parameter();
-    compile.args(["-g2012", "-Wall", "-Wno-timescale", "-o"]).arg(&sim);
+    compile.args(["-g2012", "-Wall", "-Wno-timescale", "-Wno-sensitivity-entire-array", "-o"]).arg(&sim);
     compile.arg(format!("-Paxi_lite_tb.{name}={value}"));
     if matches!(block, Block::PrrMonitor { .. }) {
         compile.arg("-DDUT_PRR_MONITOR");
