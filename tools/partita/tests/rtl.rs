@@ -3,10 +3,13 @@
 //! A block built wrong on purpose must fail the same check, or the check
 //! proves nothing.
 
+mod common;
+
+use partita::bench::rtl::{self as bench, Options};
 use partita::paths;
 use partita::rtl::sim::{self, Outcome};
 use partita::rtl::vectors::Vectors;
-use partita::rtl::{monitor, readyq, Block};
+use partita::rtl::{monitor, readyq, synth, Block};
 
 /// Small enough that one FIFO holds every slot in a short run, large
 /// enough for long FIFOs.
@@ -60,4 +63,30 @@ fn a_prr_monitor_that_lets_equals_preempt_is_caught() {
     let outcome =
         simulate(Block::PrrMonitor { waiting: WAITING }, &vectors, &["BREAK_EQUAL_PREEMPTS"], "prr_monitor_broken");
     assert!(outcome.mismatches > 0, "the broken monitor passed {} vectors", outcome.ops);
+}
+
+#[test]
+fn the_cost_report_gives_the_cycles_of_every_operation() {
+    common::source_out();
+    let opts = Options { ops: 300, synthesize: false, name: "rtl-test".to_string(), ..Options::default() };
+    let (report, dated) = bench::run(&opts).expect("the benchmark runs");
+    let markdown = std::fs::read_to_string(paths::bench_out("rtl-test").join("report.md")).expect("report.md");
+    assert_eq!(std::fs::read_to_string(dated).expect("the dated copy"), markdown);
+    for operation in ["enqueue", "enqueue front", "remove", "pop highest", "find highest"] {
+        let cycles = report.queue_cycles(operation).unwrap_or_else(|| panic!("no {operation} in\n{markdown}"));
+        // docs/hardware.md gives these: 3 cycles, 4 when a slot is unlinked.
+        assert!(cycles.min >= 3 && cycles.max <= 4 && cycles.count > 0, "{cycles:?}");
+        assert!(markdown.contains(&format!("| ready_queue | {operation} |")), "{operation} in\n{markdown}");
+    }
+    assert!(markdown.contains("| prr_monitor | search |") && markdown.contains("6.5"), "{markdown}");
+}
+
+#[test]
+fn yosys_maps_the_ready_queue_to_a_zynq() {
+    let slots = 8;
+    let dir = paths::scratch("rtl-test").join("yosys");
+    let r = synth::synthesize(Block::ReadyQueue { slots }, &dir).unwrap_or_else(|e| panic!("{e:#}"));
+    // At least the 256-bit map of non-empty FIFOs and a queued bit per slot.
+    assert!(r.flip_flops >= 256 + slots as u64, "{r:?}");
+    assert!(r.luts > 0 && r.lutram > 0, "{r:?}");
 }
