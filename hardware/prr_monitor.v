@@ -25,27 +25,7 @@ module prr_monitor #(
     // it finds no compatible PRR.
     parameter integer ACCELS = 16
 ) (
-    input  wire        aclk,
-    input  wire        aresetn,
-
-    input  wire [14:0] s_axi_awaddr,
-    input  wire        s_axi_awvalid,
-    output wire        s_axi_awready,
-    input  wire [31:0] s_axi_wdata,
-    input  wire [3:0]  s_axi_wstrb,
-    input  wire        s_axi_wvalid,
-    output wire        s_axi_wready,
-    output reg  [1:0]  s_axi_bresp,
-    output reg         s_axi_bvalid,
-    input  wire        s_axi_bready,
-
-    input  wire [14:0] s_axi_araddr,
-    input  wire        s_axi_arvalid,
-    output wire        s_axi_arready,
-    output reg  [31:0] s_axi_rdata,
-    output reg  [1:0]  s_axi_rresp,
-    output reg         s_axi_rvalid,
-    input  wire        s_axi_rready
+`include "axi_lite_ports.vh"
 );
     localparam integer PRRS = 32;
     localparam integer WB = (WAITING > 1) ? $clog2(WAITING + 1) : 1;
@@ -58,9 +38,26 @@ module prr_monitor #(
     // PrrState codes.
     localparam [2:0] IDLE_PRR = 3'd0, BUSY_PRR = 3'd1, HOLD_PRR = 3'd5;
 
-    localparam [2:0] IDLE = 3'd0, PUSH = 3'd1, SCAN = 3'd2, FORGET = 3'd3, RESP = 3'd4;
+    localparam [1:0] IDLE = 2'd0, PUSH = 2'd1, SCAN = 2'd2, FORGET = 2'd3;
 
-    reg [2:0] state;
+    // Register window at 0x400.
+    localparam [14:0] A_COUNT = 15'h400, A_REQUEST = 15'h404, A_SEARCH = 15'h408, A_PUSH = 15'h40c,
+                      A_SOLVE = 15'h410, A_FORGET = 15'h414, A_LEN = 15'h418, A_WAITING = 15'h600;
+
+    wire        cmd_valid, cmd_write;
+    wire [14:0] cmd_addr;
+    wire [31:0] cmd_wdata;
+    reg         done;
+    reg  [1:0]  done_resp;
+    reg  [31:0] done_rdata;
+    axi_lite_port port (
+`include "axi_lite_connect.vh"
+        ,
+        .cmd_valid(cmd_valid), .cmd_write(cmd_write), .cmd_addr(cmd_addr), .cmd_wdata(cmd_wdata),
+        .done(done), .done_resp(done_resp), .done_rdata(done_rdata)
+    );
+
+    reg [1:0] state;
 
     // Descriptors: DESC is [2:0] state, [3] an accelerator is loaded,
     // [4] a client holds it, [15:8] the loaded accelerator, [23:16] the
@@ -72,9 +69,8 @@ module prr_monitor #(
     // REQUEST: [7:0] partition, [15:8] device, [23:16] priority,
     // [31:24] accelerator.
     reg [31:0] request;
-
     // A write's data, kept for the states after the handshake.
-    reg [31:0] s_axi_wdata_q;
+    reg [31:0] wdata_q;
 
     // The waiting list, most urgent first.
     reg [31:0]   waiting [0:WAITING-1];
@@ -84,7 +80,7 @@ module prr_monitor #(
     reg [31:0] req;
     reg [5:0]  i;
     reg        solving;   // for SOLVE_NEXT, else for SEARCH
-    reg [WB-1:0] j;       // the waiting entry searched
+    reg [WB-1:0] j;       // the waiting entry searched; FORGET's next kept slot
     reg        idle_found, pre_found, idle_same, pre_same;
     reg [31:0] idle_size, pre_size;
     reg [4:0]  idle_prr, pre_prr;
@@ -105,6 +101,7 @@ module prr_monitor #(
 `endif
     wire d_idle = d[2:0] == IDLE_PRR;
     wire d_preemptible = d[2:0] == BUSY_PRR || d[2:0] == HOLD_PRR;
+    wire scanned = i == {1'b0, count};
 
     wire [1:0]  method = idle_found ? ASSIGN : pre_found ? PREEMPT : UNAVAILABLE;
     wire [4:0]  prr = idle_found ? idle_prr : pre_found ? pre_prr : 5'd0;
@@ -120,33 +117,50 @@ module prr_monitor #(
         at = len;
         duplicate = 1'b0;
         for (k = WAITING - 1; k >= 0; k = k - 1)
-            if (k < len && waiting[k][23:16] < s_axi_wdata_q[23:16]) at = k[WB-1:0];
+            if (k < len && waiting[k][23:16] < wdata_q[23:16]) at = k[WB-1:0];
         for (k = 0; k < WAITING; k = k + 1)
-            if (k < len && waiting[k][15:0] == s_axi_wdata_q[15:0]) duplicate = 1'b1;
+            if (k < len && waiting[k][15:0] == wdata_q[15:0]) duplicate = 1'b1;
     end
 
-    wire take_write = state == IDLE && s_axi_awvalid && s_axi_wvalid;
-    wire take_read  = state == IDLE && s_axi_arvalid && !take_write;
-    assign s_axi_awready = take_write;
-    assign s_axi_wready  = take_write;
-    assign s_axi_arready = take_read;
+    // The tables the bus writes directly.
+    wire write_desc   = cmd_valid && cmd_write && cmd_addr[14:8] == 7'd0;
+    wire write_compat = cmd_valid && cmd_write && cmd_addr[14:9] == 6'd1 && cmd_addr[8:2] < ACCELS;
+    always @(posedge aclk) begin
+        if (write_desc && !cmd_addr[2]) desc_mem[cmd_addr[7:3]] <= cmd_wdata[23:0];
+        if (write_desc && cmd_addr[2]) size_mem[cmd_addr[7:3]] <= cmd_wdata;
+        if (write_compat) compat_mem[cmd_addr[8:2]] <= cmd_wdata;
+    end
 
-    task respond_read(input [31:0] data, input [1:0] resp);
-        begin
-            s_axi_rdata <= data;
-            s_axi_rresp <= resp;
-            s_axi_rvalid <= 1'b1;
-            state <= RESP;
-        end
-    endtask
+    wire [14:0] entry = (cmd_addr - A_WAITING) >> 2;
+    wire read_entry = cmd_addr >= A_WAITING && entry < WAITING;
 
-    task respond_write(input [1:0] resp);
-        begin
-            s_axi_bresp <= resp;
-            s_axi_bvalid <= 1'b1;
-            state <= RESP;
-        end
-    endtask
+    wire needs_state = cmd_write ? cmd_addr == A_PUSH || cmd_addr == A_FORGET
+                                 : cmd_addr == A_SEARCH || (cmd_addr == A_SOLVE && len != 0);
+
+    always @* begin
+        done = 1'b0;
+        done_resp = OKAY;
+        done_rdata = 32'd0;
+        case (state)
+            // A write or a read that needs no search is answered at once.
+            IDLE: if (cmd_valid && !needs_state) begin
+                done = 1'b1;
+                if (cmd_write) begin
+                    if (!write_desc && !write_compat && cmd_addr != A_REQUEST
+                        && !(cmd_addr == A_COUNT && cmd_wdata <= PRRS)) done_resp = SLVERR;
+                end else if (cmd_addr == A_SOLVE) done_rdata = NOTHING;
+                else if (cmd_addr == A_COUNT) done_rdata = {26'd0, count};
+                else if (cmd_addr == A_LEN) done_rdata = {{(32 - WB) {1'b0}}, len};
+                else if (read_entry) done_rdata = entry < len ? waiting[entry] : 32'd0;
+                else {done_resp, done_rdata} = {SLVERR, RESERVED};
+            end
+            PUSH: {done, done_resp} = {1'b1, !duplicate && len == WAITING ? SLVERR : OKAY};
+            SCAN: if (scanned && (!solving || method != UNAVAILABLE)) {done, done_rdata} = {1'b1, solution};
+            else if (scanned && j + 1'b1 == len) {done, done_rdata} = {1'b1, NOTHING};
+            FORGET: done = i == len;
+            default: ;
+        endcase
+    end
 
     task start_search(input [31:0] r);
         begin
@@ -157,86 +171,41 @@ module prr_monitor #(
         end
     endtask
 
-    // The registers the bus writes directly.
-    wire [14:0] wa = s_axi_awaddr;
-    always @(posedge aclk) begin
-        if (take_write && wa[14:8] == 7'd0 && !wa[2]) desc_mem[wa[7:3]] <= s_axi_wdata[23:0];
-        if (take_write && wa[14:8] == 7'd0 && wa[2]) size_mem[wa[7:3]] <= s_axi_wdata;
-        if (take_write && wa[14:9] == 6'd1 && wa[8:2] < ACCELS) compat_mem[wa[8:2]] <= s_axi_wdata;
-    end
-
-    // Register window at 0x400.
-    localparam [14:0] A_COUNT = 15'h400, A_REQUEST = 15'h404, A_SEARCH = 15'h408, A_PUSH = 15'h40c,
-                      A_SOLVE = 15'h410, A_FORGET = 15'h414, A_LEN = 15'h418, A_WAITING = 15'h600;
-
-    wire write_table = wa[14:8] == 7'd0 || (wa[14:9] == 6'd1 && wa[8:2] < ACCELS);
-    wire [14:0] ra = s_axi_araddr;
-    wire [14:0] entry = (ra - A_WAITING) >> 2;
-    wire read_entry = ra >= A_WAITING && entry < WAITING;
-
     always @(posedge aclk) begin
         if (!aresetn) begin
             state <= IDLE;
             count <= 6'd0;
             len <= {WB{1'b0}};
             request <= 32'd0;
-            s_axi_bvalid <= 1'b0;
-            s_axi_rvalid <= 1'b0;
-            s_axi_bresp <= OKAY;
-            s_axi_rresp <= OKAY;
-            s_axi_rdata <= 32'd0;
         end else case (state)
-            IDLE: if (take_write) begin
-                s_axi_wdata_q <= s_axi_wdata;
-                if (write_table) respond_write(OKAY);
-                else if (wa == A_COUNT && s_axi_wdata <= PRRS) begin
-                    count <= s_axi_wdata[5:0];
-                    respond_write(OKAY);
-                end else if (wa == A_REQUEST) begin
-                    request <= s_axi_wdata;
-                    respond_write(OKAY);
-                end else if (wa == A_PUSH) state <= PUSH;
-                else if (wa == A_FORGET) begin
-                    i <= 6'd0;   // the entry read
-                    j <= {WB{1'b0}};  // where the next kept entry goes
-                    state <= FORGET;
-                end else respond_write(SLVERR);
-            end else if (take_read) begin
-                if (ra == A_SEARCH) begin
-                    solving <= 1'b0;
-                    start_search(request);
-                end else if (ra == A_SOLVE) begin
-                    solving <= 1'b1;
-                    j <= {WB{1'b0}};
-                    if (len == 0) respond_read(NOTHING, OKAY);
-                    else start_search(waiting[0]);
-                end else if (ra == A_COUNT) respond_read({26'd0, count}, OKAY);
-                else if (ra == A_LEN) respond_read({{(32 - WB) {1'b0}}, len}, OKAY);
-                else if (read_entry) respond_read(entry < len ? waiting[entry] : 32'd0, OKAY);
-                else respond_read(RESERVED, SLVERR);
+            IDLE: if (cmd_valid) begin
+                wdata_q <= cmd_wdata;
+                i <= 6'd0;
+                j <= {WB{1'b0}};
+                solving <= cmd_addr == A_SOLVE;
+                if (cmd_write && cmd_addr == A_COUNT && !done_resp[1]) count <= cmd_wdata[5:0];
+                if (cmd_write && cmd_addr == A_REQUEST) request <= cmd_wdata;
+                if (!done && cmd_write) state <= cmd_addr == A_PUSH ? PUSH : FORGET;
+                if (!done && !cmd_write) start_search(cmd_addr == A_SOLVE ? waiting[0] : request);
             end
-            PUSH: if (duplicate) begin
-                respond_write(OKAY);
-            end else if (len == WAITING) begin
-                respond_write(SLVERR);
-            end else begin
-                for (k = WAITING - 1; k > 0; k = k - 1)
-                    if (k > at) waiting[k] <= waiting[k-1];
-                waiting[at] <= s_axi_wdata_q;
-                len <= len + 1'b1;
-                respond_write(OKAY);
+            PUSH: begin
+                if (!duplicate && len != WAITING) begin
+                    for (k = WAITING - 1; k > 0; k = k - 1)
+                        if (k > at) waiting[k] <= waiting[k-1];
+                    waiting[at] <= wdata_q;
+                    len <= len + 1'b1;
+                end
+                state <= IDLE;
             end
-            SCAN: if (i == {1'b0, count} || i == PRRS) begin
-                if (!solving) respond_read(solution, OKAY);
-                else if (method != UNAVAILABLE) begin
+            SCAN: if (scanned) begin
+                if (solving && method != UNAVAILABLE) begin
                     // Served: it leaves the list.
                     for (k = 0; k < WAITING - 1; k = k + 1)
                         if (k >= j) waiting[k] <= waiting[k+1];
                     len <= len - 1'b1;
-                    respond_read(solution, OKAY);
-                end else if (j + 1'b1 == len) begin
-                    respond_read(NOTHING, OKAY);
-                end else begin
+                end
+                if (done) state <= IDLE;
+                else begin
                     j <= j + 1'b1;
                     start_search(waiting[j+1'b1]);
                 end
@@ -255,20 +224,15 @@ module prr_monitor #(
                 end
                 i <= i + 1'b1;
             end
-            FORGET: if (i == len) begin
+            FORGET: if (done) begin
                 len <= j;
-                respond_write(OKAY);
+                state <= IDLE;
             end else begin
-                if (waiting[i][7:0] != s_axi_wdata_q[7:0]) begin
+                if (waiting[i][7:0] != wdata_q[7:0]) begin
                     waiting[j] <= waiting[i];
                     j <= j + 1'b1;
                 end
                 i <= i + 1'b1;
-            end
-            RESP: begin
-                if (s_axi_bvalid && s_axi_bready) s_axi_bvalid <= 1'b0;
-                if (s_axi_rvalid && s_axi_rready) s_axi_rvalid <= 1'b0;
-                if ((s_axi_bvalid && s_axi_bready) || (s_axi_rvalid && s_axi_rready)) state <= IDLE;
             end
             default: state <= IDLE;
         endcase

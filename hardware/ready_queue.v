@@ -30,27 +30,7 @@ module ready_queue #(
     // Thread slots 0..SLOTS-1; at most 4096 (the remove window's 12 bits).
     parameter integer SLOTS = 64
 ) (
-    input  wire        aclk,
-    input  wire        aresetn,
-
-    input  wire [14:0] s_axi_awaddr,
-    input  wire        s_axi_awvalid,
-    output wire        s_axi_awready,
-    input  wire [31:0] s_axi_wdata,
-    input  wire [3:0]  s_axi_wstrb,
-    input  wire        s_axi_wvalid,
-    output wire        s_axi_wready,
-    output reg  [1:0]  s_axi_bresp,
-    output reg         s_axi_bvalid,
-    input  wire        s_axi_bready,
-
-    input  wire [14:0] s_axi_araddr,
-    input  wire        s_axi_arvalid,
-    output wire        s_axi_arready,
-    output reg  [31:0] s_axi_rdata,
-    output reg  [1:0]  s_axi_rresp,
-    output reg         s_axi_rvalid,
-    input  wire        s_axi_rready
+`include "axi_lite_ports.vh"
 );
     localparam integer SW = (SLOTS > 1) ? $clog2(SLOTS) : 1;
 
@@ -61,10 +41,22 @@ module ready_queue #(
     // STATUS after an enqueue, the codes of QueueError.
     localparam [1:0] ST_OK = 2'd0, ST_NO_SUCH_SLOT = 2'd1, ST_ALREADY_QUEUED = 2'd2;
 
-    localparam [2:0] IDLE = 3'd0, ENQ = 3'd1, POP_HEAD = 3'd2, REM_PRIO = 3'd3, UNLINK = 3'd4, RESP = 3'd5;
+    localparam [2:0] IDLE = 3'd0, ENQ = 3'd1, POP_HEAD = 3'd2, REM_PRIO = 3'd3, UNLINK = 3'd4;
+
+    wire        cmd_valid, cmd_write;
+    wire [14:0] cmd_addr;
+    wire [31:0] cmd_wdata;
+    reg         done;
+    reg  [1:0]  done_resp;
+    reg  [31:0] done_rdata;
+    axi_lite_port port (
+`include "axi_lite_connect.vh"
+        ,
+        .cmd_valid(cmd_valid), .cmd_write(cmd_write), .cmd_addr(cmd_addr), .cmd_wdata(cmd_wdata),
+        .done(done), .done_resp(done_resp), .done_rdata(done_rdata)
+    );
 
     reg [2:0] state;
-    reg       is_read;
 
     // The operation in flight.
     reg [31:0] slot_word;  // a write's data, or the remove window's slot
@@ -81,6 +73,7 @@ module ready_queue #(
     reg [7:0]    prio_mem [0:SLOTS-1];
     reg [255:0]     nonempty;
     reg [SLOTS-1:0] queued;
+    reg [1:0]       status;
 
     // Synchronous read ports, held while their enable is low.
     reg [SW-1:0] head_q, tail_q, next_q, prev_q;
@@ -88,8 +81,8 @@ module ready_queue #(
 
     // The encoder's answer, registered so the 256-bit search is off the
     // path from the bus to the RAM addresses. The map changes only in a
-    // cycle that ends an operation, and a response cycle always follows,
-    // so top is current whenever a new request is accepted.
+    // cycle that ends an operation, and the port accepts nothing in the
+    // cycle after, so top is current whenever a command arrives.
     reg [7:0] top;
     reg       any;
     wire [7:0] top_next;
@@ -103,26 +96,19 @@ module ready_queue #(
     // Address decode. FIFO window: [2] head, [10:3] priority, [11] P (use
     // the encoder), [12] peek; [14:13] = 0. Register window: [14:13] = 01.
     // Remove window: [14] = 1, [13:2] the slot.
-    wire take_write = state == IDLE && s_axi_awvalid && s_axi_wvalid;
-    wire take_read  = state == IDLE && s_axi_arvalid && !take_write;
-    assign s_axi_awready = take_write;
-    assign s_axi_wready  = take_write;
-    assign s_axi_arready = take_read;
+    wire cmd_fifo   = cmd_addr[14:13] == 2'b00;
+    wire cmd_regs   = cmd_addr[14:13] == 2'b01;
+    wire cmd_remove = cmd_addr[14];
+    wire cmd_pop    = cmd_fifo && cmd_addr[11];
 
-    wire ar_fifo   = s_axi_araddr[14:13] == 2'b00;
-    wire ar_regs   = s_axi_araddr[14:13] == 2'b01;
-    wire ar_remove = s_axi_araddr[14];
-    wire ar_pop    = ar_fifo && s_axi_araddr[11];
-    wire aw_fifo   = s_axi_awaddr[14:13] == 2'b00;
-
-    // Which FIFO ends to read: the encoder's for a pop, the address's for
-    // an enqueue, the slot's own priority for a remove.
-    wire         ends_en   = take_write || take_read || state == REM_PRIO;
-    wire [7:0]   ends_addr = state == REM_PRIO ? prio_q : take_read ? top : s_axi_awaddr[10:3];
-    // Which slot's links to read: the head being popped, or the slot a
-    // remove names.
-    wire         links_en   = (take_read && ar_remove) || state == POP_HEAD;
-    wire [SW-1:0] links_addr = state == POP_HEAD ? head_q : s_axi_araddr[SW+1:2];
+    // Which FIFO ends to read: the address's for an enqueue, the
+    // encoder's for a pop, the slot's own priority for a remove.
+    wire         ends_en   = cmd_valid || state == REM_PRIO;
+    wire [7:0]   ends_addr = state == REM_PRIO ? prio_q : cmd_write ? cmd_addr[10:3] : top;
+    // Which slot's links to read: the slot a remove names, or the head
+    // being popped.
+    wire          links_en   = (cmd_valid && !cmd_write && cmd_remove) || state == POP_HEAD;
+    wire [SW-1:0] links_addr = state == POP_HEAD ? head_q : cmd_addr[SW+1:2];
 
     always @(posedge aclk) begin
         if (ends_en) begin
@@ -136,19 +122,8 @@ module ready_queue #(
         end
     end
 
-    // One write port per RAM, driven by the state that updates it.
-    reg          head_we, tail_we, next_we, prev_we, prio_we;
-    reg [7:0]    head_wa, tail_wa;
-    reg [SW-1:0] next_wa, prev_wa, head_wd, tail_wd, next_wd, prev_wd;
-    always @(posedge aclk) begin
-        if (head_we) head_mem[head_wa] <= head_wd;
-        if (tail_we) tail_mem[tail_wa] <= tail_wd;
-        if (next_we) next_mem[next_wa] <= next_wd;
-        if (prev_we) prev_mem[prev_wa] <= prev_wd;
-        if (prio_we) prio_mem[s] <= p;
-    end
-
     wire in_range = slot_word < SLOTS;
+    wire accepted = in_range && !queued[s] && !peek;
     wire was_empty = !nonempty[p];
 `ifdef BREAK_FIFO_ORDER
     // A deliberately wrong queue: every enqueue goes to the head, so equal
@@ -161,10 +136,19 @@ module ready_queue #(
     wire is_head = head_q == s;
     wire is_tail = tail_q == s;
 
+    // One write port per RAM, driven by the state that updates it.
+    reg          head_we, tail_we, next_we, prev_we;
+    reg [SW-1:0] next_wa, prev_wa, head_wd, tail_wd, next_wd, prev_wd;
+    always @(posedge aclk) begin
+        if (head_we) head_mem[p] <= head_wd;
+        if (tail_we) tail_mem[p] <= tail_wd;
+        if (next_we) next_mem[next_wa] <= next_wd;
+        if (prev_we) prev_mem[prev_wa] <= prev_wd;
+        if (state == ENQ && accepted) prio_mem[s] <= p;
+    end
+
     always @* begin
-        {head_we, tail_we, next_we, prev_we, prio_we} = 5'b0;
-        head_wa = p;
-        tail_wa = p;
+        {head_we, tail_we, next_we, prev_we} = 4'b0;
         head_wd = s;
         tail_wd = s;
         next_wa = tail_q;
@@ -172,8 +156,7 @@ module ready_queue #(
         prev_wa = s;
         prev_wd = tail_q;
         case (state)
-            ENQ: if (in_range && !queued[s] && !peek) begin
-                prio_we = 1'b1;
+            ENQ: if (accepted) begin
                 if (at_front) begin
                     // s -> old head; the old head's prev is s.
                     head_we = 1'b1;
@@ -209,26 +192,31 @@ module ready_queue #(
         endcase
     end
 
-    reg [1:0] status;
-
-    task respond_read(input [31:0] data, input [1:0] resp);
-        begin
-            s_axi_rdata <= data;
-            s_axi_rresp <= resp;
-            s_axi_rvalid <= 1'b1;
-            state <= RESP;
-        end
-    endtask
-
-    task respond_write(input [1:0] resp);
-        begin
-            s_axi_bresp <= resp;
-            s_axi_bvalid <= 1'b1;
-            state <= RESP;
-        end
-    endtask
-
+    // The answer, in the cycle an operation ends.
     wire [31:0] found = {8'd0, p, {(16 - SW) {1'b0}}, s};
+    always @* begin
+        done = 1'b0;
+        done_resp = OKAY;
+        done_rdata = NONE;
+        case (state)
+            IDLE: if (cmd_valid && cmd_write && !cmd_fifo) begin
+                done = 1'b1;
+                done_resp = SLVERR;
+            end else if (cmd_valid && !cmd_write && !cmd_pop && !cmd_remove) begin
+                done = 1'b1;
+                if (cmd_regs && cmd_addr[12:2] == 11'd0) done_rdata = {30'd0, status};
+                else if (cmd_regs && cmd_addr[12:2] == 11'd1) done_rdata = SLOTS;
+                else {done_resp, done_rdata} = {SLVERR, RESERVED};
+            end
+            // The paper's masked write does nothing and succeeds.
+            ENQ: {done, done_resp} = {1'b1, accepted || peek ? OKAY : SLVERR};
+            POP_HEAD: if (!any) done = 1'b1;
+            else if (peek) {done, done_rdata} = {1'b1, 8'd0, p, {(16 - SW) {1'b0}}, head_q};
+            REM_PRIO: done = !in_range || !queued[s];
+            UNLINK: {done, done_rdata} = {1'b1, found};
+            default: ;
+        endcase
+    end
 
     always @(posedge aclk) begin
         if (!aresetn) begin
@@ -236,69 +224,35 @@ module ready_queue #(
             nonempty <= 256'd0;
             queued <= {SLOTS{1'b0}};
             status <= ST_OK;
-            s_axi_bvalid <= 1'b0;
-            s_axi_rvalid <= 1'b0;
-            s_axi_bresp <= OKAY;
-            s_axi_rresp <= OKAY;
-            s_axi_rdata <= 32'd0;
         end else case (state)
-            IDLE: if (take_write) begin
-                slot_word <= s_axi_wdata;
-                s <= s_axi_wdata[SW-1:0];
-                p <= s_axi_awaddr[10:3];
-                front <= s_axi_awaddr[2];
-                peek <= s_axi_awaddr[12];
-                if (aw_fifo) state <= ENQ;
-                else respond_write(SLVERR);
-            end else if (take_read) begin
-                p <= top;
-                peek <= s_axi_araddr[12];
-                slot_word <= {20'd0, s_axi_araddr[13:2]};
-                s <= s_axi_araddr[SW+1:2];
-                if (ar_pop) state <= POP_HEAD;
-                else if (ar_remove) state <= REM_PRIO;
-                else if (ar_regs && s_axi_araddr[12:2] == 11'd0) respond_read({30'd0, status}, OKAY);
-                else if (ar_regs && s_axi_araddr[12:2] == 11'd1) respond_read(SLOTS, OKAY);
-                else respond_read(RESERVED, SLVERR);
+            IDLE: if (cmd_valid) begin
+                slot_word <= cmd_write ? cmd_wdata : {20'd0, cmd_addr[13:2]};
+                s <= cmd_write ? cmd_wdata[SW-1:0] : cmd_addr[SW+1:2];
+                p <= cmd_write ? cmd_addr[10:3] : top;
+                front <= cmd_addr[2];
+                peek <= cmd_addr[12];
+                if (!done) state <= cmd_write ? ENQ : cmd_remove ? REM_PRIO : POP_HEAD;
             end
-            ENQ: if (peek) begin
-                // The paper's masked write: no side effect.
-                respond_write(OKAY);
-            end else if (!in_range) begin
-                status <= ST_NO_SUCH_SLOT;
-                respond_write(SLVERR);
-            end else if (queued[s]) begin
-                status <= ST_ALREADY_QUEUED;
-                respond_write(SLVERR);
-            end else begin
-                status <= ST_OK;
-                queued[s] <= 1'b1;
-                nonempty[p] <= 1'b1;
-                respond_write(OKAY);
+            ENQ: begin
+                if (!peek) status <= !in_range ? ST_NO_SUCH_SLOT : queued[s] ? ST_ALREADY_QUEUED : ST_OK;
+                if (accepted) begin
+                    queued[s] <= 1'b1;
+                    nonempty[p] <= 1'b1;
+                end
+                state <= IDLE;
             end
-            POP_HEAD: if (!any) begin
-                respond_read(NONE, OKAY);
-            end else if (peek) begin
-                respond_read({8'd0, p, {(16 - SW) {1'b0}}, head_q}, OKAY);
-            end else begin
+            POP_HEAD: begin
                 s <= head_q;
-                state <= UNLINK;
+                state <= done ? IDLE : UNLINK;
             end
-            REM_PRIO: if (!in_range || !queued[s]) begin
-                respond_read(NONE, OKAY);
-            end else begin
+            REM_PRIO: begin
                 p <= prio_q;
-                state <= UNLINK;
+                state <= done ? IDLE : UNLINK;
             end
             UNLINK: begin
                 queued[s] <= 1'b0;
                 if (is_head && is_tail) nonempty[p] <= 1'b0;
-                respond_read(found, OKAY);
-            end
-            RESP: begin
-                if (s_axi_bvalid && s_axi_bready) s_axi_bvalid <= 1'b0;
-                if (s_axi_rvalid && s_axi_rready) s_axi_rvalid <= 1'b0;
-                if ((s_axi_bvalid && s_axi_bready) || (s_axi_rvalid && s_axi_rready)) state <= IDLE;
+                state <= IDLE;
             end
             default: state <= IDLE;
         endcase

@@ -30,9 +30,9 @@ impl Block {
         }
     }
 
-    /// The block's source file.
-    pub fn source(self) -> PathBuf {
-        hardware().join(format!("{}.v", self.name()))
+    /// The block's source files: the shared bus port, then its own.
+    pub fn sources(self) -> [PathBuf; 2] {
+        [hardware().join("axi_lite_port.v"), hardware().join(format!("{}.v", self.name()))]
     }
 
     /// The block's size parameter, as Verilog names it.

@@ -55,7 +55,7 @@ pub fn run(block: Block, vectors: &Vectors, defines: &[&str], dir: &Path) -> Res
         compile.arg("-DDUT_PRR_MONITOR");
     }
     compile.args(defines.iter().map(|d| format!("-D{d}")));
-    compile.arg(block.source()).arg(hardware().join("tb").join("axi_lite_tb.v"));
+    compile.arg("-I").arg(hardware()).args(block.sources()).arg(hardware().join("tb").join("axi_lite_tb.v"));
     checked(&mut compile, "iverilog")?;
     let printed = checked(Command::new("vvp").arg("-n").arg(&sim).arg(format!("+vectors={}", file.display())), "vvp")?;
     let outcome = parse(&printed)?;

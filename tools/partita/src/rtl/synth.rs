@@ -30,10 +30,13 @@ pub struct Resources {
 pub fn synthesize(block: Block, dir: &Path) -> Result<Resources> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let (name, value) = block.parameter();
+    let [port, source] = block.sources();
     let script = format!(
-        "read_verilog -sv {source}; chparam -set {name} {value} {top}; \
+        "read_verilog -sv -I {dir} {port} {source}; chparam -set {name} {value} {top}; \
          synth_xilinx -family xc7 -flatten -noiopad -top {top}; stat",
-        source = block.source().display(),
+        dir = super::hardware().display(),
+        port = port.display(),
+        source = source.display(),
         top = block.name(),
     );
     let output = Command::new("yosys")
