@@ -44,18 +44,7 @@ module prr_monitor #(
     localparam [14:0] A_COUNT = 15'h400, A_REQUEST = 15'h404, A_SEARCH = 15'h408, A_PUSH = 15'h40c,
                       A_SOLVE = 15'h410, A_FORGET = 15'h414, A_LEN = 15'h418, A_WAITING = 15'h600;
 
-    wire        cmd_valid, cmd_write;
-    wire [14:0] cmd_addr;
-    wire [31:0] cmd_wdata;
-    reg         done;
-    reg  [1:0]  done_resp;
-    reg  [31:0] done_rdata;
-    axi_lite_port port (
-`include "axi_lite_connect.vh"
-        ,
-        .cmd_valid(cmd_valid), .cmd_write(cmd_write), .cmd_addr(cmd_addr), .cmd_wdata(cmd_wdata),
-        .done(done), .done_resp(done_resp), .done_rdata(done_rdata)
-    );
+`include "axi_lite_slave.vh"
 
     reg [1:0] state;
 

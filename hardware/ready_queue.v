@@ -43,18 +43,7 @@ module ready_queue #(
 
     localparam [2:0] IDLE = 3'd0, ENQ = 3'd1, POP_HEAD = 3'd2, REM_PRIO = 3'd3, UNLINK = 3'd4;
 
-    wire        cmd_valid, cmd_write;
-    wire [14:0] cmd_addr;
-    wire [31:0] cmd_wdata;
-    reg         done;
-    reg  [1:0]  done_resp;
-    reg  [31:0] done_rdata;
-    axi_lite_port port (
-`include "axi_lite_connect.vh"
-        ,
-        .cmd_valid(cmd_valid), .cmd_write(cmd_write), .cmd_addr(cmd_addr), .cmd_wdata(cmd_wdata),
-        .done(done), .done_resp(done_resp), .done_rdata(done_rdata)
-    );
+`include "axi_lite_slave.vh"
 
     reg [2:0] state;
 

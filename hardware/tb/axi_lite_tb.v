@@ -48,50 +48,28 @@ module axi_lite_tb;
 
     // Signals are sampled just after an edge, where they still hold the
     // values the edge saw, and driven with non-blocking assignments.
-    task axi_write(input [31:0] a, input [31:0] d, output [31:0] resp, output integer cycles);
+    task transact(input write, input [31:0] a, input [31:0] d, output [31:0] result, output integer cycles);
         begin
             awaddr <= a;
-            wdata <= d;
-            awvalid <= 1'b1;
-            wvalid <= 1'b1;
-            cycles = 0;
-            @(posedge aclk);
-            cycles = cycles + 1;
-            while (!(awready && wready)) begin
-                @(posedge aclk);
-                cycles = cycles + 1;
-            end
-            awvalid <= 1'b0;
-            wvalid <= 1'b0;
-            @(posedge aclk);
-            cycles = cycles + 1;
-            while (!bvalid) begin
-                @(posedge aclk);
-                cycles = cycles + 1;
-            end
-            resp = {30'd0, bresp};
-        end
-    endtask
-
-    task axi_read(input [31:0] a, output [31:0] data, output integer cycles);
-        begin
             araddr <= a;
-            arvalid <= 1'b1;
-            cycles = 0;
+            wdata <= d;
+            awvalid <= write;
+            wvalid <= write;
+            arvalid <= !write;
+            cycles = 1;
             @(posedge aclk);
-            cycles = cycles + 1;
-            while (!arready) begin
+            while (!(write ? awready && wready : arready)) begin
                 @(posedge aclk);
                 cycles = cycles + 1;
             end
-            arvalid <= 1'b0;
+            {awvalid, wvalid, arvalid} <= 3'b000;
             @(posedge aclk);
             cycles = cycles + 1;
-            while (!rvalid) begin
+            while (!(write ? bvalid : rvalid)) begin
                 @(posedge aclk);
                 cycles = cycles + 1;
             end
-            data = rdata;
+            result = write ? {30'd0, bresp} : rdata;
         end
     endtask
 
@@ -127,8 +105,7 @@ module axi_lite_tb;
         fields = $fscanf(fd, "%h %h %h %h %h\n", op, tag, addr, data, wanted);
         while (fields == 5) begin
             line = line + 1;
-            if (op == 1) axi_write(addr, data, got, cycles);
-            else axi_read(addr, got, cycles);
+            transact(op == 1, addr, data, got, cycles);
             if (got !== wanted) begin
                 mismatches = mismatches + 1;
                 $display("MISMATCH line=%0d op=%0d tag=%0d addr=%h data=%h expected=%h got=%h",

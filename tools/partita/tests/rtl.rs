@@ -21,14 +21,21 @@ fn simulate(block: Block, vectors: &Vectors, defines: &[&str], dir: &str) -> Out
     sim::run(block, vectors, defines, &out).unwrap_or_else(|e| panic!("{dir}: {e:#}"))
 }
 
+/// Replays `vectors` through the block as written; every one must match,
+/// and every one of `tag` must have been timed.
+fn agrees(block: Block, vectors: &Vectors, tag: u8) -> sim::Cycles {
+    let outcome = simulate(block, vectors, &[], block.name());
+    assert_eq!(outcome.mismatches, 0, "{}", outcome.mismatch_lines.join("\n"));
+    assert_eq!(outcome.ops, vectors.lines.len() as u64);
+    let cycles = *outcome.cycles_of(tag).expect("the operation was timed");
+    assert_eq!(cycles.count, vectors.count(tag) as u64);
+    cycles
+}
+
 #[test]
 fn the_ready_queue_answers_every_vector_as_the_model_does() {
     let vectors = readyq::generate::<SLOTS>(SEED, 4000);
-    let outcome = simulate(Block::ReadyQueue { slots: SLOTS }, &vectors, &[], "ready_queue");
-    assert_eq!(outcome.mismatches, 0, "{}", outcome.mismatch_lines.join("\n"));
-    assert_eq!(outcome.ops, vectors.lines.len() as u64);
-    let pops = outcome.cycles_of(readyq::tag::POP_HIGHEST).expect("pops were timed");
-    assert_eq!(pops.count, vectors.count(readyq::tag::POP_HIGHEST) as u64);
+    let pops = agrees(Block::ReadyQueue { slots: SLOTS }, &vectors, readyq::tag::POP_HIGHEST);
     // Constant time: a pop costs the same whatever priority it finds.
     assert!(pops.max - pops.min <= 1, "{pops:?}");
 }
@@ -48,11 +55,7 @@ const WAITING: usize = 8;
 #[test]
 fn the_prr_monitor_answers_every_vector_as_the_model_does() {
     let vectors = monitor::generate::<WAITING>(SEED, 3000);
-    let outcome = simulate(Block::PrrMonitor { waiting: WAITING }, &vectors, &[], "prr_monitor");
-    assert_eq!(outcome.mismatches, 0, "{}", outcome.mismatch_lines.join("\n"));
-    assert_eq!(outcome.ops, vectors.lines.len() as u64);
-    let searches = outcome.cycles_of(monitor::tag::SEARCH).expect("searches were timed");
-    assert_eq!(searches.count, vectors.count(monitor::tag::SEARCH) as u64);
+    let searches = agrees(Block::PrrMonitor { waiting: WAITING }, &vectors, monitor::tag::SEARCH);
     // The bounded scan: one cycle per PRR and a few for the bus.
     assert!(searches.max <= 32 + 4, "{searches:?}");
 }
