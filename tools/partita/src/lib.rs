@@ -14,6 +14,7 @@ pub mod linux;
 pub mod paths;
 pub mod profile;
 pub mod qmp;
+pub mod rtl;
 pub mod run;
 pub mod testcmd;
 pub mod trace;

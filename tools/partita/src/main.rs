@@ -3,7 +3,7 @@
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use partita::bench::rtos::{self, Suite};
-use partita::bench::{accel, accel_software, ipc, irq_latency, linux, pcs, ready_queue, report};
+use partita::bench::{accel, accel_software, ipc, irq_latency, linux, pcs, ready_queue, report, rtl};
 use partita::build::{self, BuildOutput};
 use partita::config::Config;
 use partita::paths;
@@ -97,6 +97,24 @@ enum Bench {
         /// Find-dequeue-enqueue operations per batch.
         #[arg(long, default_value_t = ready_queue::DEFAULT_OPS, value_parser = clap::value_parser!(u32).range(1..))]
         ops: u32,
+    },
+    /// The RTL in hardware/: cycles per operation of the ready queue and
+    /// the PRR monitor, replayed in Icarus Verilog against the Rust models,
+    /// and their Zynq-7000 resources from Yosys. Writes
+    /// <out>/bench/rtl/report.md and rtl-<date>.md.
+    Rtl {
+        /// Random operations per block, after the edge cases.
+        #[arg(long, default_value_t = rtl::DEFAULT_OPS)]
+        ops: usize,
+        /// Seed of the operation sequences.
+        #[arg(long, default_value_t = rtl::DEFAULT_SEED)]
+        seed: u64,
+        /// Cycles only: skip the Yosys runs.
+        #[arg(long)]
+        no_synth: bool,
+        /// Copy the report into bench/results/.
+        #[arg(long)]
+        save: bool,
     },
     /// Partition context switch (PCS) of a cyclic pCPU: two counting
     /// partitions alternate in 1 ms slots, traced, wall-clock and under
@@ -322,6 +340,14 @@ fn execute(command: Cmd) -> Result<ExitCode> {
         Cmd::Bench { what: Bench::Coremark(args) } => bench_rtos(Suite::CoreMark, args),
         Cmd::Bench { what: Bench::SchedPrio(args) } => bench_rtos(Suite::SchedPrio, args),
         Cmd::Bench { what: Bench::All(args) } => bench_rtos(Suite::All, args),
+        Cmd::Bench { what: Bench::Rtl { ops, seed, no_synth, save } } => {
+            let opts = rtl::Options { ops, seed, synthesize: !no_synth, ..rtl::Options::default() };
+            let (report, written) = rtl::run(&opts)?;
+            print!("{}", report.table());
+            println!("report: {}/report.md", paths::bench_out(&opts.name).display());
+            saved(&[written], save)?;
+            Ok(ExitCode::SUCCESS)
+        }
         Cmd::Bench { what: Bench::ReadyQueue { batches, ops } } => {
             let opts = ready_queue::Options { batches, ops, ..ready_queue::Options::default() };
             print!("{}", ready_queue::run(&opts)?.table());
