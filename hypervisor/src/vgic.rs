@@ -95,6 +95,18 @@ pub fn refill(vcpu: &Vcpu) {
     vcpu.set_queued(!queue.is_empty());
 }
 
+/// With tracing on: the list registers `vcpu` was just loaded with are
+/// what [`note_completions`] compares against. Only those in use are
+/// copied (a whole array is a library memcpy on every switch).
+pub fn note_loaded(vcpu: &Vcpu, lrs: &[u64]) {
+    if trace::enabled() {
+        let mut seen = vcpu.seen_lrs.lock();
+        for (seen, lr) in seen.iter_mut().zip(lrs).take(Lrs::count()) {
+            *seen = *lr;
+        }
+    }
+}
+
 /// With tracing on: records an EOI event for every interrupt that left the
 /// list registers since Partita last looked, and remembers what is there now.
 pub fn note_completions(vcpu: &Vcpu) {

@@ -140,9 +140,7 @@ fn switch_to(sys: &'static System, me: &'static PerCpu, slot: usize) -> ! {
         ctx.fp.restore();
         ctx.vgic.restore();
         load_debug(me, &ctx);
-        if trace::enabled() {
-            *vcpu.seen_lrs.lock() = ctx.vgic.lrs;
-        }
+        vgic::note_loaded(vcpu, &ctx.vgic.lrs);
         stage_entry(&ctx.regs);
     }
     let part = sys.partition_of(vcpu);

@@ -14,6 +14,7 @@
 use crate::config::model::CyclicCore;
 
 const US_PER_S: u128 = 1_000_000;
+const US_PER_S_64: u64 = 1_000_000;
 
 /// Counter ticks from the origin to `us` microseconds after it, rounded down.
 /// u128: microseconds since boot times a GHz counter overflows u64 in hours.
@@ -28,6 +29,16 @@ fn ticks(us: u128, hz: u64) -> u128 {
         }
     }
     us.saturating_mul(u128::from(hz)) / US_PER_S
+}
+
+/// `us * hz` as whole ticks and the remainder in millionths of a tick
+/// (see [`Frame`]), when both fit 64 bits.
+fn split_ticks(us: u128, hz: u64) -> Option<(u64, u64)> {
+    let us = u64::try_from(us).ok()?;
+    let (secs, rest) = (us / US_PER_S_64, us % US_PER_S_64);
+    let scaled = rest.checked_mul(hz)?;
+    let ticks = secs.checked_mul(hz)?.checked_add(scaled / US_PER_S_64)?;
+    Some((ticks, scaled % US_PER_S_64))
 }
 
 /// The counter value `us` microseconds after `origin`; saturates, so a value
@@ -60,6 +71,12 @@ struct Frame<'c> {
     hz: u64,
     /// Microseconds from the origin to this frame's start.
     base_us: u128,
+    /// The frame's start split as `base_us * hz = ticks * 10^6 + rem`:
+    /// an offset inside the frame then costs one 64-bit division,
+    /// `floor((base_us + off) * hz / 10^6) = ticks + floor((rem + off * hz) / 10^6)`,
+    /// instead of [`ticks`] per slot edge on every slot boundary. `None`
+    /// past 64 bits, where [`Frame::at`] takes the exact 128-bit path.
+    split: Option<(u64, u64)>,
 }
 
 impl<'c> Frame<'c> {
@@ -69,7 +86,8 @@ impl<'c> Frame<'c> {
     }
 
     fn number(core: &'c CyclicCore, origin: u64, hz: u64, n: u128) -> Self {
-        Self { core, origin, hz, base_us: n * u128::from(core.major_frame_us) }
+        let base_us = n * u128::from(core.major_frame_us);
+        Self { core, origin, hz, base_us, split: split_ticks(base_us, hz) }
     }
 
     /// As [`Frame::containing`], trying frame `hint` and the one after it
@@ -88,7 +106,14 @@ impl<'c> Frame<'c> {
     }
 
     fn at(&self, offset_us: u64) -> u64 {
-        counter_at(self.origin, self.hz, self.base_us + u128::from(offset_us))
+        let fast = self.split.and_then(|(ticks, rem)| {
+            let scaled = offset_us.checked_mul(self.hz)?.checked_add(rem)?;
+            ticks.checked_add(scaled / US_PER_S_64)
+        });
+        match fast {
+            Some(ticks) => self.origin.saturating_add(ticks),
+            None => counter_at(self.origin, self.hz, self.base_us + u128::from(offset_us)),
+        }
     }
 
     /// Each slot's index, first tick and first tick after it.
@@ -363,6 +388,20 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() })]
+
+        #[test]
+        fn a_frame_places_its_offsets_as_the_exact_conversion_does(
+            frame_us in prop_oneof![1u64..10_000, any::<u64>()],
+            n in prop_oneof![0u64..10_000_000, any::<u64>()],
+            hz in frequency(),
+            origin in any::<u64>(),
+            offset_us in prop_oneof![0u64..10_000, any::<u64>()],
+        ) {
+            let c = core(frame_us, vec![]);
+            let frame = Frame::number(&c, origin, hz, u128::from(n));
+            let exact = counter_at(origin, hz, u128::from(n) * u128::from(frame_us) + u128::from(offset_us));
+            prop_assert_eq!(frame.at(offset_us), exact);
+        }
 
         #[test]
         fn every_tick_maps_to_the_slot_containing_it(
