@@ -8,7 +8,7 @@
 //! path as soon as the guest resumes. So only a trap that cannot change
 //! anything itself qualifies, or whose change is of its own partition's
 //! and announced like the rest: the hypercalls that always resume
-//! (`partita_core::hypercall::always_resumes`), a direct partition's SGIs,
+//! (`partita_core::hypercall::decode_query`), a direct partition's SGIs,
 //! which go to the physical GIC, and a write to an accelerator's interface
 //! page whose device is connected, or connects by Path 1 in the trap (an
 //! idle PRR, assigned without preempting anyone). With tracing on, every trap takes
@@ -23,7 +23,7 @@ use crate::{trace, vgic};
 use core::sync::atomic::{AtomicU32, Ordering};
 use partita_arch::exception::{kind, Regs};
 use partita_arch::{cpu, MAX_CPUS};
-use partita_core::hypercall;
+use partita_core::hypercall::{self, Call};
 use partita_core::trap::esr::{self, ec};
 
 /// Per pCPU: the vCPU running there, as partition + 1 and vCPU index
@@ -56,7 +56,7 @@ pub fn handle(regs: &mut Regs, trap_kind: u64) -> bool {
     }
     let esr = cpu::esr();
     if esr & 0xffff_ffff == HVC_0 {
-        hypercall::always_resumes(regs.x[0]) && query(regs)
+        matches!(hypercall::decode_query(regs.x[0], regs.x[1]), Some(call) if query(regs, call))
     } else if esr::class(esr) == ec::DABT_LOWER {
         interface_write()
     } else {
@@ -82,10 +82,9 @@ fn running() -> Option<(&'static Partition, &'static Vcpu)> {
 }
 
 #[inline(never)]
-fn query(regs: &mut Regs) -> bool {
+fn query(regs: &mut Regs, call: Call) -> bool {
     let Some((part, vcpu)) = running() else { return false };
-    let call = hypercall::decode([regs.x[0], regs.x[1], regs.x[2], regs.x[3], regs.x[4]]);
-    let answer = call.and_then(|call| crate::hypercall::answer_query(state::system(), regs, part, vcpu, call));
+    let answer = crate::hypercall::answer_query(state::system(), regs, part, vcpu, call);
     let Some((status, value)) = answer else { return false };
     regs.x[0] = status as u64;
     regs.x[1] = value;
