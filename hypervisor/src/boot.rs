@@ -194,6 +194,9 @@ fn build_cpu(cpu: usize, partitions: &[Partition], plans: &Plans) -> PerCpu {
         .filter(|(_, p)| p.config.health.watchdog_us.is_some() && p.vcpus[0].home == cpu)
         .map(|(i, _)| i)
         .collect();
+    me.migrating = (0..me.vcpus.len())
+        .filter(|&slot| me.vcpus[slot].home == cpu && !me.vcpus[slot].migrate_to.is_empty())
+        .collect();
     me
 }
 

@@ -83,6 +83,9 @@ pub struct PerCpu {
     /// Partitions whose watchdog this pCPU watches: those with one whose
     /// vCPU 0 lives here.
     pub watchdogs: Vec<usize>,
+    /// The slots of the vCPUs whose home this is and that may migrate:
+    /// the only ones vlk's rebalancing looks at, after every interrupt.
+    pub migrating: Vec<usize>,
 }
 
 /// How a pCPU chooses what runs on it.
@@ -136,6 +139,7 @@ impl PerCpu {
             timers_masked: AtomicU32::new(0),
             debug_dirty: AtomicBool::new(false),
             watchdogs: Vec::new(),
+            migrating: Vec::new(),
         }
     }
 

@@ -79,7 +79,7 @@ pub fn must_share(sys: &System, me: &PerCpu, fp: &FixedPriority, slot: usize) ->
 /// true if a vCPU came back.
 pub fn rebalance(sys: &System, me: &PerCpu, urgent: Option<u8>) -> bool {
     let mut back = false;
-    for vcpu in me.vcpus.iter().filter(|v| v.home == me.index && !v.migrate_to.is_empty()) {
+    for vcpu in me.migrating.iter().map(|&slot| me.vcpus[slot]) {
         let part = sys.partition_of(vcpu);
         let outranked = urgent.is_some_and(|u| u > part.rank);
         let from = vcpu.pcpu();
