@@ -269,7 +269,7 @@ mod tests {
             assert!(resumes(id), "{id:#x}");
         }
         assert!(resumes(id::WATCHDOG_KICK));
-        for id in [id::PORT_SEND, id::PORT_RECEIVE, id::VCPU_SUSPEND, id::PARTITION_HALT, id::HM_REPORT, 0xC600_ffff] {
+        for id in [id::PORT_SEND, id::PORT_RECEIVE, id::VCPU_SUSPEND, id::PARTITION_HALT, id::HM_REPORT, 0xC600_FFFF] {
             assert!(!resumes(id), "{id:#x}");
         }
         // The short decoding gives the same call as the whole one, and
