@@ -115,9 +115,14 @@ pub fn note_completions(vcpu: &Vcpu) {
     }
     let mut seen = vcpu.seen_lrs.lock();
     for (n, previous) in seen.iter_mut().enumerate().take(Lrs::count()) {
-        let now = Lr(Lrs::read(n));
         let before = Lr(*previous);
-        if !before.is_free() && (now.is_free() || now.intid() != before.intid()) {
+        // Only Partita fills a list register, and it notes what it writes:
+        // one seen empty is still empty.
+        if before.is_free() {
+            continue;
+        }
+        let now = Lr(Lrs::read(n));
+        if now.is_free() || now.intid() != before.intid() {
             trace::record(Kind::IrqEoi, vcpu.partition, vcpu.index, before.intid());
         }
         *previous = now.0;

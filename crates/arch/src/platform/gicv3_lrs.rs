@@ -89,9 +89,18 @@ impl ListRegisters for IchListRegisters {
     }
 
     fn save(ctx: &mut VgicContext) {
+        // An empty register (ICH_ELRSR_EL2) holds nothing to keep: it is
+        // saved as 0 without reading it, and the next restore overwrites
+        // it. Most are empty at a switch.
+        let empty = free_list_registers();
         for n in 0..list_registers() {
-            ctx.lrs[n] = read_lr(n);
-            write_lr(n, 0);
+            ctx.lrs[n] = if empty & (1 << n) != 0 {
+                0
+            } else {
+                let lr = read_lr(n);
+                write_lr(n, 0);
+                lr
+            };
         }
         ctx.vmcr = read_sysreg!("S3_4_C12_C11_7");
         ctx.apr[0] = read_sysreg!("S3_4_C12_C8_0");
