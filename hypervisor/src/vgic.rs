@@ -96,8 +96,8 @@ pub fn refill(vcpu: &Vcpu) {
 }
 
 /// With tracing on: the list registers `vcpu` was just loaded with are
-/// what [`note_completions`] compares against. Only those in use are
-/// copied (a whole array is a library memcpy on every switch).
+/// what [`note_completions`] compares against. Only the implemented ones
+/// are copied (the whole array is a library memcpy on every switch).
 pub fn note_loaded(vcpu: &Vcpu, lrs: &[u64]) {
     if trace::enabled() {
         let mut seen = vcpu.seen_lrs.lock();

@@ -179,7 +179,7 @@ impl Fabric {
     /// PRR: it runs again once the device is connected, at once on Path 1.
     pub fn write_fault(&self, sys: &System, vcpu: &Vcpu, ipa: u64) -> Option<Exit> {
         let device = self.interface_at(vcpu.partition, ipa)?;
-        if !device.connected.load(Ordering::SeqCst) && !self.connect_at_once(sys, device) {
+        if !self.connected_now(sys, device) {
             // Stalled before asking, so a connection from the fabric's pCPU
             // in between is never missed.
             device.stalled.fetch_or(1 << vcpu.index, Ordering::SeqCst);
@@ -203,11 +203,16 @@ impl Fabric {
     /// Path 1 could not serve keeps the time it was first noted.
     pub fn connect_in_trap(&self, sys: &System, partition: usize, ipa: u64) -> bool {
         let Some(device) = self.interface_at(partition, ipa) else { return false };
-        if !device.connected.load(Ordering::SeqCst) && !self.connect_at_once(sys, device) {
+        if !self.connected_now(sys, device) {
             return false;
         }
         partita_arch::cache::invalidate_guest_tlb_local();
         true
+    }
+
+    /// True when `device` is connected, already or by Path 1 just now.
+    fn connected_now(&self, sys: &System, device: &Device) -> bool {
+        device.connected.load(Ordering::SeqCst) || self.connect_at_once(sys, device)
     }
 
     /// The device of `partition` whose interface page holds `ipa`.

@@ -13,8 +13,8 @@
 
 use crate::config::model::CyclicCore;
 
-const US_PER_S: u128 = 1_000_000;
 const US_PER_S_64: u64 = 1_000_000;
+const US_PER_S: u128 = US_PER_S_64 as u128;
 
 /// Counter ticks from the origin to `us` microseconds after it, rounded down.
 /// u128: microseconds since boot times a GHz counter overflows u64 in hours.
