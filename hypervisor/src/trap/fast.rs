@@ -11,8 +11,8 @@
 //! (`partita_core::hypercall::decode_query`), a direct partition's SGIs,
 //! which go to the physical GIC, and a write to an accelerator's interface
 //! page whose device is connected, or connects by Path 1 in the trap (an
-//! idle PRR, assigned without preempting anyone). With tracing on, every trap takes
-//! the full path, so the trace sees it.
+//! idle PRR, assigned without preempting anyone). With tracing on, every
+//! trap takes the full path, so the trace sees it: no vCPU is offered.
 //!
 //! Every other trap pays for the questions asked here, so the first ones
 //! look at the syndrome and x0 alone.
@@ -37,9 +37,11 @@ const SAVED: u8 = 19;
 /// HVC #0, Partita's and PSCI's calling convention.
 const HVC_0: u64 = (ec::HVC64 as u64) << 26 | 1 << 25;
 
-/// A vCPU enters this pCPU.
+/// A vCPU enters this pCPU: offered to the fast path unless tracing is
+/// on, which then asks nothing more.
 pub fn enter(partition: usize, vcpu: usize) {
-    RUNNING[cpu::index()].store(((partition as u32 + 1) << 16) | vcpu as u32, Ordering::Relaxed);
+    let running = if trace::enabled() { 0 } else { ((partition as u32 + 1) << 16) | vcpu as u32 };
+    RUNNING[cpu::index()].store(running, Ordering::Relaxed);
 }
 
 /// This pCPU's vCPU leaves it.
@@ -64,17 +66,17 @@ pub fn handle(regs: &mut Regs, trap_kind: u64) -> bool {
     }
 }
 
-/// The running vCPU's partition and index, unless tracing wants the full
-/// path.
+/// The running vCPU's partition and index, unless the full path must
+/// answer (see [`enter`]).
 fn running_indices() -> Option<(usize, usize)> {
     let running = RUNNING[cpu::index()].load(Ordering::Relaxed);
-    if running == 0 || trace::enabled() {
+    if running == 0 {
         return None;
     }
     Some(((running >> 16) as usize - 1, (running & 0xffff) as usize))
 }
 
-/// The running vCPU and its partition, unless tracing wants the full path.
+/// The running vCPU and its partition, unless the full path must answer.
 fn running() -> Option<(&'static Partition, &'static Vcpu)> {
     let (p, v) = running_indices()?;
     let part = state::system().partitions.get(p)?;
@@ -83,8 +85,8 @@ fn running() -> Option<(&'static Partition, &'static Vcpu)> {
 
 #[inline(never)]
 fn query(regs: &mut Regs, call: Call) -> bool {
-    let Some((part, vcpu)) = running() else { return false };
-    let answer = crate::hypercall::answer_query(state::system(), regs, part, vcpu, call);
+    let Some((partition, _)) = running_indices() else { return false };
+    let answer = crate::hypercall::answer_query(state::system(), regs, partition, call);
     let Some((status, value)) = answer else { return false };
     regs.x[0] = status as u64;
     regs.x[1] = value;
