@@ -9,9 +9,12 @@
 //! anything itself qualifies, or whose change is of its own partition's
 //! and announced like the rest: the hypercalls that always resume
 //! (`partita_core::hypercall::decode_query`), a direct partition's SGIs,
-//! which go to the physical GIC, and a write to an accelerator's interface
+//! which go to the physical GIC, a write to an accelerator's interface
 //! page whose device is connected, or connects by Path 1 in the trap (an
-//! idle PRR, assigned without preempting anyone). With tracing on, every
+//! idle PRR, assigned without preempting anyone), and an IRQ that is the
+//! running vCPU's own timer: forwarded to it, it wakes nobody else and
+//! leaves the scheduler's answer as it was. Any other IRQ, once
+//! acknowledged, is handed to the full path ([`take_acknowledged`]). With tracing on, every
 //! trap takes the full path, so the trace sees it: no vCPU is offered.
 //!
 //! Every other trap pays for the questions asked here, so the first ones
@@ -22,9 +25,11 @@ use crate::state;
 use crate::{trace, vgic};
 use core::sync::atomic::{AtomicU32, Ordering};
 use partita_arch::exception::{kind, Regs};
+use partita_arch::platform::{Gic, InterruptController};
 use partita_arch::{cpu, MAX_CPUS};
 use partita_core::hypercall::{self, Call};
 use partita_core::trap::esr::{self, ec};
+use partita_core::vgic::is_timer;
 
 /// Per pCPU: the vCPU running there, as partition + 1 and vCPU index
 /// (0: none).
@@ -33,6 +38,10 @@ static RUNNING: [AtomicU32; MAX_CPUS] = [const { AtomicU32::new(0) }; MAX_CPUS];
 /// The registers the fast path may read or write: the vector saved only the
 /// caller-saved ones (x0-x18).
 const SAVED: u8 = 19;
+
+/// Per pCPU: an IRQ acknowledged here and left to the full path, as its
+/// INTID + 1 (0: none).
+static ACKNOWLEDGED: [AtomicU32; MAX_CPUS] = [const { AtomicU32::new(0) }; MAX_CPUS];
 
 /// HVC #0, Partita's and PSCI's calling convention.
 const HVC_0: u64 = (ec::HVC64 as u64) << 26 | 1 << 25;
@@ -54,7 +63,7 @@ pub fn leave() {
 /// trap that does not qualify leaves at once.
 pub fn handle(regs: &mut Regs, trap_kind: u64) -> bool {
     if trap_kind != kind::SYNC {
-        return false;
+        return trap_kind == kind::IRQ && interrupt();
     }
     let esr = cpu::esr();
     if esr & 0xffff_ffff == HVC_0 {
@@ -102,6 +111,29 @@ fn interface_write() -> bool {
     let Some((partition, _)) = running_indices() else { return false };
     let syndrome = cpu::syndrome();
     fabric.connect_in_trap(sys, partition, esr::fault_ipa(syndrome.hpfar, syndrome.far))
+}
+
+/// The IRQ the fast path acknowledged on this pCPU and left to the full
+/// path, which takes it before asking the GIC for more.
+pub fn take_acknowledged() -> Option<u32> {
+    let intid = ACKNOWLEDGED[cpu::index()].swap(0, Ordering::Relaxed);
+    intid.checked_sub(1)
+}
+
+/// The running vCPU's timer goes to it as the full path forwards it, with
+/// its list registers filled as they would be on the way out.
+#[inline(never)]
+fn interrupt() -> bool {
+    let Some((_, vcpu)) = running() else { return false };
+    let Some(intid) = Gic::acknowledge() else { return true };
+    if !is_timer(intid) {
+        ACKNOWLEDGED[cpu::index()].store(intid + 1, Ordering::Relaxed);
+        return false;
+    }
+    let sys = state::system();
+    vgic::forward(sys, sys.here(), intid, Some(vcpu));
+    vgic::flush(vcpu);
+    true
 }
 
 #[inline(never)]
