@@ -14,8 +14,9 @@
 //! idle PRR, assigned without preempting anyone), and an IRQ that is the
 //! running vCPU's own timer: forwarded to it, it wakes nobody else and
 //! leaves the scheduler's answer as it was. Any other IRQ, once
-//! acknowledged, is handed to the full path ([`take_acknowledged`]). With tracing on, every
-//! trap takes the full path, so the trace sees it: no vCPU is offered.
+//! acknowledged, is handed to the full path ([`take_acknowledged`]).
+//! With tracing on, every trap takes the full path, so the trace sees it:
+//! no vCPU is offered.
 //!
 //! Every other trap pays for the questions asked here, so the first ones
 //! look at the syndrome and x0 alone.
