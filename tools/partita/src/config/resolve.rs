@@ -128,7 +128,7 @@ pub fn resolve(raw: RawConfig, name: String, config_dir: &Path) -> Resolved {
         let devices = virtual_devices(p, raw_partition, fabric.as_ref(), &channels, &mut issues, &mut unresolved);
         partitions[p].accelerators = devices;
     }
-    let mut system = System { name, platform, hypervisor, partitions, plans, channels, fabric };
+    let mut system = System { name, platform, hypervisor, partitions, plans, channels, fabric, timed_io: None };
     let unallocated = allocate(&mut system, &raw, &images, &mut issues);
     // An unplaced fabric has no address to judge; its own issue says why.
     for own in [FABRIC_MEMORY, IMAGE_STORE] {
