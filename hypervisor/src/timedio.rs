@@ -125,7 +125,13 @@ pub fn serve(sys: &System, me: &PerCpu) {
             let Some(due) = queue.lock().take_due(start) else { break };
             // The queue is not held while polling: a call on another pCPU
             // may add or cancel meanwhile.
+            // Interrupts are masked here, so the timer only marks the
+            // instant: under QEMU's -icount, where the pCPUs take turns on
+            // one clock and a turn ends only at a timer's deadline, it ends
+            // any other pCPU's turn there, and this one polls on time.
+            timer::arm_at(due.at);
             let done = gpio::write_at(due.at, due.pins, due.values);
+            timer::disarm();
             let spun = done.saturating_sub(start);
             queue.lock().record(due.at, done, spun);
             trace::record_at(done, Kind::TimedIo, p, usize::from(due.values), trace_arg(due.pins, due.at, done));

@@ -13,14 +13,24 @@
 #define TIO_FIRST_US 2000
 /* A burst asks from this far ahead, so that its outputs are all pending. */
 #define TIO_BURST_AHEAD_MS 20
+/* Waits sleep in WFI until this long before their time, then poll. */
+#define TIO_WAKE_EARLY_US 40
 
 static u32 gpio_read(u64 view, u32 pins)
 {
 	return *(volatile u32 *)(view + ((u64)pins << 2)) & pins;
 }
 
+/*
+ * Sleeps, then polls the last stretch: an idle vCPU leaves its pCPU to
+ * Partita's outputs and, under -icount, its turns to the other vCPUs.
+ */
 static void wait_until(u64 t)
 {
+	u64 early = us_to_counts(TIO_WAKE_EARLY_US);
+
+	if ((s64)(t - counter_now()) > (s64)(2 * early))
+		timer_sleep_until(t - early);
 	while ((s64)(counter_now() - t) < 0)
 		;
 }

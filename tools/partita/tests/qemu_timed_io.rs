@@ -1,0 +1,137 @@
+//! Timed outputs in QEMU: a partition asks for GPIO writes at counter
+//! values and reads the lines back through its read-only view of the
+//! PL061 just before and after each; a periodic pair makes a square wave;
+//! every refusal comes back with its status; a second partition can drive
+//! the first one's lines neither by call nor by store, and its burst of
+//! requests is bounded by its queue without touching the first one's
+//! timing. The error E of every output is read back from the trace: at
+//! most 1 counter tick under `-icount`, printed under wall-clock time.
+
+mod common;
+
+use common::*;
+use partita::config::raw::RawTimedIo;
+use partita::run::RunOptions;
+use partita::trace::read_file;
+use partita::trace::timed_io::{errors_per_partition, operations, Errors};
+
+/// QEMU `virt`'s PL061, mapped read-only where the guests read it.
+const PL061: u64 = 0x0903_0000;
+/// How early Partita's timer fires before an output.
+const LEAD_US: u64 = 20;
+const EVENTS: u32 = 65_536;
+
+/// `-icount shift=0`: 16 instructions per counter tick, so the last
+/// stretch of polling fits in one.
+fn icount(seconds: u64) -> RunOptions {
+    RunOptions { seconds: Some(seconds), icount: Some(0), ..RunOptions::default() }
+}
+
+fn wall(seconds: u64) -> RunOptions {
+    RunOptions { seconds: Some(seconds), ..RunOptions::default() }
+}
+
+fn line<'a>(boot: &'a Boot, name: &str, prefix: &str) -> &'a str {
+    let log = boot.log(name);
+    log.lines()
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no {prefix:?} line in {name}:\n{log}\nhypervisor:\n{}", boot.hypervisor))
+}
+
+/// Each partition's errors from the run's trace, by name.
+fn trace_errors(name: &str) -> Vec<(String, Errors)> {
+    let (meta, trace) = read_file(&out_dir(name).join("trace.bin")).expect("the trace parses");
+    assert!(trace.lost.iter().all(|&n| n == 0), "lost events: {:?}", trace.lost);
+    let errors = errors_per_partition(&operations(&trace));
+    errors.into_iter().map(|e| (meta.partitions[usize::from(e.partition)].clone(), e)).collect()
+}
+
+fn errors_of<'a>(all: &'a [(String, Errors)], name: &str) -> &'a Errors {
+    &all.iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("no outputs of {name} in {all:?}")).1
+}
+
+/// One partition on pCPU 1 with lines 0 and 1: 20 outputs read back, a
+/// wave of 10 half-periods, the refusals.
+fn reader(outputs: u64) -> partita::config::raw::RawConfig {
+    let args = format!("tio={outputs} tio_pins=3 tio_gap_us=500 tio-wave=10 tio-status=1 ticks=1 period_ms=1");
+    machine([part("io", &[1], &args)])
+        .timed_io(RawTimedIo::with_lead(LEAD_US).grant("io", &[0, 1], 16, Some(PL061)))
+        .trace(EVENTS)
+}
+
+#[test]
+fn outputs_change_the_lines_on_time_within_one_tick_under_icount() {
+    let boot = boot_with("qemu-tio-icount", &reader(20), icount(HANG_LIMIT));
+    assert_powered_off(&boot);
+    let check = line(&boot, "io", "tio: 20 outputs");
+    assert!(check.contains("20 on time, 0 early, 0 late, 0 refused"), "{check}");
+    let wave = line(&boot, "io", "tio wave:");
+    assert!(wave.contains("10 right (high 0, low 0); cancel 0 dropped 2"), "{wave}");
+    let status = line(&boot, "io", "tio status:");
+    assert_eq!(
+        status, "tio status: past -12, too far -13, foreign pins -3, no pins -3, wide mask -2, short period -2",
+        "each refusal has its own status"
+    );
+    let errors = trace_errors("qemu-tio-icount");
+    let io = errors_of(&errors, "io");
+    eprintln!("E under -icount: {io:?}");
+    // 20 read back, the wave's edges up to its cancel.
+    assert!(io.count >= 30, "{io:?}");
+    assert!(io.max <= 1, "E over one tick under -icount: {io:?}");
+    let stats = line(&boot, "io", "tio: stats 0: done 20,");
+    assert!(stats.contains("max E 0 ticks") || stats.contains("max E 1 ticks"), "{stats}");
+}
+
+#[test]
+fn outputs_under_wall_clock_are_all_done_and_their_error_printed() {
+    let boot = boot_with("qemu-tio-wall", &reader(20), wall(HANG_LIMIT));
+    assert_powered_off(&boot);
+    let errors = trace_errors("qemu-tio-wall");
+    let io = errors_of(&errors, "io");
+    eprintln!("E under wall clock: {} outputs, max {} ticks, mean {:.2} ticks", io.count, io.max, io.mean);
+    eprintln!("{}", line(&boot, "io", "tio: 20 outputs"));
+    assert!(io.count >= 30, "every output is done, late or not: {io:?}");
+}
+
+/// "io" on pCPU 1 owns line 0 and reads it back 40 times. "noisy" on pCPU
+/// 2 owns lines 1 and 2 with a queue of 8: it tries line 0 by call and by
+/// a store through its read-only view, then asks for 40 outputs at once.
+/// "outsider" on pCPU 3 has no grant and no view.
+#[test]
+fn other_partitions_cannot_drive_the_lines_and_a_burst_is_bounded() {
+    let timed_io =
+        RawTimedIo::with_lead(LEAD_US).grant("io", &[0], 16, Some(PL061)).grant("noisy", &[1, 2], 8, Some(PL061));
+    let config = machine([
+        part("io", &[1], "tio=40 tio_pins=1 tio_gap_us=400 ticks=1 period_ms=1"),
+        part("noisy", &[2], "tio-attack=0 tio-burst=40 tio_pins=2 tio_gap_us=100 ticks=1 period_ms=1"),
+        part("outsider", &[3], "tio-attack=0 ticks=1 period_ms=1"),
+    ])
+    .timed_io(timed_io)
+    .trace(EVENTS);
+    let boot = boot_with("qemu-tio-isolation", &config, icount(HANG_LIMIT));
+    assert_powered_off(&boot);
+    for name in ["noisy", "outsider"] {
+        let attack = line(&boot, name, "tio attack:");
+        assert_eq!(attack, "tio attack: pin 0 call -3, store faulted EC 0x25 FSC 0x10", "{name}");
+    }
+    let burst = line(&boot, "noisy", "tio burst: 40 asked");
+    assert_eq!(burst, "tio burst: 40 asked, 8 taken, 32 full, 0 other");
+    let done = line(&boot, "noisy", "tio burst: stats");
+    assert!(done.starts_with("tio burst: stats 0: done 8,"), "{done}");
+    let check = line(&boot, "io", "tio: 40 outputs");
+    assert!(check.contains("40 on time, 0 early, 0 late, 0 refused"), "{check}");
+    let errors = trace_errors("qemu-tio-isolation");
+    let (io, noisy) = (errors_of(&errors, "io"), errors_of(&errors, "noisy"));
+    eprintln!("E under -icount beside a burst: io {io:?}, noisy {noisy:?}");
+    assert_eq!((io.count, noisy.count), (40, 8));
+    assert!(io.max <= 1 && noisy.max <= 1, "io {io:?}, noisy {noisy:?}");
+    assert!(errors.iter().all(|(name, _)| name != "outsider"));
+    // The refused calls are illegal hypercalls to the health monitor; the
+    // stores, stage-2 faults given back to the guests.
+    for name in ["noisy", "outsider"] {
+        let events: Vec<&str> =
+            boot.hypervisor.lines().filter(|l| l.contains(&format!("partition {name} vcpu 0"))).collect();
+        assert!(events.iter().any(|l| l.contains("IllegalHypercall")), "{name}: {events:?}");
+        assert!(events.iter().any(|l| l.contains("Stage2Fault")), "{name}: {events:?}");
+    }
+}
