@@ -125,11 +125,15 @@ pub fn serve(sys: &System, me: &PerCpu) {
             let Some(due) = queue.lock().take_due(start) else { break };
             // The queue is not held while polling: a call on another pCPU
             // may add or cancel meanwhile.
-            // Interrupts are masked here, so the timer only marks the
-            // instant: under QEMU's -icount, where the pCPUs take turns on
-            // one clock and a turn ends only at a timer's deadline, it ends
-            // any other pCPU's turn there, and this one polls on time.
-            timer::arm_at(due.at);
+            // Interrupts are masked here, so the timer only marks an
+            // instant. Under QEMU's -icount the pCPUs take turns on one
+            // clock, and a turn ends only at a timer's deadline: one tick
+            // after the output, it ends another pCPU's turn there and this
+            // one comes next (with at most one other pCPU busy; see
+            // docs/architecture.md), while a turn of this one that reaches
+            // the output's tick still sees it. At the output's own tick it
+            // would end this pCPU's turn just before it looks.
+            timer::arm_at(due.at + 1);
             let done = gpio::write_at(due.at, due.pins, due.values);
             timer::disarm();
             let spun = done.saturating_sub(start);

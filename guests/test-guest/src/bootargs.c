@@ -201,6 +201,9 @@ static bool parse_token(const char *tok, u32 n, struct bootargs *a)
 		if (!parse_u64(v, vlen, &num) || num < 10 || num > 1000000)
 			return false;
 		a->tio_gap_us = num;
+	} else if (KEY("tio_at_ms")) {
+		if (!parse_u64(v, vlen, &a->tio_at_ms))
+			return false;
 	} else if (KEY("tio_view")) {
 		if (!parse_u64(v, vlen, &a->tio_view))
 			return false;
@@ -605,6 +608,7 @@ void bootargs_parse(const char *cmdline, struct bootargs *a)
 	a->tio_pins = 1;
 	a->tio_gap_us = DEFAULT_TIO_GAP_US;
 	a->tio_view = DEFAULT_TIO_VIEW;
+	a->tio_at_ms = 0;
 	a->fuzz = 0;
 	a->fuzz_seed = DEFAULT_FUZZ_SEED;
 	a->ipc_bench = IPC_BENCH_NONE;

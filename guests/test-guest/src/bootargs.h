@@ -163,6 +163,7 @@ struct bootargs {
 	u32 tio_pins;			/* the lines tio, tio-wave and tio-burst drive */
 	u64 tio_gap_us;			/* between outputs; half the wave's period */
 	u64 tio_view;			/* where the controller's registers are read */
+	u64 tio_at_ms;			/* tio and tio-wave start at this counter time at the earliest */
 };
 
 /* irq-bench keeps every sample for its histogram. */

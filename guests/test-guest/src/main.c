@@ -409,8 +409,7 @@ void guest_main(u64 dtb)
 		hm_calls_test(&args);
 	channel_tests(&dt, &args);
 	hm_tests(&args);
-	if (gic_ok)
-		tio_tests(&args);
+	tio_tests(&args);
 	if (args.fuzz)
 		fuzz_test(&dt, &args);
 	if (args.ipc_bench != IPC_BENCH_NONE)

@@ -12,7 +12,7 @@
 /* The first output comes this long after the call that asks for it. */
 #define TIO_FIRST_US 2000
 /* A burst asks from this far ahead, so that its outputs are all pending. */
-#define TIO_BURST_AHEAD_MS 20
+#define TIO_BURST_AHEAD_MS 5
 /* Waits sleep in WFI until this long before their time, then poll. */
 #define TIO_WAKE_EARLY_US 40
 
@@ -33,6 +33,14 @@ static void wait_until(u64 t)
 		timer_sleep_until(t - early);
 	while ((s64)(counter_now() - t) < 0)
 		;
+}
+
+/* When a series may start: a little after now, and not before tio_at_ms. */
+static u64 first_output(const struct bootargs *a)
+{
+	u64 soon = counter_now() + us_to_counts(TIO_FIRST_US), from = ms_to_counts(a->tio_at_ms);
+
+	return (s64)(from - soon) > 0 ? from : soon;
 }
 
 static long write_at(u32 pins, u32 values, u64 at, u64 period)
@@ -61,7 +69,7 @@ static void tio_check(const struct bootargs *a)
 	u32 pins = a->tio_pins;
 	long status = PARTITA_OK;
 
-	at = counter_now() + us_to_counts(TIO_FIRST_US);
+	at = first_output(a);
 	for (k = 0; k < a->tio; k++, at += gap) {
 		u32 value = k & 1 ? 0 : pins, before, now;
 		long s = write_at(pins, value, at, 0);
@@ -94,7 +102,7 @@ static void tio_check(const struct bootargs *a)
  */
 static void tio_wave(const struct bootargs *a)
 {
-	u64 period = 2 * us_to_counts(a->tio_gap_us), start = counter_now() + us_to_counts(TIO_FIRST_US), h;
+	u64 period = 2 * us_to_counts(a->tio_gap_us), start = first_output(a), h;
 	u64 right = 0;
 	u32 pins = a->tio_pins;
 	long high = write_at(pins, pins, start, period), low = write_at(pins, 0, start + period / 2, period);
@@ -127,7 +135,7 @@ static void tio_status(const struct bootargs *a)
  */
 static void tio_burst(const struct bootargs *a)
 {
-	u64 gap = us_to_counts(a->tio_gap_us), first = counter_now() + ms_to_counts(TIO_BURST_AHEAD_MS), k;
+	u64 gap = us_to_counts(a->tio_gap_us), first = first_output(a) + ms_to_counts(TIO_BURST_AHEAD_MS), k;
 	u64 taken = 0, full = 0, other = 0;
 	u32 pins = a->tio_pins;
 

@@ -344,10 +344,11 @@ pub fn drain_interrupts(sys: &System, me: &PerCpu, running: Option<&Vcpu>) -> bo
         match intid {
             HYP_TIMER_INTID => {
                 timer::disarm();
+                // Ended first: serving outputs waits for this timer again.
+                Gic::end(intid);
                 // Its outputs first: the timer fired a lead ahead of them.
                 crate::timedio::serve(sys, me);
                 timer_fired = true;
-                Gic::end(intid);
             }
             VTIMER_INTID | PTIMER_INTID | 32.. => vgic::forward(sys, me, intid, running),
             MAINTENANCE_INTID => {
