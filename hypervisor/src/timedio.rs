@@ -90,17 +90,13 @@ pub fn forget(part: &Partition) {
 }
 
 /// A new request may be earlier than the alarm the serving pCPU armed:
-/// here, the timer is armed again at once; elsewhere, that pCPU is told
-/// and kicked, and arms it when it takes the kick.
+/// that pCPU is told and kicked, even when it is this one, and it arms its
+/// timer again when it takes the kick, as after a tick, before the guest
+/// runs on.
 fn rearm(sys: &System, part: &Partition) {
     let server = part.vcpus[0].home;
-    let me = sys.here();
-    if server == me.index {
-        crate::scheduler::rearm(sys, me);
-    } else {
-        sys.cpus[server].timed_io_rearm.store(true, Ordering::Release);
-        Gic::kick(server);
-    }
+    sys.cpus[server].timed_io_rearm.store(true, Ordering::Release);
+    Gic::kick(server);
 }
 
 /// The earliest alarm of the queues `me` serves.

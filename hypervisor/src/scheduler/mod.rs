@@ -328,12 +328,6 @@ fn arm_timer(sys: &System, me: &PerCpu, running: Option<usize>) {
     }
 }
 
-/// Arms `me`'s timer again for whatever runs on it now: a deadline it
-/// watches may have come closer.
-pub fn rearm(sys: &System, me: &PerCpu) {
-    arm_timer(sys, me, me.current());
-}
-
 /// Acknowledges every pending physical interrupt: Partita's own are ended
 /// here, the others are forwarded to their vCPU. Returns true if the EL2
 /// timer fired. Kicks need no action: the caller looks at the vCPUs again.
