@@ -143,3 +143,26 @@ fn other_partitions_cannot_drive_the_lines_and_a_burst_is_bounded() {
         assert!(events.iter().any(|l| l.contains("Stage2Fault")), "{name}: {events:?}");
     }
 }
+
+/// `partita bench timed-io`, small: both setups, both passes, every output
+/// in the report, and the -icount rows within one tick.
+#[test]
+fn the_benchmark_reports_every_output_of_every_pass() {
+    use partita::bench::timed_io::{self, Options, SETUPS};
+    use partita::bench::Mode;
+    source_out();
+    let opts = Options { runs: 1, outputs: 20, shift: 0, lead_us: LEAD_US, name: "timed-io-test".into() };
+    let report = timed_io::run(&opts).expect("the benchmark runs");
+    assert_eq!(report.passes.len(), 2 * SETUPS.len());
+    for errors in &report.passes {
+        assert!(!errors.ticks.is_empty() && errors.ticks.len() <= 20, "{:?}", errors.ticks);
+        if errors.pass.mode == Mode::Icount {
+            assert_eq!(errors.ticks.len(), 20, "{}: every output taken and done", errors.setup);
+            assert!(errors.ticks.iter().all(|&e| e <= 1), "{}: {:?}", errors.setup, errors.ticks);
+        }
+    }
+    let written = timed_io::write(&report, &opts.name).expect("the report is written");
+    let markdown = std::fs::read_to_string(&written).unwrap();
+    assert_eq!(markdown.lines().filter(|l| l.starts_with("| alone |") || l.starts_with("| beside")).count(), 4);
+    print!("{}", report.table().terminal());
+}
