@@ -17,7 +17,7 @@ use partita_core::config::model::{TimedIo, TimedIoGrant};
 use partita_core::hypercall::status;
 use partita_core::partition::lifecycle::RunState;
 use partita_core::time::us_to_ticks;
-use partita_core::timedio::{trace_arg, Grant, Queue, Refusal, Request};
+use partita_core::timedio::{trace_arg, Grant, Queue, Request};
 use partita_core::trace::Kind;
 
 /// Takes the controller and gives each granted partition its queue
@@ -59,11 +59,7 @@ pub fn write_at(sys: &System, part: &Partition, request: [u64; 4]) -> i64 {
             rearm(sys, part);
             status::OK
         }
-        Err(Refusal::Pins) => status::DENIED,
-        Err(Refusal::Past) => status::LATE,
-        Err(Refusal::TooFar) => status::TOO_FAR,
-        Err(Refusal::Period) => status::INVALID,
-        Err(Refusal::Full) => status::FULL,
+        Err(refusal) => refusal.status(),
     }
 }
 

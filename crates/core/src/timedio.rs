@@ -8,6 +8,7 @@
 //! add up to. The hypervisor only arms its timer for [`Queue::alarm`],
 //! waits out the last ticks and writes the device.
 
+use crate::hypercall::status;
 use alloc::vec::Vec;
 
 /// Lines of the device (a PL061 has eight), one bit each in a pin mask.
@@ -37,6 +38,19 @@ pub enum Refusal {
     Period,
     /// The partition's queue holds `depth` operations already.
     Full,
+}
+
+impl Refusal {
+    /// The hypercall status that says it.
+    pub const fn status(self) -> i64 {
+        match self {
+            Refusal::Pins => status::DENIED,
+            Refusal::Past => status::LATE,
+            Refusal::TooFar => status::TOO_FAR,
+            Refusal::Period => status::INVALID,
+            Refusal::Full => status::FULL,
+        }
+    }
 }
 
 /// What a partition may do, from its grant, in counter ticks.
@@ -218,6 +232,14 @@ mod tests {
         let periodic = |period| Request { period, ..once(0b010, 200) };
         assert_eq!(GRANT.check(&periodic(19), 100), Err(Refusal::Period));
         assert_eq!(GRANT.check(&periodic(20), 100), Ok(()));
+    }
+
+    #[test]
+    fn every_refusal_has_its_own_status() {
+        let all = [Refusal::Pins, Refusal::Past, Refusal::TooFar, Refusal::Period, Refusal::Full];
+        let statuses: Vec<i64> = all.iter().map(|r| r.status()).collect();
+        assert_eq!(statuses, [status::DENIED, status::LATE, status::TOO_FAR, status::INVALID, status::FULL]);
+        assert!(statuses.iter().all(|&s| s < 0));
     }
 
     #[test]
