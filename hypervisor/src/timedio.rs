@@ -48,7 +48,8 @@ pub fn served_by(cpu: usize, partitions: &[Partition]) -> alloc::vec::Vec<usize>
     partitions.iter().enumerate().filter(|(_, part)| served(part)).map(|(p, _)| p).collect()
 }
 
-/// PARTITA_TIO_WRITE_AT: the status of a request of the calling `vcpu`.
+/// PARTITA_TIO_WRITE_AT: the status of `part`'s request (pins, values,
+/// at, period).
 pub fn write_at(sys: &System, part: &Partition, request: [u64; 4]) -> i64 {
     let Some(queue) = &part.timed_io else { return status::DENIED };
     let [pins, values, at, period] = request;
@@ -78,7 +79,8 @@ pub fn stats(part: &Partition) -> Result<[u64; 3], i64> {
     Ok([errors.count, errors.max, errors.sum])
 }
 
-/// Drops a restarting partition's pending outputs.
+/// Drops a partition's pending outputs: at its restart, or when it no
+/// longer runs.
 pub fn forget(part: &Partition) {
     if let Some(queue) = &part.timed_io {
         queue.lock().clear();
@@ -100,40 +102,53 @@ pub fn next_alarm(sys: &System, me: &PerCpu) -> Option<u64> {
     me.timed_io.iter().filter_map(|&p| sys.partitions[p].timed_io.as_ref()?.lock().alarm()).min()
 }
 
-/// Performs every operation whose alarm has come, in time order within
-/// each queue; called when `me`'s EL2 timer fires.
+/// Performs every output whose alarm has come, earliest first across the
+/// queues `me` serves; called when `me`'s EL2 timer fires.
 pub fn serve(sys: &System, me: &PerCpu) {
+    drop_if_not_running(sys, me);
+    while let Some((p, due, start)) = earliest_due(sys, me) {
+        let part = &sys.partitions[p];
+        // Interrupts are masked here, so the timer only marks an instant.
+        // Under QEMU's -icount the pCPUs take turns on one clock, and a
+        // turn ends only at a timer's deadline: one tick after the output,
+        // it ends another pCPU's turn there and this one comes next (with
+        // at most one other pCPU busy; see docs/architecture.md), while a
+        // turn of this one that reaches the output's tick still sees it.
+        // At the output's own tick it would end this pCPU's turn just
+        // before it looks.
+        timer::arm_at(due.at + 1);
+        let done = gpio::write_at(due.at, due.pins, due.values);
+        timer::disarm();
+        let spun = done.saturating_sub(start);
+        if let Some(queue) = &part.timed_io {
+            queue.lock().record(due.at, done, spun);
+        }
+        trace::record_at(done, Kind::TimedIo, p, usize::from(due.values), trace_arg(due.pins, due.at, done));
+        charge(me, p, part, spun, done);
+    }
+}
+
+/// Outputs belong to a running partition: a stopped, halted or suspended
+/// one asked for none of what would follow.
+fn drop_if_not_running(sys: &System, me: &PerCpu) {
     for &p in &me.timed_io {
         let part = &sys.partitions[p];
-        let Some(queue) = &part.timed_io else { continue };
         if part.state() != RunState::Running {
-            // Outputs belong to a running partition: a stopped, halted or
-            // suspended one asked for none of what would follow.
-            queue.lock().clear();
-            continue;
-        }
-        loop {
-            let start = timer::now();
-            let Some(due) = queue.lock().take_due(start) else { break };
-            // The queue is not held while polling: a call on another pCPU
-            // may add or cancel meanwhile.
-            // Interrupts are masked here, so the timer only marks an
-            // instant. Under QEMU's -icount the pCPUs take turns on one
-            // clock, and a turn ends only at a timer's deadline: one tick
-            // after the output, it ends another pCPU's turn there and this
-            // one comes next (with at most one other pCPU busy; see
-            // docs/architecture.md), while a turn of this one that reaches
-            // the output's tick still sees it. At the output's own tick it
-            // would end this pCPU's turn just before it looks.
-            timer::arm_at(due.at + 1);
-            let done = gpio::write_at(due.at, due.pins, due.values);
-            timer::disarm();
-            let spun = done.saturating_sub(start);
-            queue.lock().record(due.at, done, spun);
-            trace::record_at(done, Kind::TimedIo, p, usize::from(due.values), trace_arg(due.pins, due.at, done));
-            charge(me, p, part, spun, done);
+            forget(part);
         }
     }
+}
+
+/// The output due first among the queues `me` serves, taken off its queue,
+/// with its partition and the counter value it was taken at. The queues
+/// are not held while the output is polled for: a call on another pCPU may
+/// add or cancel meanwhile.
+fn earliest_due(sys: &System, me: &PerCpu) -> Option<(usize, Request, u64)> {
+    let now = timer::now();
+    let alarm = |p: usize| sys.partitions[p].timed_io.as_ref()?.lock().alarm();
+    let p = me.timed_io.iter().copied().filter_map(|p| Some((alarm(p)?, p))).min()?.1;
+    let due = sys.partitions[p].timed_io.as_ref()?.lock().take_due(now)?;
+    Some((p, due, now))
 }
 
 /// The polling was for partition `p`: the vCPU running here, if another
