@@ -55,7 +55,7 @@ pub fn handle(sys: &System, regs: &mut Regs, part: &Partition, vcpu: &Vcpu, call
             Ok(values) => return answer(part, vcpu, regs, Reply::Done(status::OK, values), "timed-I/O call"),
             Err(status) => (status, 0),
         },
-        query => answer_query(sys, regs, part, vcpu, query).unwrap_or((status::NOT_SUPPORTED, 0)),
+        query => answer_query(sys, regs, vcpu.partition, query).unwrap_or((status::NOT_SUPPORTED, 0)),
     };
     regs.x[0] = status as u64;
     regs.x[1] = value;
@@ -66,16 +66,18 @@ pub fn handle(sys: &System, regs: &mut Regs, part: &Partition, vcpu: &Vcpu, call
     Exit::Resume
 }
 
-/// The calls that always resume (`Call::always_resumes`): their status
-/// and x1 (and x2), or `None` for any other call. The fast path answers
-/// them through this too, inlined: a call and a result through memory are
-/// a tenth of a null hypercall.
+/// The calls that always resume (`Call::always_resumes`) of partition
+/// `partition`: their status and x1 (and x2), or `None` for any other
+/// call. The fast path answers them through this too, inlined: a call and
+/// a result through memory are a tenth of a null hypercall. Each call
+/// looks up only what it reads, so VERSION reads nothing.
 #[inline(always)]
-pub fn answer_query(sys: &System, regs: &mut Regs, part: &Partition, vcpu: &Vcpu, call: Call) -> Option<(i64, u64)> {
+pub fn answer_query(sys: &System, regs: &mut Regs, partition: usize, call: Call) -> Option<(i64, u64)> {
+    let part = || sys.partitions.get(partition);
     Some(match call {
         Call::Version => (status::OK, ABI_VERSION),
-        Call::PartitionSelf => (status::OK, vcpu.partition as u64),
-        Call::VcpuState { vcpu } => match part.vcpus.get(vcpu as usize) {
+        Call::PartitionSelf => (status::OK, partition as u64),
+        Call::VcpuState { vcpu } => match part()?.vcpus.get(vcpu as usize) {
             Some(target) => (status::OK, target.state() as u64),
             None => (status::INVALID, 0),
         },
@@ -88,7 +90,7 @@ pub fn answer_query(sys: &System, regs: &mut Regs, part: &Partition, vcpu: &Vcpu
             regs.x[2] = pending.map_or(u64::MAX, |p| p as u64);
             (status::OK, current as u64)
         }
-        Call::WatchdogKick => health::kick(part),
+        Call::WatchdogKick => health::kick(part()?),
         _ => return None,
     })
 }

@@ -109,10 +109,17 @@ pub fn note_loaded(vcpu: &Vcpu, lrs: &[u64]) {
 
 /// With tracing on: records an EOI event for every interrupt that left the
 /// list registers since Partita last looked, and remembers what is there now.
+/// The question is in line: with tracing off, every trap and switch asks
+/// it, and the body's frame would cost more than the answer.
+#[inline(always)]
 pub fn note_completions(vcpu: &Vcpu) {
-    if !trace::enabled() {
-        return;
+    if trace::enabled() {
+        note_each_completion(vcpu);
     }
+}
+
+#[inline(never)]
+fn note_each_completion(vcpu: &Vcpu) {
     let mut seen = vcpu.seen_lrs.lock();
     for (n, previous) in seen.iter_mut().enumerate().take(Lrs::count()) {
         let before = Lr(*previous);

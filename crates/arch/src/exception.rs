@@ -2,11 +2,12 @@
 //!
 //! A trap from a guest saves the registers a call may clobber, with ELR and
 //! SPSR, into a [`Regs`] frame on the CPU's EL2 stack and offers it to
-//! `hv_fast(&mut Regs, kind)`: a trap that resumes the same vCPU at once
-//! is answered there, and only those registers are restored. Otherwise the
-//! rest of the frame is saved and `hv_trap(&mut Regs, kind)` gets it; when
-//! that returns, the whole frame (possibly changed) is restored and the
-//! guest resumes. Both are defined by the hypervisor crate.
+//! `hv_fast(&mut Regs, kind)`: a trap or an IRQ that resumes the same
+//! vCPU at once is answered there, and only those registers are restored.
+//! Otherwise the rest of the frame is saved and `hv_trap(&mut Regs, kind)`
+//! gets it; when that returns, the whole frame (possibly changed) is
+//! restored and the guest resumes. Both are defined by the hypervisor
+//! crate.
 //! To run another vCPU the hypervisor stages that vCPU's frame
 //! ([`stage_entry`]) and calls [`enter_guest`], which resets the stack and
 //! restores the staged frame instead.
@@ -103,11 +104,12 @@ el2_vectors:
 
     // hv_fast(regs, kind) answers what it can without the rest of the
     // frame and returns all ones; otherwise it returns the kind, and the
-    // whole frame goes to hv_trap. Only a synchronous exception can
-    // qualify, so an interrupt does not pay for asking.
+    // whole frame goes to hv_trap. A synchronous exception or an IRQ can
+    // qualify; the synchronous one is asked first, at no extra cost.
 lower_trap:
     save_caller_saved
-    cbnz    x1, slow_trap
+    cbnz    x1, lower_async
+lower_fast:
     mov     x0, sp
     bl      hv_fast
     cmn     x0, #1
@@ -118,6 +120,11 @@ slow_trap:
     mov     x0, sp
     bl      hv_trap
     b       return_to_guest
+
+lower_async:
+    cmp     x1, #{irq}
+    b.eq    lower_fast
+    b       slow_trap
 
     // The full frame: the registers the call kept, then the rest.
     .global return_to_guest
@@ -187,6 +194,7 @@ enter_guest_asm:
     "#,
     frame = const FRAME,
     stack_size = const STACK_SIZE,
+    irq = const kind::IRQ,
 );
 
 unsafe extern "C" {

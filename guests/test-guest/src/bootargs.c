@@ -259,6 +259,10 @@ static bool parse_token(const char *tok, u32 n, struct bootargs *a)
 		if (!parse_u64(v, vlen, &num) || num > IRQ_BENCH_MAX)
 			return false;
 		a->irq_bench = num;
+	} else if (KEY("irq-bench-wait")) {
+		if (!parse_u64(v, vlen, &num) || num > 1)
+			return false;
+		a->irq_bench_wait = num;
 	} else if (KEY("ptimer_ms")) {
 		if (!parse_u64(v, vlen, &num) || num == 0 || num > 1000)
 			return false;
@@ -567,6 +571,7 @@ void bootargs_parse(const char *cmdline, struct bootargs *a)
 	a->mask_spin_ms = 0;
 	a->cpuif_attack = false;
 	a->irq_bench = 0;
+	a->irq_bench_wait = false;
 	a->ptimer_ms = DEFAULT_PTIMER_MS;
 	a->ptimer_rounds = DEFAULT_PTIMER_ROUNDS;
 	a->vcpu_ctl = false;

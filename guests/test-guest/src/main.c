@@ -347,7 +347,7 @@ static void interrupt_tests(bool gic_ok)
 	if (args.timer_hz && args.timer_ticks)
 		timer_periodic_test(args.timer_hz, args.timer_ticks);
 	if (args.irq_bench)
-		irq_bench(args.irq_bench);
+		irq_bench(args.irq_bench, args.irq_bench_wait);
 	if (args.duty_cycles)
 		duty_test(args.duty_busy_us, args.duty_idle_us, args.duty_cycles);
 	if (timer_conformance(args.arch))

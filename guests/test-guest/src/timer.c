@@ -170,9 +170,11 @@ static u64 lcg_next(u64 *state)
 
 /*
  * Spins rather than idles while waiting, so a sample measures the delivery
- * of the interrupt, not the wake-up of a halted core.
+ * of the interrupt, not the wake-up of a halted core. With `wait` it idles
+ * in WFI instead: on a shared core the other vCPU runs meanwhile, and a
+ * sample measures the preemption that brings this one back for its timer.
  */
-void irq_bench(u64 n)
+void irq_bench(u64 n, bool wait)
 {
 	struct latency lat;
 	u64 seed = 0x5eed, i, missed = 0, width;
@@ -187,6 +189,8 @@ void irq_bench(u64 n)
 
 		bench_fired = 0;
 		timer_arm(cval);
+		if (wait)
+			idle_until(&bench_fired);
 		while (!bench_fired && (s64)(counter_now() - deadline) < 0)
 			;
 		if (!bench_fired) {

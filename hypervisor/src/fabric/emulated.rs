@@ -126,7 +126,27 @@ pub struct Emulated {
     /// computing step: on a board, asking is one write to the logic, and
     /// the manager's Preempt must not wait for the emulation's step.
     stops: Vec<AtomicU64>,
+    /// Each PRR's fresh connection, for the logic's next pass to take:
+    /// the device and when its hold starts. Outside the lock for the same
+    /// reason: on a board, connecting is a write to the logic, and Path 1
+    /// must not wait for a computing step on another PRR.
+    connects: Vec<Connection>,
     pub logic: Mutex<Logic>,
+}
+
+/// A connection made outside the logic's lock, until a pass takes it.
+#[derive(Default)]
+struct Connection {
+    /// The device's index + 1; 0 for none. Written last.
+    device: AtomicU64,
+    at: AtomicU64,
+}
+
+impl Connection {
+    fn take(&self) -> Option<(usize, u64)> {
+        let device = self.device.swap(0, Ordering::Acquire);
+        (device != 0).then(|| (device as usize - 1, self.at.load(Ordering::Relaxed)))
+    }
 }
 
 pub fn ns_to_ticks(ns: u64, hz: u64) -> u64 {
@@ -157,6 +177,7 @@ impl Emulated {
             hold: ns_to_ticks(config.hold_us.saturating_mul(1_000), hz),
             download,
             stops: config.prrs.iter().map(|_| AtomicU64::new(0)).collect(),
+            connects: config.prrs.iter().map(|_| Connection::default()).collect(),
             logic: Mutex::new(Logic {
                 units: config.prrs.iter().map(|_| unit()).collect(),
                 pcap: Pcap { current: None, queue: Vec::new() },
@@ -192,28 +213,34 @@ impl Emulated {
     /// `context`, its preempted job goes on from there.
     /// `now`: the counter as the caller last read it, which starts the
     /// hold (a few instructions early is no matter to a hold).
+    #[inline]
     pub fn connect(&self, prr: usize, device: usize, context: Option<u64>, now: u64) {
+        match context {
+            // A fresh connection only starts the Hold, whose START the
+            // fabric's pCPU notices within its turn (`TURN_NS`) and a
+            // sample: kicking it here would, under `-icount`, run its pass
+            // inside the requester's Path 1, which on a board is the
+            // logic's own time, in parallel.
+            None => {
+                let connection = &self.connects[prr];
+                connection.at.store(now, Ordering::Relaxed);
+                connection.device.store(device as u64 + 1, Ordering::Release);
+            }
+            Some(address) => self.resume(prr, device, address, now),
+        }
+    }
+
+    /// Connects `device` to `prr` with its saved context: its job restarts
+    /// at once.
+    fn resume(&self, prr: usize, device: usize, context: u64, now: u64) {
         let mut logic = self.logic.lock();
         let unit = &mut logic.units[prr];
         unit.client = Some(device);
         unit.hold_until = Some(now + self.hold);
-        unit.saved = match context {
-            Some(address) => {
-                guest_memory::read(address, &mut unit.context);
-                Saved::Resume
-            }
-            None => Saved::Nothing,
-        };
-        let resumes = unit.saved == Saved::Resume;
+        guest_memory::read(context, &mut unit.context);
+        unit.saved = Saved::Resume;
         drop(logic);
-        // A resumed job restarts at once. A fresh connection only starts
-        // the Hold, whose START the fabric's pCPU notices within its turn
-        // (`TURN_NS`) and a sample: kicking it here would, under
-        // `-icount`, run its pass inside the requester's Path 1, which on
-        // a board is the logic's own time, in parallel.
-        if resumes {
-            self.kick();
-        }
+        self.kick();
     }
 
     /// Disconnects whatever device `prr` serves. The context saved by a
@@ -222,6 +249,8 @@ impl Emulated {
         let mut logic = self.logic.lock();
         let unit = &mut logic.units[prr];
         unit.client = None;
+        // A connection the logic has not taken yet ends too.
+        let _ = self.connects[prr].take();
         unit.job = None;
         unit.stop_at = None;
         self.stops[prr].store(0, Ordering::Relaxed);
@@ -317,6 +346,11 @@ impl Unit {
         now: u64,
         report: &mut impl FnMut(Report),
     ) {
+        if let Some((device, at)) = fabric.logic.connects[prr].take() {
+            self.client = Some(device);
+            self.hold_until = Some(at + fabric.logic.hold);
+            self.saved = Saved::Nothing;
+        }
         let Some(d) = self.client else { return };
         let device = &fabric.devices[d];
         let asked = fabric.logic.stops[prr].swap(0, Ordering::Acquire);

@@ -94,7 +94,9 @@ impl Fabric {
                 self.logic.reconfigure(prr, accelerator.into());
                 step(AccelStep::ReconfigStarted, usize::MAX, prr);
             }
-            Action::Connect { client, prr, path } => self.connect(sys, self.device(client), prr, path, None),
+            Action::Connect { client, prr, path } => {
+                self.connect(sys, self.device(client), prr, path, None, trace::enabled())
+            }
             Action::Signal { client, signal } => {
                 let device = self.device(client);
                 if signal == Signal::Wait {
@@ -110,20 +112,23 @@ impl Fabric {
     /// Connects `client`'s device to `prr`, restoring its saved work if it
     /// was preempted: its page becomes writable, its stalled vCPUs go on.
     /// `asked`: when the request was made, if the caller timed it rather
-    /// than [`note_request`]. Inlined into Path 1's trap, whose every
+    /// than [`note_request`]. `traced`: tracing is on, asked once for
+    /// the whole connection. Inlined into Path 1's trap, whose every
     /// instruction counts.
     #[inline(always)]
-    fn connect(&self, sys: &System, device: &Device, prr: usize, path: Path, asked: Option<u64>) {
+    fn connect(&self, sys: &System, device: &Device, prr: usize, path: Path, asked: Option<u64>, traced: bool) {
         let client = device.client();
         let part = &sys.partitions[device.partition];
-        let now = self.measure(device, path, asked);
+        let now = self.measure(device, path, asked, traced);
         let resume = device.stat() & stat::PREEMPTED != 0;
         self.logic.connect(prr, device.global, resume.then_some(device.context), now);
         part.set_interface_writable(device.index, true);
         device.update_stat(stat::CONNECTED, stat::WAITING | stat::PREEMPTED);
         device.connected.store(true, Ordering::SeqCst);
         release_stalled(device, part);
-        step(AccelStep::Connected, client.partition.into(), client.device.into());
+        if traced {
+            step(AccelStep::Connected, client.partition.into(), client.device.into());
+        }
     }
 
     /// Finds the STARTs a guest wrote after its device's disconnection
@@ -158,19 +163,16 @@ impl Fabric {
 
     /// Counts `device`'s connection by `path`, timed from its request
     /// (`asked`, else the one [`note_request`] noted): the counter now.
-    fn measure(&self, device: &Device, path: Path, asked: Option<u64>) -> u64 {
+    fn measure(&self, device: &Device, path: Path, asked: Option<u64>, traced: bool) -> u64 {
         let client = device.client();
         let now = timer::counter();
         let asked = asked.unwrap_or_else(|| device.asked.swap(0, Ordering::SeqCst));
         let ticks = if asked == 0 { 0 } else { now.saturating_sub(asked) };
         self.count(path, ticks);
-        trace::record_at(
-            now,
-            Kind::AccelConnect,
-            client.partition.into(),
-            client.device.into(),
-            accel_connect_arg(path as usize, ticks),
-        );
+        if traced {
+            let (partition, device) = (client.partition.into(), client.device.into());
+            trace::record_at(now, Kind::AccelConnect, partition, device, accel_connect_arg(path as usize, ticks));
+        }
         now
     }
 
@@ -243,10 +245,13 @@ impl Fabric {
             note_request(device, asked);
             return false;
         };
-        // Nothing traced since `asked`: the trace stays in time order.
-        trace_request(device, asked);
-        step(AccelStep::Decided, usize::MAX, usize::MAX);
-        self.connect(sys, device, prr, Path::Assign, Some(asked));
+        let traced = trace::enabled();
+        if traced {
+            // Nothing traced since `asked`: the trace stays in time order.
+            trace_request(device, asked);
+            step(AccelStep::Decided, usize::MAX, usize::MAX);
+        }
+        self.connect(sys, device, prr, Path::Assign, Some(asked), traced);
         true
     }
 
@@ -314,7 +319,17 @@ fn trace_request(device: &Device, at: u64) {
 }
 
 /// Every vCPU stalled on `device`'s page goes on, replaying its write.
+/// Usually none is (Path 1's requester replays its write by returning):
+/// that is one load, in line.
+#[inline(always)]
 fn release_stalled(device: &Device, part: &Partition) {
+    if device.stalled.load(Ordering::SeqCst) != 0 {
+        release_each_stalled(device, part);
+    }
+}
+
+#[inline(never)]
+fn release_each_stalled(device: &Device, part: &Partition) {
     let mut stalled = device.stalled.swap(0, Ordering::SeqCst);
     while stalled != 0 {
         let index = stalled.trailing_zeros() as usize;

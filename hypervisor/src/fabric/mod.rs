@@ -8,15 +8,17 @@
 //! computation started or over, a hold expired) on the fabric's pCPU, as
 //! the logic's interrupt would be ([`run`]). Ker-ONE runs it in a service VM, which
 //! costs a VM switch per request; Path 1 (an idle PRR with the right
-//! accelerator) must cost at most twice a null hypercall, about 500
-//! instructions here, while a partition switch alone costs about 2,100.
-//! Path 1 itself takes the manager's shortcut (`Manager::assign_at_once`)
-//! in the requester's trap: one search, the PRR put in Hold, the page made
-//! writable, about 515 instructions from the write to its return (1.94
-//! null hypercalls). To keep it there, its request is timed without the
-//! device's shared `asked` (nothing waits when it is taken), the access of
-//! the fault is decoded only for other pages, and the statistics are
-//! plain stores under the manager's lock.
+//! accelerator) is meant to cost about two null hypercalls, while a
+//! partition switch alone costs several times that.
+//! Path 1 itself takes the manager's shortcut (`Manager::assign_at_once`,
+//! which reads an index of the PRRs rather than every descriptor) in the
+//! requester's trap: one search, the PRR put in Hold, the page made
+//! writable, the logic told through a per-PRR register rather than under
+//! its lock, about 310 instructions from the write to its return. To keep
+//! it there, its request is timed without the device's shared `asked`
+//! (nothing waits when it is taken), the access of the fault is decoded
+//! only for other pages, tracing is asked about once, and the statistics
+//! are plain stores under the manager's lock.
 //!
 //! Each virtual device's interface page is Partita's memory, mapped into
 //! its partition read-only while the device is not connected and

@@ -279,10 +279,21 @@ pub fn overran(vcpu: &Vcpu) -> Option<(u64, u64)> {
 /// it is parked in, whichever comes first.
 fn timer_deadline(vcpu: &Vcpu) -> Option<u64> {
     let ctx = vcpu.context.lock();
-    let timers = [(ctx.el1.cntv_ctl, ctx.el1.cntv_cval), (ctx.el1.cntp_ctl, ctx.el1.cntp_cval)];
+    let virtual_timer = timer_armed(ctx.el1.cntv_ctl).then_some(ctx.el1.cntv_cval);
+    let physical_timer = timer_armed(ctx.el1.cntp_ctl).then_some(ctx.el1.cntp_cval);
     drop(ctx);
-    let armed = timers.into_iter().filter(|&(ctl, _)| timer_armed(ctl)).map(|(_, cval)| cval);
-    armed.chain(vcpu.wake_at()).min()
+    // Pairwise rather than through an array's iterator, which the switch
+    // would pay a copy of on every waiting vCPU.
+    earlier(earlier(virtual_timer, physical_timer), vcpu.wake_at())
+}
+
+/// The earlier of two optional deadlines.
+fn earlier(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, None) => a,
+        (None, b) => b,
+    }
 }
 
 /// The vCPUs in WFI that `me` wakes: those here, not migrated away.
@@ -333,7 +344,7 @@ fn arm_timer(sys: &System, me: &PerCpu, running: Option<usize>) {
 /// timer fired. Kicks need no action: the caller looks at the vCPUs again.
 pub fn drain_interrupts(sys: &System, me: &PerCpu, running: Option<&Vcpu>) -> bool {
     let mut timer_fired = false;
-    while let Some(intid) = Gic::acknowledge() {
+    while let Some(intid) = crate::trap::fast::take_acknowledged().or_else(Gic::acknowledge) {
         trace::record_cpu(Kind::IrqTaken, intid);
         match intid {
             HYP_TIMER_INTID => {

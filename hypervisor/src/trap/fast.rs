@@ -9,10 +9,13 @@
 //! anything itself qualifies, or whose change is of its own partition's
 //! and announced like the rest: the hypercalls that always resume
 //! (`partita_core::hypercall::decode_query`), a direct partition's SGIs,
-//! which go to the physical GIC, and a write to an accelerator's interface
+//! which go to the physical GIC, a write to an accelerator's interface
 //! page whose device is connected, or connects by Path 1 in the trap (an
-//! idle PRR, assigned without preempting anyone). With tracing on, every trap takes
-//! the full path, so the trace sees it.
+//! idle PRR, assigned without preempting anyone), and an IRQ that is the
+//! running vCPU's own timer: forwarded to it, it wakes nobody else and
+//! leaves the scheduler's answer as it was. Any other IRQ, once
+//! acknowledged, is handed to the full path ([`take_acknowledged`]). With tracing on, every
+//! trap takes the full path, so the trace sees it: no vCPU is offered.
 //!
 //! Every other trap pays for the questions asked here, so the first ones
 //! look at the syndrome and x0 alone.
@@ -22,9 +25,11 @@ use crate::state;
 use crate::{trace, vgic};
 use core::sync::atomic::{AtomicU32, Ordering};
 use partita_arch::exception::{kind, Regs};
+use partita_arch::platform::{Gic, InterruptController};
 use partita_arch::{cpu, MAX_CPUS};
 use partita_core::hypercall::{self, Call};
 use partita_core::trap::esr::{self, ec};
+use partita_core::vgic::is_timer;
 
 /// Per pCPU: the vCPU running there, as partition + 1 and vCPU index
 /// (0: none).
@@ -34,12 +39,18 @@ static RUNNING: [AtomicU32; MAX_CPUS] = [const { AtomicU32::new(0) }; MAX_CPUS];
 /// caller-saved ones (x0-x18).
 const SAVED: u8 = 19;
 
+/// Per pCPU: an IRQ acknowledged here and left to the full path, as its
+/// INTID + 1 (0: none).
+static ACKNOWLEDGED: [AtomicU32; MAX_CPUS] = [const { AtomicU32::new(0) }; MAX_CPUS];
+
 /// HVC #0, Partita's and PSCI's calling convention.
 const HVC_0: u64 = (ec::HVC64 as u64) << 26 | 1 << 25;
 
-/// A vCPU enters this pCPU.
+/// A vCPU enters this pCPU: offered to the fast path unless tracing is
+/// on, which then asks nothing more.
 pub fn enter(partition: usize, vcpu: usize) {
-    RUNNING[cpu::index()].store(((partition as u32 + 1) << 16) | vcpu as u32, Ordering::Relaxed);
+    let running = if trace::enabled() { 0 } else { ((partition as u32 + 1) << 16) | vcpu as u32 };
+    RUNNING[cpu::index()].store(running, Ordering::Relaxed);
 }
 
 /// This pCPU's vCPU leaves it.
@@ -52,7 +63,7 @@ pub fn leave() {
 /// trap that does not qualify leaves at once.
 pub fn handle(regs: &mut Regs, trap_kind: u64) -> bool {
     if trap_kind != kind::SYNC {
-        return false;
+        return trap_kind == kind::IRQ && interrupt();
     }
     let esr = cpu::esr();
     if esr & 0xffff_ffff == HVC_0 {
@@ -64,17 +75,17 @@ pub fn handle(regs: &mut Regs, trap_kind: u64) -> bool {
     }
 }
 
-/// The running vCPU's partition and index, unless tracing wants the full
-/// path.
+/// The running vCPU's partition and index, unless the full path must
+/// answer (see [`enter`]).
 fn running_indices() -> Option<(usize, usize)> {
     let running = RUNNING[cpu::index()].load(Ordering::Relaxed);
-    if running == 0 || trace::enabled() {
+    if running == 0 {
         return None;
     }
     Some(((running >> 16) as usize - 1, (running & 0xffff) as usize))
 }
 
-/// The running vCPU and its partition, unless tracing wants the full path.
+/// The running vCPU and its partition, unless the full path must answer.
 fn running() -> Option<(&'static Partition, &'static Vcpu)> {
     let (p, v) = running_indices()?;
     let part = state::system().partitions.get(p)?;
@@ -83,8 +94,8 @@ fn running() -> Option<(&'static Partition, &'static Vcpu)> {
 
 #[inline(never)]
 fn query(regs: &mut Regs, call: Call) -> bool {
-    let Some((part, vcpu)) = running() else { return false };
-    let answer = crate::hypercall::answer_query(state::system(), regs, part, vcpu, call);
+    let Some((partition, _)) = running_indices() else { return false };
+    let answer = crate::hypercall::answer_query(state::system(), regs, partition, call);
     let Some((status, value)) = answer else { return false };
     regs.x[0] = status as u64;
     regs.x[1] = value;
@@ -100,6 +111,29 @@ fn interface_write() -> bool {
     let Some((partition, _)) = running_indices() else { return false };
     let syndrome = cpu::syndrome();
     fabric.connect_in_trap(sys, partition, esr::fault_ipa(syndrome.hpfar, syndrome.far))
+}
+
+/// The IRQ the fast path acknowledged on this pCPU and left to the full
+/// path, which takes it before asking the GIC for more.
+pub fn take_acknowledged() -> Option<u32> {
+    let intid = ACKNOWLEDGED[cpu::index()].swap(0, Ordering::Relaxed);
+    intid.checked_sub(1)
+}
+
+/// The running vCPU's timer goes to it as the full path forwards it, with
+/// its list registers filled as they would be on the way out.
+#[inline(never)]
+fn interrupt() -> bool {
+    let Some((_, vcpu)) = running() else { return false };
+    let Some(intid) = Gic::acknowledge() else { return true };
+    if !is_timer(intid) {
+        ACKNOWLEDGED[cpu::index()].store(intid + 1, Ordering::Relaxed);
+        return false;
+    }
+    let sys = state::system();
+    vgic::forward(sys, sys.here(), intid, Some(vcpu));
+    vgic::flush(vcpu);
+    true
 }
 
 #[inline(never)]

@@ -28,7 +28,7 @@ fn the_benchmark_runs_and_its_report_parses() {
         }
     }
     let markdown = std::fs::read_to_string(dir.join("report.md")).expect("report.md is written");
-    assert_eq!(markdown.lines().filter(|l| l.starts_with("| wall |") || l.starts_with("| icount 4 |")).count(), 8);
+    assert_eq!(markdown.lines().filter(|l| l.starts_with("| wall |") || l.starts_with("| icount 4 |")).count(), 10);
     println!("{}", report.table());
 }
 

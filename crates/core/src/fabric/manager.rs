@@ -144,6 +144,12 @@ pub struct Manager<const W: usize> {
     incoming: heapless::Vec<Option<Incoming>, MAX_PRRS>,
     compatible: heapless::Vec<Compatible, MAX_ACCELERATORS>,
     waiting: Waiting<W>,
+    /// Path 1's index of the descriptors, a bit per PRR, rebuilt after
+    /// every event: the requester's trap reads two words instead of
+    /// scanning every PRR. `idle`: in Idle. `engaged`: with a client or
+    /// one incoming.
+    idle: Compatible,
+    engaged: Compatible,
 }
 
 /// Accelerators a fabric may describe.
@@ -166,12 +172,16 @@ impl<const W: usize> Manager<W> {
             return Err(TooLarge);
         }
         let idle = |&size| Descriptor { state: PrrState::Idle, loaded: None, client: None, size };
-        Ok(Self {
+        let mut manager = Self {
             prrs: sizes.iter().map(idle).collect(),
             incoming: sizes.iter().map(|_| None).collect(),
             compatible: heapless::Vec::from_slice(compatible).map_err(|_| TooLarge)?,
             waiting: Waiting::new(),
-        })
+            idle: 0,
+            engaged: 0,
+        };
+        manager.index();
+        Ok(manager)
     }
 
     pub fn prrs(&self) -> &[Descriptor] {
@@ -239,6 +249,7 @@ impl<const W: usize> Manager<W> {
             Event::Released { partition } => self.release(|c| c.partition == partition, act),
             Event::Withdrawn { client } => self.release(|c| c.same_device(client), act),
         }
+        self.index();
         Ok(())
     }
 
@@ -250,35 +261,66 @@ impl<const W: usize> Manager<W> {
     /// [`Path::Assign`]. Any other request changes nothing: `None`, and it
     /// goes through [`Manager::handle`].
     ///
-    /// The hypervisor calls this in the requester's trap, so it is one pass
-    /// over the PRRs: whether the device is served or under way already,
-    /// and the PRR [`search`] would assign (the smallest Idle compatible
-    /// one, the lowest index among equals). A test pins it to the general
-    /// path, search included.
+    /// The hypervisor calls this in the requester's trap, so it reads
+    /// [`Manager::index`]'s words rather than every descriptor: whether
+    /// the device is served or under way already (only engaged PRRs can
+    /// say), and the PRR [`search`] would assign (the smallest Idle
+    /// compatible one, the lowest index among equals). A test pins it to
+    /// the general path, search included.
     pub fn assign_at_once(&mut self, request: Request) -> Option<usize> {
-        if !self.waiting.is_empty() {
+        if !self.waiting.is_empty() || self.engages(request.client) {
             return None;
         }
-        let (client, compatible) = (request.client, self.compatible_with(request.accelerator));
-        let mut smallest_idle: Option<(u32, usize)> = None;
-        for (p, (d, incoming)) in self.prrs.iter().zip(&self.incoming).enumerate() {
-            let under_way = incoming.as_ref().is_some_and(|i| i.request.client.same_device(client));
-            if under_way || d.client.as_ref().is_some_and(|c| c.same_device(client)) {
-                return None;
-            }
-            let candidate = compatible & (1 << p) != 0 && d.state.allocatable();
-            if candidate && smallest_idle.is_none_or(|(size, _)| d.size < size) {
-                smallest_idle = Some((d.size, p));
-            }
-        }
-        let (_, prr) = smallest_idle?;
-        if self.prrs[prr].loaded != Some(request.accelerator) || self.prrs[prr].client.is_some() {
+        let prr = self.smallest(self.compatible_with(request.accelerator) & self.idle)?;
+        let descriptor = &self.prrs[prr];
+        if descriptor.loaded != Some(request.accelerator) || descriptor.client.is_some() {
             return None;
         }
         self.step(prr, PrrEvent::Allocate);
         self.step(prr, PrrEvent::Switched { reconfig: false });
-        self.prrs[prr].client = Some(client);
+        self.prrs[prr].client = Some(request.client);
+        // Hold now, and the client's: the index as `index` would rebuild it.
+        self.idle &= !(1 << prr);
+        self.engaged |= 1 << prr;
         Some(prr)
+    }
+
+    /// Some PRR has `client`'s device as its client or incoming one.
+    fn engages(&self, client: Client) -> bool {
+        let mine = |c: Client| c.same_device(client);
+        let mut engaged = self.engaged;
+        while engaged != 0 {
+            let prr = engaged.trailing_zeros() as usize;
+            engaged &= engaged - 1;
+            if self.prrs[prr].client.is_some_and(mine) || self.incoming[prr].is_some_and(|i| mine(i.request.client)) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The smallest of `prrs` (a bit each), the lowest index among equals.
+    fn smallest(&self, mut prrs: Compatible) -> Option<usize> {
+        let mut best: Option<(u32, usize)> = None;
+        while prrs != 0 {
+            let prr = prrs.trailing_zeros() as usize;
+            prrs &= prrs - 1;
+            let size = self.prrs[prr].size;
+            if best.is_none_or(|(smallest, _)| size < smallest) {
+                best = Some((size, prr));
+            }
+        }
+        best.map(|(_, prr)| prr)
+    }
+
+    /// Rebuilds Path 1's index (`idle`, `engaged`) from the descriptors.
+    fn index(&mut self) {
+        let (mut idle, mut engaged) = (0, 0);
+        for (prr, (d, incoming)) in self.prrs.iter().zip(&self.incoming).enumerate() {
+            idle |= Compatible::from(d.state.allocatable()) << prr;
+            engaged |= Compatible::from(d.client.is_some() || incoming.is_some()) << prr;
+        }
+        (self.idle, self.engaged) = (idle, engaged);
     }
 
     /// `client` is served, under way, or waiting in its place in the list.
@@ -961,6 +1003,9 @@ mod tests {
                 for r in m.waiting() {
                     proptest::prop_assert!(m.connected(r.client).is_none(), "{r:?} waits while connected");
                 }
+                let kept = (m.idle, m.engaged);
+                m.index();
+                proptest::prop_assert_eq!(kept, (m.idle, m.engaged), "Path 1's index went stale");
             }
         }
     }
@@ -993,6 +1038,9 @@ mod tests {
                     proptest::prop_assert_eq!(&m.prrs, &general.prrs);
                     proptest::prop_assert_eq!(&m.incoming, &general.incoming);
                     proptest::prop_assert!(m.waiting().eq(general.waiting()));
+                    let kept = (m.idle, m.engaged);
+                    m.index();
+                    proptest::prop_assert_eq!(kept, (m.idle, m.engaged), "Path 1's index went stale");
                 }
                 None => {
                     proptest::prop_assert_eq!(&m.prrs, &before);

@@ -66,10 +66,13 @@ pub enum Setup {
     Direct,
     /// Partita, `rt` sharing its pCPU with a busy low-criticality `gpos`.
     Shared,
+    /// The same, with `rt` waiting in WFI between samples: `gpos` runs, and
+    /// each sample is `rt`'s timer preempting it.
+    Preempt,
 }
 
 impl Setup {
-    pub const ALL: [Setup; 4] = [Setup::Native, Setup::Exclusive, Setup::Direct, Setup::Shared];
+    pub const ALL: [Setup; 5] = [Setup::Native, Setup::Exclusive, Setup::Direct, Setup::Shared, Setup::Preempt];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -77,6 +80,7 @@ impl Setup {
             Setup::Exclusive => "exclusive",
             Setup::Direct => "direct",
             Setup::Shared => "shared",
+            Setup::Preempt => "preempt",
         }
     }
 }
@@ -182,7 +186,11 @@ impl Target {
         let partita = match setup {
             Setup::Native => None,
             _ => {
-                let config = config(setup, &bootargs(opts.samples), &guests::image("test-guest.elf"));
+                let mut args = bootargs(opts.samples);
+                if setup == Setup::Preempt {
+                    args.push_str(" irq-bench-wait=1");
+                }
+                let config = config(setup, &args, &guests::image("test-guest.elf"));
                 Some(qemu::generated(&opts.name, &variant, &config, hypervisor)?)
             }
         };
@@ -240,7 +248,9 @@ pub fn config(setup: Setup, bootargs: &str, guest: &Path) -> RawConfig {
     match setup {
         Setup::Exclusive => machine.partition(rt.exclusive()),
         Setup::Direct => machine.partition(rt.exclusive().direct()),
-        Setup::Shared => machine.partition(rt).partition(partition("gpos", RawCriticality::Low, HOG_BOOTARGS)),
+        Setup::Shared | Setup::Preempt => {
+            machine.partition(rt).partition(partition("gpos", RawCriticality::Low, HOG_BOOTARGS))
+        }
         Setup::Native => machine,
     }
 }
@@ -405,4 +415,7 @@ const SETUPS: &str = "
   runs the most critical runnable vCPU and `irq-bench` spins rather than waits, so `gpos` gets the pCPU only
   while `rt` waits (during its boot and its one periodic tick): this row measures the interrupt path of a
   shared pCPU, not time-slicing.
+- preempt: the same pair, but `rt` waits in WFI for each sample (`irq-bench-wait=1`), so `gpos` runs until
+  `rt`'s timer comes due: each sample is the RTOS preempting the GPOS (Partita's EL2 timer, the switch from
+  `gpos` to `rt`, then `rt`'s own timer interrupt). Its ratio is against the native row, which spins.
 ";
