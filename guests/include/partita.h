@@ -79,6 +79,22 @@
  */
 #define PARTITA_ACC_RELEASE		PARTITA_CALL(0x51)	/* (device) */
 
+/*
+ * Timed outputs (timing-accurate I/O): drive the GPIO lines in `pins` (a
+ * mask of lines the configuration grants, bit n for line n) to the
+ * matching bits of `values` when the counter (CNTVCT_EL0) reaches `at`;
+ * with a non-zero `period` (counter ticks), again every period until
+ * cancelled. Partita records the error |done - at| of each. PARTITA_ELATE
+ * for an `at` already reached, PARTITA_ETOOFAR beyond the horizon,
+ * PARTITA_EDENIED for a pin not granted, PARTITA_EFULL when `depth`
+ * operations are pending, PARTITA_EINVAL for a mask or values beyond 8
+ * bits or a period shorter than twice the lead.
+ */
+#define PARTITA_TIO_WRITE_AT		PARTITA_CALL(0x60)	/* (pins, values, at, period) */
+#define PARTITA_TIO_CANCEL		PARTITA_CALL(0x61)	/* (pins) -> x1 = pending operations dropped */
+#define PARTITA_TIO_STATS		PARTITA_CALL(0x62)	/* -> x1 = done, x2 = largest error,
+								   x3 = sum of errors (counter ticks) */
+
 /* Status codes in x0. */
 #define PARTITA_OK			0
 #define PARTITA_ENOTSUPPORTED		(-1)	/* no such function */
@@ -92,6 +108,8 @@
 #define PARTITA_ESMALL			(-9)	/* buffer too small: x1 = bytes needed */
 #define PARTITA_ETIMEOUT		(-10)	/* the deadline passed */
 #define PARTITA_EFAULT			(-11)	/* buffer outside the caller's (writable) RAM */
+#define PARTITA_ELATE			(-12)	/* timed output: the asked time has come already */
+#define PARTITA_ETOOFAR			(-13)	/* timed output: beyond the configured horizon */
 
 /* Deadlines of blocking port calls. */
 #define PARTITA_POLL			0UL

@@ -15,7 +15,7 @@ use core::sync::atomic::AtomicU32;
 use partita_arch::platform::{self, Console, Gic, InterruptController, Uart};
 use partita_arch::{boot as image, cpu, el2, firmware, heap, mmu, stage2};
 use partita_core::config::image::{decode_head, head_len, BootTable, Seal};
-use partita_core::config::limits::MAX_VCPUS_PER_PCPU;
+use partita_core::config::limits::{MAX_VCPUS_PER_PCPU, PAGE_SIZE};
 use partita_core::config::model::{Delivery, Range};
 use partita_core::time::us_to_ticks;
 
@@ -43,7 +43,10 @@ pub fn primary() -> ! {
     let hypervisor = table.system.hypervisor.memory;
     // The fabric's memory holds the interface pages guests share uncached.
     let uncached = table.system.fabric.as_ref().map(|fabric| fabric.memory);
-    mmu::init(platform.ram, hypervisor, &platform::own_devices(platform), uncached);
+    let mut devices = platform::own_devices(platform);
+    // The timed-I/O controller is Partita's to write.
+    devices.extend(table.system.timed_io.as_ref().map(|t| Range::new(t.device, PAGE_SIZE)));
+    mmu::init(platform.ram, hypervisor, &devices, uncached);
     Gic::init(platform);
     el2::init_cpu();
     stage2::init_cpu();
@@ -136,7 +139,8 @@ fn build_system(table: BootTable, data: &'static [u8]) -> System {
         // Interface pages and contexts start zeroed, like partition RAM.
         partita_arch::cache::zero(fabric.config.memory.base, fabric.config.memory.size);
     }
-    let partitions: Vec<Partition> = system
+    let timed_io = system.timed_io.as_ref();
+    let mut partitions: Vec<Partition> = system
         .partitions
         .into_iter()
         .zip(boot)
@@ -145,11 +149,18 @@ fn build_system(table: BootTable, data: &'static [u8]) -> System {
             let (windows, doorbells) = channel::membership(&system.channels, i);
             let interfaces = fabric.as_ref().map_or(Vec::new(), |f| f.interfaces(i));
             let signals = fabric.as_ref().map_or(Vec::new(), |f| f.signals(i));
-            let part = partition::build(i, config, boot, Shared { windows, doorbells, interfaces, signals });
+            let gpio_view = crate::timedio::grant_of(timed_io, i)
+                .and_then(|grant| grant.view)
+                .map(|ipa| (ipa, timed_io.map_or(0, |t| t.device)));
+            let shared = Shared { windows, doorbells, interfaces, signals, gpio_view };
+            let part = partition::build(i, config, boot, shared);
             lifecycle::first_boot(&part, data);
             part
         })
         .collect();
+    if let Some(config) = timed_io {
+        crate::timedio::init(config, &mut partitions);
+    }
     for window in system.channels.iter().filter_map(|c| c.kind.shared_window()) {
         // Shared pages start zeroed, like partition RAM.
         if mmu::is_partition_ram(window.base, window.size) {
@@ -194,6 +205,7 @@ fn build_cpu(cpu: usize, partitions: &[Partition], plans: &Plans) -> PerCpu {
         .filter(|(_, p)| p.config.health.watchdog_us.is_some() && p.vcpus[0].home == cpu)
         .map(|(i, _)| i)
         .collect();
+    me.timed_io = crate::timedio::served_by(cpu, partitions);
     me.migrating = (0..me.vcpus.len())
         .filter(|&slot| me.vcpus[slot].home == cpu && !me.vcpus[slot].migrate_to.is_empty())
         .collect();

@@ -47,6 +47,14 @@ pub fn handle(sys: &System, regs: &mut Regs, part: &Partition, vcpu: &Vcpu, call
             Some(()) => (status::OK, 0),
             None => (status::INVALID, 0),
         },
+        Call::TioWriteAt { pins, values, at, period } => {
+            (crate::timedio::write_at(sys, part, [pins, values, at, period]), 0)
+        }
+        Call::TioCancel { pins } => crate::timedio::cancel(part, pins),
+        Call::TioStats => match crate::timedio::stats(part) {
+            Ok(values) => return answer(part, vcpu, regs, Reply::Done(status::OK, values), "timed-I/O call"),
+            Err(status) => (status, 0),
+        },
         query => answer_query(sys, regs, vcpu.partition, query).unwrap_or((status::NOT_SUPPORTED, 0)),
     };
     regs.x[0] = status as u64;

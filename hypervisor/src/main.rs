@@ -20,6 +20,7 @@ mod partition;
 mod scheduler;
 mod selfcheck;
 mod state;
+mod timedio;
 mod trace;
 mod trap;
 mod vgic;

@@ -86,6 +86,11 @@ pub struct PerCpu {
     /// The slots of the vCPUs whose home this is and that may migrate:
     /// the only ones vlk's rebalancing looks at, after every interrupt.
     pub migrating: Vec<usize>,
+    /// Partitions whose timed outputs this pCPU performs: those with a
+    /// grant whose vCPU 0 lives here.
+    pub timed_io: Vec<usize>,
+    /// A request on another pCPU may want this pCPU's timer earlier.
+    pub timed_io_rearm: AtomicBool,
 }
 
 /// How a pCPU chooses what runs on it.
@@ -140,6 +145,8 @@ impl PerCpu {
             debug_dirty: AtomicBool::new(false),
             watchdogs: Vec::new(),
             migrating: Vec::new(),
+            timed_io: Vec::new(),
+            timed_io_rearm: AtomicBool::new(false),
         }
     }
 

@@ -12,6 +12,7 @@ pub mod cpu;
 pub mod el2;
 pub mod exception;
 pub mod firmware;
+pub mod gpio;
 pub mod guest_memory;
 pub mod heap;
 pub mod inject;

@@ -22,6 +22,9 @@ pub enum Kind {
     Ram { write: bool, exec: bool },
     /// Device-nGnRE MMIO of a passthrough device, never executable.
     Device,
+    /// Device-nGnRE MMIO the guest may only read: a view of registers
+    /// Partita drives (the timed-I/O controller).
+    DeviceReadOnly,
     /// Normal non-cacheable RAM, never executable, whatever the guest's
     /// own mapping makes of it: a page the guest shares with Partita
     /// uncached (see [`crate::uncached`]).
@@ -130,6 +133,9 @@ fn attributes(kind: Kind) -> Stage2Attributes {
         }
         Kind::Device => {
             base | Stage2Attributes::S2AP_ACCESS_RW | Stage2Attributes::XN | Stage2Attributes::MEMATTR_DEVICE_nGnRE
+        }
+        Kind::DeviceReadOnly => {
+            base | Stage2Attributes::S2AP_ACCESS_RO | Stage2Attributes::XN | Stage2Attributes::MEMATTR_DEVICE_nGnRE
         }
     }
 }

@@ -10,7 +10,7 @@
 pub const ABI_VERSION: u64 = 1 << 16;
 
 /// The functions in [`id`]: the vendor hypervisor service's call count.
-pub const CALLS: usize = 23;
+pub const CALLS: usize = 26;
 
 /// SMCCC: fast call, 64-bit convention, owner 6 (vendor hypervisor service).
 pub const BASE: u64 = 0xC600_0000;
@@ -39,6 +39,9 @@ pub mod id {
     pub const HM_READ: u64 = super::BASE + 0x42;
     pub const ACC_REQUEST: u64 = super::BASE + 0x50;
     pub const ACC_RELEASE: u64 = super::BASE + 0x51;
+    pub const TIO_WRITE_AT: u64 = super::BASE + 0x60;
+    pub const TIO_CANCEL: u64 = super::BASE + 0x61;
+    pub const TIO_STATS: u64 = super::BASE + 0x62;
 }
 
 /// Status codes in x0.
@@ -68,6 +71,10 @@ pub mod status {
     pub const TIMEOUT: i64 = -10;
     /// A buffer is not inside the caller's RAM (or not writable there).
     pub const FAULT: i64 = -11;
+    /// A timed output asked for a time the counter has reached already.
+    pub const LATE: i64 = -12;
+    /// A timed output asked for a time beyond the configured horizon.
+    pub const TOO_FAR: i64 = -13;
 }
 
 /// Deadline argument of a blocking call: return at once.
@@ -184,6 +191,22 @@ pub enum Call {
     AccRelease {
         device: u64,
     },
+    /// Drives the caller's timed-I/O `pins` to `values` when the counter
+    /// reaches `at`, and again every `period` ticks unless it is 0.
+    TioWriteAt {
+        pins: u64,
+        values: u64,
+        at: u64,
+        period: u64,
+    },
+    /// Drops the caller's pending timed outputs on any of `pins`: x1 =
+    /// how many.
+    TioCancel {
+        pins: u64,
+    },
+    /// The caller's timed outputs so far: x1 = done, x2 = largest error,
+    /// x3 = sum of errors (counter ticks).
+    TioStats,
     /// In Partita's range, but no such function.
     Unknown,
 }
@@ -254,6 +277,9 @@ pub fn decode(x: [u64; 5]) -> Option<Call> {
         id::HM_READ => Call::HmRead { buffer: x[1], size: x[2], from: x[3] },
         id::ACC_REQUEST => Call::AccRequest { device: x[1] },
         id::ACC_RELEASE => Call::AccRelease { device: x[1] },
+        id::TIO_WRITE_AT => Call::TioWriteAt { pins: x[1], values: x[2], at: x[3], period: x[4] },
+        id::TIO_CANCEL => Call::TioCancel { pins: x[1] },
+        id::TIO_STATS => Call::TioStats,
         _ => Call::Unknown,
     })
 }
@@ -305,6 +331,11 @@ mod tests {
         );
         assert_eq!(decode([id::ACC_REQUEST, 1, 0, 0, 0]), Some(Call::AccRequest { device: 1 }));
         assert_eq!(decode([id::ACC_RELEASE, 2, 0, 0, 0]), Some(Call::AccRelease { device: 2 }));
+        assert_eq!(
+            decode([id::TIO_WRITE_AT, 3, 1, 1_000, 50]),
+            Some(Call::TioWriteAt { pins: 3, values: 1, at: 1_000, period: 50 })
+        );
+        assert_eq!(decode([id::TIO_CANCEL, 0xff, 0, 0, 0]), Some(Call::TioCancel { pins: 0xff }));
         assert_eq!(decode([BASE + 0xffff, 0, 0, 0, 0]), Some(Call::Unknown));
     }
 

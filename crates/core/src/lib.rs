@@ -19,6 +19,7 @@ pub mod hypercall;
 pub mod partition;
 pub mod scheduler;
 pub mod time;
+pub mod timedio;
 pub mod trace;
 pub mod trap;
 pub mod vgic;

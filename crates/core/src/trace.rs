@@ -62,6 +62,11 @@ pub enum Kind {
     /// counter ticks (0..24, saturated). A step for a client has its
     /// partition and device index; one of the logic has its PRR in `vcpu`.
     AccelStep = 14,
+    /// A timed output was written; the event's time is when the write was
+    /// done. `vcpu` holds the values written, `arg` the pins (bits
+    /// 24..32) and how much later than asked it was done, signed, in
+    /// counter ticks (0..24): [`crate::timedio::from_trace_arg`].
+    TimedIo = 15,
 }
 
 /// What an [`Kind::AccelStep`] event marks.
@@ -151,6 +156,7 @@ impl Kind {
             AccelRequest,
             AccelConnect,
             AccelStep,
+            TimedIo,
         ]
         .into_iter()
         .find(|k| *k as u8 == value)
@@ -172,6 +178,7 @@ impl Kind {
             Kind::AccelRequest => "accelerator request",
             Kind::AccelConnect => "accelerator connect",
             Kind::AccelStep => "accelerator step",
+            Kind::TimedIo => "timed output",
         }
     }
 }

@@ -190,6 +190,33 @@ const char *rtos_hm_action_name(unsigned int action);
  */
 const char *rtos_partita_status_name(long status);
 
+/* ---- Timed outputs (timing-accurate I/O, docs/hypercalls.md) ---- */
+
+/*
+ * Drives the GPIO lines in `pins` to the matching bits of `values` when
+ * the counter (rtos_counter()) reaches `at`. Never waits: the hypervisor
+ * does the write. PARTITA_ELATE, PARTITA_ETOOFAR, PARTITA_EDENIED and
+ * PARTITA_EFULL say why a request was not taken.
+ */
+long rtos_tio_write_at(uint8_t pins, uint8_t values, uint64_t at);
+
+/*
+ * The same every `period` counter ticks from `first` on, a waveform, until
+ * rtos_tio_cancel() of one of its pins.
+ */
+long rtos_tio_periodic(uint8_t pins, uint8_t values, uint64_t first, uint64_t period);
+
+/* Drops the pending outputs on any of `pins`; *dropped (if not NULL) gets how many. */
+long rtos_tio_cancel(uint8_t pins, uint32_t *dropped);
+
+struct rtos_tio_stats {
+	uint64_t done;		/* outputs performed */
+	uint64_t max_error;	/* largest |done - asked|, counter ticks */
+	uint64_t sum_error;	/* their sum: sum_error / done is the mean */
+};
+
+long rtos_tio_stats(struct rtos_tio_stats *stats);
+
 /* ---- Accelerators, guest-aware (docs/accelerators.md) ---- */
 
 /*

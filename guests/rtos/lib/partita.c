@@ -245,6 +245,40 @@ const char *rtos_hm_action_name(unsigned int action)
 	}
 }
 
+long rtos_tio_write_at(uint8_t pins, uint8_t values, uint64_t at)
+{
+	return rtos_tio_periodic(pins, values, at, 0);
+}
+
+long rtos_tio_periodic(uint8_t pins, uint8_t values, uint64_t first, uint64_t period)
+{
+	return hypercall(PARTITA_TIO_WRITE_AT, pins, values, first, period).status;
+}
+
+long rtos_tio_cancel(uint8_t pins, uint32_t *dropped)
+{
+	struct partita_result r = hypercall(PARTITA_TIO_CANCEL, pins, 0, 0, 0);
+
+	if (r.status == PARTITA_OK && dropped)
+		*dropped = (uint32_t)r.value;
+	return r.status;
+}
+
+long rtos_tio_stats(struct rtos_tio_stats *stats)
+{
+	struct partita_result r;
+
+	if (!stats)
+		return PARTITA_EINVAL;
+	r = hypercall(PARTITA_TIO_STATS, 0, 0, 0, 0);
+	if (r.status == PARTITA_OK) {
+		stats->done = r.value;
+		stats->max_error = r.value2;
+		stats->sum_error = r.value3;
+	}
+	return r.status;
+}
+
 const char *rtos_partita_status_name(long status)
 {
 	switch (status) {
@@ -260,6 +294,8 @@ const char *rtos_partita_status_name(long status)
 	case PARTITA_ESMALL: return "ESMALL";
 	case PARTITA_ETIMEOUT: return "ETIMEOUT";
 	case PARTITA_EFAULT: return "EFAULT";
+	case PARTITA_ELATE: return "ELATE";
+	case PARTITA_ETOOFAR: return "ETOOFAR";
 	case RTOS_ACCEL_EDMA: return "ACCEL_EDMA";
 	case RTOS_ACCEL_ECMD: return "ACCEL_ECMD";
 	default: return "?";

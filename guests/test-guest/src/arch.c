@@ -66,6 +66,7 @@ extern char arch_vectors[];
 u64 arch_load(u64 addr);
 extern char arch_load_insn[];
 void arch_branch(u64 addr);
+void arch_store(u64 addr, u32 value);
 u64 arch_load_sp0(u64 addr);
 extern char arch_load_sp0_insn[];
 void arch_load_el0(u64 addr);
@@ -433,6 +434,19 @@ static void debug_keep_test(const struct bootargs *a)
 	debug_off();
 	printf("arch debug-keep: seed %lu, clean at start %s, %lu rounds, %lu breakpoint hits, %lu changed\n",
 	       a->arch_seed, clean ? "yes" : "NO", a->arch_rounds, hits, changed);
+}
+
+u64 arch_try_store(u64 addr, u32 value)
+{
+	u64 vbar = read_sysreg(vbar_el1);
+	u32 before = seen.count;
+
+	write_sysreg(vbar_el1, (u64)arch_vectors);
+	isb();
+	arch_store(addr, value);
+	write_sysreg(vbar_el1, vbar);
+	isb();
+	return seen.count != before ? seen.esr : 0;
 }
 
 void arch_test(const struct dt_info *dt, const struct bootargs *a)

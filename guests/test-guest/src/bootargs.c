@@ -11,6 +11,9 @@
 #define DEFAULT_SAMPLE_AT_MS 500
 #define DEFAULT_SHM_ROUNDS 100
 #define DEFAULT_KICK_MS 20
+/* QEMU virt's PL061, where a timed-I/O grant's view usually sits. */
+#define DEFAULT_TIO_VIEW 0x09030000
+#define DEFAULT_TIO_GAP_US 500
 #define DEFAULT_FUZZ_SEED 1
 #define DEFAULT_IPC_N 1000
 #define DEFAULT_ARCH_ROUNDS 40
@@ -172,6 +175,38 @@ static bool parse_token(const char *tok, u32 n, struct bootargs *a)
 			return false;
 		a->addr = num;
 		a->has_addr = true;
+	} else if (KEY("tio")) {
+		if (!parse_u64(v, vlen, &a->tio))
+			return false;
+	} else if (KEY("tio-wave")) {
+		if (!parse_u64(v, vlen, &a->tio_wave))
+			return false;
+	} else if (KEY("tio-status")) {
+		if (!parse_u64(v, vlen, &num) || num > 1)
+			return false;
+		a->tio_status = num;
+	} else if (KEY("tio-burst")) {
+		if (!parse_u64(v, vlen, &a->tio_burst))
+			return false;
+	} else if (KEY("tio-attack")) {
+		if (!parse_u64(v, vlen, &num) || num > 7)
+			return false;
+		a->tio_attack_pin = num;
+		a->has_tio_attack = true;
+	} else if (KEY("tio_pins")) {
+		if (!parse_u64(v, vlen, &num) || num == 0 || num > 0xff)
+			return false;
+		a->tio_pins = (u32)num;
+	} else if (KEY("tio_gap_us")) {
+		if (!parse_u64(v, vlen, &num) || num < 10 || num > 1000000)
+			return false;
+		a->tio_gap_us = num;
+	} else if (KEY("tio_at_ms")) {
+		if (!parse_u64(v, vlen, &a->tio_at_ms))
+			return false;
+	} else if (KEY("tio_view")) {
+		if (!parse_u64(v, vlen, &a->tio_view))
+			return false;
 	} else if (KEY("misbehave")) {
 		if (!parse_kind(v, vlen, &a->misbehave))
 			return false;
@@ -570,6 +605,15 @@ void bootargs_parse(const char *cmdline, struct bootargs *a)
 	a->watchdog_kicks = 0;
 	a->kick_ms = DEFAULT_KICK_MS;
 	a->hm_read = 0;
+	a->tio = 0;
+	a->tio_wave = 0;
+	a->tio_status = false;
+	a->tio_burst = 0;
+	a->has_tio_attack = false;
+	a->tio_pins = 1;
+	a->tio_gap_us = DEFAULT_TIO_GAP_US;
+	a->tio_view = DEFAULT_TIO_VIEW;
+	a->tio_at_ms = 0;
 	a->fuzz = 0;
 	a->fuzz_seed = DEFAULT_FUZZ_SEED;
 	a->ipc_bench = IPC_BENCH_NONE;

@@ -154,6 +154,17 @@ struct bootargs {
 	enum arch_test arch;
 	u64 arch_rounds;		/* arch=debug-keep: rounds of 5 ms */
 	u64 arch_seed;			/* arch=debug-keep: its register values */
+	/* Timed outputs (tio.c); 0 leaves each one off. */
+	u64 tio;			/* outputs asked for and read back */
+	u64 tio_wave;			/* half-periods of a periodic square wave */
+	bool tio_status;		/* every refusal once */
+	u64 tio_burst;			/* requests in a row against the queue's depth */
+	u64 tio_attack_pin;		/* a line not ours, driven by call and by store */
+	bool has_tio_attack;
+	u32 tio_pins;			/* the lines tio, tio-wave and tio-burst drive */
+	u64 tio_gap_us;			/* between outputs; half the wave's period */
+	u64 tio_view;			/* where the controller's registers are read */
+	u64 tio_at_ms;			/* tio and tio-wave start at this counter time at the earliest */
 };
 
 /* irq-bench keeps every sample for its histogram. */

@@ -76,6 +76,11 @@ void ipc_bench(const struct bootargs *a);
 void arch_test(const struct dt_info *dt, const struct bootargs *a);
 void exception_report(u64 esr, u64 elr, u64 far);
 
+/* Timed outputs (tio.c). */
+void tio_tests(const struct bootargs *a);
+/* One 32-bit store under the conformance vectors: the ESR it raised, 0 if none (arch.c). */
+u64 arch_try_store(u64 addr, u32 value);
+
 /* Accelerators, the native model (accel.c). */
 void accel_test(const struct dt_info *dt, const struct bootargs *a);
 

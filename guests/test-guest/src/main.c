@@ -312,7 +312,8 @@ static bool wants_gic(void)
 {
 	return (args.timer_hz && args.timer_ticks) || args.sgi || args.lr_overflow ||
 	       args.spi || args.irq_bench || timer_conformance(args.arch) || args.vcpu_ctl || args.duty_cycles || args.shm == SHM_READ ||
-	       args.sample_write || args.sample_read || args.ipc_bench == IPC_BENCH_MEASURE;
+	       args.sample_write || args.sample_read || args.ipc_bench == IPC_BENCH_MEASURE ||
+	       args.tio || args.tio_wave || args.tio_burst;
 }
 
 /* The SGI partner: the first other vCPU that came up. */
@@ -408,6 +409,7 @@ void guest_main(u64 dtb)
 		hm_calls_test(&args);
 	channel_tests(&dt, &args);
 	hm_tests(&args);
+	tio_tests(&args);
 	if (args.fuzz)
 		fuzz_test(&dt, &args);
 	if (args.ipc_bench != IPC_BENCH_NONE)

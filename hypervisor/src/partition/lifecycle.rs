@@ -131,6 +131,7 @@ fn power_off_when_all_ended(sys: &System) {
 /// A restart begins: its vCPUs leave their pCPUs (kicked by [`change`]),
 /// then vCPU 0's pCPU reloads it a step at a time in vCPU 0's place.
 fn begin_reload(part: &Partition) {
+    crate::timedio::forget(part);
     part.reload_started.store(timer::counter(), Ordering::Release);
     part.reload_cursor.store(0, Ordering::Release);
     let first = part.vcpus[0];

@@ -28,6 +28,7 @@ use partita_core::partition::reload;
 use partita_core::partition::vcpu::{Op, Refused, State};
 use partita_core::scheduler::budget::BudgetMeter;
 use partita_core::time::us_to_ticks;
+use partita_core::timedio::Queue as TimedQueue;
 use partita_core::trap::sysreg;
 use partita_core::trap::vuart::{LineBuffer, Pl011};
 use partita_core::vgic::queue::Queue;
@@ -89,6 +90,9 @@ pub struct Partition {
     /// Running while it has a `watchdog` period: kicked by hypercall,
     /// checked by the pCPU of its vCPU 0.
     pub watchdog: Mutex<Option<Watchdog>>,
+    /// Its pending timed outputs and their errors, when the configuration
+    /// grants it pins (`crate::timedio`).
+    pub timed_io: Option<Mutex<TimedQueue>>,
 }
 
 /// Registers of a vCPU while it is not on a CPU.
@@ -386,6 +390,9 @@ pub struct Shared {
     pub doorbells: Vec<u32>,
     pub interfaces: Vec<(u64, u64)>,
     pub signals: Vec<u32>,
+    /// The timed-I/O controller's read-only view: guest-physical, then
+    /// host-physical.
+    pub gpio_view: Option<(u64, u64)>,
 }
 
 /// Builds a partition's stage-2 table and creates its vCPUs; [`lifecycle::first_boot`]
@@ -425,6 +432,7 @@ pub fn build(index: usize, config: model::Partition, boot: PartitionBoot, shared
         reload_started: AtomicU64::new(0),
         times_loaded: AtomicU64::new(0),
         watchdog: Mutex::new(None),
+        timed_io: None,
         config,
         boot,
         vttbr,
@@ -494,6 +502,10 @@ fn build_stage2(vmid: u16, config: &model::Partition, shared: &Shared) -> Stage2
     for window in &shared.windows {
         let kind = stage2::Kind::Ram { write: window.write, exec: false };
         table.map(window.ipa, window.pa, window.size, kind).expect("stage-2 map of a shared-memory window");
+    }
+    if let Some((ipa, pa)) = shared.gpio_view {
+        let page = partita_core::config::limits::PAGE_SIZE;
+        table.map(ipa, pa, page, stage2::Kind::DeviceReadOnly).expect("stage-2 map of the timed-I/O view");
     }
     // Unconnected: the guest reads its registers, and its first write is
     // its request for a PRR.

@@ -9,7 +9,7 @@
 //! One EL2 timer serves every deadline: the quantum (armed only when a peer
 //! of the same priority could run), the end of a cyclic slot, the wake-up
 //! of vCPUs that wait in WFI for one of their EL1 timers while they are off
-//! the pCPU, watchdogs and budgets.
+//! the pCPU, watchdogs, budgets and timed outputs.
 
 pub mod cyclic;
 pub mod fixed;
@@ -315,8 +315,8 @@ pub fn wake_due_timers(me: &PerCpu) {
 /// Arms the EL2 timer for the earliest of: a waiting vCPU's timer; the
 /// policy's own deadline (the end of a cyclic slot or idle gap; the end of
 /// the running vCPU's quantum when a peer of equal priority could use a
-/// fixed-priority pCPU); a watchdog; the running vCPU's budget. Disarms it
-/// when none applies.
+/// fixed-priority pCPU); a watchdog; the running vCPU's budget; the alarm
+/// of a timed output. Disarms it when none applies.
 fn arm_timer(sys: &System, me: &PerCpu, running: Option<usize>) {
     let waiting = waiting_here(me).filter_map(timer_deadline).min();
     let policy = match &me.policy {
@@ -332,7 +332,8 @@ fn arm_timer(sys: &System, me: &PerCpu, running: Option<usize>) {
     let watchdog = health::next_watchdog(sys, me);
     let budget =
         running.and_then(|slot| me.vcpus[slot].budget.as_ref()).and_then(|m| m.lock().deadline(timer::counter()));
-    match waiting.into_iter().chain(policy).chain(watchdog).chain(budget).min() {
+    let output = crate::timedio::next_alarm(sys, me);
+    match waiting.into_iter().chain(policy).chain(watchdog).chain(budget).chain(output).min() {
         Some(deadline) => timer::arm_at(deadline),
         None => timer::disarm(),
     }
@@ -348,8 +349,11 @@ pub fn drain_interrupts(sys: &System, me: &PerCpu, running: Option<&Vcpu>) -> bo
         match intid {
             HYP_TIMER_INTID => {
                 timer::disarm();
-                timer_fired = true;
+                // Ended first: serving outputs waits for this timer again.
                 Gic::end(intid);
+                // Its outputs first: the timer fired a lead ahead of them.
+                crate::timedio::serve(sys, me);
+                timer_fired = true;
             }
             VTIMER_INTID | PTIMER_INTID | 32.. => vgic::forward(sys, me, intid, running),
             MAINTENANCE_INTID => {
@@ -360,6 +364,11 @@ pub fn drain_interrupts(sys: &System, me: &PerCpu, running: Option<&Vcpu>) -> bo
             }
             _ => Gic::end(intid),
         }
+    }
+    // A timed output asked for on another pCPU: the timer is armed again
+    // as after it fired.
+    if me.timed_io_rearm.load(Ordering::Relaxed) && me.timed_io_rearm.swap(false, Ordering::Acquire) {
+        timer_fired = true;
     }
     timer_fired
 }

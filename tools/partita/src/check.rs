@@ -89,8 +89,33 @@ pub fn summary(config: &Config, profile: &PlatformProfile) -> String {
     out.push_str(&plans(system, profile));
     out.push_str(&channels(system));
     out.push_str(&fabric(system, profile));
+    out.push_str(&timed_io(system));
     out.push_str(&health(system));
     out
+}
+
+/// The timed-I/O controller, its timing, and each grant: the lines, the
+/// queue, the view and the pCPU that performs its outputs.
+fn timed_io(system: &System) -> String {
+    let Some(timed_io) = &system.timed_io else { return String::new() };
+    let out = format!(
+        "\ntimed I/O: PL061 at {:#x}, horizon {} us, timer {} us ahead of each output\n",
+        timed_io.device, timed_io.horizon_us, timed_io.lead_us
+    );
+    let mut rows = vec![["PARTITION", "LINES", "DEPTH", "VIEW", "pCPU"].map(String::from)];
+    for grant in &timed_io.grants {
+        let partition = &system.partitions[grant.partition];
+        let lines: Vec<String> = (0..8).filter(|pin| grant.pins & 1 << pin != 0).map(|pin| pin.to_string()).collect();
+        let view = grant.view.map_or_else(|| "-".into(), |view| format!("{view:#010x}"));
+        rows.push([
+            partition.name.clone(),
+            lines.join(","),
+            grant.depth.to_string(),
+            view,
+            partition.vcpus[0].to_string(),
+        ]);
+    }
+    out + &indented(&table(&rows), "  ")
 }
 
 /// The fabric's PRRs with their download time and what each can host,

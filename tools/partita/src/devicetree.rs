@@ -11,6 +11,7 @@
 
 use anyhow::{bail, Context, Result};
 use partita_core::config::image::SeedPlaces;
+use partita_core::config::limits::PAGE_SIZE;
 use partita_core::config::model::{ChannelKind, Partition, Range, System};
 use partita_core::fabric::interface::PAGE_SIZE as INTERFACE_PAGE;
 use partita_core::hypercall::ABI_VERSION;
@@ -337,7 +338,27 @@ fn hypervisor(fdt: &mut FdtWriter, system: &System, partition: &Partition) -> Fd
         }
         fdt.end_node(child)?;
     }
+    timed_io(fdt, system, me)?;
     fdt.end_node(node)
+}
+
+/// `/partita/timed-io`, for a partition with a timed-I/O grant: the lines
+/// it may drive (bit n: GPIO n), its queue's depth, how early Partita's
+/// timer fires and, with a view, where it reads the controller.
+fn timed_io(fdt: &mut FdtWriter, system: &System, me: usize) -> FdtResult<()> {
+    let Some(timed_io) = &system.timed_io else { return Ok(()) };
+    let Some(grant) = timed_io.grants.iter().find(|g| g.partition == me) else { return Ok(()) };
+    let name = grant.view.map_or_else(|| "timed-io".to_string(), |view| format!("timed-io@{view:x}"));
+    let child = fdt.begin_node(&name)?;
+    fdt.property_string("compatible", "partita,timed-io")?;
+    fdt.property_u32("pins", u32::from(grant.pins))?;
+    fdt.property_u32("depth", grant.depth)?;
+    fdt.property_u64("lead-us", timed_io.lead_us)?;
+    fdt.property_u64("horizon-us", timed_io.horizon_us)?;
+    if let Some(view) = grant.view {
+        fdt.property_array_u64("reg", &[view, PAGE_SIZE])?;
+    }
+    fdt.end_node(child)
 }
 
 /// GIC binding specifier of a physical INTID: SPIs count from 32, PPIs from 16.

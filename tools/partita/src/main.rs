@@ -3,7 +3,7 @@
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use partita::bench::rtos::{self, Suite};
-use partita::bench::{accel, accel_software, ipc, irq_latency, linux, pcs, ready_queue, report, rtl};
+use partita::bench::{accel, accel_software, ipc, irq_latency, linux, pcs, ready_queue, report, rtl, timed_io};
 use partita::build::{self, BuildOutput};
 use partita::config::Config;
 use partita::paths;
@@ -159,6 +159,28 @@ enum Bench {
         #[arg(long)]
         save: bool,
     },
+    /// Timed outputs (BlueVisor's timing-accurate I/O): the error E of each
+    /// GPIO output against its asked counter value, from the trace, for a
+    /// partition alone on its pCPU and beside a busy one; under -icount and
+    /// wall-clock. Writes <out>/bench/timed-io/timed-io-<date>.md.
+    TimedIo {
+        /// QEMU boots per setup and pass.
+        #[arg(long, default_value_t = timed_io::DEFAULT_RUNS, value_parser = clap::value_parser!(u32).range(1..))]
+        runs: u32,
+        /// Outputs per boot, one every 500 µs (or five leads, if longer).
+        #[arg(long, default_value_t = timed_io::DEFAULT_OUTPUTS, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        outputs: u32,
+        /// How long before each output Partita's timer fires, in µs.
+        #[arg(long, default_value_t = timed_io::DEFAULT_LEAD_US, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+        lead_us: u64,
+        /// Shift of the -icount pass (with 0, one counter tick is 16 instructions).
+        #[arg(long, value_name = "SHIFT", default_value_t = timed_io::DEFAULT_SHIFT,
+              value_parser = clap::value_parser!(u32).range(0..=10))]
+        icount: u32,
+        /// Copy the report into bench/results/ of the source tree.
+        #[arg(long)]
+        save: bool,
+    },
     /// Linux beside an RTOS (vlk's Fig. 8): hackbench natively, under
     /// Partita alone and beside a 1 kHz RTOS busy f % of a shared pCPU, with
     /// and without migration; cyclictest natively and under Partita; under
@@ -306,6 +328,16 @@ fn execute(command: Cmd) -> Result<ExitCode> {
             let report = ipc::run(&opts)?;
             print!("{}", report.markdown());
             let written = ipc::write(&report, &opts.name)?;
+            println!("report: {}", written.display());
+            saved(&[written], save)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Bench { what: Bench::TimedIo { runs, outputs, lead_us, icount, save } } => {
+            let name = timed_io::DEFAULT_NAME.to_string();
+            let opts = timed_io::Options { runs, outputs, shift: icount, lead_us, name };
+            let report = timed_io::run(&opts)?;
+            print!("{}", report.table().terminal());
+            let written = timed_io::write(&report, &opts.name)?;
             println!("report: {}", written.display());
             saved(&[written], save)?;
             Ok(ExitCode::SUCCESS)

@@ -16,10 +16,12 @@
 //! ```
 
 pub mod slots;
+pub mod timed_io;
 
 use crate::chart::palette::{BLUE, BROWN, GRAY, GREEN, ORANGE, PINK, PURPLE, RED};
 use crate::chart::{self, Key, Mark, Strip};
 use anyhow::{bail, ensure, Context, Result};
+use partita_core::timedio;
 use partita_core::trace::{decode, AccelStep, Event, Kind, OutReason, Trace, NONE};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -336,6 +338,7 @@ fn category(kind: Kind) -> &'static str {
         Kind::SlotStart | Kind::Migrate => "schedule",
         Kind::VcpuIn | Kind::VcpuOut => "vcpu",
         Kind::AccelRequest | Kind::AccelConnect | Kind::AccelStep => "fabric",
+        Kind::TimedIo => "timed-io",
     }
 }
 
@@ -363,6 +366,11 @@ fn instant_args(meta: &TraceMeta, event: &Event) -> Value {
             Some((step, late)) => ("step", json!({ "step": step.name(), "late_ticks": late })),
             None => ("arg", json!(event.arg)),
         },
+        Kind::TimedIo => {
+            let (pins, late) = timedio::from_trace_arg(event.arg);
+            let asked = event.time as i64 - late;
+            ("output", json!({ "pins": format!("{pins:#04x}"), "asked": asked, "late_ticks": late }))
+        }
         Kind::VcpuIn | Kind::VcpuOut => ("arg", json!(event.arg)),
     };
     args.insert(key.into(), value);
@@ -443,17 +451,37 @@ fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, names: &[Strin
 /// An SVG histogram of injection latencies in microseconds; with none, an
 /// empty chart that says so.
 pub fn latency_svg(meta: &TraceMeta, latencies_us: &[f64]) -> Result<String> {
+    histogram_svg(&Histogram {
+        title: format!("{}: interrupt injection latency ({} samples)", meta.config, latencies_us.len()),
+        x: "latency (µs)",
+        y: "interrupts",
+        empty: "no interrupt was both taken and injected on one pCPU in this trace",
+        samples: latencies_us,
+    })
+}
+
+/// What one histogram shows.
+pub struct Histogram<'a> {
+    pub title: String,
+    pub x: &'static str,
+    pub y: &'static str,
+    /// Said across an empty chart.
+    pub empty: &'static str,
+    pub samples: &'a [f64],
+}
+
+/// An SVG histogram of `what.samples`; with none, an empty chart that says so.
+pub fn histogram_svg(what: &Histogram) -> Result<String> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, 600)).into_drawing_area();
         root.fill(&WHITE).map_err(chart::error)?;
-        let bins = histogram(latencies_us);
+        let bins = histogram(what.samples);
         let low = bins.first().map_or(0.0, |b| b.0);
         let high = bins.last().map_or(1.0, |b| b.1);
         let top = bins.iter().map(|b| b.2).max().unwrap_or(1).max(1) as f64 * 1.1;
-        let title = format!("{}: interrupt injection latency ({} samples)", meta.config, latencies_us.len());
         let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 22))
+            .caption(&what.title, ("sans-serif", 22))
             .margin(15)
             .x_label_area_size(45)
             .y_label_area_size(60)
@@ -461,8 +489,8 @@ pub fn latency_svg(meta: &TraceMeta, latencies_us: &[f64]) -> Result<String> {
             .map_err(chart::error)?;
         chart
             .configure_mesh()
-            .x_desc("latency (µs)")
-            .y_desc("interrupts")
+            .x_desc(what.x)
+            .y_desc(what.y)
             .y_label_formatter(&|count| format!("{count:.0}"))
             .draw()
             .map_err(chart::error)?;
@@ -472,9 +500,9 @@ pub fn latency_svg(meta: &TraceMeta, latencies_us: &[f64]) -> Result<String> {
             Rectangle::new([(x0 + gap, 0.0), (x1 - gap, count as f64)], PARTITION_COLORS[0].filled())
         });
         chart.draw_series(bars).map_err(chart::error)?;
-        if latencies_us.is_empty() {
-            let note = "no interrupt was both taken and injected on one pCPU in this trace";
-            root.draw(&Text::new(note, (WIDTH as i32 / 2 - 260, 290), ("sans-serif", 18))).map_err(chart::error)?;
+        if what.samples.is_empty() {
+            root.draw(&Text::new(what.empty, (WIDTH as i32 / 2 - 260, 290), ("sans-serif", 18)))
+                .map_err(chart::error)?;
         }
         root.present().map_err(chart::error)?;
     }
@@ -548,6 +576,7 @@ pub fn summary(meta: &TraceMeta, trace: &Trace) -> String {
     };
     text += &format!(" ({} taken interrupt(s) never injected)\n", injections.unmatched);
     text += &slots::summary(meta, trace).unwrap_or_default();
+    text += &timed_io::summary(meta, trace).unwrap_or_default();
     text
 }
 
@@ -571,11 +600,18 @@ pub fn draw(out_dir: &Path) -> Result<String> {
     write(GANTT_FILE, gantt_svg(&meta, &trace)?)?;
     let latencies = injections(&trace).latencies_us(&Clock::of(&trace));
     write(LATENCY_FILE, latency_svg(&meta, &latencies)?)?;
+    let operations = timed_io::operations(&trace);
+    if !operations.is_empty() {
+        write(timed_io::HISTOGRAM_FILE, timed_io::error_svg(&meta, &operations)?)?;
+    }
     let mut text = summary(&meta, &trace);
     text += &format!(
         "wrote {0}/{JSON_FILE} (open it in ui.perfetto.dev), {0}/{GANTT_FILE}, {0}/{LATENCY_FILE}",
         out_dir.display()
     );
+    if !operations.is_empty() {
+        text += &format!(", {}/{}", out_dir.display(), timed_io::HISTOGRAM_FILE);
+    }
     Ok(text)
 }
 

@@ -1761,3 +1761,51 @@ fn accel_configuration_bounds_with_measured_costs() {
         assert!(summary.contains(line), "no {line:?} in:\n{summary}");
     }
 }
+
+// --- Timed I/O -------------------------------------------------------------
+
+#[test]
+fn good_timed_io_resolves_pins_defaults_and_views() {
+    let config = load_good("good_timed_io");
+    let timed_io = config.system.timed_io.as_ref().expect("a [timed_io] section");
+    assert_eq!((timed_io.device, timed_io.horizon_us, timed_io.lead_us), (0x0903_0000, 500_000, 20));
+    let grants: Vec<(usize, u8, u32, Option<u64>)> =
+        timed_io.grants.iter().map(|g| (g.partition, g.pins, g.depth, g.view)).collect();
+    assert_eq!(grants, [(0, 0b11, 8, Some(0x0903_0000)), (1, 0b1_0000, 16, None)]);
+    assert_eq!(load_good("good").system.timed_io, None, "no [timed_io], no timed outputs");
+}
+
+#[test]
+fn timed_io_controller_given_to_a_partition() {
+    expect_error("timed_io_device_owned", "timed_io.device", "partition \"io\" has the timed-I/O controller");
+}
+
+#[test]
+fn timed_io_pin_granted_twice() {
+    expect_error("timed_io_pin_shared", "timed_io.grant[1].pins", "pin 1 is granted to partition \"rt\" already");
+}
+
+#[test]
+fn timed_io_pin_the_controller_lacks() {
+    expect_error("timed_io_pin_out_of_range", "timed_io.grant[0].pins", "pin 8 does not exist");
+}
+
+#[test]
+fn timed_io_grant_of_an_unknown_partition() {
+    expect_error("timed_io_unknown_partition", "timed_io.grant[0].partition", "no partition is named \"ctrl\"");
+}
+
+#[test]
+fn timed_io_depth_out_of_range() {
+    expect_error("timed_io_depth_out_of_range", "timed_io.grant[0].depth", "a depth of 0 operations is out of range");
+}
+
+#[test]
+fn timed_io_lead_beyond_the_horizon() {
+    expect_error("timed_io_lead_over_horizon", "timed_io.lead", "must be shorter than the horizon");
+}
+
+#[test]
+fn timed_io_view_over_the_partitions_memory() {
+    expect_error("timed_io_view_over_memory", "timed_io.grant[0].view", "overlaps its memory");
+}

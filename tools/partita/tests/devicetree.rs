@@ -290,6 +290,37 @@ fn channels_the_partition_is_listed_on() {
     assert_eq!(cells(prop(frames, "interrupts")), [0, 16, 4], "SPI 48");
 }
 
+/// A partition with a timed-I/O grant finds its lines, depth, timing and
+/// read-only view under `/partita`; one without finds nothing.
+#[test]
+fn the_timed_io_grant_with_its_view() {
+    use partita_core::config::model::{TimedIo, TimedIoGrant};
+    let (mut system, part) = sample();
+    system.partitions.push(partition("gpos", vec![2], vec![region(0x6000_0000, 0x20_0000)]));
+    let grant = |partition, pins, view| TimedIoGrant { partition, pins, depth: 8, view };
+    system.timed_io = Some(TimedIo {
+        device: 0x0903_0000,
+        horizon_us: 500_000,
+        lead_us: 20,
+        grants: vec![grant(0, 0b11, Some(0x0a10_0000)), grant(1, 0b100, None)],
+    });
+    let blob = generate(&system, &part).unwrap();
+    let fdt = Fdt::new(&blob).unwrap();
+    let io = node(&fdt, "/partita/timed-io@a100000");
+    assert_eq!(text(io, "compatible"), "partita,timed-io");
+    assert_eq!((cells(prop(io, "pins")), cells(prop(io, "depth"))), (vec![0b11], vec![8]));
+    assert_eq!((u64s(prop(io, "lead-us")), u64s(prop(io, "horizon-us"))), (vec![20], vec![500_000]));
+    assert_eq!(u64s(prop(io, "reg")), [0x0a10_0000, 0x1000]);
+    let gpos = system.partitions[1].clone();
+    let blob = generate(&system, &gpos).unwrap();
+    let fdt = Fdt::new(&blob).unwrap();
+    let io = node(&fdt, "/partita/timed-io");
+    assert!(io.property("reg").is_none(), "no view");
+    system.timed_io = None;
+    let blob = generate(&system, &part).unwrap();
+    assert!(Fdt::new(&blob).unwrap().find_node("/partita/timed-io@a100000").is_none());
+}
+
 /// Each virtual device is a node at its interface page, naming its function
 /// and its three signals; a partition without accelerators gets none.
 #[test]

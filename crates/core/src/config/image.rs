@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 pub const MAGIC: [u8; 8] = *b"PARTITA\0";
 /// Raised whenever the boot table's shape changes, so a hypervisor and a
 /// payload from different versions refuse each other clearly.
-pub const VERSION: u32 = 6;
+pub const VERSION: u32 = 7;
 const HEADER_LEN: usize = 40;
 
 /// What the hypervisor needs to build and start every partition.
@@ -337,6 +337,7 @@ mod tests {
                     },
                 }],
                 fabric: None,
+                timed_io: None,
             },
             boot: vec![PartitionBoot {
                 entry: 0x4000_0000,

@@ -111,6 +111,15 @@ pub const MAX_VIRTUAL_DEVICES: usize = 8;
 /// `fabric.hold`: shorter than an allocation's own path (Ker-ONE measured
 /// 3 to 10 us) it would expire before the client could start; longer than
 /// a second, a client that never starts keeps the PRR from everyone.
+/// Pending timed outputs of one partition.
+pub const TIMED_IO_DEPTH: RangeInclusive<u32> = 1..=64;
+
+/// How far ahead a timed output may be asked for, in microseconds.
+pub const TIMED_IO_HORIZON_US: RangeInclusive<u64> = 1..=60_000_000;
+
+/// How early Partita's timer fires before a timed output, in microseconds.
+pub const TIMED_IO_LEAD_US: RangeInclusive<u64> = 1..=10_000;
+
 pub const FABRIC_HOLD_US: RangeInclusive<u64> = 10..=1_000_000;
 /// An accelerator's `frame`, in nanoseconds: a frame longer than a second
 /// would make every preemption wait that long.

@@ -24,9 +24,37 @@ pub struct System {
     /// The reconfigurable fabric and its accelerators; `None`: there is
     /// none, and no partition has a virtual device.
     pub fabric: Option<Fabric>,
+    /// Timing-accurate I/O; `None`: no partition may ask for timed outputs.
+    pub timed_io: Option<TimedIo>,
 }
 
-/// The board Partita runs on.
+/// Timing-accurate I/O (BlueVisor): a GPIO controller (a PL061) that
+/// Partita owns and writes at the times partitions ask for.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimedIo {
+    /// Host-physical base of the controller's 4 KiB of registers.
+    pub device: u64,
+    /// Furthest ahead of the call a request may be, in microseconds.
+    pub horizon_us: u64,
+    /// How long before an operation Partita's timer fires, in
+    /// microseconds; the pCPU polls the counter for the rest.
+    pub lead_us: u64,
+    pub grants: Vec<TimedIoGrant>,
+}
+
+/// What one partition may drive.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TimedIoGrant {
+    /// Index into [`System::partitions`].
+    pub partition: usize,
+    /// Its lines, one bit each (bit n: GPIO n).
+    pub pins: u8,
+    /// Operations it may have pending at once.
+    pub depth: u32,
+    /// Guest-physical address of a read-only view of the controller's
+    /// registers, where it reads the lines back; `None`: no view.
+    pub view: Option<u64>,
+}
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Platform {
     /// Board name, e.g. `qemu-virt`.

@@ -58,6 +58,22 @@ impl BudgetMeter {
         }
     }
 
+    /// Adds `ticks` the pCPU spent for this vCPU while it was not running
+    /// it (polling for one of its partition's timed outputs).
+    pub fn charge(&mut self, ticks: u64, now: u64) {
+        self.roll(now);
+        self.used = self.used.saturating_add(ticks);
+    }
+
+    /// Takes back `ticks` of the running stretch that the pCPU spent for
+    /// another partition, so that they are not counted twice.
+    pub fn excuse(&mut self, ticks: u64, now: u64) {
+        self.roll(now);
+        if let Some(entered) = self.entered.as_mut() {
+            *entered = entered.saturating_add(ticks).min(now);
+        }
+    }
+
     /// Time used in the current period, counting the stretch it is running.
     pub fn used(&mut self, now: u64) -> u64 {
         self.roll(now);
@@ -107,6 +123,19 @@ mod tests {
         assert_eq!(m.used(100), 0, "a new period");
         assert!(!m.overrun(120));
         assert!(m.overrun(131));
+    }
+
+    #[test]
+    fn polling_for_another_partition_moves_the_time_to_it() {
+        let mut running = BudgetMeter::new(30, 100);
+        let mut asker = BudgetMeter::new(30, 100);
+        running.enter(0);
+        running.excuse(8, 20);
+        asker.charge(8, 20);
+        assert_eq!(running.used(20), 12);
+        assert_eq!(asker.used(20), 8);
+        running.excuse(50, 25);
+        assert_eq!(running.used(25), 0, "never below nothing");
     }
 
     #[test]

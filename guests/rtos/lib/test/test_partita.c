@@ -442,6 +442,41 @@ static void hm_report_and_kick(void)
 	EXPECT(rtos_watchdog_kick(&deadline) == PARTITA_ESTATE && deadline == 123456789);
 }
 
+/* ---- Timed outputs ---- */
+
+static void tio_calls_pass_their_arguments(void)
+{
+	struct rtos_tio_stats stats = { 0, 0, 0 };
+	uint32_t dropped = 0;
+
+	answer(PARTITA_OK, 0, 0, 0);
+	EXPECT(rtos_tio_write_at(0x3, 0x1, 1000) == PARTITA_OK);
+	EXPECT(rtos_tio_periodic(0x4, 0x4, 2000, 500) == PARTITA_OK);
+	EXPECT(calls[0].fn == PARTITA_TIO_WRITE_AT && calls[0].a[0] == 0x3 && calls[0].a[1] == 0x1 &&
+	       calls[0].a[2] == 1000 && calls[0].a[3] == 0);
+	EXPECT(calls[1].a[2] == 2000 && calls[1].a[3] == 500);
+	reset();
+	answer(PARTITA_OK, 2, 0, 0);
+	EXPECT(rtos_tio_cancel(0x4, &dropped) == PARTITA_OK && dropped == 2);
+	EXPECT(calls[0].fn == PARTITA_TIO_CANCEL && calls[0].a[0] == 0x4);
+	reset();
+	answer(PARTITA_OK, 10, 3, 12);
+	EXPECT(rtos_tio_stats(&stats) == PARTITA_OK && stats.done == 10 && stats.max_error == 3 &&
+	       stats.sum_error == 12);
+	EXPECT(rtos_tio_stats(NULL) == PARTITA_EINVAL);
+}
+
+static void tio_refusals_pass_through(void)
+{
+	answer(PARTITA_ELATE, 0, 0, 0);
+	EXPECT(rtos_tio_write_at(1, 1, 5) == PARTITA_ELATE);
+	reset();
+	answer(PARTITA_ETOOFAR, 0, 0, 0);
+	EXPECT(rtos_tio_write_at(1, 1, 5) == PARTITA_ETOOFAR);
+	EXPECT(strcmp(rtos_partita_status_name(PARTITA_ELATE), "ELATE") == 0);
+	EXPECT(strcmp(rtos_partita_status_name(PARTITA_ETOOFAR), "ETOOFAR") == 0);
+}
+
 static void watchdog_task_kicks(void)
 {
 	uint64_t stack[128];
@@ -534,7 +569,7 @@ static void names(void)
 	EXPECT(strcmp(rtos_partita_status_name(PARTITA_OK), "OK") == 0);
 	EXPECT(strcmp(rtos_partita_status_name(PARTITA_EBUSY), "EBUSY") == 0);
 	EXPECT(strcmp(rtos_partita_status_name(PARTITA_EFAULT), "EFAULT") == 0);
-	EXPECT(strcmp(rtos_partita_status_name(-12), "?") == 0);
+	EXPECT(strcmp(rtos_partita_status_name(-14), "?") == 0);
 	EXPECT(strcmp(rtos_partita_status_name(1), "?") == 0);
 	EXPECT(strcmp(rtos_partita_status_name(RTOS_ACCEL_EDMA), "ACCEL_EDMA") == 0);
 	EXPECT(strcmp(rtos_partita_status_name(RTOS_ACCEL_ECMD), "ACCEL_ECMD") == 0);
@@ -573,6 +608,8 @@ static const struct test tests[] = {
 	TEST(doorbell_gives_semaphore),
 	TEST(hm_report_and_kick),
 	TEST(watchdog_task_kicks),
+	TEST(tio_calls_pass_their_arguments),
+	TEST(tio_refusals_pass_through),
 	TEST(hm_read_decodes),
 	TEST(hm_read_denied),
 	TEST(names),

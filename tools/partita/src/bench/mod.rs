@@ -20,6 +20,7 @@ pub mod report;
 pub mod rtl;
 pub mod rtos;
 pub mod stats;
+pub mod timed_io;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::{Deserialize, Serialize};

@@ -7,6 +7,21 @@ use super::raw::*;
 use anyhow::{Context, Result};
 use std::path::Path;
 
+impl RawTimedIo {
+    /// The default controller and horizon, Partita's timer `lead_us` ahead.
+    pub fn with_lead(lead_us: u64) -> Self {
+        Self { lead: Some(Micros(lead_us)), ..Self::default() }
+    }
+
+    /// `partition` may drive GPIO `pins`, with `depth` pending at most,
+    /// and reads them back at `view` if given.
+    pub fn grant(mut self, partition: &str, pins: &[u32], depth: u32, view: Option<u64>) -> Self {
+        let partition = partition.to_string();
+        self.grant.push(RawTimedIoGrant { partition, pins: pins.to_vec(), depth: Some(depth), view });
+        self
+    }
+}
+
 impl RawConfig {
     pub fn new() -> Self {
         Self::default()
@@ -52,6 +67,12 @@ impl RawConfig {
     /// A fabric; `RawFabric::default()` is Ker-ONE's.
     pub fn fabric(mut self, fabric: RawFabric) -> Self {
         self.fabric = Some(fabric);
+        self
+    }
+
+    /// Timed I/O on QEMU `virt`'s PL061.
+    pub fn timed_io(mut self, timed_io: RawTimedIo) -> Self {
+        self.timed_io = Some(timed_io);
         self
     }
 

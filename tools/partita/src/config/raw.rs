@@ -36,6 +36,33 @@ pub struct RawConfig {
     /// Present, even empty: the system has a fabric.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fabric: Option<RawFabric>,
+    /// Present: partitions may ask for timed outputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timed_io: Option<RawTimedIo>,
+}
+
+/// `[timed_io]`: the GPIO controller Partita drives at asked times.
+#[derive(Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTimedIo {
+    /// Host-physical base of the PL061.
+    pub device: Option<u64>,
+    pub horizon: Option<Micros>,
+    pub lead: Option<Micros>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub grant: Vec<RawTimedIoGrant>,
+}
+
+/// `[[timed_io.grant]]`: the pins one partition may drive.
+#[derive(Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTimedIoGrant {
+    pub partition: String,
+    /// GPIO line numbers; a list, so that a line out of range is reported
+    /// with its number.
+    pub pins: Vec<u32>,
+    pub depth: Option<u32>,
+    pub view: Option<u64>,
 }
 
 #[derive(Debug, Default, PartialEq, Deserialize, Serialize)]

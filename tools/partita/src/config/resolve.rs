@@ -3,7 +3,7 @@
 use super::raw::{
     RawAction, RawChannel, RawChannelKind, RawConfig, RawCore, RawCriticality, RawDelivery, RawDevice, RawFabric,
     RawFormat, RawFunction, RawImage, RawInterrupt, RawMemory, RawPartition, RawPlan, RawPlatform, RawRange, RawRight,
-    RawSlot, RawTrace,
+    RawSlot, RawTimedIo, RawTrace,
 };
 use super::virtio::{self, VirtioDevice};
 use super::{Image, ImageFormat};
@@ -11,10 +11,11 @@ use partita_core::config::limits::{CONSOLE_INTID, SPI};
 use partita_core::config::model::{
     Accelerator, Action, Budget, Channel, ChannelKind, Criticality, CyclicCore, Delivery, Device, Fabric, Function,
     Health, Hypervisor, Interrupt, MemoryRegion, Migration, Partition, Perms, Plan, Platform, Prr, Range, Rights, Slot,
-    System, VirtualDevice,
+    System, TimedIo, TimedIoGrant, VirtualDevice,
 };
 use partita_core::config::validate::{hex_range, slot_label, Issue};
 use partita_core::fabric::interface::PAGE_SIZE as INTERFACE_PAGE;
+use partita_core::timedio;
 use std::collections::BTreeSet;
 use std::path::Path;
 
@@ -42,6 +43,11 @@ pub const DEFAULT_PARTITION_CONSOLE: u64 = 0x0900_0000;
 /// Allocated regions start on 2 MiB so the stage-2 tables can use block mappings.
 pub const ALLOCATION_ALIGN: u64 = 2 * MIB;
 /// Zynq-7000's PCAP as Ker-ONE measured it: 128 MB/s, decimal.
+/// QEMU `virt`'s PL061 GPIO controller.
+pub const DEFAULT_TIMED_IO_DEVICE: u64 = 0x0903_0000;
+pub const DEFAULT_TIMED_IO_HORIZON_US: u64 = 1_000_000;
+pub const DEFAULT_TIMED_IO_LEAD_US: u64 = 50;
+pub const DEFAULT_TIMED_IO_DEPTH: u32 = 16;
 pub const DEFAULT_FABRIC_BANDWIDTH: u64 = 128_000_000;
 pub const DEFAULT_FABRIC_HOLD_US: u64 = 1_000;
 /// Ker-ONE's accelerators (Tables 5 and 6): name, function, time per
@@ -128,7 +134,8 @@ pub fn resolve(raw: RawConfig, name: String, config_dir: &Path) -> Resolved {
         let devices = virtual_devices(p, raw_partition, fabric.as_ref(), &channels, &mut issues, &mut unresolved);
         partitions[p].accelerators = devices;
     }
-    let mut system = System { name, platform, hypervisor, partitions, plans, channels, fabric };
+    let timed_io = raw.timed_io.as_ref().map(|raw| timed_io(raw, &partitions, &mut issues, &mut unresolved));
+    let mut system = System { name, platform, hypervisor, partitions, plans, channels, fabric, timed_io };
     let unallocated = allocate(&mut system, &raw, &images, &mut issues);
     // An unplaced fabric has no address to judge; its own issue says why.
     for own in [FABRIC_MEMORY, IMAGE_STORE] {
@@ -485,6 +492,59 @@ fn image_format(image: &RawImage) -> Result<ImageFormat, (&'static str, &'static
         }
         (RawFormat::Raw, None) => Err(("format", "a raw image needs a load address (load = 0x...)")),
     }
+}
+
+/// `[timed_io]` with its defaults, partitions by index and pins as a mask.
+fn timed_io(
+    raw: &RawTimedIo,
+    partitions: &[Partition],
+    issues: &mut Vec<Issue>,
+    unresolved: &mut Vec<(String, &'static str)>,
+) -> TimedIo {
+    let grants = raw
+        .grant
+        .iter()
+        .enumerate()
+        .map(|(g, grant)| {
+            let path = format!("timed_io.grant[{g}]");
+            let partition = partitions.iter().position(|p| p.name == grant.partition).unwrap_or_else(|| {
+                let message = format!("no partition is named \"{}\"", grant.partition);
+                issues.push(Issue { path: path.clone(), field: "partition", message });
+                unresolved.push((path.clone(), "partition"));
+                UNKNOWN_PARTITION
+            });
+            TimedIoGrant {
+                partition,
+                pins: pin_mask(&path, &grant.pins, issues),
+                depth: grant.depth.unwrap_or(DEFAULT_TIMED_IO_DEPTH),
+                view: grant.view,
+            }
+        })
+        .collect();
+    TimedIo {
+        device: raw.device.unwrap_or(DEFAULT_TIMED_IO_DEVICE),
+        horizon_us: raw.horizon.map_or(DEFAULT_TIMED_IO_HORIZON_US, |h| h.0),
+        lead_us: raw.lead.map_or(DEFAULT_TIMED_IO_LEAD_US, |l| l.0),
+        grants,
+    }
+}
+
+/// GPIO line numbers as a mask; a line the controller lacks, or one named
+/// twice, is an issue of `pins`.
+fn pin_mask(path: &str, pins: &[u32], issues: &mut Vec<Issue>) -> u8 {
+    let mut mask = 0u8;
+    for &pin in pins {
+        let message = if pin >= timedio::PINS {
+            format!("pin {pin} does not exist: the controller has lines 0 to {}", timedio::PINS - 1)
+        } else if mask & 1 << pin != 0 {
+            format!("pin {pin} is listed twice")
+        } else {
+            mask |= 1 << pin;
+            continue;
+        };
+        issues.push(Issue { path: path.into(), field: "pins", message });
+    }
+    mask
 }
 
 const FABRIC_MEMORY: &str = "fabric.memory";

@@ -66,6 +66,7 @@ pub fn system(name: &str, partitions: Vec<Partition>) -> System {
         plans: vec![],
         channels: vec![],
         fabric: None,
+        timed_io: None,
     }
 }
 

@@ -75,6 +75,7 @@ pub(super) fn system() -> System {
         plans: Vec::new(),
         channels: Vec::new(),
         fabric: None,
+        timed_io: None,
     }
 }
 

@@ -28,6 +28,8 @@
 //! - `fabric`: the fabric's settings, memory, accelerators and PRRs, and
 //!   each partition's virtual devices (their accelerator, interface page,
 //!   signals and deadline);
+//! - `timed_io`: the controller Partita owns for timed outputs, its timing,
+//!   and which partition may drive which pins;
 //! - `overlap`: the one place that finds which ranges share addresses, for
 //!   every rule above that forbids it.
 //!
@@ -49,6 +51,7 @@ mod overlap;
 mod partitions;
 mod plans;
 mod platform;
+mod timed_io;
 
 #[cfg(test)]
 pub(crate) mod fixtures;
@@ -102,6 +105,7 @@ pub fn validate(system: &System) -> Vec<Issue> {
         v.budgets();
         v.channels();
         v.fabric();
+        v.timed_io();
     }
     v.issues
 }
@@ -132,6 +136,7 @@ fn within_limits(system: &System) -> bool {
             .iter()
             .all(|channel| channels::endpoint_lists(&channel.kind).iter().all(|(_, list)| list.len() <= MAX_PARTITIONS))
         && fabric::within_limits(system)
+        && system.timed_io.as_ref().is_none_or(|timed_io| timed_io.grants.len() <= MAX_PARTITIONS)
 }
 
 fn partition_path(p: usize) -> String {

@@ -1,0 +1,137 @@
+//! What a trace says about timed outputs: each operation's asked and done
+//! counter values, the error E = |done - asked| per partition, and its
+//! histogram.
+//!
+//! A `TimedIo` event is stamped when the write was done and carries the
+//! signed difference to the asked time, so both come back exactly (within
+//! the ±2^23 ticks the event keeps).
+
+use super::{histogram_svg, partition_name, Histogram, TraceMeta};
+use anyhow::Result;
+use partita_core::timedio::from_trace_arg;
+use partita_core::trace::{Kind, Trace};
+
+pub const HISTOGRAM_FILE: &str = "timed-io-error.svg";
+
+/// One timed output as the trace recorded it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Operation {
+    pub cpu: usize,
+    pub partition: u8,
+    pub pins: u8,
+    pub values: u8,
+    pub asked: u64,
+    pub done: u64,
+}
+
+impl Operation {
+    /// E, in counter ticks.
+    pub fn error(&self) -> u64 {
+        self.done.abs_diff(self.asked)
+    }
+}
+
+/// Every timed output in the trace, per pCPU in time order.
+pub fn operations(trace: &Trace) -> Vec<Operation> {
+    let mut found = Vec::new();
+    for (cpu, events) in trace.cpus.iter().enumerate() {
+        for event in events.iter().filter(|e| e.kind == Kind::TimedIo) {
+            let (pins, late) = from_trace_arg(event.arg);
+            let asked = event.time.saturating_add_signed(-late);
+            found.push(Operation {
+                cpu,
+                partition: event.partition,
+                pins,
+                values: event.vcpu,
+                asked,
+                done: event.time,
+            });
+        }
+    }
+    found
+}
+
+/// One partition's errors.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Errors {
+    pub partition: u8,
+    pub count: usize,
+    pub max: u64,
+    pub mean: f64,
+}
+
+/// The errors of each partition that asked for outputs, in partition order.
+pub fn errors_per_partition(operations: &[Operation]) -> Vec<Errors> {
+    let mut partitions: Vec<u8> = operations.iter().map(|o| o.partition).collect();
+    partitions.sort_unstable();
+    partitions.dedup();
+    partitions
+        .into_iter()
+        .map(|partition| {
+            let errors: Vec<u64> =
+                operations.iter().filter(|o| o.partition == partition).map(Operation::error).collect();
+            let mean = errors.iter().sum::<u64>() as f64 / errors.len() as f64;
+            Errors { partition, count: errors.len(), max: errors.iter().copied().max().unwrap_or(0), mean }
+        })
+        .collect()
+}
+
+/// A line per partition that asked for outputs; `None` when none did.
+pub fn summary(meta: &TraceMeta, trace: &Trace) -> Option<String> {
+    let operations = operations(trace);
+    if operations.is_empty() {
+        return None;
+    }
+    let mut text = String::from("timed I/O error E = |done - asked| in counter ticks:\n");
+    for errors in errors_per_partition(&operations) {
+        text += &format!(
+            "  {}: {} operations, max E {} ticks, mean E {:.2} ticks\n",
+            partition_name(meta, errors.partition),
+            errors.count,
+            errors.max,
+            errors.mean
+        );
+    }
+    Some(text)
+}
+
+/// An SVG histogram of every operation's E, in counter ticks.
+pub fn error_svg(meta: &TraceMeta, operations: &[Operation]) -> Result<String> {
+    let samples: Vec<f64> = operations.iter().map(|o| o.error() as f64).collect();
+    histogram_svg(&Histogram {
+        title: format!("{}: timed-output error E ({} operations)", meta.config, samples.len()),
+        x: "E = |done - asked| (counter ticks)",
+        y: "operations",
+        empty: "no timed output in this trace",
+        samples: &samples,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use partita_core::timedio::trace_arg;
+    use partita_core::trace::Event;
+
+    fn output(partition: u8, asked: u64, done: u64) -> Event {
+        Event { time: done, kind: Kind::TimedIo, partition, vcpu: 1, arg: trace_arg(0b1, asked, done) }
+    }
+
+    #[test]
+    fn errors_come_back_per_partition_both_ways() {
+        let trace = Trace {
+            counter_hz: 62_500_000,
+            cpus: vec![vec![output(0, 100, 101), output(1, 200, 200)], vec![output(0, 300, 297)]],
+            lost: vec![0, 0],
+        };
+        let found = operations(&trace);
+        assert_eq!(found[2], Operation { cpu: 1, partition: 0, pins: 1, values: 1, asked: 300, done: 297 });
+        let errors = errors_per_partition(&found);
+        assert_eq!(errors[0], Errors { partition: 0, count: 2, max: 3, mean: 2.0 });
+        assert_eq!(errors[1], Errors { partition: 1, count: 1, max: 0, mean: 0.0 });
+        let meta = TraceMeta { config: "t".into(), cpus: 2, partitions: vec!["rt".into(), "io".into()], plans: vec![] };
+        let text = summary(&meta, &trace).unwrap();
+        assert!(text.contains("rt: 2 operations, max E 3 ticks, mean E 2.00 ticks"), "{text}");
+        assert!(error_svg(&meta, &found).unwrap().contains("timed-output error E (3 operations)"));
+    }
+}
