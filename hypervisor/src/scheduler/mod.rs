@@ -344,7 +344,9 @@ fn arm_timer(sys: &System, me: &PerCpu, running: Option<usize>) {
 /// timer fired. Kicks need no action: the caller looks at the vCPUs again.
 pub fn drain_interrupts(sys: &System, me: &PerCpu, running: Option<&Vcpu>) -> bool {
     let mut timer_fired = false;
-    while let Some(intid) = crate::trap::fast::take_acknowledged().or_else(Gic::acknowledge) {
+    // One the fast path acknowledged comes first, asked for once.
+    let mut acknowledged = crate::trap::fast::take_acknowledged();
+    while let Some(intid) = acknowledged.take().or_else(Gic::acknowledge) {
         trace::record_cpu(Kind::IrqTaken, intid);
         match intid {
             HYP_TIMER_INTID => {

@@ -325,11 +325,7 @@ impl<const W: usize> Manager<W> {
 
     /// `client` is served, under way, or waiting in its place in the list.
     fn asked_already(&self, client: Client) -> bool {
-        let mine = |c: &Client| c.same_device(client);
-        let on_prr = |(d, i): (&Descriptor, &Option<Incoming>)| {
-            d.client.as_ref().is_some_and(mine) || i.as_ref().is_some_and(|i| mine(&i.request.client))
-        };
-        self.prrs.iter().zip(&self.incoming).any(on_prr) || self.waiting.iter().any(|r| mine(&r.client))
+        self.engages(client) || self.waiting.iter().any(|r| r.client.same_device(client))
     }
 
     fn request(&mut self, request: Request, act: &mut impl FnMut(Action)) {
