@@ -91,6 +91,9 @@ pub struct PerCpu {
     pub timed_io: Vec<usize>,
     /// A request on another pCPU may want this pCPU's timer earlier.
     pub timed_io_rearm: AtomicBool,
+    /// The vCPU whose FP/SIMD values its registers may hold, as a
+    /// `partita_core::partition::fp::Holder`; read and written only here.
+    pub fp_holder: AtomicU32,
 }
 
 /// How a pCPU chooses what runs on it.
@@ -147,6 +150,7 @@ impl PerCpu {
             migrating: Vec::new(),
             timed_io: Vec::new(),
             timed_io_rearm: AtomicBool::new(false),
+            fp_holder: AtomicU32::new(0),
         }
     }
 

@@ -119,6 +119,8 @@ impl El1Context {
 
 /// FP/SIMD registers of a vCPU. The hypervisor itself is built without
 /// FP/SIMD (a soft-float target), so these change only when switching.
+/// Both transfers need FP/SIMD untrapped at EL2 (`el2::trap_fp(false)`
+/// and an `isb`).
 #[derive(Clone, Copy, Debug, Default)]
 #[repr(C, align(16))]
 pub struct FpContext {
@@ -190,7 +192,7 @@ unsafe extern "C" {
 impl FpContext {
     pub fn save(&mut self) {
         // SAFETY: writes exactly the 528 bytes of `self`; clobbers x1, x2,
-        // which the C ABI lets a callee clobber. FP is enabled at EL2 (CPTR_EL2.TFP=0).
+        // which the C ABI lets a callee clobber. Its caller untrapped FP/SIMD at EL2.
         unsafe { fp_save(self) }
     }
 

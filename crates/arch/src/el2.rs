@@ -61,6 +61,23 @@ pub fn set_guest_traps(trap_wfi: bool, irq_to_el2: bool) {
     write_sysreg!("hcr_el2", hcr);
 }
 
+mod cptr {
+    /// The bits that read as one (RES1), SVE trapped (TZ) among them.
+    pub const RES1: u64 = 0x33ff;
+    pub const TFP: u64 = 1 << 10;
+    pub const TTA: u64 = 1 << 20;
+}
+
+/// Traps FP/SIMD at EL1, EL0 and EL2 (CPTR_EL2.TFP), or lets them run: a
+/// vCPU runs untrapped only while its values are in the registers
+/// (`partita_core::partition::fp`). Trace registers stay trapped (TTA).
+/// Takes effect at the next context synchronization: the `eret` into the
+/// guest, or an `isb` before EL2 itself touches the registers.
+pub fn trap_fp(trap: bool) {
+    let tfp = if trap { cptr::TFP } else { 0 };
+    write_sysreg!("cptr_el2", cptr::RES1 | cptr::TTA | tfp);
+}
+
 mod mdcr {
     pub const HPMN: u64 = 0x1f;
     pub const TPMCR: u64 = 1 << 5;
@@ -90,8 +107,8 @@ pub fn init_cpu() {
     // The debug registers' reset values are UNKNOWN; a vCPU that has not
     // touched them must find them as a reset leaves them architecturally.
     crate::context::DebugContext::RESET.restore();
-    // CPTR_EL2: RES1 bits, FP/SIMD not trapped, trace trapped (TTA).
-    write_sysreg!("cptr_el2", 0x33ff | (1 << 20));
+    // FP/SIMD start trapped: no vCPU's values are in the registers yet.
+    trap_fp(true);
     // CNTHCTL_EL2: EL1PCTEN and EL1PCEN set. The physical counter stays
     // readable (Linux's boot protocol asks for it, and it is the same counter
     // the virtual one shows); the EL1 physical timer is the loaded vCPU's,

@@ -67,6 +67,10 @@ pub enum Kind {
     /// 24..32) and how much later than asked it was done, signed, in
     /// counter ticks (0..24): [`crate::timedio::from_trace_arg`].
     TimedIo = 15,
+    /// A vCPU's first FP/SIMD access on its pCPU loaded its values
+    /// (`crate::partition::fp`); `arg` names the vCPU whose values were
+    /// saved first, as partition + 1 (bits 16..32) and vCPU index, or is 0.
+    FpLoad = 16,
 }
 
 /// What an [`Kind::AccelStep`] event marks.
@@ -157,6 +161,7 @@ impl Kind {
             AccelConnect,
             AccelStep,
             TimedIo,
+            FpLoad,
         ]
         .into_iter()
         .find(|k| *k as u8 == value)
@@ -179,6 +184,7 @@ impl Kind {
             Kind::AccelConnect => "accelerator connect",
             Kind::AccelStep => "accelerator step",
             Kind::TimedIo => "timed output",
+            Kind::FpLoad => "FP/SIMD load",
         }
     }
 }

@@ -296,6 +296,14 @@ static bool parse_token(const char *tok, u32 n, struct bootargs *a)
 		if (!parse_u64(v, vlen, &num) || num > MAX_PERIOD_MS)
 			return false;
 		a->ctl_after_ms = num;
+	} else if (KEY("fp_ms")) {
+		if (!parse_u64(v, vlen, &num) || num > MAX_PERIOD_MS)
+			return false;
+		a->fp_ms = num;
+	} else if (KEY("fp_at_ms")) {
+		if (!parse_u64(v, vlen, &num) || num > MAX_PERIOD_MS)
+			return false;
+		a->fp_at_ms = num;
 	} else if (KEY("count_ms")) {
 		if (!parse_u64(v, vlen, &num) || num > MAX_PERIOD_MS)
 			return false;
@@ -587,6 +595,8 @@ void bootargs_parse(const char *cmdline, struct bootargs *a)
 	a->probe_firmware = false;
 	a->print_seed = false;
 	a->count_ms = 0;
+	a->fp_ms = 0;
+	a->fp_at_ms = 0;
 	a->count_at_ms = 0;
 	a->has_count_at = false;
 	a->chan = 0;

@@ -113,6 +113,8 @@ struct bootargs {
 	bool probe_firmware;		/* make Linux's SMCCC discovery calls */
 	bool print_seed;		/* print /chosen/kaslr-seed and rng-seed */
 	u64 count_ms;			/* count loop iterations for this long; 0: off */
+	u64 fp_ms;			/* every vCPU checks its FP/SIMD values this long; 0: off */
+	u64 fp_at_ms;			/* the counter time, in ms, the FP/SIMD check starts at; 0: at once */
 	u64 count_at_ms;		/* start counting at this counter time */
 	bool has_count_at;
 	/* Channels (ipc.c); 0 leaves each one off. */

@@ -58,6 +58,10 @@ void timer_sleep_until(u64 t);
 /* Counting partition (count.c). */
 void count_test(const struct bootargs *a);
 
+/* FP/SIMD values kept across switches (fp.c). */
+void fp_test(const struct dt_info *dt, const struct bootargs *a, const volatile u32 *cpu_up);
+void fp_secondary(const struct dt_info *dt, u32 cpu);
+
 /* An SPI counted by the IRQ handler, for tests in other files (irqtest.c). */
 void irq_watch_spi(u32 intid);
 u32 irq_spi_taken(void);

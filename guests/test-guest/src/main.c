@@ -234,6 +234,8 @@ void secondary_main(u64 context)
 		race_secondary();
 	if (args.sgi)
 		irq_secondary_idle(&dt, &args);
+	if (args.fp_ms)
+		fp_secondary(&dt, index);
 	for (;;)
 		__asm__ volatile("wfi");
 }
@@ -400,6 +402,8 @@ void guest_main(u64 dtb)
 		printf("no psci method in the device tree: secondaries stay off\n");
 	}
 
+	if (args.fp_ms)
+		fp_test(&dt, &args, cpu_up);
 	interrupt_tests(gic_ok);
 	if (args.part_ctl != PART_CTL_NONE)
 		part_ctl_test(&args);

@@ -6,6 +6,7 @@
 //! off vCPU, and a partition restart, which first waits until none of the
 //! partition's vCPUs is on a CPU.
 
+pub mod fp;
 pub mod lifecycle;
 
 use crate::channel::Window;
@@ -23,6 +24,7 @@ use partita_core::config::limits::{CONSOLE_INTID, MAX_VCPUS_PER_PCPU};
 use partita_core::config::model::{self, Range};
 use partita_core::health::{PartitionHm, Policy, Watchdog};
 use partita_core::partition::debug::Ownership;
+use partita_core::partition::fp::Place as FpPlace;
 use partita_core::partition::lifecycle::{Change, RunState, WrongState};
 use partita_core::partition::reload;
 use partita_core::partition::vcpu::{Op, Refused, State};
@@ -100,6 +102,9 @@ pub struct Context {
     pub regs: Regs,
     pub el1: El1Context,
     pub fp: FpContext,
+    /// Where its FP/SIMD values are: in `fp`, or in a pCPU's registers
+    /// (see [`fp`]).
+    pub fp_place: FpPlace,
     pub vgic: VgicContext,
     /// Its debug registers, and whether it has them at all.
     pub debug: DebugContext,
@@ -333,6 +338,8 @@ impl Vcpu {
         ctx.regs = Regs::boot(entry, arg);
         ctx.el1 = El1Context::reset(partita_core::trap::psci::vmpidr(self.index));
         ctx.fp = FpContext::default();
+        // Whatever a pCPU still holds of the old run is dropped.
+        ctx.fp_place = FpPlace::Saved;
         ctx.vgic = VgicContext::reset();
         ctx.debug = DebugContext::RESET;
         ctx.debug_owner = Ownership::Untouched;
@@ -463,6 +470,7 @@ fn new_vcpu(partition: usize, index: usize, home: usize, migrate_to: Vec<usize>)
             regs: Regs::default(),
             el1: El1Context::default(),
             fp: FpContext::default(),
+            fp_place: FpPlace::Saved,
             vgic: VgicContext::reset(),
             debug: DebugContext::RESET,
             debug_owner: Ownership::Untouched,

@@ -43,7 +43,9 @@ pub fn run(sys: &'static System, me: &'static PerCpu) -> ! {
             if vcpu.claim(me.index) {
                 let part = sys.partition_of(vcpu);
                 if part.state() != RunState::Restarting {
+                    // Back only when loading outlasted a cyclic slot.
                     switch_to(sys, me, slot);
+                    continue;
                 }
                 // One step of its reload in its place, then look again,
                 // after any interrupt that came meanwhile.
@@ -117,7 +119,11 @@ pub fn after_interrupt(sys: &System, me: &PerCpu, running: u8) {
     }
 }
 
-fn switch_to(sys: &'static System, me: &'static PerCpu, slot: usize) -> ! {
+/// Enters the vCPU in `slot`. Returns, with the vCPU saved and released,
+/// only when loading it outlasted its cyclic slot: to `run`'s loop rather
+/// than into `run` again, whose frames would pile up on the stack at every
+/// such slot until it overflowed.
+fn switch_to(sys: &'static System, me: &'static PerCpu, slot: usize) {
     let vcpu = me.vcpus[slot];
     me.set_current(Some(slot));
     if vcpu.state() == State::Boot {
@@ -137,7 +143,7 @@ fn switch_to(sys: &'static System, me: &'static PerCpu, slot: usize) -> ! {
     {
         let ctx = vcpu.context.lock();
         ctx.el1.restore();
-        ctx.fp.restore();
+        crate::partition::fp::enter(me, &ctx);
         ctx.vgic.restore();
         load_debug(me, &ctx);
         vgic::note_loaded(vcpu, &ctx.vgic.lrs);
@@ -158,7 +164,7 @@ fn switch_to(sys: &'static System, me: &'static PerCpu, slot: usize) -> ! {
             // Loading outlasted the slot: the next owner's time is not ours.
             // Its registers are still the saved ones.
             save(vcpu, None);
-            run(sys, me)
+            return;
         }
     }
     crate::trap::fast::enter(vcpu.partition, vcpu.index);
@@ -245,7 +251,7 @@ fn save(vcpu: &Vcpu, regs: Option<&Regs>) {
         copy_frame(&mut ctx.regs, regs);
     }
     ctx.el1.save();
-    ctx.fp.save();
+    crate::partition::fp::leave(crate::state::system().here(), vcpu, &mut ctx);
     ctx.vgic.save();
     if ctx.debug_owner.saves() {
         ctx.debug.save();

@@ -13,7 +13,8 @@
 //! page whose device is connected, or connects by Path 1 in the trap (an
 //! idle PRR, assigned without preempting anyone), and an IRQ that is the
 //! running vCPU's own timer: forwarded to it, it wakes nobody else and
-//! leaves the scheduler's answer as it was. Any other IRQ, once
+//! leaves the scheduler's answer as it was. A vCPU's first FP/SIMD access
+//! on its pCPU, which loads its values, is answered here too. Any other IRQ, once
 //! acknowledged, is handed to the full path ([`take_acknowledged`]).
 //! With tracing on, every trap takes the full path, so the trace sees it:
 //! no vCPU is offered.
@@ -71,6 +72,8 @@ pub fn handle(regs: &mut Regs, trap_kind: u64) -> bool {
         matches!(hypercall::decode_query(regs.x[0], regs.x[1]), Some(call) if query(regs, call))
     } else if esr::class(esr) == ec::DABT_LOWER {
         interface_write()
+    } else if esr::class(esr) == ec::FP_ACCESS {
+        fp_access()
     } else {
         matches!(esr::sgi1r_write(esr), Some(rt) if rt < SAVED && sgi(regs, rt))
     }
@@ -134,6 +137,17 @@ fn interrupt() -> bool {
     let sys = state::system();
     vgic::forward(sys, sys.here(), intid, Some(vcpu));
     vgic::flush(vcpu);
+    true
+}
+
+/// The running vCPU's first FP/SIMD access on this pCPU: its values are
+/// loaded, traced or not (`crate::partition::fp`).
+#[inline(never)]
+fn fp_access() -> bool {
+    let sys = state::system();
+    let me = sys.here();
+    let Some(slot) = me.current() else { return false };
+    crate::partition::fp::take(sys, me, me.vcpus[slot]);
     true
 }
 

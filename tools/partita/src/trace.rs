@@ -333,7 +333,7 @@ fn category(kind: Kind) -> &'static str {
     match kind {
         Kind::IrqTaken | Kind::IrqInjected | Kind::IrqEoi => "irq",
         Kind::HypercallEntry | Kind::HypercallExit => "hypercall",
-        Kind::Trap => "trap",
+        Kind::Trap | Kind::FpLoad => "trap",
         Kind::Health => "health",
         Kind::SlotStart | Kind::Migrate => "schedule",
         Kind::VcpuIn | Kind::VcpuOut => "vcpu",
@@ -371,6 +371,13 @@ fn instant_args(meta: &TraceMeta, event: &Event) -> Value {
             let asked = event.time as i64 - late;
             ("output", json!({ "pins": format!("{pins:#04x}"), "asked": asked, "late_ticks": late }))
         }
+        Kind::FpLoad => match event.arg {
+            0 => ("saved_first", Value::Null),
+            arg => (
+                "saved_first",
+                json!({ "partition": partition_name(meta, ((arg >> 16) - 1) as u8), "vcpu": arg & 0xffff }),
+            ),
+        },
         Kind::VcpuIn | Kind::VcpuOut => ("arg", json!(event.arg)),
     };
     args.insert(key.into(), value);

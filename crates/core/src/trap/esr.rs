@@ -4,6 +4,7 @@
 pub mod ec {
     pub const UNKNOWN: u8 = 0x00;
     pub const WFX: u8 = 0x01;
+    pub const FP_ACCESS: u8 = 0x07;
     pub const HVC64: u8 = 0x16;
     pub const SMC64: u8 = 0x17;
     pub const SYSREG: u8 = 0x18;
