@@ -7,26 +7,17 @@
 	.arch_extension fp
 	.arch_extension simd
 
-	/* fp_load(const u64 *block) */
+	/* fp_load(const u64 *block): four vector registers a load. */
 	.global fp_load
 fp_load:
-	ldp	q0, q1, [x0, #32 * 0]
-	ldp	q2, q3, [x0, #32 * 1]
-	ldp	q4, q5, [x0, #32 * 2]
-	ldp	q6, q7, [x0, #32 * 3]
-	ldp	q8, q9, [x0, #32 * 4]
-	ldp	q10, q11, [x0, #32 * 5]
-	ldp	q12, q13, [x0, #32 * 6]
-	ldp	q14, q15, [x0, #32 * 7]
-	ldp	q16, q17, [x0, #32 * 8]
-	ldp	q18, q19, [x0, #32 * 9]
-	ldp	q20, q21, [x0, #32 * 10]
-	ldp	q22, q23, [x0, #32 * 11]
-	ldp	q24, q25, [x0, #32 * 12]
-	ldp	q26, q27, [x0, #32 * 13]
-	ldp	q28, q29, [x0, #32 * 14]
-	ldp	q30, q31, [x0, #32 * 15]
-	add	x0, x0, #32 * 16
+	ld1	{v0.2d, v1.2d, v2.2d, v3.2d}, [x0], #64
+	ld1	{v4.2d, v5.2d, v6.2d, v7.2d}, [x0], #64
+	ld1	{v8.2d, v9.2d, v10.2d, v11.2d}, [x0], #64
+	ld1	{v12.2d, v13.2d, v14.2d, v15.2d}, [x0], #64
+	ld1	{v16.2d, v17.2d, v18.2d, v19.2d}, [x0], #64
+	ld1	{v20.2d, v21.2d, v22.2d, v23.2d}, [x0], #64
+	ld1	{v24.2d, v25.2d, v26.2d, v27.2d}, [x0], #64
+	ld1	{v28.2d, v29.2d, v30.2d, v31.2d}, [x0], #64
 	ldp	x1, x2, [x0]
 	msr	fpcr, x1
 	msr	fpsr, x2
@@ -35,24 +26,15 @@ fp_load:
 	/* fp_store(u64 *block) */
 	.global fp_store
 fp_store:
-	stp	q0, q1, [x0, #32 * 0]
-	stp	q2, q3, [x0, #32 * 1]
-	stp	q4, q5, [x0, #32 * 2]
-	stp	q6, q7, [x0, #32 * 3]
-	stp	q8, q9, [x0, #32 * 4]
-	stp	q10, q11, [x0, #32 * 5]
-	stp	q12, q13, [x0, #32 * 6]
-	stp	q14, q15, [x0, #32 * 7]
-	stp	q16, q17, [x0, #32 * 8]
-	stp	q18, q19, [x0, #32 * 9]
-	stp	q20, q21, [x0, #32 * 10]
-	stp	q22, q23, [x0, #32 * 11]
-	stp	q24, q25, [x0, #32 * 12]
-	stp	q26, q27, [x0, #32 * 13]
-	stp	q28, q29, [x0, #32 * 14]
-	stp	q30, q31, [x0, #32 * 15]
+	st1	{v0.2d, v1.2d, v2.2d, v3.2d}, [x0], #64
+	st1	{v4.2d, v5.2d, v6.2d, v7.2d}, [x0], #64
+	st1	{v8.2d, v9.2d, v10.2d, v11.2d}, [x0], #64
+	st1	{v12.2d, v13.2d, v14.2d, v15.2d}, [x0], #64
+	st1	{v16.2d, v17.2d, v18.2d, v19.2d}, [x0], #64
+	st1	{v20.2d, v21.2d, v22.2d, v23.2d}, [x0], #64
+	st1	{v24.2d, v25.2d, v26.2d, v27.2d}, [x0], #64
+	st1	{v28.2d, v29.2d, v30.2d, v31.2d}, [x0], #64
 	mrs	x1, fpcr
 	mrs	x2, fpsr
-	add	x0, x0, #32 * 16
 	stp	x1, x2, [x0]
 	ret
