@@ -204,6 +204,29 @@ fn forward_timer(sys: &System, me: &PerCpu, intid: u32, running: Option<&Vcpu>) 
     }
 }
 
+/// The vCPU just loaded on this pCPU has a timer already due (it waited
+/// for it, typically, and that is why it runs now): the timer goes to it
+/// at once, linked to its physical PPI made active, rather than through
+/// one more exit when the PPI fires as soon as the guest runs. A
+/// direct-delivery core's guest takes its timer from the GIC itself.
+pub fn give_due_timers(sys: &System, me: &PerCpu, vcpu: &Vcpu) {
+    if me.direct {
+        return;
+    }
+    for intid in TIMER_INTIDS {
+        if !loaded_timer_asserted(intid) {
+            continue;
+        }
+        // Disabled in its vGIC: left to fire, as `forward_timer` masks it.
+        let Some(priority) = sys.partition_of(vcpu).gic.lock().fire(vcpu.index, intid) else { continue };
+        Gic::activate_private(intid);
+        let virq = Virq { intid, priority, hw: true };
+        if !list_now(vcpu, virq) {
+            queue(vcpu, virq);
+        }
+    }
+}
+
 /// A passthrough SPI goes to the vCPU its owner routes it to. Disabled
 /// there, nothing is latched: the physical SPI is disabled too (under the
 /// partition's distributor lock, so a concurrent enable by the guest comes

@@ -157,6 +157,7 @@ fn switch_to(sys: &'static System, me: &'static PerCpu, slot: usize) {
         meter.lock().enter(timer::counter());
     }
     vgic::unmask_timers(me);
+    vgic::give_due_timers(sys, me, vcpu);
     vgic::flush(vcpu);
     arm_timer(sys, me, Some(slot));
     if let Policy::Cyclic(state) = &me.policy {

@@ -28,6 +28,7 @@ const GICR_STRIDE: u64 = 0x2_0000;
 const GICR_SGI_FRAME: u64 = 0x1_0000;
 const GICR_ICENABLER0: u64 = 0x180;
 const GICR_ICPENDR0: u64 = 0x280;
+const GICR_ISACTIVER0: u64 = 0x300;
 const GICR_ICACTIVER0: u64 = 0x380;
 /// On a direct-delivery core Partita's interrupts are group 0 at the top
 /// priority, and the guest's are scaled into the lower half, so none of
@@ -126,6 +127,16 @@ impl InterruptController for GicV3 {
             crate::cpu::write_sysreg!("S3_0_C12_C11_1", u64::from(intid));
             crate::cpu::isb();
         }
+    }
+
+    /// GICR_ISACTIVER0 of this CPU's redistributor: a write sets only the
+    /// bits written, so no lock is needed against the driver.
+    fn activate_private(intid: u32) {
+        let frame = GICR_BASE.load(Ordering::Relaxed) + crate::cpu::index() as u64 * GICR_STRIDE + GICR_SGI_FRAME;
+        // SAFETY: the word lies in this CPU's redistributor SGI frame, mapped
+        // as device memory at EL2; setting one private interrupt's active
+        // bit touches no other interrupt and no other CPU.
+        unsafe { core::ptr::write_volatile((frame + GICR_ISACTIVER0) as *mut u32, 1 << intid) };
     }
 
     /// Sets up a passthrough SPI: group 1, `priority`, level, disabled, routed to

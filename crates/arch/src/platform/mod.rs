@@ -74,6 +74,11 @@ pub trait InterruptController {
     /// to a guest as a hardware interrupt, until the guest's EOI.
     fn drop_priority(intid: u32);
     fn deactivate(intid: u32);
+    /// Makes a private interrupt of this CPU active without taking it: a
+    /// vCPU's timer already due as it is loaded goes to the guest at once,
+    /// linked to this physical interrupt, which stays silent until the
+    /// guest completes it.
+    fn activate_private(intid: u32);
     /// Ends one of Partita's own interrupts completely.
     fn end(intid: u32) {
         Self::drop_priority(intid);
