@@ -15,11 +15,11 @@
  *   same frame computed in software (guests/common/accel_sw.c).
  * - report: once a second, one line of counters for the host to parse.
  *
- * Line (one a second, keys in this order, values decimal):
+ * Lines (two a second, keys in this order, values decimal):
  *
- *   demo: t=S jobs=N misses=M resp_max_us=R late_max_us=L cpu_pct=C
- *         sent=K full=F tio_done=D tio_max=E tio_mean=A tio_err=X
- *         accel_jobs=J accel_bad=B accel_wait_max_us=W
+ *   demo: t=S jobs=N misses=M resp_max_us=R late_max_us=L cpu_pct=C sent=K full=F
+ *   demo: t=S tio_done=D tio_max=E tio_mean=A tio_err=X accel_jobs=J accel_bad=B
+ *         accel_wait_max_us=W accel_held=H
  *
  * `late` is how long after its release a job started, `resp` how long after
  * its release it ended; cpu_pct the share of the vCPU the four tasks used
@@ -28,7 +28,9 @@
  * tio_mean the timed outputs' error in counter ticks (Partita's own
  * figures, PARTITA_TIO_STATS); tio_err the last refusal of a timed-output
  * call (a PARTITA_* status, 0: none); accel_bad the jobs whose output
- * differed from the software's or that failed.
+ * differed from the software's or that failed; accel_wait_max_us the
+ * longest acquire, request to connection, as this guest saw it; accel_held
+ * 1 while the device is connected to a PRR (STAT.CONNECTED).
  *
  * The telemetry ring, in the window (little endian, 64-bit words):
  *
@@ -275,11 +277,14 @@ static void report_main(void *arg)
 		now = rtos_counter();
 		busy = busy_control + busy_accel + busy_report;
 		second++;
-		rtos_printf("demo: t=%u jobs=%lu misses=%lu resp_max_us=%lu late_max_us=%lu cpu_pct=%lu sent=%lu full=%lu tio_done=%lu tio_max=%lu tio_mean=%lu tio_err=%ld accel_jobs=%lu accel_bad=%lu accel_wait_max_us=%lu\n",
+		/* Two lines: Partita's console cuts a line at 200 characters. */
+		rtos_printf("demo: t=%u jobs=%lu misses=%lu resp_max_us=%lu late_max_us=%lu cpu_pct=%lu sent=%lu full=%lu\n",
 			    second, jobs, misses, counts_to_us(resp_max), counts_to_us(late_max),
-			    (busy - busy_last) * 100u / (now - last ? now - last : 1), sent, full_periods,
-			    st.done, st.max_error, st.done ? st.sum_error / st.done : 0, tio_err, accel_jobs,
-			    accel_bad, counts_to_us(accel_wait_max));
+			    (busy - busy_last) * 100u / (now - last ? now - last : 1), sent, full_periods);
+		rtos_printf("demo: t=%u tio_done=%lu tio_max=%lu tio_mean=%lu tio_err=%ld accel_jobs=%lu accel_bad=%lu accel_wait_max_us=%lu accel_held=%u\n",
+			    second, st.done, st.max_error, st.done ? st.sum_error / st.done : 0, tio_err,
+			    accel_jobs, accel_bad, counts_to_us(accel_wait_max),
+			    acc.page ? *(volatile uint32_t *)(uintptr_t)(acc.page + PARTITA_ACC_STAT) & 1u : 0);
 		busy_last = busy;
 		last = now;
 		busy_report += rtos_counter() - start;
