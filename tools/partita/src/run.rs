@@ -15,6 +15,7 @@ use crate::attach;
 use crate::build::BuildOutput;
 use crate::guest_console::{self, GuestConsole, GuestLine, Links, RawView, Typist};
 use crate::qmp::Qmp;
+use crate::status;
 use crate::trace::{self as host_trace, TraceMeta};
 use anyhow::{ensure, Context, Result};
 use partita_core::config::model::System;
@@ -256,6 +257,11 @@ pub fn supervise_with(
     let raw = File::create(&console_log).with_context(|| format!("cannot create {}", console_log.display()))?;
     let painter = opts.live.then(|| Painter::new(names, use_color()));
     let mut console = Console::create(names, out_dir, painter)?;
+    // The status block needs the screen to itself: not while a partition's
+    // console is shown raw (--attach), nor into a pipe or a file.
+    if opts.live && opts.attach.is_none() && std::io::stdout().is_terminal() {
+        console.show_status(status::Live::new(names, use_color()));
+    }
     INTERRUPTED.store(false, Ordering::SeqCst);
     let _socket = monitor.map(|m| forget_previous_run(m, out_dir));
     command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
@@ -290,6 +296,7 @@ pub fn supervise_with(
     while let Ok(line) = guest_lines.try_recv() {
         console.guest_line(&line)?;
     }
+    console.finish_status();
     let status = child.0.wait().context("cannot wait for QEMU")?;
     let ending = match stopped {
         Some(Stop::PoweredOff) => Ending::Exited(if status.success() { status } else { ExitStatus::default() }),
@@ -446,6 +453,7 @@ fn follow(
             console.guest_line(&line)?;
         }
         inputs.links.deliver(inputs.typist);
+        console.tick_status();
         if INTERRUPTED.load(Ordering::SeqCst) || inputs.typist.has_hung_up() {
             return Ok(Some(Stop::Interrupted));
         }
@@ -653,6 +661,8 @@ pub struct Console {
     trace: Option<TraceRegion>,
     /// The attached partition, whose console shows raw on the terminal.
     raw: RawView,
+    /// The status lines at the bottom of the terminal, when shown.
+    status: Option<status::Live>,
 }
 
 impl Console {
@@ -676,12 +686,51 @@ impl Console {
             boot_ms: None,
             trace: None,
             raw: RawView::default(),
+            status: None,
         })
+    }
+
+    /// Keeps a status line per partition below the live view.
+    pub fn show_status(&mut self, live: status::Live) {
+        self.status = Some(live);
+    }
+
+    fn tick_status(&mut self) {
+        if let Some(live) = &mut self.status {
+            live.tick(&mut std::io::stdout().lock());
+        }
+    }
+
+    /// The last status stays on the screen as ordinary lines.
+    fn finish_status(&mut self) {
+        if let Some(live) = &mut self.status {
+            live.finish(&mut std::io::stdout().lock());
+        }
+        self.status = None;
+    }
+
+    /// Prints a live-view line above the status block.
+    fn show(&mut self, text: &str) {
+        let mut out = std::io::stdout().lock();
+        if let Some(live) = &mut self.status {
+            live.erase(&mut out);
+        }
+        // A closed stdout (say, piped into `head`) must not stop the logs.
+        let _ = writeln!(out, "{text}");
+        if let Some(live) = &mut self.status {
+            live.draw(&mut out);
+        }
     }
 
     /// Routes one line (already without `\r` and `\n`).
     pub fn line(&mut self, line: &str) -> Result<()> {
         let (source, text) = self.splitter.split(line);
+        if let Some(live) = &mut self.status {
+            match source {
+                Source::Partition(i) => live.guest_text(i, text),
+                Source::Hypervisor => live.hypervisor_text(text),
+            }
+        }
         let (path, log) = match source {
             Source::Partition(i) => {
                 self.mark_seen(i);
@@ -697,9 +746,8 @@ impl Console {
             }
         };
         writeln!(log, "{text}").with_context(|| format!("cannot write {}", path.display()))?;
-        if let Some(painter) = &self.painter {
-            // A closed stdout (say, piped into `head`) must not stop the logs.
-            let _ = writeln!(std::io::stdout().lock(), "{}", painter.format(source, text));
+        if let Some(shown) = self.painter.as_ref().map(|painter| painter.format(source, text)) {
+            self.show(&shown);
         }
         Ok(())
     }
@@ -711,9 +759,14 @@ impl Console {
         self.mark_seen(i);
         let (path, log) = &mut self.partition_logs[i];
         writeln!(log, "{}", line.text).with_context(|| format!("cannot write {}", path.display()))?;
+        if let Some(live) = &mut self.status {
+            live.guest_text(i, &line.text);
+        }
         let shown_raw = *self.raw.lock().unwrap_or_else(|p| p.into_inner()) == Some(i);
-        if let (Some(painter), false) = (&self.painter, shown_raw) {
-            let _ = writeln!(std::io::stdout().lock(), "{}", painter.format(Source::Partition(i), &line.text));
+        if let (Some(shown), false) =
+            (self.painter.as_ref().map(|painter| painter.format(Source::Partition(i), &line.text)), shown_raw)
+        {
+            self.show(&shown);
         }
         Ok(())
     }
