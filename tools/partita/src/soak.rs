@@ -161,9 +161,10 @@ impl Analysis {
                 && rtos_bad.is_none_or(|(_, n)| n == 0)
                 && gpos_err.is_none_or(|(_, n)| n == 0),
             detail: format!(
-                "{} allocation(s) in the trace, {bounded} with a bound: {} over it (worst {:.1} us, bound {:.1} us); jobs {}; wrong results {}, errors {}",
+                "{} allocation(s) in the trace, {bounded} with a bound: {} over it{} (worst {:.1} us, bound {:.1} us); jobs {}; wrong results {}, errors {}",
                 self.allocations.len(),
                 over.len(),
+                self.over_by_partition(&over),
                 self.micros(worst),
                 self.micros(bound),
                 if jobs.is_empty() { "none".into() } else { jobs.join(", ") },
@@ -203,6 +204,23 @@ impl Analysis {
         }
         checks.push(Check { name: "health-monitor events", ok: events == 0, detail });
         checks
+    }
+
+    /// ` (rtos 1, linux 2)`: whose allocations went over their bound.
+    fn over_by_partition(&self, over: &[&(String, u8, u64, Option<u64>)]) -> String {
+        let counts: Vec<String> = self
+            .counters
+            .names
+            .iter()
+            .map(|name| (name, over.iter().filter(|a| &a.0 == name).count()))
+            .filter(|(_, n)| *n > 0)
+            .map(|(name, n)| format!("{name} {n}"))
+            .collect();
+        if counts.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", counts.join(", "))
+        }
     }
 
     fn micros(&self, ticks: u64) -> f64 {
