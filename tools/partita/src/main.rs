@@ -488,7 +488,10 @@ fn soak_run(seconds: u64, tio_target: Option<u64>) -> Result<ExitCode> {
     let mut config = checked(&demo)?;
     config.system.name = "soak".into();
     let output = build::build(&config)?;
-    println!("soak: {seconds} s of configs/demo.toml under hackbench, logs in {}", paths::shown(&output.out_dir).display());
+    println!(
+        "soak: {seconds} s of configs/demo.toml under hackbench, logs in {}",
+        paths::shown(&output.out_dir).display()
+    );
     let report = run::run(&output, &config.system, &RunOptions { seconds: Some(seconds), ..RunOptions::default() })?;
     if report.ending == Ending::Interrupted {
         println!("soak: interrupted, nothing checked");

@@ -274,7 +274,8 @@ mod tests {
         }
     }
 
-    const RTOS: &str = "demo: t=1 jobs=200 misses=0 sent=10 full=0\ndemo: t=1 tio_max=1 tio_err=0 accel_jobs=9 accel_bad=0";
+    const RTOS: &str =
+        "demo: t=1 jobs=200 misses=0 sent=10 full=0\ndemo: t=1 tio_max=1 tio_err=0 accel_jobs=9 accel_bad=0";
     const LINUX: &str = "demo: t=1 received=10 lost=0 dup=0 bad=0 accel_jobs=1 accel_err=0";
 
     #[test]
@@ -293,7 +294,12 @@ mod tests {
             (&misses, LINUX, &[], "deadline misses"),
             (RTOS, &lost, &[], "channel messages"),
             (RTOS, &dup, &[], "channel messages"),
-            (RTOS, LINUX, &["hm: 1 at 5 us partition linux vcpu 0 Fault detail 0x0 action Log"], "health-monitor events"),
+            (
+                RTOS,
+                LINUX,
+                &["hm: 1 at 5 us partition linux vcpu 0 Fault detail 0x0 action Log"],
+                "health-monitor events",
+            ),
         ];
         for (rtos, linux, hm, failing) in cases {
             let checks = analysis(rtos, linux, hm).checks(Some(1));

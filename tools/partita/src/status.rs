@@ -158,11 +158,8 @@ pub fn render(counters: &Counters, seen: &[bool], last_line: &[Option<Instant>],
                 line += &format!(" sent {sent}");
             }
             if let Some(received) = get("received") {
-                line += &format!(
-                    " recv {received} lost {} dup {}",
-                    get("lost").unwrap_or("?"),
-                    get("dup").unwrap_or("?")
-                );
+                line +=
+                    &format!(" recv {received} lost {} dup {}", get("lost").unwrap_or("?"), get("dup").unwrap_or("?"));
             }
             line
         })
