@@ -17,6 +17,7 @@ use std::process::ExitCode;
 const EXIT_INTERRUPTED: u8 = 130;
 const DEMO_SECONDS: u64 = 30;
 const SOAK_MINUTES: u64 = 60;
+const SOAK_TRACE_EVERY: std::time::Duration = std::time::Duration::from_secs(20);
 
 #[derive(Parser)]
 #[command(name = "partita", version, about = "Partita: a static-partitioning mixed-criticality hypervisor for AArch64")]
@@ -321,7 +322,7 @@ fn execute(command: Cmd) -> Result<ExitCode> {
                 println!("{}", trace::draw(&out)?);
             }
             let page = summary::Run { title: "Partita demo", seconds, tio_target: None };
-            let (path, _) = summary::write(&page, &config.system, &out, summary::SUMMARY_FILE)?;
+            let (path, _) = summary::write(&page, &config.system, &out, summary::SUMMARY_FILE, report.stream.as_ref())?;
             println!("summary: {}", paths::shown(&path).display());
             Ok(exit_code(report.ending))
         }
@@ -492,7 +493,9 @@ fn soak_run(seconds: u64, tio_target: Option<u64>) -> Result<ExitCode> {
         "soak: {seconds} s of configs/demo.toml under hackbench, logs in {}",
         paths::shown(&output.out_dir).display()
     );
-    let report = run::run(&output, &config.system, &RunOptions { seconds: Some(seconds), ..RunOptions::default() })?;
+    // The rings hold about a minute of the RTOS's pCPU: copied every 20 s, none is lost.
+    let opts = RunOptions { seconds: Some(seconds), trace_every: Some(SOAK_TRACE_EVERY), ..RunOptions::default() };
+    let report = run::run(&output, &config.system, &opts)?;
     if report.ending == Ending::Interrupted {
         println!("soak: interrupted, nothing checked");
         return Ok(ExitCode::from(EXIT_INTERRUPTED));
@@ -502,12 +505,12 @@ fn soak_run(seconds: u64, tio_target: Option<u64>) -> Result<ExitCode> {
         trace::draw(&out)?;
     }
     let page = summary::Run { title: "Partita soak", seconds, tio_target };
-    let (path, analysis) = summary::write(&page, &config.system, &out, "report.md")?;
+    let (path, analysis) = summary::write(&page, &config.system, &out, "report.md", report.stream.as_ref())?;
     let checks = analysis.checks(tio_target);
     for check in &checks {
         println!("{:<24} {:<8} {}", check.name, if check.ok { "ok" } else { "VIOLATED" }, check.detail);
     }
-    println!("trace: {} lost event(s)", analysis.lost_total());
+    println!("trace: {} copies merged, {} lost event(s)", analysis.copies, analysis.lost_total());
     println!("report: {}", paths::shown(&path).display());
     println!("{}", soak::verdict(&checks));
     Ok(if checks.iter().all(|c| c.ok) { ExitCode::SUCCESS } else { ExitCode::FAILURE })

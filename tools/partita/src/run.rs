@@ -16,9 +16,11 @@ use crate::build::BuildOutput;
 use crate::guest_console::{self, GuestConsole, GuestLine, Links, RawView, Typist};
 use crate::qmp::Qmp;
 use crate::status;
+use crate::trace::stream::Stream;
 use crate::trace::{self as host_trace, TraceMeta};
 use anyhow::{ensure, Context, Result};
 use partita_core::config::model::System;
+use partita_core::trace::Kind;
 use std::fs::File;
 use std::io::{IsTerminal, LineWriter, Read, Write};
 use std::os::unix::process::CommandExt;
@@ -60,6 +62,10 @@ pub struct RunOptions {
     pub typist: Typist,
     /// The partition whose console the terminal's keys go to first.
     pub attach: Option<String>,
+    /// Copy the trace rings out this often while the run goes, merging the
+    /// copies into [`RunReport::stream`], so that a run longer than the
+    /// rings hold loses no event (`partita soak`).
+    pub trace_every: Option<Duration>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,6 +92,9 @@ pub struct RunReport {
     pub silent: Vec<String>,
     /// `trace.bin`, when the hypervisor traced and its memory was copied.
     pub trace: Option<PathBuf>,
+    /// With [`RunOptions::trace_every`]: every copy of the rings merged,
+    /// keeping the accelerator connections and the timed outputs.
+    pub stream: Option<Stream>,
 }
 
 /// QEMU's monitor socket, what `trace.bin` says about the machine, and
@@ -280,7 +289,8 @@ pub fn supervise_with(
     let links = Links::open(consoles, names, guest_tx, console.raw_view());
     let _terminal = opts.attach.as_ref().map(|first| attach::Terminal::start(first, names, &links, &opts.typist));
     let inputs = Inputs { guest_lines: &guest_lines, links: &links, typist: &opts.typist };
-    let stopped = follow(&lines, &inputs, &mut console, deadline, qmp.as_mut())?;
+    let mut copies = opts.trace_every.filter(|_| monitor.is_some()).map(|every| Copies::new(every, out_dir));
+    let stopped = follow(&lines, &inputs, &mut console, deadline, qmp.as_mut(), copies.as_mut())?;
     let mut trace = None;
     if stopped.is_some() {
         if let (Some(qmp), Some(monitor)) = (qmp.as_mut(), monitor) {
@@ -289,6 +299,13 @@ pub fn supervise_with(
             quit(qmp, &mut child);
         }
         child.stop();
+    }
+    // The last copy is trace.bin itself.
+    if let (Some(copies), Some(path)) = (copies.as_mut(), &trace) {
+        match host_trace::read_file(path) {
+            Ok((_, last)) => copies.stream.add(&last),
+            Err(error) => warn(&format!("the last trace copy was not merged: {error:#}")),
+        }
     }
     drop(qmp);
     let closed = drain(&lines, &mut console)?;
@@ -315,7 +332,40 @@ pub fn supervise_with(
     }
     let mut report = console.report(ending, console_log);
     report.trace = trace;
+    report.stream = copies.map(|c| c.stream);
     Ok(report)
+}
+
+/// The copies of the trace rings taken while the run goes.
+struct Copies {
+    every: Duration,
+    next: Instant,
+    raw: PathBuf,
+    stream: Stream,
+}
+
+impl Copies {
+    fn new(every: Duration, out_dir: &Path) -> Self {
+        let raw = std::path::absolute(out_dir.join(RAW_TRACE_FILE)).unwrap_or_else(|_| out_dir.join(RAW_TRACE_FILE));
+        Self { every, next: Instant::now() + every, raw, stream: Stream::keeping(&[Kind::AccelConnect, Kind::TimedIo]) }
+    }
+
+    /// Stops the machine, copies the rings, lets it go on, merges the copy.
+    /// The guests' counter is QEMU's virtual clock, which stands still
+    /// while the machine is stopped: no guest sees the pause.
+    fn take(&mut self, qmp: &mut Qmp, region: TraceRegion) -> Result<()> {
+        self.next = Instant::now() + self.every;
+        qmp.stop()?;
+        let saved = qmp.pmemsave(region.address, region.bytes, &self.raw);
+        qmp.execute("cont", None, QUIT_GRACE)?;
+        saved?;
+        let ring = std::fs::read(&self.raw).with_context(|| format!("cannot read {}", self.raw.display()))?;
+        let _ = std::fs::remove_file(&self.raw);
+        let trace = partita_core::trace::decode(&ring)
+            .map_err(|error| anyhow::anyhow!("the copied memory is not a trace: {error:?}"))?;
+        self.stream.add(&trace);
+        Ok(())
+    }
 }
 
 /// The partitions' own consoles: what they print, and what is typed.
@@ -442,6 +492,7 @@ fn follow(
     console: &mut Console,
     deadline: Option<Instant>,
     mut qmp: Option<&mut Qmp>,
+    mut copies: Option<&mut Copies>,
 ) -> Result<Option<Stop>> {
     loop {
         match lines.recv_timeout(TICK) {
@@ -462,6 +513,15 @@ fn follow(
         }
         if qmp.as_deref_mut().is_some_and(|qmp| qmp.take_event("SHUTDOWN")) {
             return Ok(Some(Stop::PoweredOff));
+        }
+        if let (Some(copies), Some(qmp), Some(region)) =
+            (copies.as_deref_mut(), qmp.as_deref_mut(), console.trace_region())
+        {
+            if Instant::now() >= copies.next {
+                if let Err(error) = copies.take(qmp, region) {
+                    warn(&format!("a copy of the trace failed: {error:#}"));
+                }
+            }
         }
     }
 }
@@ -803,6 +863,7 @@ impl Console {
             boot_ms: self.boot_ms,
             silent,
             trace: None,
+            stream: None,
         }
     }
 }

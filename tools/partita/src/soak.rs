@@ -18,11 +18,13 @@
 
 use crate::profile;
 use crate::status::Counters;
+use crate::trace::stream::Stream;
 use crate::trace::{self as host_trace, timed_io};
 use anyhow::Result;
 use partita_core::config::allocation::{device_latencies, Wait};
 use partita_core::config::model::System;
 use partita_core::trace::Kind;
+use partita_core::trace::Trace;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -47,11 +49,14 @@ pub struct Analysis {
     pub allocations: Vec<(String, u8, u64, Option<u64>)>,
     /// Timed outputs in the trace: (partition, count, largest E, mean E), ticks.
     pub timed_io: Vec<(String, usize, u64, f64)>,
+    /// Copies of the rings merged while the run went; 0: the end's only.
+    pub copies: u32,
 }
 
 impl Analysis {
-    /// Reads `out_dir`'s logs and trace for `system`.
-    pub fn of(out_dir: &Path, system: &System) -> Result<Self> {
+    /// Reads `out_dir`'s logs and trace for `system`; the trace's figures
+    /// come from `stream` instead when the run copied its rings as it went.
+    pub fn of(out_dir: &Path, system: &System, stream: Option<&Stream>) -> Result<Self> {
         let names: Vec<String> = system.partitions.iter().map(|p| p.name.clone()).collect();
         let mut counters = Counters::new(&names);
         for (i, name) in names.iter().enumerate() {
@@ -64,8 +69,20 @@ impl Analysis {
         }
         let mut analysis = Analysis { counters, ..Analysis::default() };
         let trace_file = out_dir.join(host_trace::TRACE_FILE);
-        if trace_file.exists() {
+        if let Some(stream) = stream {
+            analysis.copies = stream.copies;
+            analysis.add_trace(&names, &stream.trace(), system);
+        } else if trace_file.exists() {
             let (meta, trace) = host_trace::read_file(&trace_file)?;
+            analysis.add_trace(&meta.partitions, &trace, system);
+        }
+        Ok(analysis)
+    }
+
+    /// The accelerator connections, timed outputs and lost events of `trace`.
+    fn add_trace(&mut self, partitions: &[String], trace: &Trace, system: &System) {
+        let analysis = self;
+        {
             analysis.lost_events = trace.lost.clone();
             analysis.counter_hz = trace.counter_hz;
             let costs = profile::for_board(&system.platform.board).ok().and_then(|p| p.accel);
@@ -80,17 +97,16 @@ impl Analysis {
             };
             for event in trace.cpus.iter().flatten().filter(|e| e.kind == Kind::AccelConnect) {
                 let p = usize::from(event.partition);
-                let name = meta.partitions.get(p).cloned().unwrap_or_else(|| format!("#{p}"));
+                let name = partitions.get(p).cloned().unwrap_or_else(|| format!("#{p}"));
                 let latency = u64::from(event.arg & 0xff_ffff);
                 analysis.allocations.push((name, event.vcpu, latency, bound_of(p, usize::from(event.vcpu))));
             }
             for errors in timed_io::errors_per_partition(&timed_io::operations(&trace)) {
                 let p = usize::from(errors.partition);
-                let name = meta.partitions.get(p).cloned().unwrap_or_else(|| format!("#{p}"));
+                let name = partitions.get(p).cloned().unwrap_or_else(|| format!("#{p}"));
                 analysis.timed_io.push((name, errors.count, errors.max, errors.mean));
             }
         }
-        Ok(analysis)
     }
 
     fn num(&self, partition: usize, key: &str) -> Option<i64> {
@@ -271,6 +287,7 @@ mod tests {
             counter_hz: 62_500_000,
             allocations: vec![("rtos".into(), 0, 1000, Some(2000)), ("linux".into(), 0, 90_000, None)],
             timed_io: vec![("rtos".into(), 10, 1, 0.5)],
+            copies: 0,
         }
     }
 

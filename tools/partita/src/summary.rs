@@ -4,6 +4,7 @@
 
 use crate::soak::{self, Analysis};
 use crate::trace as host_trace;
+use crate::trace::stream::Stream;
 use anyhow::{Context, Result};
 use partita_core::config::model::System;
 use std::fmt::Write as _;
@@ -46,6 +47,13 @@ pub fn markdown(run: &Run, system: &System, analysis: &Analysis, out_dir: &Path)
         let per_cpu: Vec<String> =
             analysis.lost_events.iter().enumerate().map(|(cpu, n)| format!("pCPU {cpu}: {n}")).collect();
         let _ = writeln!(text, "Lost events: {} ({}).\n", analysis.lost_total(), per_cpu.join(", "));
+        if analysis.copies > 0 {
+            let _ = writeln!(
+                text,
+                "The rings were copied out {} times while the run went and merged; the pictures show the last copy.\n",
+                analysis.copies
+            );
+        }
         let _ = writeln!(text, "{} accelerator allocation(s) traced.\n", analysis.allocations.len());
         for (file, caption) in [
             (host_trace::GANTT_FILE, "vCPUs on each pCPU"),
@@ -64,8 +72,14 @@ pub fn markdown(run: &Run, system: &System, analysis: &Analysis, out_dir: &Path)
 }
 
 /// Writes `summary.md` (or `name`) into `out_dir`; returns its path and the analysis.
-pub fn write(run: &Run, system: &System, out_dir: &Path, name: &str) -> Result<(PathBuf, Analysis)> {
-    let analysis = Analysis::of(out_dir, system)?;
+pub fn write(
+    run: &Run,
+    system: &System,
+    out_dir: &Path,
+    name: &str,
+    stream: Option<&Stream>,
+) -> Result<(PathBuf, Analysis)> {
+    let analysis = Analysis::of(out_dir, system, stream)?;
     let path = out_dir.join(name);
     std::fs::write(&path, markdown(run, system, &analysis, out_dir))
         .with_context(|| format!("cannot write {}", path.display()))?;
