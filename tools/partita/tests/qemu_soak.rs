@@ -4,8 +4,7 @@
 //! printed and on the logs it read: the telemetry went through with no
 //! number lost or repeated, every accelerator job of both guests was
 //! right, no health event, the trace (copied out every 20 s) lost nothing;
-//! and the verdict and exit
-//! status follow the checks. Deadline misses, allocation latencies and the
+//! and the verdict and exit status follow the checks. Deadline misses, allocation latencies and the
 //! timed outputs' error are measured in wall-clock guest time, which on a
 //! shared host is the host's scheduling too: their figures must be there,
 //! and the verdict must count them, but their values are not asserted.
