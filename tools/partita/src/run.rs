@@ -93,7 +93,8 @@ pub struct RunReport {
     /// `trace.bin`, when the hypervisor traced and its memory was copied.
     pub trace: Option<PathBuf>,
     /// With [`RunOptions::trace_every`]: every copy of the rings merged,
-    /// keeping the accelerator connections and the timed outputs.
+    /// keeping the accelerator connections, the timed outputs and the
+    /// switches of vCPUs out of their pCPU.
     pub stream: Option<Stream>,
 }
 
@@ -347,7 +348,12 @@ struct Copies {
 impl Copies {
     fn new(every: Duration, out_dir: &Path) -> Self {
         let raw = std::path::absolute(out_dir.join(RAW_TRACE_FILE)).unwrap_or_else(|_| out_dir.join(RAW_TRACE_FILE));
-        Self { every, next: Instant::now() + every, raw, stream: Stream::keeping(&[Kind::AccelConnect, Kind::TimedIo]) }
+        Self {
+            every,
+            next: Instant::now() + every,
+            raw,
+            stream: Stream::keeping(&[Kind::AccelConnect, Kind::TimedIo, Kind::VcpuOut]),
+        }
     }
 
     /// Stops the machine, copies the rings, lets it go on, merges the copy.

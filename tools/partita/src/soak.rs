@@ -51,6 +51,8 @@ pub struct Analysis {
     pub timed_io: Vec<(String, usize, u64, f64)>,
     /// Copies of the rings merged while the run went; 0: the end's only.
     pub copies: u32,
+    /// Per partition: times Partita switched one of its vCPUs out.
+    pub switched_out: Vec<u64>,
 }
 
 impl Analysis {
@@ -79,32 +81,36 @@ impl Analysis {
         Ok(analysis)
     }
 
-    /// The accelerator connections, timed outputs and lost events of `trace`.
+    /// The accelerator connections, timed outputs, the switches of vCPUs
+    /// out of their pCPU and the lost events of `trace`.
     fn add_trace(&mut self, partitions: &[String], trace: &Trace, system: &System) {
-        let analysis = self;
-        {
-            analysis.lost_events = trace.lost.clone();
-            analysis.counter_hz = trace.counter_hz;
-            let costs = profile::for_board(&system.platform.board).ok().and_then(|p| p.accel);
-            let bounds = device_latencies(system, costs.as_ref());
-            let bound_of = |partition: usize, device: usize| {
-                bounds.iter().find(|b| b.partition == partition && b.device == device).and_then(|b| match &b.wait {
-                    Wait::Bounded { latency: Some(bound), .. } => {
-                        Some(bound.worst.saturating_mul(trace.counter_hz).div_ceil(1_000_000_000))
-                    }
-                    _ => None,
-                })
-            };
-            for event in trace.cpus.iter().flatten().filter(|e| e.kind == Kind::AccelConnect) {
-                let p = usize::from(event.partition);
-                let name = partitions.get(p).cloned().unwrap_or_else(|| format!("#{p}"));
-                let latency = u64::from(event.arg & 0xff_ffff);
-                analysis.allocations.push((name, event.vcpu, latency, bound_of(p, usize::from(event.vcpu))));
-            }
-            for errors in timed_io::errors_per_partition(&timed_io::operations(&trace)) {
-                let p = usize::from(errors.partition);
-                let name = partitions.get(p).cloned().unwrap_or_else(|| format!("#{p}"));
-                analysis.timed_io.push((name, errors.count, errors.max, errors.mean));
+        self.lost_events = trace.lost.clone();
+        self.counter_hz = trace.counter_hz;
+        let costs = profile::for_board(&system.platform.board).ok().and_then(|p| p.accel);
+        let bounds = device_latencies(system, costs.as_ref());
+        // The analysed L_alloc(WCET) in counter ticks, rounded up.
+        let bound_of = |partition: usize, device: usize| {
+            bounds.iter().find(|b| b.partition == partition && b.device == device).and_then(|b| match &b.wait {
+                Wait::Bounded { latency: Some(bound), .. } => {
+                    Some(bound.worst.saturating_mul(trace.counter_hz).div_ceil(1_000_000_000))
+                }
+                _ => None,
+            })
+        };
+        let name = |p: usize| partitions.get(p).cloned().unwrap_or_else(|| format!("#{p}"));
+        for event in trace.cpus.iter().flatten().filter(|e| e.kind == Kind::AccelConnect) {
+            let p = usize::from(event.partition);
+            // The connection's argument: the path in its top byte, the ticks since the request below.
+            let latency = u64::from(event.arg & 0xff_ffff);
+            self.allocations.push((name(p), event.vcpu, latency, bound_of(p, usize::from(event.vcpu))));
+        }
+        for errors in timed_io::errors_per_partition(&timed_io::operations(trace)) {
+            self.timed_io.push((name(usize::from(errors.partition)), errors.count, errors.max, errors.mean));
+        }
+        self.switched_out = vec![0; partitions.len()];
+        for event in trace.cpus.iter().flatten().filter(|e| e.kind == Kind::VcpuOut) {
+            if let Some(n) = self.switched_out.get_mut(usize::from(event.partition)) {
+                *n += 1;
             }
         }
     }
@@ -131,10 +137,15 @@ impl Analysis {
                     name: "deadline misses",
                     ok: misses == 0 && jobs > 0,
                     detail: format!(
-                        "{}: {misses} of {jobs} jobs, response up to {} us, start up to {} us after release",
+                        "{}: {misses} of {jobs} jobs, response up to {} us, start up to {} us after release{}",
                         name(i),
                         self.counters.get(i, "resp_max_us").unwrap_or("?"),
-                        self.counters.get(i, "late_max_us").unwrap_or("?")
+                        self.counters.get(i, "late_max_us").unwrap_or("?"),
+                        // On an exclusive pCPU, a late start with no switch out
+                        // was the host's doing: QEMU's thread of that pCPU waited.
+                        self.switched_out
+                            .get(i)
+                            .map_or(String::new(), |n| format!("; Partita switched its vCPU out {n} time(s)")),
                     ),
                 }
             }
@@ -197,6 +208,17 @@ impl Analysis {
         }
         if self.timed_io.is_empty() {
             detail += "no timed output in the trace; ";
+        }
+        // The trace keeps E in 23 bits; the hypervisor's own count (PARTITA_TIO_STATS) does not saturate.
+        if let Some(i) = self.with_key("tio_max") {
+            let _ = write!(
+                detail,
+                "{} by PARTITA_TIO_STATS: {} outputs, E max {} mean {} ticks; ",
+                name(i),
+                self.counters.get(i, "tio_done").unwrap_or("?"),
+                self.counters.get(i, "tio_max").unwrap_or("?"),
+                self.counters.get(i, "tio_mean").unwrap_or("?")
+            );
         }
         detail += &match tio_target {
             Some(target) => format!("target {target} tick(s)"),
@@ -288,6 +310,7 @@ mod tests {
             allocations: vec![("rtos".into(), 0, 1000, Some(2000)), ("linux".into(), 0, 90_000, None)],
             timed_io: vec![("rtos".into(), 10, 1, 0.5)],
             copies: 0,
+            switched_out: vec![1, 5],
         }
     }
 

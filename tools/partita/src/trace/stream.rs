@@ -75,7 +75,7 @@ mod tests {
 
     /// A copy holding events `from..to` of one pCPU (event n at time n).
     fn copy(from: u64, to: u64) -> Trace {
-        let kind = |n: u64| if n % 2 == 0 { Kind::TimedIo } else { Kind::Trap };
+        let kind = |n: u64| if n.is_multiple_of(2) { Kind::TimedIo } else { Kind::Trap };
         Trace { counter_hz: 100, cpus: vec![(from..to).map(|n| event(n, kind(n))).collect()], lost: vec![from] }
     }
 
@@ -87,7 +87,7 @@ mod tests {
         stream.add(&copy(20, 20));
         assert_eq!((stream.seen[0], stream.lost[0], stream.copies), (20, 0, 3));
         let times: Vec<u64> = stream.kept[0].iter().map(|e| e.time).collect();
-        assert_eq!(times, (0..20).filter(|n| n % 2 == 0).collect::<Vec<_>>());
+        assert_eq!(times, (0..20).filter(|n: &u64| n.is_multiple_of(2)).collect::<Vec<_>>());
     }
 
     #[test]
