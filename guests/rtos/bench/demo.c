@@ -18,13 +18,15 @@
  * Lines (two a second, keys in this order, values decimal):
  *
  *   demo: t=S jobs=N misses=M resp_max_us=R late_max_us=L cpu_pct=C sent=K full=F
+ *         print_us=P
  *   demo: t=S tio_done=D tio_max=E tio_mean=A tio_err=X accel_jobs=J accel_bad=B
  *         accel_wait_max_us=W accel_held=H
  *
  * `late` is how long after its release a job started, `resp` how long after
  * its release it ended; cpu_pct the share of the vCPU the four tasks used
  * over the last second; `full` the periods whose message waited because
- * the ring was full (it goes out later, never dropped); tio_max and
+ * the ring was full (it goes out later, never dropped); print_us how long
+ * the previous second's two lines took to write; tio_max and
  * tio_mean the timed outputs' error in counter ticks (Partita's own
  * figures, PARTITA_TIO_STATS); tio_err the last refusal of a timed-output
  * call (a PARTITA_* status, 0: none); accel_bad the jobs whose output
@@ -50,6 +52,7 @@
 #include "bench.h"
 #include "accel_sw.h"
 #include "accel_job.h"
+#include "console.h"
 
 #define CONTROL_PRIO	1
 #define REPORT_PRIO	4
@@ -258,10 +261,70 @@ static void accel_main(void *arg)
 	}
 }
 
+/*
+ * The counter lines are built here and written a character at a time with
+ * interrupts enabled. rtos_printf masks them for a whole line so that
+ * lines never interleave, and each character costs two traps to Partita's
+ * console (the PL011's flag register, then its data register): a line of
+ * 130 characters kept the tick masked for milliseconds under QEMU and made
+ * the control task late. Only this task prints while the demo runs.
+ */
+struct line {
+	char text[200];
+	uint32_t n;
+};
+
+static void put_str(struct line *l, const char *s)
+{
+	while (*s && l->n < sizeof(l->text) - 1)
+		l->text[l->n++] = *s++;
+}
+
+static void put_u64(struct line *l, uint64_t v)
+{
+	char digits[20];
+	int i = 0;
+
+	do {
+		digits[i++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (i && l->n < sizeof(l->text) - 1)
+		l->text[l->n++] = digits[--i];
+}
+
+/* " key=value" */
+static void put_kv(struct line *l, const char *key, uint64_t v)
+{
+	put_str(l, " ");
+	put_str(l, key);
+	put_str(l, "=");
+	put_u64(l, v);
+}
+
+static void put_kv_signed(struct line *l, const char *key, int64_t v)
+{
+	put_str(l, " ");
+	put_str(l, key);
+	put_str(l, v < 0 ? "=-" : "=");
+	put_u64(l, v < 0 ? (uint64_t)-v : (uint64_t)v);
+}
+
+static void emit(struct line *l)
+{
+	uint32_t i;
+
+	l->text[l->n++] = '\n';
+	for (i = 0; i < l->n; i++)
+		putc_raw(l->text[i]);
+	l->n = 0;
+}
+
 static void report_main(void *arg)
 {
-	uint64_t began = rtos_counter(), last = began, busy_last = 0;
+	uint64_t began = rtos_counter(), last = began, busy_last = 0, print_last = 0;
 	uint32_t second = 0;
+	struct line l = { .n = 0 };
 
 	(void)arg;
 	for (;;) {
@@ -278,13 +341,30 @@ static void report_main(void *arg)
 		busy = busy_control + busy_accel + busy_report;
 		second++;
 		/* Two lines: Partita's console cuts a line at 200 characters. */
-		rtos_printf("demo: t=%u jobs=%lu misses=%lu resp_max_us=%lu late_max_us=%lu cpu_pct=%lu sent=%lu full=%lu\n",
-			    second, jobs, misses, counts_to_us(resp_max), counts_to_us(late_max),
-			    (busy - busy_last) * 100u / (now - last ? now - last : 1), sent, full_periods);
-		rtos_printf("demo: t=%u tio_done=%lu tio_max=%lu tio_mean=%lu tio_err=%ld accel_jobs=%lu accel_bad=%lu accel_wait_max_us=%lu accel_held=%u\n",
-			    second, st.done, st.max_error, st.done ? st.sum_error / st.done : 0, tio_err,
-			    accel_jobs, accel_bad, counts_to_us(accel_wait_max),
-			    acc.page ? *(volatile uint32_t *)(uintptr_t)(acc.page + PARTITA_ACC_STAT) & 1u : 0);
+		put_str(&l, "demo:");
+		put_kv(&l, "t", second);
+		put_kv(&l, "jobs", jobs);
+		put_kv(&l, "misses", misses);
+		put_kv(&l, "resp_max_us", counts_to_us(resp_max));
+		put_kv(&l, "late_max_us", counts_to_us(late_max));
+		put_kv(&l, "cpu_pct", (busy - busy_last) * 100u / (now - last ? now - last : 1));
+		put_kv(&l, "sent", sent);
+		put_kv(&l, "full", full_periods);
+		put_kv(&l, "print_us", counts_to_us(print_last));
+		emit(&l);
+		put_str(&l, "demo:");
+		put_kv(&l, "t", second);
+		put_kv(&l, "tio_done", st.done);
+		put_kv(&l, "tio_max", st.max_error);
+		put_kv(&l, "tio_mean", st.done ? st.sum_error / st.done : 0);
+		put_kv_signed(&l, "tio_err", tio_err);
+		put_kv(&l, "accel_jobs", accel_jobs);
+		put_kv(&l, "accel_bad", accel_bad);
+		put_kv(&l, "accel_wait_max_us", counts_to_us(accel_wait_max));
+		put_kv(&l, "accel_held",
+		       acc.page ? *(volatile uint32_t *)(uintptr_t)(acc.page + PARTITA_ACC_STAT) & 1u : 0);
+		emit(&l);
+		print_last = rtos_counter() - now;
 		busy_last = busy;
 		last = now;
 		busy_report += rtos_counter() - start;
