@@ -28,6 +28,10 @@ use partita_core::trace::Trace;
 use std::fmt::Write as _;
 use std::path::Path;
 
+/// The largest latency an accelerator connection's trace event can carry
+/// (24 bits of counter ticks, `partita_core::trace::accel_connect_arg`).
+const LATENCY_FIELD_MAX: u64 = 0xff_ffff;
+
 /// One check's outcome.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Check {
@@ -101,7 +105,7 @@ impl Analysis {
         for event in trace.cpus.iter().flatten().filter(|e| e.kind == Kind::AccelConnect) {
             let p = usize::from(event.partition);
             // The connection's argument: the path in its top byte, the ticks since the request below.
-            let latency = u64::from(event.arg & 0xff_ffff);
+            let latency = u64::from(event.arg) & LATENCY_FIELD_MAX;
             self.allocations.push((name(p), event.vcpu, latency, bound_of(p, usize::from(event.vcpu))));
         }
         for errors in timed_io::errors_per_partition(&timed_io::operations(trace)) {
@@ -188,11 +192,12 @@ impl Analysis {
                 && rtos_bad.is_none_or(|(_, n)| n == 0)
                 && gpos_err.is_none_or(|(_, n)| n == 0),
             detail: format!(
-                "{} allocation(s) in the trace, {bounded} with a bound: {} over it{} (worst {:.1} us, bound {:.1} us); jobs {}; wrong results {}, errors {}",
+                "{} allocation(s) in the trace, {bounded} with a bound: {} over it{} (worst {:.1} us{}, bound {:.1} us); jobs {}; wrong results {}, errors {}",
                 self.allocations.len(),
                 over.len(),
                 self.over_by_partition(&over),
                 self.micros(worst),
+                if worst >= LATENCY_FIELD_MAX { " or more: the trace's field is full" } else { "" },
                 self.micros(bound),
                 if jobs.is_empty() { "none".into() } else { jobs.join(", ") },
                 rtos_bad.map_or("-".into(), |(_, n)| n.to_string()),
