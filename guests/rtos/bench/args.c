@@ -17,6 +17,8 @@
 /* DATA_SIZE is 32-bit: no job of Ker-ONE's frames goes much beyond this. */
 #define MAX_ACCEL_FRAMES	100000u
 #define MAX_ACCEL_JOBS		10000u
+/* The demo's periods: up to a minute. */
+#define MAX_DEMO_MS		60000u
 
 /* A switch, not a table: the image must hold no absolute addresses. */
 const char *bench_name(enum bench_id id)
@@ -214,6 +216,24 @@ static bool parse_token(const char *tok, size_t n, struct bench_args *a)
 		return parse_range(v, vlen, 0, UINT32_MAX, &a->accel_seed);
 	if (eq(tok, klen, "accel_wait"))
 		return parse_range(v, vlen, 0, MAX_CHANNEL, &a->accel_wait);
+	if (eq(tok, klen, "demo")) {
+		uint32_t on;
+
+		if (!parse_range(v, vlen, 0, 1, &on))
+			return false;
+		a->demo = on;
+		return true;
+	}
+	if (eq(tok, klen, "demo_period_ms"))
+		return parse_num(v, vlen, MAX_DEMO_MS, &a->demo_period_ms);
+	if (eq(tok, klen, "demo_deadline_us"))
+		return parse_num(v, vlen, MAX_DEMO_MS * 1000u, &a->demo_deadline_us);
+	if (eq(tok, klen, "demo_send_every"))
+		return parse_num(v, vlen, MAX_DEMO_MS, &a->demo_send_every);
+	if (eq(tok, klen, "demo_tio_us"))
+		return parse_num(v, vlen, MAX_DEMO_MS * 1000u, &a->demo_tio_us);
+	if (eq(tok, klen, "demo_accel_ms"))
+		return parse_num(v, vlen, MAX_DEMO_MS, &a->demo_accel_ms);
 	if (eq(tok, klen, "sched")) {
 		if (eq(v, vlen, "bitmap"))
 			a->linear = false;
@@ -249,6 +269,12 @@ void bench_args_parse(const char *cmdline, struct bench_args *a, bench_bad_fn ba
 	a->accel_seed = 1;
 	a->accel_wait = ACCEL_NO_CHANNEL;
 	a->table6 = 0;
+	a->demo = false;
+	a->demo_period_ms = 5;
+	a->demo_deadline_us = 5000;
+	a->demo_send_every = 10;
+	a->demo_tio_us = 5000;
+	a->demo_accel_ms = 100;
 	if (!s)
 		return;
 	while (*s) {

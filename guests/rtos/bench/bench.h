@@ -49,6 +49,12 @@ struct bench_args {
 	uint32_t accel_seed;	/* job j's input comes from seed accel_seed + j */
 	uint32_t accel_wait;	/* a channel to receive one message on first; ACCEL_NO_CHANNEL: none */
 	uint32_t table6;	/* accel_table6=: a bit per enum accel_mode to time in software and on its device */
+	bool demo;		/* demo=1: the demo's tasks (demo.c) instead of the benchmarks */
+	uint32_t demo_period_ms;	/* the control task's period */
+	uint32_t demo_deadline_us;	/* its deadline, from each release */
+	uint32_t demo_send_every;	/* a telemetry message every this many periods */
+	uint32_t demo_tio_us;	/* half a period of the square wave on GPIO 0 */
+	uint32_t demo_accel_ms;	/* between two accelerator jobs */
 };
 
 /* ---- Pure helpers (args.c), also built for the host ---- */
@@ -112,6 +118,8 @@ void schedprio_run(bool linear);
 void ipc_run(const struct bench_args *a) __attribute__((noreturn));
 /* accel=qam16|... (accel.c): runs the jobs, prints one line each, powers off. */
 void accel_run(const struct bench_args *a) __attribute__((noreturn));
+/* demo=1 (demo.c): the demo's control, timed output, accelerator and telemetry; never returns. */
+void demo_run(const struct bench_args *a) __attribute__((noreturn));
 /* accel_table6=... (accel.c): times each function in software and on its device, powers off. */
 void accel_table6_run(const struct bench_args *a) __attribute__((noreturn));
 

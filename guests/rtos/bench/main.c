@@ -5,7 +5,7 @@
  * own that are deleted before the next begins; or, with ipc=, the Partita
  * channel exchange of ipc.c; or, with accel=, the guest-aware accelerator
  * jobs of accel.c; or, with accel_table6=, accel.c's software against
- * accelerator timing.
+ * accelerator timing; or, with demo=1, the demo's tasks of demo.c.
  */
 #include "rtos.h"
 #include "bench.h"
@@ -34,6 +34,8 @@ static void controller_main(void *arg)
 	unsigned int id;
 
 	(void)arg;
+	if (bench_args.demo)
+		demo_run(&bench_args);
 	if (bench_args.ipc != IPC_NONE)
 		ipc_run(&bench_args);
 	if (bench_args.accel != ACCEL_OFF)

@@ -16,5 +16,8 @@ pub mod profile;
 pub mod qmp;
 pub mod rtl;
 pub mod run;
+pub mod soak;
+pub mod status;
+pub mod summary;
 pub mod testcmd;
 pub mod trace;

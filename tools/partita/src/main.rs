@@ -8,7 +8,7 @@ use partita::build::{self, BuildOutput};
 use partita::config::Config;
 use partita::paths;
 use partita::run::{self, Ending, RunOptions};
-use partita::{check, guests, testcmd, trace};
+use partita::{check, guests, soak, summary, testcmd, trace};
 use partita_core::config::model::System;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -16,6 +16,8 @@ use std::process::ExitCode;
 /// The shell's convention for "stopped by SIGINT".
 const EXIT_INTERRUPTED: u8 = 130;
 const DEMO_SECONDS: u64 = 30;
+const SOAK_MINUTES: u64 = 60;
+const SOAK_TRACE_EVERY: std::time::Duration = std::time::Duration::from_secs(20);
 
 #[derive(Parser)]
 #[command(name = "partita", version, about = "Partita: a static-partitioning mixed-criticality hypervisor for AArch64")]
@@ -58,6 +60,21 @@ enum Cmd {
     Demo {
         #[arg(long, default_value_t = DEMO_SECONDS)]
         seconds: u64,
+    },
+    /// Run the demo's system for minutes under Linux load and check it:
+    /// deadlines, channel messages, accelerator allocations against their
+    /// bound, timed-output error, health events. Writes <out>/soak/report.md;
+    /// exits non-zero on a violation.
+    Soak {
+        #[arg(long, default_value_t = SOAK_MINUTES, value_parser = clap::value_parser!(u64).range(1..=10_000))]
+        minutes: u64,
+        /// Seconds instead of minutes (short soaks, tests).
+        #[arg(long, conflicts_with = "minutes", value_parser = clap::value_parser!(u64).range(10..))]
+        seconds: Option<u64>,
+        /// The largest timed-output error allowed, in counter ticks; without
+        /// it E is reported only (guest time is the host's wall clock).
+        #[arg(long, value_name = "TICKS")]
+        tio_target: Option<u64>,
     },
     /// Run every test and print a total.
     Test,
@@ -296,14 +313,20 @@ fn execute(command: Cmd) -> Result<ExitCode> {
         }
         Cmd::Demo { seconds } => {
             let demo = paths::source().join("configs").join("demo.toml");
-            let code = boot(&demo, RunOptions { seconds: Some(seconds), live: true, ..RunOptions::default() })?;
-            // The demo leaves its trace drawn, not just recorded.
-            let out = paths::config_out("demo");
+            let (config, output) = prepare(&demo)?;
+            let opts = RunOptions { seconds: Some(seconds), live: true, ..RunOptions::default() };
+            let report = run::run(&output, &config.system, &opts)?;
+            // The demo leaves its trace drawn, not just recorded, and a page to open.
+            let out = output.out_dir.clone();
             if out.join("trace.bin").exists() {
                 println!("{}", trace::draw(&out)?);
             }
-            Ok(code)
+            let page = summary::Run { title: "Partita demo", seconds, tio_target: None };
+            let (path, _) = summary::write(&page, &config.system, &out, summary::SUMMARY_FILE, report.stream.as_ref())?;
+            println!("summary: {}", paths::shown(&path).display());
+            Ok(exit_code(report.ending))
         }
+        Cmd::Soak { minutes, seconds, tio_target } => soak_run(seconds.unwrap_or(minutes * 60), tio_target),
         Cmd::Test => Ok(if testcmd::test()? { ExitCode::SUCCESS } else { ExitCode::FAILURE }),
         Cmd::Bench { what: Bench::IrqLatency { icount, runs, samples } } => {
             let opts = irq_latency::Options { runs, samples, icount, ..irq_latency::Options::default() };
@@ -448,9 +471,47 @@ fn boot(path: &Path, opts: RunOptions) -> Result<ExitCode> {
         attachable(&config.system, &output, name)?;
     }
     let report = run::run(&output, &config.system, &opts)?;
-    Ok(match report.ending {
+    Ok(exit_code(report.ending))
+}
+
+fn exit_code(ending: Ending) -> ExitCode {
+    match ending {
         Ending::Exited(status) if !status.success() => ExitCode::FAILURE,
         Ending::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
         _ => ExitCode::SUCCESS,
-    })
+    }
+}
+
+/// The demo's system under the name `soak` (so <out>/soak/), for `seconds`,
+/// with no live view; then the checks, printed and written to report.md.
+fn soak_run(seconds: u64, tio_target: Option<u64>) -> Result<ExitCode> {
+    let demo = paths::source().join("configs").join("demo.toml");
+    let mut config = checked(&demo)?;
+    config.system.name = "soak".into();
+    let output = build::build(&config)?;
+    println!(
+        "soak: {seconds} s of configs/demo.toml under hackbench, logs in {}",
+        paths::shown(&output.out_dir).display()
+    );
+    // The rings hold about a minute of the RTOS's pCPU: copied every 20 s, none is lost.
+    let opts = RunOptions { seconds: Some(seconds), trace_every: Some(SOAK_TRACE_EVERY), ..RunOptions::default() };
+    let report = run::run(&output, &config.system, &opts)?;
+    if report.ending == Ending::Interrupted {
+        println!("soak: interrupted, nothing checked");
+        return Ok(ExitCode::from(EXIT_INTERRUPTED));
+    }
+    let out = output.out_dir.clone();
+    if out.join("trace.bin").exists() {
+        trace::draw(&out)?;
+    }
+    let page = summary::Run { title: "Partita soak", seconds, tio_target };
+    let (path, analysis) = summary::write(&page, &config.system, &out, "report.md", report.stream.as_ref())?;
+    let checks = analysis.checks(tio_target);
+    for check in &checks {
+        println!("{:<24} {:<8} {}", check.name, if check.ok { "ok" } else { "VIOLATED" }, check.detail);
+    }
+    println!("trace: {} copies merged, {} lost event(s)", analysis.copies, analysis.lost_total());
+    println!("report: {}", paths::shown(&path).display());
+    println!("{}", soak::verdict(&checks));
+    Ok(if checks.iter().all(|c| c.ok) { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

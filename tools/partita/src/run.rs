@@ -15,9 +15,12 @@ use crate::attach;
 use crate::build::BuildOutput;
 use crate::guest_console::{self, GuestConsole, GuestLine, Links, RawView, Typist};
 use crate::qmp::Qmp;
+use crate::status;
+use crate::trace::stream::Stream;
 use crate::trace::{self as host_trace, TraceMeta};
 use anyhow::{ensure, Context, Result};
 use partita_core::config::model::System;
+use partita_core::trace::Kind;
 use std::fs::File;
 use std::io::{IsTerminal, LineWriter, Read, Write};
 use std::os::unix::process::CommandExt;
@@ -59,6 +62,10 @@ pub struct RunOptions {
     pub typist: Typist,
     /// The partition whose console the terminal's keys go to first.
     pub attach: Option<String>,
+    /// Copy the trace rings out this often while the run goes, merging the
+    /// copies into [`RunReport::stream`], so that a run longer than the
+    /// rings hold loses no event (`partita soak`).
+    pub trace_every: Option<Duration>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,6 +92,10 @@ pub struct RunReport {
     pub silent: Vec<String>,
     /// `trace.bin`, when the hypervisor traced and its memory was copied.
     pub trace: Option<PathBuf>,
+    /// With [`RunOptions::trace_every`]: every copy of the rings merged,
+    /// keeping the accelerator connections, the timed outputs and the
+    /// switches of vCPUs out of their pCPU.
+    pub stream: Option<Stream>,
 }
 
 /// QEMU's monitor socket, what `trace.bin` says about the machine, and
@@ -256,6 +267,11 @@ pub fn supervise_with(
     let raw = File::create(&console_log).with_context(|| format!("cannot create {}", console_log.display()))?;
     let painter = opts.live.then(|| Painter::new(names, use_color()));
     let mut console = Console::create(names, out_dir, painter)?;
+    // The status block needs the screen to itself: not while a partition's
+    // console is shown raw (--attach), nor into a pipe or a file.
+    if opts.live && opts.attach.is_none() && std::io::stdout().is_terminal() {
+        console.show_status(status::Live::new(names, use_color()));
+    }
     INTERRUPTED.store(false, Ordering::SeqCst);
     let _socket = monitor.map(|m| forget_previous_run(m, out_dir));
     command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
@@ -274,7 +290,8 @@ pub fn supervise_with(
     let links = Links::open(consoles, names, guest_tx, console.raw_view());
     let _terminal = opts.attach.as_ref().map(|first| attach::Terminal::start(first, names, &links, &opts.typist));
     let inputs = Inputs { guest_lines: &guest_lines, links: &links, typist: &opts.typist };
-    let stopped = follow(&lines, &inputs, &mut console, deadline, qmp.as_mut())?;
+    let mut copies = opts.trace_every.filter(|_| monitor.is_some()).map(|every| Copies::new(every, out_dir));
+    let stopped = follow(&lines, &inputs, &mut console, deadline, qmp.as_mut(), copies.as_mut())?;
     let mut trace = None;
     if stopped.is_some() {
         if let (Some(qmp), Some(monitor)) = (qmp.as_mut(), monitor) {
@@ -284,12 +301,20 @@ pub fn supervise_with(
         }
         child.stop();
     }
+    // The last copy is trace.bin itself.
+    if let (Some(copies), Some(path)) = (copies.as_mut(), &trace) {
+        match host_trace::read_file(path) {
+            Ok((_, last)) => copies.stream.add(&last),
+            Err(error) => warn(&format!("the last trace copy was not merged: {error:#}")),
+        }
+    }
     drop(qmp);
     let closed = drain(&lines, &mut console)?;
     links.close();
     while let Ok(line) = guest_lines.try_recv() {
         console.guest_line(&line)?;
     }
+    console.finish_status();
     let status = child.0.wait().context("cannot wait for QEMU")?;
     let ending = match stopped {
         Some(Stop::PoweredOff) => Ending::Exited(if status.success() { status } else { ExitStatus::default() }),
@@ -308,7 +333,45 @@ pub fn supervise_with(
     }
     let mut report = console.report(ending, console_log);
     report.trace = trace;
+    report.stream = copies.map(|c| c.stream);
     Ok(report)
+}
+
+/// The copies of the trace rings taken while the run goes.
+struct Copies {
+    every: Duration,
+    next: Instant,
+    raw: PathBuf,
+    stream: Stream,
+}
+
+impl Copies {
+    fn new(every: Duration, out_dir: &Path) -> Self {
+        let raw = std::path::absolute(out_dir.join(RAW_TRACE_FILE)).unwrap_or_else(|_| out_dir.join(RAW_TRACE_FILE));
+        Self {
+            every,
+            next: Instant::now() + every,
+            raw,
+            stream: Stream::keeping(&[Kind::AccelConnect, Kind::TimedIo, Kind::VcpuOut]),
+        }
+    }
+
+    /// Stops the machine, copies the rings, lets it go on, merges the copy.
+    /// The guests' counter is QEMU's virtual clock, which stands still
+    /// while the machine is stopped: no guest sees the pause.
+    fn take(&mut self, qmp: &mut Qmp, region: TraceRegion) -> Result<()> {
+        self.next = Instant::now() + self.every;
+        qmp.stop()?;
+        let saved = qmp.pmemsave(region.address, region.bytes, &self.raw);
+        qmp.execute("cont", None, QUIT_GRACE)?;
+        saved?;
+        let ring = std::fs::read(&self.raw).with_context(|| format!("cannot read {}", self.raw.display()))?;
+        let _ = std::fs::remove_file(&self.raw);
+        let trace = partita_core::trace::decode(&ring)
+            .map_err(|error| anyhow::anyhow!("the copied memory is not a trace: {error:?}"))?;
+        self.stream.add(&trace);
+        Ok(())
+    }
 }
 
 /// The partitions' own consoles: what they print, and what is typed.
@@ -435,6 +498,7 @@ fn follow(
     console: &mut Console,
     deadline: Option<Instant>,
     mut qmp: Option<&mut Qmp>,
+    mut copies: Option<&mut Copies>,
 ) -> Result<Option<Stop>> {
     loop {
         match lines.recv_timeout(TICK) {
@@ -446,6 +510,7 @@ fn follow(
             console.guest_line(&line)?;
         }
         inputs.links.deliver(inputs.typist);
+        console.tick_status();
         if INTERRUPTED.load(Ordering::SeqCst) || inputs.typist.has_hung_up() {
             return Ok(Some(Stop::Interrupted));
         }
@@ -454,6 +519,15 @@ fn follow(
         }
         if qmp.as_deref_mut().is_some_and(|qmp| qmp.take_event("SHUTDOWN")) {
             return Ok(Some(Stop::PoweredOff));
+        }
+        if let (Some(copies), Some(qmp), Some(region)) =
+            (copies.as_deref_mut(), qmp.as_deref_mut(), console.trace_region())
+        {
+            if Instant::now() >= copies.next {
+                if let Err(error) = copies.take(qmp, region) {
+                    warn(&format!("a copy of the trace failed: {error:#}"));
+                }
+            }
         }
     }
 }
@@ -653,6 +727,8 @@ pub struct Console {
     trace: Option<TraceRegion>,
     /// The attached partition, whose console shows raw on the terminal.
     raw: RawView,
+    /// The status lines at the bottom of the terminal, when shown.
+    status: Option<status::Live>,
 }
 
 impl Console {
@@ -676,12 +752,51 @@ impl Console {
             boot_ms: None,
             trace: None,
             raw: RawView::default(),
+            status: None,
         })
+    }
+
+    /// Keeps a status line per partition below the live view.
+    pub fn show_status(&mut self, live: status::Live) {
+        self.status = Some(live);
+    }
+
+    fn tick_status(&mut self) {
+        if let Some(live) = &mut self.status {
+            live.tick(&mut std::io::stdout().lock());
+        }
+    }
+
+    /// The last status stays on the screen as ordinary lines.
+    fn finish_status(&mut self) {
+        if let Some(live) = &mut self.status {
+            live.finish(&mut std::io::stdout().lock());
+        }
+        self.status = None;
+    }
+
+    /// Prints a live-view line above the status block.
+    fn show(&mut self, text: &str) {
+        let mut out = std::io::stdout().lock();
+        if let Some(live) = &mut self.status {
+            live.erase(&mut out);
+        }
+        // A closed stdout (say, piped into `head`) must not stop the logs.
+        let _ = writeln!(out, "{text}");
+        if let Some(live) = &mut self.status {
+            live.draw(&mut out);
+        }
     }
 
     /// Routes one line (already without `\r` and `\n`).
     pub fn line(&mut self, line: &str) -> Result<()> {
         let (source, text) = self.splitter.split(line);
+        if let Some(live) = &mut self.status {
+            match source {
+                Source::Partition(i) => live.guest_text(i, text),
+                Source::Hypervisor => live.hypervisor_text(text),
+            }
+        }
         let (path, log) = match source {
             Source::Partition(i) => {
                 self.mark_seen(i);
@@ -697,9 +812,8 @@ impl Console {
             }
         };
         writeln!(log, "{text}").with_context(|| format!("cannot write {}", path.display()))?;
-        if let Some(painter) = &self.painter {
-            // A closed stdout (say, piped into `head`) must not stop the logs.
-            let _ = writeln!(std::io::stdout().lock(), "{}", painter.format(source, text));
+        if let Some(shown) = self.painter.as_ref().map(|painter| painter.format(source, text)) {
+            self.show(&shown);
         }
         Ok(())
     }
@@ -711,9 +825,14 @@ impl Console {
         self.mark_seen(i);
         let (path, log) = &mut self.partition_logs[i];
         writeln!(log, "{}", line.text).with_context(|| format!("cannot write {}", path.display()))?;
+        if let Some(live) = &mut self.status {
+            live.guest_text(i, &line.text);
+        }
         let shown_raw = *self.raw.lock().unwrap_or_else(|p| p.into_inner()) == Some(i);
-        if let (Some(painter), false) = (&self.painter, shown_raw) {
-            let _ = writeln!(std::io::stdout().lock(), "{}", painter.format(Source::Partition(i), &line.text));
+        if let (Some(shown), false) =
+            (self.painter.as_ref().map(|painter| painter.format(Source::Partition(i), &line.text)), shown_raw)
+        {
+            self.show(&shown);
         }
         Ok(())
     }
@@ -750,6 +869,7 @@ impl Console {
             boot_ms: self.boot_ms,
             silent,
             trace: None,
+            stream: None,
         }
     }
 }

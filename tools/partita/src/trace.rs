@@ -16,6 +16,7 @@
 //! ```
 
 pub mod slots;
+pub mod stream;
 pub mod timed_io;
 
 use crate::chart::palette::{BLUE, BROWN, GRAY, GREEN, ORANGE, PINK, PURPLE, RED};

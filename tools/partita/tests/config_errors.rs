@@ -7,7 +7,7 @@
 
 mod config_support;
 
-use config_support::{aarch64_elf, scratch_dir};
+use config_support::{aarch64_elf, linux_image, scratch_dir};
 use partita::config::{self, Config, Diagnostic, Image, ImageFormat};
 use partita::profile::PlatformProfile;
 use partita_core::config::allocation::KER_ONE_TABLE_4;
@@ -151,6 +151,10 @@ fn load_beside_stand_in_guest(name: &str, text: &str) -> Config {
     for guest in ["test-guest.elf", "rtos.elf"] {
         std::fs::write(root.join("target/guests").join(guest), aarch64_elf(0x4000_0000, 0x10_0000)).unwrap();
     }
+    // The Linux guest's kernel and initramfs, for configurations that boot Linux.
+    std::fs::create_dir_all(root.join("target/guests/linux")).unwrap();
+    std::fs::write(root.join("target/guests/linux/Image"), linux_image(48 << 20)).unwrap();
+    std::fs::write(root.join("target/guests/linux/initramfs.cpio"), vec![0u8; 0x1000]).unwrap();
     let path = root.join("configs").join(format!("{name}.toml"));
     std::fs::write(&path, text).unwrap();
     config::load(&path).unwrap_or_else(|d| panic!("{name}.toml rejected:\n{}", listing(&d)))
@@ -179,17 +183,22 @@ fn ipc_configuration_is_valid() {
 #[test]
 fn demo_configuration_is_valid() {
     let config = load_beside_stand_in_guest("demo", include_str!("../../../configs/demo.toml"));
-    let names: Vec<&str> = config.system.partitions.iter().map(|p| p.name.as_str()).collect();
-    assert_eq!(names, ["rtos", "control", "gpos"]);
-    assert_eq!(config.system.hypervisor.trace_events, 16384, "the demo records a trace, with the default ring");
-    assert!(config.system.partitions[0].exclusive, "rtos owns pCPU 1");
-    let shared = config.system.partitions.iter().filter(|p| p.vcpus.contains(&2)).count();
-    assert_eq!(shared, 2, "pCPU 2 is shared by two partitions");
+    let system = &config.system;
+    let names: Vec<&str> = system.partitions.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["rtos", "linux"]);
+    assert_eq!(system.hypervisor.trace_events, 262_144, "the demo's rings hold its 30 s");
+    assert!(system.partitions[0].exclusive, "rtos owns pCPU 1");
+    assert_eq!(system.partitions[1].vcpus, [2, 3], "Linux has two vCPUs, one per pCPU");
+    let kinds: Vec<&str> = system.channels.iter().map(|c| c.kind.label()).collect();
+    assert_eq!(kinds, ["shared-memory"], "the telemetry ring");
+    assert!(system.fabric.is_some(), "the fabric shared by both");
+    let devices: Vec<usize> = system.partitions.iter().map(|p| p.accelerators.len()).collect();
+    assert_eq!(devices, [1, 1], "an accelerator each");
     let summary = partita::check::summary(&config, &profile());
-    assert!(summary.contains("gpos") && summary.contains("0->2 1->3"), "{summary}");
+    assert!(summary.contains("linux") && summary.contains("0->2 1->3"), "{summary}");
+    assert!(summary.contains("telemetry") && summary.contains("timed I/O"), "{summary}");
 }
 
-/// The reference page's full example must be a file `check` accepts.
 #[test]
 fn documented_example_is_valid() {
     let page = include_str!("../../../docs/configuration.md");
@@ -941,13 +950,16 @@ fn every_fixture_has_a_test() {
 #[test]
 fn priority_defaults_from_criticality_and_can_be_given() {
     let text = include_str!("../../../configs/demo.toml").replacen(
-        "criticality = \"medium\"\n",
-        "criticality = \"medium\"\npriority = 200\n",
+        "criticality = \"low\"\n",
+        "criticality = \"low\"\npriority = 100\n",
         1,
     );
     let config = load_beside_stand_in_guest("priorities", &text);
     let priorities: Vec<u8> = config.system.partitions.iter().map(|p| p.priority).collect();
-    assert_eq!(priorities, [192, 200, 128], "rtos high (default), control given, gpos medium (default)");
+    assert_eq!(priorities, [192, 100], "rtos high (default), linux given");
+    let defaults = load_beside_stand_in_guest("default-priorities", include_str!("../../../configs/demo.toml"));
+    let priorities: Vec<u8> = defaults.system.partitions.iter().map(|p| p.priority).collect();
+    assert_eq!(priorities, [192, 64], "high and low by default");
 }
 
 #[test]

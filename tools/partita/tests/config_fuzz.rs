@@ -20,7 +20,12 @@ const GOOD_FABRIC: &str = include_str!("configs/good_fabric.toml");
 
 /// The valid files mutations start from, with the guest the scratch folder has.
 fn seeds() -> [String; 4] {
-    [GOOD, DEMO, ACCEL, GOOD_FABRIC].map(|text| text.replace("../target/guests/test-guest.elf", "guest.elf"))
+    [GOOD, DEMO, ACCEL, GOOD_FABRIC].map(|text| {
+        text.replace("../target/guests/test-guest.elf", "guest.elf")
+            .replace("../target/guests/rtos.elf", "guest.elf")
+            .replace("../target/guests/linux/Image", "Image")
+            .replace("../target/guests/linux/initramfs.cpio", "raw.bin")
+    })
 }
 
 /// Pieces that steer mutations towards the interesting corners of the

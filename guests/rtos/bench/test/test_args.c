@@ -103,6 +103,17 @@ int main(void)
 	parse("bench=tm1", &a);
 	CHECK(a.table6 == 0);
 
+	parse("bench=tm1", &a);
+	CHECK(!a.demo && a.demo_period_ms == 5 && a.demo_deadline_us == 5000 && a.demo_send_every == 10);
+	CHECK(a.demo_tio_us == 5000 && a.demo_accel_ms == 100);
+
+	parse("demo=1 demo_period_ms=10 demo_deadline_us=2500 demo_send_every=100 demo_tio_us=500 demo_accel_ms=50", &a);
+	CHECK(a.demo && a.demo_period_ms == 10 && a.demo_deadline_us == 2500 && a.demo_send_every == 100);
+	CHECK(a.demo_tio_us == 500 && a.demo_accel_ms == 50 && bads == 0);
+
+	parse("demo=2 demo_period_ms=0 demo_deadline_us=x demo_send_every=60001 demo_tio_us=0 demo_accel_ms=-1", &a);
+	CHECK(bads == 6 && !a.demo && a.demo_period_ms == 5 && a.demo_send_every == 10 && a.demo_accel_ms == 100);
+
 	CHECK(strcmp(accel_mode_name(ACCEL_QAM64), "qam64") == 0 && strcmp(accel_mode_name(ACCEL_FFT512), "fft512") == 0);
 	CHECK(strcmp(accel_mode_name(ACCEL_OFF), "") == 0);
 

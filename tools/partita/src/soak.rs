@@ -1,0 +1,360 @@
+//! `partita soak`: the demo's system for minutes under Linux load, then
+//! checked from the guests' own counters (`demo:` lines, see
+//! [`crate::status`]), Partita's health-monitor log and the trace.
+//!
+//! The checks, each a violation when it fails:
+//! - the RTOS's control task missed no deadline;
+//! - Linux received the RTOS's telemetry with no number lost or repeated
+//!   and no torn slot;
+//! - no accelerator allocation in the trace took longer than the bound
+//!   `partita check` analyses for its device, and every job's output was
+//!   right (the RTOS compares with software; Linux sees no error bit);
+//! - the timed outputs' largest error E is within the target (1 counter
+//!   tick under `-icount`; under wall-clock time only when one is given,
+//!   since guest time is then the host's and E is reported);
+//! - the health monitor recorded no event (the demo expects none).
+//!
+//! The same analysis makes the demo's `summary.md` ([`crate::summary`]).
+
+use crate::profile;
+use crate::status::Counters;
+use crate::trace::stream::Stream;
+use crate::trace::{self as host_trace, timed_io};
+use anyhow::Result;
+use partita_core::config::allocation::{device_latencies, Wait};
+use partita_core::config::model::System;
+use partita_core::trace::Kind;
+use partita_core::trace::Trace;
+use std::fmt::Write as _;
+use std::path::Path;
+
+/// The largest latency an accelerator connection's trace event can carry
+/// (24 bits of counter ticks, `partita_core::trace::accel_connect_arg`).
+const LATENCY_FIELD_MAX: u64 = 0xff_ffff;
+
+/// One check's outcome.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Check {
+    pub name: &'static str,
+    pub ok: bool,
+    /// The figures behind it.
+    pub detail: String,
+}
+
+/// Everything a run left that the checks read.
+#[derive(Clone, Debug, Default)]
+pub struct Analysis {
+    pub counters: Counters,
+    /// Per pCPU, events the trace overwrote; empty without a trace.
+    pub lost_events: Vec<u64>,
+    /// Counter frequency of the trace, Hz.
+    pub counter_hz: u64,
+    /// Accelerator allocations in the trace: (partition, device, ticks, bound in ticks).
+    pub allocations: Vec<(String, u8, u64, Option<u64>)>,
+    /// Timed outputs in the trace: (partition, count, largest E, mean E), ticks.
+    pub timed_io: Vec<(String, usize, u64, f64)>,
+    /// Copies of the rings merged while the run went; 0: the end's only.
+    pub copies: u32,
+    /// Per partition: times Partita switched one of its vCPUs out.
+    pub switched_out: Vec<u64>,
+}
+
+impl Analysis {
+    /// Reads `out_dir`'s logs and trace for `system`; the trace's figures
+    /// come from `stream` instead when the run copied its rings as it went.
+    pub fn of(out_dir: &Path, system: &System, stream: Option<&Stream>) -> Result<Self> {
+        let names: Vec<String> = system.partitions.iter().map(|p| p.name.clone()).collect();
+        let mut counters = Counters::new(&names);
+        for (i, name) in names.iter().enumerate() {
+            let log = std::fs::read_to_string(out_dir.join(format!("{name}.log"))).unwrap_or_default();
+            counters.guest_log(i, &log);
+        }
+        let hm = std::fs::read_to_string(out_dir.join(crate::run::HM_LOG)).unwrap_or_default();
+        for line in hm.lines() {
+            counters.hypervisor_text(&format!("hm: {line}"));
+        }
+        let mut analysis = Analysis { counters, ..Analysis::default() };
+        let trace_file = out_dir.join(host_trace::TRACE_FILE);
+        if let Some(stream) = stream {
+            analysis.copies = stream.copies;
+            analysis.add_trace(&names, &stream.trace(), system);
+        } else if trace_file.exists() {
+            let (meta, trace) = host_trace::read_file(&trace_file)?;
+            analysis.add_trace(&meta.partitions, &trace, system);
+        }
+        Ok(analysis)
+    }
+
+    /// The accelerator connections, timed outputs, the switches of vCPUs
+    /// out of their pCPU and the lost events of `trace`.
+    fn add_trace(&mut self, partitions: &[String], trace: &Trace, system: &System) {
+        self.lost_events = trace.lost.clone();
+        self.counter_hz = trace.counter_hz;
+        let costs = profile::for_board(&system.platform.board).ok().and_then(|p| p.accel);
+        let bounds = device_latencies(system, costs.as_ref());
+        // The analysed L_alloc(WCET) in counter ticks, rounded up.
+        let bound_of = |partition: usize, device: usize| {
+            bounds.iter().find(|b| b.partition == partition && b.device == device).and_then(|b| match &b.wait {
+                Wait::Bounded { latency: Some(bound), .. } => {
+                    Some(bound.worst.saturating_mul(trace.counter_hz).div_ceil(1_000_000_000))
+                }
+                _ => None,
+            })
+        };
+        let name = |p: usize| partitions.get(p).cloned().unwrap_or_else(|| format!("#{p}"));
+        for event in trace.cpus.iter().flatten().filter(|e| e.kind == Kind::AccelConnect) {
+            let p = usize::from(event.partition);
+            // The connection's argument: the path in its top byte, the ticks since the request below.
+            let latency = u64::from(event.arg) & LATENCY_FIELD_MAX;
+            self.allocations.push((name(p), event.vcpu, latency, bound_of(p, usize::from(event.vcpu))));
+        }
+        for errors in timed_io::errors_per_partition(&timed_io::operations(trace)) {
+            self.timed_io.push((name(usize::from(errors.partition)), errors.count, errors.max, errors.mean));
+        }
+        self.switched_out = vec![0; partitions.len()];
+        for event in trace.cpus.iter().flatten().filter(|e| e.kind == Kind::VcpuOut) {
+            if let Some(n) = self.switched_out.get_mut(usize::from(event.partition)) {
+                *n += 1;
+            }
+        }
+    }
+
+    fn num(&self, partition: usize, key: &str) -> Option<i64> {
+        self.counters.number(partition, key)
+    }
+
+    /// The partition that prints `key`, the first if several do.
+    fn with_key(&self, key: &str) -> Option<usize> {
+        (0..self.counters.names.len()).find(|&i| self.counters.get(i, key).is_some())
+    }
+
+    /// The checks, in the order of the module comment. `tio_target` is the
+    /// largest E allowed, in counter ticks; `None` reports E only.
+    pub fn checks(&self, tio_target: Option<u64>) -> Vec<Check> {
+        let mut checks = Vec::new();
+        let name = |i: usize| self.counters.names[i].clone();
+        // Deadlines.
+        checks.push(match self.with_key("misses") {
+            Some(i) => {
+                let (misses, jobs) = (self.num(i, "misses").unwrap_or(-1), self.num(i, "jobs").unwrap_or(0));
+                Check {
+                    name: "deadline misses",
+                    ok: misses == 0 && jobs > 0,
+                    detail: format!(
+                        "{}: {misses} of {jobs} jobs, response up to {} us, start up to {} us after release{}",
+                        name(i),
+                        self.counters.get(i, "resp_max_us").unwrap_or("?"),
+                        self.counters.get(i, "late_max_us").unwrap_or("?"),
+                        // On an exclusive pCPU, a late start with no switch out
+                        // was the host's doing: QEMU's thread of that pCPU waited.
+                        self.switched_out
+                            .get(i)
+                            .map_or(String::new(), |n| format!("; Partita switched its vCPU out {n} time(s)")),
+                    ),
+                }
+            }
+            None => Check { name: "deadline misses", ok: false, detail: "no partition reported its jobs".into() },
+        });
+        // The channel.
+        checks.push(match (self.with_key("sent"), self.with_key("received")) {
+            (Some(tx), Some(rx)) => {
+                let get = |key| self.num(rx, key).unwrap_or(-1);
+                let (received, lost, dup, bad) = (get("received"), get("lost"), get("dup"), get("bad"));
+                Check {
+                    name: "channel messages",
+                    ok: received > 0 && lost == 0 && dup == 0 && bad == 0,
+                    detail: format!(
+                        "{} sent {} (held back while the ring was full: {} periods), {} received {received}: lost {lost}, duplicated {dup}, torn {bad}",
+                        name(tx),
+                        self.counters.get(tx, "sent").unwrap_or("?"),
+                        self.counters.get(tx, "full").unwrap_or("?"),
+                        name(rx)
+                    ),
+                }
+            }
+            _ => Check { name: "channel messages", ok: false, detail: "no sender or no receiver reported".into() },
+        });
+        // The accelerators.
+        let over: Vec<&(String, u8, u64, Option<u64>)> =
+            self.allocations.iter().filter(|a| a.3.is_some_and(|bound| a.2 > bound)).collect();
+        let bounded = self.allocations.iter().filter(|a| a.3.is_some()).count();
+        let worst = self.allocations.iter().filter(|a| a.3.is_some()).map(|a| a.2).max().unwrap_or(0);
+        let bound = self.allocations.iter().filter_map(|a| a.3).max().unwrap_or(0);
+        let rtos_bad = self.with_key("accel_bad").map(|i| (i, self.num(i, "accel_bad").unwrap_or(-1)));
+        let gpos_err = self.with_key("accel_err").map(|i| (i, self.num(i, "accel_err").unwrap_or(-1)));
+        let jobs: Vec<String> = (0..self.counters.names.len())
+            .filter_map(|i| self.counters.get(i, "accel_jobs").map(|j| format!("{} {j}", name(i))))
+            .collect();
+        checks.push(Check {
+            name: "accelerator allocations",
+            ok: !self.allocations.is_empty()
+                && over.is_empty()
+                && rtos_bad.is_none_or(|(_, n)| n == 0)
+                && gpos_err.is_none_or(|(_, n)| n == 0),
+            detail: format!(
+                "{} allocation(s) in the trace, {bounded} with a bound: {} over it{} (worst {:.1} us{}, bound {:.1} us); jobs {}; wrong results {}, errors {}",
+                self.allocations.len(),
+                over.len(),
+                self.over_by_partition(&over),
+                self.micros(worst),
+                if worst >= LATENCY_FIELD_MAX { " or more: the trace's field is full" } else { "" },
+                self.micros(bound),
+                if jobs.is_empty() { "none".into() } else { jobs.join(", ") },
+                rtos_bad.map_or("-".into(), |(_, n)| n.to_string()),
+                gpos_err.map_or("-".into(), |(_, n)| n.to_string()),
+            ),
+        });
+        // Timed outputs.
+        let refused = self.with_key("tio_err").and_then(|i| self.num(i, "tio_err")).unwrap_or(0);
+        let worst_e = self.timed_io.iter().map(|t| t.2).max();
+        let mut detail = String::new();
+        for (partition, count, max, mean) in &self.timed_io {
+            let _ = write!(detail, "{partition}: {count} outputs, E max {max} mean {mean:.1} ticks; ");
+        }
+        if self.timed_io.is_empty() {
+            detail += "no timed output in the trace; ";
+        }
+        // The trace keeps E in 23 bits; the hypervisor's own count (PARTITA_TIO_STATS) does not saturate.
+        if let Some(i) = self.with_key("tio_max") {
+            let _ = write!(
+                detail,
+                "{} by PARTITA_TIO_STATS: {} outputs, E max {} mean {} ticks; ",
+                name(i),
+                self.counters.get(i, "tio_done").unwrap_or("?"),
+                self.counters.get(i, "tio_max").unwrap_or("?"),
+                self.counters.get(i, "tio_mean").unwrap_or("?")
+            );
+        }
+        detail += &match tio_target {
+            Some(target) => format!("target {target} tick(s)"),
+            None => "no target under wall-clock time (reported)".into(),
+        };
+        if refused != 0 {
+            detail += &format!("; a call was refused ({refused})");
+        }
+        checks.push(Check {
+            name: "timed-I/O error",
+            ok: refused == 0 && worst_e.is_some() && tio_target.is_none_or(|t| worst_e.unwrap_or(0) <= t),
+            detail,
+        });
+        // Health.
+        let events: u64 = self.counters.hm_events.iter().sum();
+        let mut detail = format!("{events} event(s)");
+        for (i, last) in self.counters.last_hm.iter().enumerate() {
+            if let Some((event, action)) = last {
+                let _ = write!(detail, "; {} last {event} ({action})", name(i));
+            }
+        }
+        checks.push(Check { name: "health-monitor events", ok: events == 0, detail });
+        checks
+    }
+
+    /// ` (rtos 1, linux 2)`: whose allocations went over their bound.
+    fn over_by_partition(&self, over: &[&(String, u8, u64, Option<u64>)]) -> String {
+        let counts: Vec<String> = self
+            .counters
+            .names
+            .iter()
+            .map(|name| (name, over.iter().filter(|a| &a.0 == name).count()))
+            .filter(|(_, n)| *n > 0)
+            .map(|(name, n)| format!("{name} {n}"))
+            .collect();
+        if counts.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", counts.join(", "))
+        }
+    }
+
+    fn micros(&self, ticks: u64) -> f64 {
+        if self.counter_hz == 0 {
+            return 0.0;
+        }
+        ticks as f64 * 1e6 / self.counter_hz as f64
+    }
+
+    pub fn lost_total(&self) -> u64 {
+        self.lost_events.iter().sum()
+    }
+}
+
+/// The checks as a Markdown table and a verdict line.
+pub fn markdown(checks: &[Check]) -> String {
+    let mut text = String::from("| check | verdict | figures |\n|---|---|---|\n");
+    for check in checks {
+        let _ = writeln!(text, "| {} | {} | {} |", check.name, if check.ok { "ok" } else { "VIOLATED" }, check.detail);
+    }
+    text
+}
+
+/// `soak: PASS` or `soak: FAIL (n violation(s))`.
+pub fn verdict(checks: &[Check]) -> String {
+    let failed = checks.iter().filter(|c| !c.ok).count();
+    if failed == 0 {
+        "soak: PASS".into()
+    } else {
+        format!("soak: FAIL ({failed} violation(s))")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn analysis(rtos: &str, linux: &str, hm: &[&str]) -> Analysis {
+        let mut counters = Counters::new(&["rtos".to_string(), "linux".to_string()]);
+        counters.guest_log(0, rtos);
+        counters.guest_log(1, linux);
+        for line in hm {
+            counters.hypervisor_text(line);
+        }
+        Analysis {
+            counters,
+            lost_events: vec![0, 0],
+            counter_hz: 62_500_000,
+            allocations: vec![("rtos".into(), 0, 1000, Some(2000)), ("linux".into(), 0, 90_000, None)],
+            timed_io: vec![("rtos".into(), 10, 1, 0.5)],
+            copies: 0,
+            switched_out: vec![1, 5],
+        }
+    }
+
+    const RTOS: &str =
+        "demo: t=1 jobs=200 misses=0 sent=10 full=0\ndemo: t=1 tio_max=1 tio_err=0 accel_jobs=9 accel_bad=0";
+    const LINUX: &str = "demo: t=1 received=10 lost=0 dup=0 bad=0 accel_jobs=1 accel_err=0";
+
+    #[test]
+    fn a_clean_run_passes() {
+        let checks = analysis(RTOS, LINUX, &[]).checks(Some(1));
+        assert!(checks.iter().all(|c| c.ok), "{checks:?}");
+        assert_eq!(verdict(&checks), "soak: PASS");
+    }
+
+    #[test]
+    fn each_violation_is_caught() {
+        let misses = RTOS.replace("misses=0", "misses=2");
+        let lost = LINUX.replace("lost=0", "lost=1");
+        let dup = LINUX.replace("dup=0", "dup=3");
+        let cases: [(&str, &str, &[&str], &str); 4] = [
+            (&misses, LINUX, &[], "deadline misses"),
+            (RTOS, &lost, &[], "channel messages"),
+            (RTOS, &dup, &[], "channel messages"),
+            (
+                RTOS,
+                LINUX,
+                &["hm: 1 at 5 us partition linux vcpu 0 Fault detail 0x0 action Log"],
+                "health-monitor events",
+            ),
+        ];
+        for (rtos, linux, hm, failing) in cases {
+            let checks = analysis(rtos, linux, hm).checks(Some(1));
+            let failed: Vec<&str> = checks.iter().filter(|c| !c.ok).map(|c| c.name).collect();
+            assert_eq!(failed, [failing]);
+        }
+        let mut slow = analysis(RTOS, LINUX, &[]);
+        slow.allocations[0].2 = 2001;
+        assert!(!slow.checks(Some(1))[2].ok, "an allocation over its bound");
+        let late = analysis(RTOS, LINUX, &[]);
+        assert!(!late.checks(Some(0))[3].ok && late.checks(None)[3].ok, "E against the target, or reported");
+    }
+}

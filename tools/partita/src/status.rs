@@ -1,0 +1,277 @@
+//! The live status line of each partition during `partita run` and `partita
+//! demo`, and the guests' counter lines it is read from.
+//!
+//! A guest that wants its figures shown prints lines of `key=value` words
+//! after `demo: ` (the demo's RTOS and Linux do so once a second; see
+//! guests/rtos/bench/demo.c and guests/linux/jobs/demo). The host keeps the
+//! latest value of every key per partition, and adds what only Partita's
+//! console says: the health monitor's events and the action taken.
+//!
+//! On a terminal, the status lines stay at the bottom of the screen: before
+//! each console line they are erased (cursor up, erase to the end of the
+//! screen), the console line is printed, and they are drawn again. Only
+//! plain output and these two ANSI sequences are used, so nothing about the
+//! terminal's mode changes and nothing needs restoring, whatever ends the
+//! run.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+/// What a guest's counter line starts with.
+pub const COUNTER_PREFIX: &str = "demo: ";
+/// After this long without a counter line, a running partition shows as
+/// quiet (Linux's reader may take a few seconds a round under load).
+const QUIET_AFTER: Duration = Duration::from_secs(10);
+/// Redraws without new lines come at most this often.
+const REDRAW_EVERY: Duration = Duration::from_millis(500);
+
+/// The `key=value` words of a counter line, in order; `None` for any other
+/// line. Words without `=` are skipped, so a guest may add prose.
+pub fn parse_counters(text: &str) -> Option<Vec<(String, String)>> {
+    let rest = text.trim_start().strip_prefix(COUNTER_PREFIX)?;
+    let pairs: Vec<(String, String)> = rest
+        .split_whitespace()
+        .filter_map(|word| word.split_once('='))
+        .filter(|(key, value)| !key.is_empty() && !value.is_empty())
+        .map(|(key, value)| (key.to_string(), value.to_string()))
+        .collect();
+    (!pairs.is_empty()).then_some(pairs)
+}
+
+/// A health-monitor line of Partita's console: `hm: SEQ at US us partition
+/// NAME vcpu V EVENT detail 0xD action ACTION`, as (partition, event, action).
+pub fn parse_hm(text: &str) -> Option<(String, String, String)> {
+    let words: Vec<&str> = text.strip_prefix("hm: ")?.split_whitespace().collect();
+    let after = |key: &str| words.iter().position(|w| *w == key).and_then(|i| words.get(i + 1)).map(|w| w.to_string());
+    let partition = after("partition")?;
+    let event = words.get(words.iter().position(|w| *w == "vcpu")? + 2)?.to_string();
+    Some((partition, event, after("action")?))
+}
+
+/// The latest counters of every partition, and its health events.
+#[derive(Clone, Debug, Default)]
+pub struct Counters {
+    pub names: Vec<String>,
+    /// Per partition: the latest value of each key.
+    pub values: Vec<BTreeMap<String, String>>,
+    /// Per partition: counter lines seen.
+    pub lines: Vec<u64>,
+    /// Per partition: health-monitor events, and the last (event, action).
+    pub hm_events: Vec<u64>,
+    pub last_hm: Vec<Option<(String, String)>>,
+}
+
+impl Counters {
+    pub fn new(names: &[String]) -> Self {
+        let n = names.len();
+        Self {
+            names: names.to_vec(),
+            values: vec![BTreeMap::new(); n],
+            lines: vec![0; n],
+            hm_events: vec![0; n],
+            last_hm: vec![None; n],
+        }
+    }
+
+    /// A line partition `index` printed; true if it was a counter line.
+    pub fn guest_text(&mut self, index: usize, text: &str) -> bool {
+        let Some(pairs) = parse_counters(text) else { return false };
+        self.values[index].extend(pairs);
+        self.lines[index] += 1;
+        true
+    }
+
+    /// A line of Partita's own.
+    pub fn hypervisor_text(&mut self, text: &str) {
+        if let Some((partition, event, action)) = parse_hm(text) {
+            if let Some(i) = self.names.iter().position(|n| *n == partition) {
+                self.hm_events[i] += 1;
+                self.last_hm[i] = Some((event, action));
+            }
+        }
+    }
+
+    /// Reads a whole log of partition `index`.
+    pub fn guest_log(&mut self, index: usize, log: &str) {
+        for line in log.lines() {
+            self.guest_text(index, line);
+        }
+    }
+
+    pub fn get(&self, index: usize, key: &str) -> Option<&str> {
+        self.values.get(index)?.get(key).map(String::as_str)
+    }
+
+    pub fn number(&self, index: usize, key: &str) -> Option<i64> {
+        self.get(index, key)?.parse().ok()
+    }
+
+    pub fn index(&self, name: &str) -> Option<usize> {
+        self.names.iter().position(|n| n == name)
+    }
+}
+
+/// A partition's state as far as the console tells it.
+fn state(counters: &Counters, index: usize, seen: bool, quiet: bool) -> String {
+    if let Some((_, action)) = &counters.last_hm[index] {
+        match action.as_str() {
+            "Suspend" => return "suspended".into(),
+            "Halt" => return "halted".into(),
+            "Restart" => return "restarted".into(),
+            "Reset" => return "reset".into(),
+            _ => {}
+        }
+    }
+    match (seen, quiet) {
+        (false, _) => "booting".into(),
+        (true, true) => "quiet".into(),
+        (true, false) => "running".into(),
+    }
+}
+
+/// One status line per partition, from what is known so far. `last_line`
+/// is when each partition last printed a counter line.
+pub fn render(counters: &Counters, seen: &[bool], last_line: &[Option<Instant>], now: Instant) -> Vec<String> {
+    let width = counters.names.iter().map(|n| n.len()).max().unwrap_or(0);
+    (0..counters.names.len())
+        .map(|i| {
+            let quiet = last_line[i].is_none_or(|t| now.duration_since(t) > QUIET_AFTER) && counters.lines[i] > 0;
+            let get = |key: &str| counters.get(i, key);
+            let mut line = format!("{:<width$} {:<9}", counters.names[i], state(counters, i, seen[i], quiet));
+            line += &format!(" cpu {:>3}%", get("cpu_pct").unwrap_or("-"));
+            if let Some(misses) = get("misses") {
+                line += &format!(" misses {misses}/{}", get("jobs").unwrap_or("?"));
+            }
+            line += &format!(" hm {}", counters.hm_events[i]);
+            if let Some((event, action)) = &counters.last_hm[i] {
+                line += &format!(" ({event}: {action})");
+            }
+            let held = get("accel_held") == Some("1");
+            line += &format!(" accel {}", if held { "held" } else { "-" });
+            if let Some(max) = get("tio_max") {
+                line += &format!(" E max {max} mean {} ticks", get("tio_mean").unwrap_or("?"));
+                if let Some(err) = get("tio_err").filter(|e| *e != "0") {
+                    line += &format!(" (refused {err})");
+                }
+            }
+            if let Some(sent) = get("sent") {
+                line += &format!(" sent {sent}");
+            }
+            if let Some(received) = get("received") {
+                line +=
+                    &format!(" recv {received} lost {} dup {}", get("lost").unwrap_or("?"), get("dup").unwrap_or("?"));
+            }
+            line
+        })
+        .collect()
+}
+
+/// The status block at the bottom of a terminal.
+pub struct Live {
+    pub counters: Counters,
+    seen: Vec<bool>,
+    last_line: Vec<Option<Instant>>,
+    /// Lines of the block now on the screen.
+    drawn: usize,
+    last_draw: Option<Instant>,
+    color: bool,
+}
+
+impl Live {
+    pub fn new(names: &[String], color: bool) -> Self {
+        Self {
+            counters: Counters::new(names),
+            seen: vec![false; names.len()],
+            last_line: vec![None; names.len()],
+            drawn: 0,
+            last_draw: None,
+            color,
+        }
+    }
+
+    pub fn guest_text(&mut self, index: usize, text: &str) {
+        self.seen[index] = true;
+        if self.counters.guest_text(index, text) {
+            self.last_line[index] = Some(Instant::now());
+        }
+    }
+
+    pub fn hypervisor_text(&mut self, text: &str) {
+        self.counters.hypervisor_text(text);
+    }
+
+    /// Erases the block, so that a console line can take its place.
+    pub fn erase(&mut self, out: &mut dyn Write) {
+        if self.drawn > 0 {
+            // To the start of the block's first line, then erase to the end.
+            let _ = write!(out, "\x1b[{}F\x1b[J", self.drawn);
+            self.drawn = 0;
+        }
+    }
+
+    /// Draws the block below the console lines.
+    pub fn draw(&mut self, out: &mut dyn Write) {
+        self.erase(out);
+        let lines = render(&self.counters, &self.seen, &self.last_line, Instant::now());
+        for line in &lines {
+            let _ = if self.color { writeln!(out, "\x1b[7m{line}\x1b[0m") } else { writeln!(out, "{line}") };
+        }
+        let _ = out.flush();
+        self.drawn = lines.len();
+        self.last_draw = Some(Instant::now());
+    }
+
+    /// Redraws when nothing was printed for a while, so ages stay true.
+    pub fn tick(&mut self, out: &mut dyn Write) {
+        if self.last_draw.is_none_or(|t| t.elapsed() >= REDRAW_EVERY) {
+            self.draw(out);
+        }
+    }
+
+    /// Leaves the last status on the screen, as plain lines the console
+    /// scrolls away normally.
+    pub fn finish(&mut self, out: &mut dyn Write) {
+        self.draw(out);
+        self.drawn = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counter_lines_give_their_pairs() {
+        let pairs = parse_counters("demo: t=3 misses=0 note sent=12").unwrap();
+        assert_eq!(pairs, [("t", "3"), ("misses", "0"), ("sent", "12")].map(|(k, v)| (k.to_string(), v.to_string())));
+        assert_eq!(parse_counters("demo: starting"), None);
+        assert_eq!(parse_counters("partita-linux: demo: t=1"), None);
+        assert_eq!(parse_counters("hello t=1"), None);
+    }
+
+    #[test]
+    fn health_lines_name_partition_event_and_action() {
+        let line = "hm: 3 at 12345 us partition linux vcpu 1 StageTwoFault detail 0x9000000 action Suspend";
+        assert_eq!(parse_hm(line), Some(("linux".into(), "StageTwoFault".into(), "Suspend".into())));
+        assert_eq!(parse_hm("hm: garbage"), None);
+    }
+
+    #[test]
+    fn the_latest_values_and_health_show() {
+        let names = ["rtos".to_string(), "linux".to_string()];
+        let mut live = Live::new(&names, false);
+        live.guest_text(0, "demo: t=1 jobs=200 misses=0 cpu_pct=2 accel_held=1 tio_max=3 tio_mean=1 tio_err=0");
+        live.guest_text(0, "demo: t=2 jobs=400 misses=1");
+        live.hypervisor_text("hm: 1 at 5 us partition linux vcpu 0 StageTwoFault detail 0x0 action Suspend");
+        let lines = render(&live.counters, &live.seen, &live.last_line, Instant::now());
+        assert!(lines[0].contains("running") && lines[0].contains("misses 1/400"), "{}", lines[0]);
+        assert!(lines[0].contains("accel held") && lines[0].contains("E max 3 mean 1"), "{}", lines[0]);
+        assert!(lines[1].contains("suspended") && lines[1].contains("hm 1"), "{}", lines[1]);
+        let mut screen = Vec::new();
+        live.draw(&mut screen);
+        live.draw(&mut screen);
+        let text = String::from_utf8(screen).unwrap();
+        assert!(text.contains("\x1b[2F\x1b[J"), "the second draw erases the first: {text:?}");
+    }
+}

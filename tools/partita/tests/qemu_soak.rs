@@ -1,0 +1,75 @@
+//! A short soak: `partita soak --seconds 60` boots configs/demo.toml (the
+//! RTOS beside Linux running hackbench, sharing the fabric and the
+//! telemetry ring) and checks it. The test asserts on what the command
+//! printed and on the logs it read: the telemetry went through with no
+//! number lost or repeated, every accelerator job of both guests was
+//! right, no health event, the trace (copied out every 20 s) lost nothing;
+//! and the verdict and exit status follow the checks. Deadline misses, allocation latencies and the
+//! timed outputs' error are measured in wall-clock guest time, which on a
+//! shared host is the host's scheduling too: their figures must be there,
+//! and the verdict must count them, but their values are not asserted.
+
+use partita::paths;
+use partita::status::Counters;
+use std::process::Command;
+
+const SECONDS: u64 = 60;
+
+fn line<'a>(output: &'a str, prefix: &str) -> &'a str {
+    output.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("no {prefix:?} line in:\n{output}"))
+}
+
+#[test]
+fn a_short_soak_checks_the_demo_system() {
+    let out = paths::source().join("out");
+    let run = Command::new(env!("CARGO_BIN_EXE_partita"))
+        .args(["--out", out.to_str().unwrap(), "soak", "--seconds", &SECONDS.to_string()])
+        .output()
+        .expect("partita soak runs");
+    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    let context = format!("stdout:\n{stdout}\nstderr:\n{stderr}");
+
+    // The guests' own counters, as the soak read them.
+    let dir = out.join("soak");
+    let mut counters = Counters::new(&["rtos".to_string(), "linux".to_string()]);
+    for (i, name) in ["rtos", "linux"].iter().enumerate() {
+        counters.guest_log(i, &std::fs::read_to_string(dir.join(format!("{name}.log"))).expect("a log"));
+    }
+    let rtos = |key: &str| counters.number(0, key).unwrap_or_else(|| panic!("rtos printed no {key}\n{context}"));
+    let linux = |key: &str| counters.number(1, key).unwrap_or_else(|| panic!("linux printed no {key}\n{context}"));
+    // A second of control jobs is 200 at 5 ms; the run is far longer than Linux's boot.
+    assert!(rtos("jobs") > 200 * (SECONDS as i64 - 10), "{context}");
+    assert!(rtos("sent") > 0 && linux("received") > 0, "the telemetry flowed\n{context}");
+    assert!(linux("received") <= rtos("sent") + 20, "no message received that was never sent\n{context}");
+    assert_eq!((linux("lost"), linux("dup"), linux("bad")), (0, 0, 0), "{context}");
+    assert!(rtos("accel_jobs") > 100 && linux("accel_jobs") > 5, "{context}");
+    assert_eq!((rtos("accel_bad"), linux("accel_err")), (0, 0), "{context}");
+    assert_eq!(rtos("tio_err"), 0, "no timed output refused\n{context}");
+    assert!(rtos("tio_done") > 100 * (SECONDS as i64 - 10), "the square wave ran\n{context}");
+
+    // The command's own lines.
+    assert!(line(&stdout, "channel messages").contains(" ok "), "{context}");
+    assert!(line(&stdout, "health-monitor events").contains(" ok "), "{context}");
+    assert!(line(&stdout, "deadline misses").contains(&format!("{} jobs", rtos("jobs"))), "{context}");
+    // `trace: C copies merged, L lost event(s)`: the rings, copied every 20 s, lose nothing.
+    let copies = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("trace: ")?.strip_suffix(" lost event(s)"))
+        .unwrap_or_else(|| panic!("no count of lost trace events\n{context}"));
+    let numbers: Vec<u64> = copies.split(|c: char| !c.is_ascii_digit()).filter_map(|w| w.parse().ok()).collect();
+    assert!(numbers.len() == 2 && numbers[0] >= 3, "a copy every 20 s and the last\n{context}");
+    assert_eq!(numbers[1], 0, "the trace holds the whole soak\n{context}");
+    let violated = stdout.lines().filter(|l| l.contains(" VIOLATED ")).count();
+    let verdict = stdout
+        .lines()
+        .find(|l| l.starts_with("soak: PASS") || l.starts_with("soak: FAIL"))
+        .unwrap_or_else(|| panic!("no verdict\n{context}"));
+    if violated == 0 {
+        assert!(verdict.contains("PASS") && run.status.success(), "{context}");
+    } else {
+        assert!(verdict.contains(&format!("FAIL ({violated} violation(s))")), "{context}");
+        assert!(!run.status.success(), "a violation fails the command\n{context}");
+    }
+    assert!(dir.join("report.md").exists() && dir.join("gantt.svg").exists(), "{context}");
+}
