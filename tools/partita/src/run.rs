@@ -302,7 +302,9 @@ pub fn supervise_with(
     let (mut isolation, isolation_line) = match (opts.isolate, qmp.as_mut(), monitor) {
         (true, Some(qmp), Some(monitor)) => isolate(qmp, child.0.id(), &monitor.critical),
         (true, _, _) => {
-            (None, Some("isolation: off (QEMU's monitor is unavailable, so its threads are unknown)".into()))
+            let line = "isolation: off (QEMU's monitor is unavailable, so its threads are unknown)";
+            println!("{line}");
+            (None, Some(line.into()))
         }
         (false, _, _) => (None, None),
     };
