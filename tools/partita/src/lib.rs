@@ -10,6 +10,7 @@ pub mod config;
 pub mod devicetree;
 pub mod guest_console;
 pub mod guests;
+pub mod isolate;
 pub mod linux;
 pub mod paths;
 pub mod profile;

@@ -52,6 +52,11 @@ enum Cmd {
         /// (Ctrl-] moves them to the next console, Ctrl-\ stops the run).
         #[arg(long, value_name = "PARTITION")]
         attach: Option<String>,
+        /// Give the vCPU threads of exclusive and high-criticality
+        /// partitions a host core of their own and SCHED_FIFO, the other
+        /// QEMU threads the remaining cores (see `partita demo --help`).
+        #[arg(long)]
+        isolate: bool,
     },
     /// Draw the event trace a run left in OUT_DIR/trace.bin: Perfetto JSON,
     /// a Gantt chart and an interrupt-latency histogram.
@@ -60,6 +65,12 @@ enum Cmd {
     Demo {
         #[arg(long, default_value_t = DEMO_SECONDS)]
         seconds: u64,
+        /// Do not isolate the critical partition's emulated core. By
+        /// default its vCPU thread gets a host core of its own and
+        /// SCHED_FIFO, and QEMU's other threads the remaining cores: a
+        /// host thread's priority, standing in for a board's separate core.
+        #[arg(long)]
+        no_isolate: bool,
     },
     /// Run the demo's system for minutes under Linux load and check it:
     /// deadlines, channel messages, accelerator allocations against their
@@ -75,6 +86,12 @@ enum Cmd {
         /// it E is reported only (guest time is the host's wall clock).
         #[arg(long, value_name = "TICKS")]
         tio_target: Option<u64>,
+        /// Do not isolate the critical partition's emulated core. By
+        /// default its vCPU thread gets a host core of its own and
+        /// SCHED_FIFO, and QEMU's other threads the remaining cores: a
+        /// host thread's priority, standing in for a board's separate core.
+        #[arg(long)]
+        no_isolate: bool,
     },
     /// Run every test and print a total.
     Test,
@@ -304,29 +321,36 @@ fn execute(command: Cmd) -> Result<ExitCode> {
     match command {
         Cmd::Check { config } => checked(&config).map(|_| ExitCode::SUCCESS),
         Cmd::Build { config } => prepare(&config).map(|_| ExitCode::SUCCESS),
-        Cmd::Run { config, seconds, gdb, icount, attach } => {
-            boot(&config, RunOptions { seconds, live: true, gdb, icount, attach, ..RunOptions::default() })
+        Cmd::Run { config, seconds, gdb, icount, attach, isolate } => {
+            boot(&config, RunOptions { seconds, live: true, gdb, icount, attach, isolate, ..RunOptions::default() })
         }
         Cmd::Trace { out_dir } => {
             println!("{}", trace::draw(&out_dir)?);
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Demo { seconds } => {
+        Cmd::Demo { seconds, no_isolate } => {
             let demo = paths::source().join("configs").join("demo.toml");
             let (config, output) = prepare(&demo)?;
-            let opts = RunOptions { seconds: Some(seconds), live: true, ..RunOptions::default() };
+            let opts = RunOptions { seconds: Some(seconds), live: true, isolate: !no_isolate, ..RunOptions::default() };
             let report = run::run(&output, &config.system, &opts)?;
             // The demo leaves its trace drawn, not just recorded, and a page to open.
             let out = output.out_dir.clone();
             if out.join("trace.bin").exists() {
                 println!("{}", trace::draw(&out)?);
             }
-            let page = summary::Run { title: "Partita demo", seconds, tio_target: None };
+            let page = summary::Run {
+                title: "Partita demo",
+                seconds,
+                tio_target: None,
+                isolation: report.isolation.as_deref(),
+            };
             let (path, _) = summary::write(&page, &config.system, &out, summary::SUMMARY_FILE, report.stream.as_ref())?;
             println!("summary: {}", paths::shown(&path).display());
             Ok(exit_code(report.ending))
         }
-        Cmd::Soak { minutes, seconds, tio_target } => soak_run(seconds.unwrap_or(minutes * 60), tio_target),
+        Cmd::Soak { minutes, seconds, tio_target, no_isolate } => {
+            soak_run(seconds.unwrap_or(minutes * 60), tio_target, !no_isolate)
+        }
         Cmd::Test => Ok(if testcmd::test()? { ExitCode::SUCCESS } else { ExitCode::FAILURE }),
         Cmd::Bench { what: Bench::IrqLatency { icount, runs, samples } } => {
             let opts = irq_latency::Options { runs, samples, icount, ..irq_latency::Options::default() };
@@ -484,7 +508,7 @@ fn exit_code(ending: Ending) -> ExitCode {
 
 /// The demo's system under the name `soak` (so <out>/soak/), for `seconds`,
 /// with no live view; then the checks, printed and written to report.md.
-fn soak_run(seconds: u64, tio_target: Option<u64>) -> Result<ExitCode> {
+fn soak_run(seconds: u64, tio_target: Option<u64>, isolate: bool) -> Result<ExitCode> {
     let demo = paths::source().join("configs").join("demo.toml");
     let mut config = checked(&demo)?;
     config.system.name = "soak".into();
@@ -494,7 +518,8 @@ fn soak_run(seconds: u64, tio_target: Option<u64>) -> Result<ExitCode> {
         paths::shown(&output.out_dir).display()
     );
     // The rings hold about a minute of the RTOS's pCPU: copied every 20 s, none is lost.
-    let opts = RunOptions { seconds: Some(seconds), trace_every: Some(SOAK_TRACE_EVERY), ..RunOptions::default() };
+    let opts =
+        RunOptions { seconds: Some(seconds), trace_every: Some(SOAK_TRACE_EVERY), isolate, ..RunOptions::default() };
     let report = run::run(&output, &config.system, &opts)?;
     if report.ending == Ending::Interrupted {
         println!("soak: interrupted, nothing checked");
@@ -504,13 +529,15 @@ fn soak_run(seconds: u64, tio_target: Option<u64>) -> Result<ExitCode> {
     if out.join("trace.bin").exists() {
         trace::draw(&out)?;
     }
-    let page = summary::Run { title: "Partita soak", seconds, tio_target };
+    let page = summary::Run { title: "Partita soak", seconds, tio_target, isolation: report.isolation.as_deref() };
     let (path, analysis) = summary::write(&page, &config.system, &out, "report.md", report.stream.as_ref())?;
     let checks = analysis.checks(tio_target);
     for check in &checks {
         println!("{:<24} {:<8} {}", check.name, if check.ok { "ok" } else { "VIOLATED" }, check.detail);
     }
     println!("trace: {} copies merged, {} lost event(s)", analysis.copies, analysis.lost_total());
+    // Repeated here so the verdict's context shows how the host ran it.
+    println!("{}", report.isolation.as_deref().unwrap_or("isolation: off (--no-isolate)"));
     println!("report: {}", paths::shown(&path).display());
     println!("{}", soak::verdict(&checks));
     Ok(if checks.iter().all(|c| c.ok) { ExitCode::SUCCESS } else { ExitCode::FAILURE })

@@ -14,6 +14,7 @@
 use crate::attach;
 use crate::build::BuildOutput;
 use crate::guest_console::{self, GuestConsole, GuestLine, Links, RawView, Typist};
+use crate::isolate::{self, Isolation};
 use crate::qmp::Qmp;
 use crate::status;
 use crate::trace::stream::Stream;
@@ -66,6 +67,9 @@ pub struct RunOptions {
     /// copies into [`RunReport::stream`], so that a run longer than the
     /// rings hold loses no event (`partita soak`).
     pub trace_every: Option<Duration>,
+    /// Give the vCPU threads of exclusive and high-criticality partitions
+    /// host cores of their own and SCHED_FIFO ([`crate::isolate`]).
+    pub isolate: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,6 +100,9 @@ pub struct RunReport {
     /// keeping the accelerator connections, the timed outputs and the
     /// switches of vCPUs out of their pCPU.
     pub stream: Option<Stream>,
+    /// With [`RunOptions::isolate`]: the line saying how the critical
+    /// vCPU threads were placed, or why isolation is off.
+    pub isolation: Option<String>,
 }
 
 /// QEMU's monitor socket, what `trace.bin` says about the machine, and
@@ -105,6 +112,8 @@ pub struct Monitor {
     pub socket: PathBuf,
     pub trace: TraceMeta,
     pub consoles: Vec<GuestConsole>,
+    /// The pCPUs [`RunOptions::isolate`] isolates, with their partitions.
+    pub critical: Vec<(u32, String)>,
 }
 
 impl Monitor {
@@ -115,7 +124,12 @@ impl Monitor {
             partitions: system.partitions.iter().map(|p| p.name.clone()).collect(),
             plans: system.plans.clone(),
         };
-        Self { socket: qmp_socket(&build.out_dir), trace, consoles: build.guest_consoles.clone() }
+        Self {
+            socket: qmp_socket(&build.out_dir),
+            trace,
+            consoles: build.guest_consoles.clone(),
+            critical: isolate::critical_pcpus(system),
+        }
     }
 }
 
@@ -285,13 +299,22 @@ pub fn supervise_with(
     let (lines, reader) = read_lines(&mut child.0, raw);
     let errors = collect_stderr(&mut child.0);
     let mut qmp = monitor.and_then(|m| open_monitor(m, &mut child));
+    let (mut isolation, isolation_line) = match (opts.isolate, qmp.as_mut(), monitor) {
+        (true, Some(qmp), Some(monitor)) => isolate(qmp, child.0.id(), &monitor.critical),
+        (true, _, _) => {
+            let line = "isolation: off (QEMU's monitor is unavailable, so its threads are unknown)";
+            println!("{line}");
+            (None, Some(line.into()))
+        }
+        (false, _, _) => (None, None),
+    };
     let (guest_tx, guest_lines) = mpsc::channel();
     let consoles = monitor.map_or(&[][..], |m| &m.consoles[..]);
     let links = Links::open(consoles, names, guest_tx, console.raw_view());
     let _terminal = opts.attach.as_ref().map(|first| attach::Terminal::start(first, names, &links, &opts.typist));
     let inputs = Inputs { guest_lines: &guest_lines, links: &links, typist: &opts.typist };
     let mut copies = opts.trace_every.filter(|_| monitor.is_some()).map(|every| Copies::new(every, out_dir));
-    let stopped = follow(&lines, &inputs, &mut console, deadline, qmp.as_mut(), copies.as_mut())?;
+    let stopped = follow(&lines, &inputs, &mut console, deadline, qmp.as_mut(), copies.as_mut(), isolation.as_mut())?;
     let mut trace = None;
     if stopped.is_some() {
         if let (Some(qmp), Some(monitor)) = (qmp.as_mut(), monitor) {
@@ -334,6 +357,7 @@ pub fn supervise_with(
     let mut report = console.report(ending, console_log);
     report.trace = trace;
     report.stream = copies.map(|c| c.stream);
+    report.isolation = isolation_line;
     Ok(report)
 }
 
@@ -431,6 +455,20 @@ fn open_monitor(monitor: &Monitor, child: &mut Reaper) -> Option<Qmp> {
     Some(qmp)
 }
 
+/// Places QEMU's threads, printing the one line that says how or why not.
+/// Isolation that is refused never stops the run.
+fn isolate(qmp: &mut Qmp, qemu: u32, critical: &[(u32, String)]) -> (Option<Isolation>, Option<String>) {
+    let (isolation, line) = match Isolation::apply(qmp, qemu, critical) {
+        Ok(isolation) => {
+            let line = isolation.summary.clone();
+            (Some(isolation), line)
+        }
+        Err(why) => (None, format!("isolation: off ({why})")),
+    };
+    println!("{line}");
+    (isolation, Some(line))
+}
+
 /// Lines already read must be seen before deciding whether there is a trace.
 fn take_queued_lines(lines: &Receiver<String>, console: &mut Console) -> Result<()> {
     while let Ok(line) = lines.try_recv() {
@@ -499,8 +537,12 @@ fn follow(
     deadline: Option<Instant>,
     mut qmp: Option<&mut Qmp>,
     mut copies: Option<&mut Copies>,
+    mut isolation: Option<&mut Isolation>,
 ) -> Result<Option<Stop>> {
     loop {
+        if let Some(isolation) = isolation.as_deref_mut() {
+            isolation.tick();
+        }
         match lines.recv_timeout(TICK) {
             Ok(line) => console.line(&line)?,
             Err(RecvTimeoutError::Timeout) => {}
@@ -870,6 +912,7 @@ impl Console {
             silent,
             trace: None,
             stream: None,
+            isolation: None,
         }
     }
 }

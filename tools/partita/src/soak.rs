@@ -15,6 +15,10 @@
 //! - the health monitor recorded no event (the demo expects none).
 //!
 //! The same analysis makes the demo's `summary.md` ([`crate::summary`]).
+//!
+//! Under wall-clock time these figures include the host's scheduling of
+//! QEMU's threads; the soak isolates the RTOS's emulated core by default
+//! ([`crate::isolate`]), which narrows that share without removing it.
 
 use crate::profile;
 use crate::status::Counters;

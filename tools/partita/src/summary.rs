@@ -17,6 +17,8 @@ pub struct Run<'a> {
     pub title: &'a str,
     pub seconds: u64,
     pub tio_target: Option<u64>,
+    /// How the critical vCPU threads ran on the host ([`crate::isolate`]).
+    pub isolation: Option<&'a str>,
 }
 
 /// The page's Markdown for the run in `out_dir`.
@@ -31,6 +33,15 @@ pub fn markdown(run: &Run, system: &System, analysis: &Analysis, out_dir: &Path)
         system.partitions.len(),
         system.platform.cpus,
         soak::verdict(&checks).replace("soak: ", "Verdict: ")
+    );
+    text += "## Host\n\n";
+    let _ = writeln!(
+        text,
+        "{}\n\nUnder QEMU an emulated core is a host thread. Isolation gives the critical partitions' vCPU \
+         threads a host core of their own and SCHED_FIFO: a host thread's priority, not a separate core (QEMU's \
+         big lock, the host's interrupts and memory are still shared). Without it, deadline misses and late \
+         allocations measure the host's scheduling as much as Partita's.\n",
+        run.isolation.unwrap_or("isolation: off (--no-isolate)")
     );
     text += "## Checks\n\n";
     text += &soak::markdown(&checks);

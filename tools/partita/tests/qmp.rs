@@ -234,7 +234,7 @@ fn trace_memory() -> Vec<u8> {
 
 fn monitor(dir: &Path) -> Monitor {
     let trace = TraceMeta { config: "fake".into(), cpus: CPUS as u32, partitions: names(), plans: vec![] };
-    Monitor { socket: dir.join("qmp.sock"), trace, consoles: vec![] }
+    Monitor { socket: dir.join("qmp.sock"), trace, consoles: vec![], critical: vec![] }
 }
 
 /// A console that announces the trace (when `traced`), then idles as a
