@@ -386,10 +386,9 @@ impl Copies {
     fn take(&mut self, qmp: &mut Qmp, region: TraceRegion) -> Result<()> {
         self.next = Instant::now() + self.every;
         qmp.stop()?;
-        let saved = qmp.pmemsave(region.address, region.bytes, &self.raw);
+        let saved = read_rings(qmp, region, &self.raw);
         qmp.execute("cont", None, QUIT_GRACE)?;
-        saved?;
-        let ring = std::fs::read(&self.raw).with_context(|| format!("cannot read {}", self.raw.display()))?;
+        let ring = saved?;
         let _ = std::fs::remove_file(&self.raw);
         let trace = partita_core::trace::decode(&ring)
             .map_err(|error| anyhow::anyhow!("the copied memory is not a trace: {error:?}"))?;
@@ -488,12 +487,19 @@ fn save_trace(qmp: &mut Qmp, monitor: &Monitor, region: TraceRegion, out_dir: &P
     }
 }
 
+/// The trace rings' memory of the stopped machine: QEMU saves it into
+/// `raw`, which is read back whole.
+fn read_rings(qmp: &mut Qmp, region: TraceRegion, raw: &Path) -> Result<Vec<u8>> {
+    qmp.pmemsave(region.address, region.bytes, raw)?;
+    let ring = std::fs::read(raw).with_context(|| format!("cannot read {}", raw.display()))?;
+    ensure!(ring.len() as u64 == region.bytes, "QEMU saved {} of {} bytes", ring.len(), region.bytes);
+    Ok(ring)
+}
+
 fn copy_trace(qmp: &mut Qmp, monitor: &Monitor, region: TraceRegion, out_dir: &Path) -> Result<PathBuf> {
     qmp.stop()?;
     let raw_path = std::path::absolute(out_dir.join(RAW_TRACE_FILE)).context("no absolute path for the trace")?;
-    qmp.pmemsave(region.address, region.bytes, &raw_path)?;
-    let ring = std::fs::read(&raw_path).with_context(|| format!("cannot read {}", raw_path.display()))?;
-    ensure!(ring.len() as u64 == region.bytes, "QEMU saved {} of {} bytes", ring.len(), region.bytes);
+    let ring = read_rings(qmp, region, &raw_path)?;
     if let Err(error) = partita_core::trace::decode(&ring) {
         anyhow::bail!(
             "the memory at {:#x} is not a trace ({error:?}); it is left in {}",
