@@ -27,9 +27,12 @@ const QUIET_AFTER: Duration = Duration::from_secs(10);
 const REDRAW_EVERY: Duration = Duration::from_millis(500);
 
 /// The `key=value` words of a counter line, in order; `None` for any other
-/// line. Words without `=` are skipped, so a guest may add prose.
+/// line. Words without `=` are skipped, so a guest may add prose. Linux's
+/// job shares its console with the shell, whose prompt (`# `, then a
+/// terminal query) can open the same line: both are passed over.
 pub fn parse_counters(text: &str) -> Option<Vec<(String, String)>> {
-    let rest = text.trim_start().strip_prefix(COUNTER_PREFIX)?;
+    let line = text.rsplit_once("# ").map_or(text, |(_, after)| after);
+    let rest = skip_escapes(line).trim_start().strip_prefix(COUNTER_PREFIX)?;
     let pairs: Vec<(String, String)> = rest
         .split_whitespace()
         .filter_map(|word| word.split_once('='))
@@ -37,6 +40,16 @@ pub fn parse_counters(text: &str) -> Option<Vec<(String, String)>> {
         .map(|(key, value)| (key.to_string(), value.to_string()))
         .collect();
     (!pairs.is_empty()).then_some(pairs)
+}
+
+/// `text` without the ANSI control sequences (`ESC [ params letter`) it
+/// starts with.
+fn skip_escapes(mut text: &str) -> &str {
+    while let Some(sequence) = text.strip_prefix("\x1b[") {
+        let end = sequence.find(|c: char| c.is_ascii_alphabetic()).map_or(sequence.len(), |i| i + 1);
+        text = &sequence[end..];
+    }
+    text
 }
 
 /// A health-monitor line of Partita's console: `hm: SEQ at US us partition
@@ -246,6 +259,8 @@ mod tests {
         let pairs = parse_counters("demo: t=3 misses=0 note sent=12").unwrap();
         assert_eq!(pairs, [("t", "3"), ("misses", "0"), ("sent", "12")].map(|(k, v)| (k.to_string(), v.to_string())));
         assert_eq!(parse_counters("demo: starting"), None);
+        let after_prompt = parse_counters("partita-linux:/root# \x1b[6ndemo: t=1 received=64").unwrap();
+        assert_eq!(after_prompt[1], ("received".to_string(), "64".to_string()));
         assert_eq!(parse_counters("partita-linux: demo: t=1"), None);
         assert_eq!(parse_counters("hello t=1"), None);
     }
