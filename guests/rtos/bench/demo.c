@@ -20,7 +20,7 @@
  *   demo: t=S jobs=N misses=M resp_max_us=R late_max_us=L cpu_pct=C sent=K full=F
  *         print_us=P
  *   demo: t=S tio_done=D tio_max=E tio_mean=A tio_err=X accel_jobs=J accel_bad=B
- *         accel_wait_max_us=W accel_held=H
+ *         accel_wait_max_us=W accel=qam16 accel_held=H
  *
  * `late` is how long after its release a job started, `resp` how long after
  * its release it ended; cpu_pct the share of the vCPU the four tasks used
@@ -361,6 +361,7 @@ static void report_main(void *arg)
 		put_kv(&l, "accel_jobs", accel_jobs);
 		put_kv(&l, "accel_bad", accel_bad);
 		put_kv(&l, "accel_wait_max_us", counts_to_us(accel_wait_max));
+		put_str(&l, " accel=qam16");
 		put_kv(&l, "accel_held",
 		       acc.page ? *(volatile uint32_t *)(uintptr_t)(acc.page + PARTITA_ACC_STAT) & 1u : 0);
 		emit(&l);

@@ -12,6 +12,8 @@
 
 static struct dt_info dt;
 static uint64_t dtb_addr;
+/* Whose turn it is at the console: see rtos_printf. */
+static rtos_sem_t console_turn;
 
 void rtos_boot(u64 dtb);
 
@@ -53,6 +55,7 @@ rtos_status rtos_init(uint64_t dtb, uint32_t tick_hz)
 	}
 	irq_mask();
 	sched_init();
+	rtos_sem_init(&console_turn, 1);
 	s = irq_init(&dt);
 	if (s == RTOS_OK)
 		s = tick_setup(&dt, tick_hz ? tick_hz : RTOS_TICK_HZ_DEFAULT);
@@ -70,17 +73,33 @@ void rtos_power_off(void)
 	power_off(dt.psci);
 }
 
-/* Masked so that lines from different tasks and ISRs never interleave. */
+/*
+ * Tasks take turns at the console by a semaphore and print with interrupts
+ * on: a line is hundreds of trapped UART accesses, milliseconds under QEMU,
+ * and masking them all would hold back every more urgent task for as long.
+ * An ISR, a caller that masked interrupts itself, or code before the
+ * scheduler runs prints masked instead; its line may land inside a task's.
+ */
 int rtos_printf(const char *fmt, ...)
 {
 	va_list ap;
 	bool was = rtos_irq_disable();
+	bool turn = !was && sched_started() && !sched_in_isr();
 	int n;
 
+	if (turn) {
+		rtos_irq_restore(was);
+		turn = rtos_sem_take(&console_turn, RTOS_WAIT_FOREVER) == RTOS_OK;
+		if (!turn)
+			was = rtos_irq_disable();
+	}
 	va_start(ap, fmt);
 	n = vprintf(fmt, ap);
 	va_end(ap);
-	rtos_irq_restore(was);
+	if (turn)
+		rtos_sem_give(&console_turn);
+	else
+		rtos_irq_restore(was);
 	return n;
 }
 

@@ -160,8 +160,12 @@ pub fn render(counters: &Counters, seen: &[bool], last_line: &[Option<Instant>],
             if let Some((event, action)) = &counters.last_hm[i] {
                 line += &format!(" ({event}: {action})");
             }
+            // The device a guest names (`accel=`), and whether a PRR holds it now.
             let held = get("accel_held") == Some("1");
-            line += &format!(" accel {}", if held { "held" } else { "-" });
+            match get("accel") {
+                Some(device) => line += &format!(" accel {device} {}", if held { "held" } else { "idle" }),
+                None => line += &format!(" accel {}", if held { "held" } else { "-" }),
+            }
             if let Some(max) = get("tio_max") {
                 line += &format!(" E max {max} mean {} ticks", get("tio_mean").unwrap_or("?"));
                 if let Some(err) = get("tio_err").filter(|e| *e != "0") {
@@ -276,12 +280,13 @@ mod tests {
     fn the_latest_values_and_health_show() {
         let names = ["rtos".to_string(), "linux".to_string()];
         let mut live = Live::new(&names, false);
-        live.guest_text(0, "demo: t=1 jobs=200 misses=0 cpu_pct=2 accel_held=1 tio_max=3 tio_mean=1 tio_err=0");
+        live.guest_text(0, "demo: t=1 jobs=200 misses=0 cpu_pct=2 accel=qam16 accel_held=1 tio_max=3 tio_mean=1 tio_err=0");
         live.guest_text(0, "demo: t=2 jobs=400 misses=1");
         live.hypervisor_text("hm: 1 at 5 us partition linux vcpu 0 StageTwoFault detail 0x0 action Suspend");
         let lines = render(&live.counters, &live.seen, &live.last_line, Instant::now());
         assert!(lines[0].contains("running") && lines[0].contains("misses 1/400"), "{}", lines[0]);
-        assert!(lines[0].contains("accel held") && lines[0].contains("E max 3 mean 1"), "{}", lines[0]);
+        assert!(lines[0].contains("accel qam16 held") && lines[0].contains("E max 3 mean 1"), "{}", lines[0]);
+        assert!(lines[1].contains("accel -"), "no device named, none held: {}", lines[1]);
         assert!(lines[1].contains("suspended") && lines[1].contains("hm 1"), "{}", lines[1]);
         let mut screen = Vec::new();
         live.draw(&mut screen);
