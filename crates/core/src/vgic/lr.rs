@@ -69,6 +69,50 @@ impl Lr {
     }
 }
 
+/// GICv2's list registers (GICH_LR<n>, 32 bits) hold the same fields in
+/// less room: a 10-bit virtual and physical INTID, a 5-bit priority (the
+/// top bits of the 8-bit one), and no pINTID when HW is clear, where bit 19
+/// asks for a maintenance interrupt at EOI and bits 12:10 name an SGI's
+/// sender. Partita's entries never set the EOI bit and give every SGI
+/// sender 0, so the round trip keeps all it uses.
+pub mod gicv2 {
+    const VIRTUAL_ID: u32 = 0x3ff;
+    const PHYSICAL_SHIFT: u32 = 10;
+    const PRIORITY_SHIFT: u32 = 23;
+    const STATE_SHIFT: u32 = 28;
+    const GROUP1: u32 = 1 << 30;
+    const HW: u32 = 1 << 31;
+
+    /// The GICH_LR value for an ICH_LR-layout entry.
+    pub const fn from_lr(lr: u64) -> u32 {
+        let hw = lr & super::HW != 0;
+        let mut value = (lr as u32) & VIRTUAL_ID
+            | ((lr >> super::PRIORITY_SHIFT) as u32 & 0xf8) << (PRIORITY_SHIFT - 3)
+            | ((lr >> super::STATE_SHIFT) as u32 & 0b11) << STATE_SHIFT;
+        if lr & super::GROUP1 != 0 {
+            value |= GROUP1;
+        }
+        if hw {
+            value |= HW | ((lr >> super::PINTID_SHIFT) as u32 & VIRTUAL_ID) << PHYSICAL_SHIFT;
+        }
+        value
+    }
+
+    /// The ICH_LR-layout entry for a GICH_LR value.
+    pub const fn to_lr(value: u32) -> u64 {
+        let mut lr = (value & VIRTUAL_ID) as u64
+            | (((value >> PRIORITY_SHIFT) & 0x1f) as u64) << (super::PRIORITY_SHIFT + 3)
+            | (((value >> STATE_SHIFT) & 0b11) as u64) << super::STATE_SHIFT;
+        if value & GROUP1 != 0 {
+            lr |= super::GROUP1;
+        }
+        if value & HW != 0 {
+            lr |= super::HW | (((value >> PHYSICAL_SHIFT) & VIRTUAL_ID) as u64) << super::PINTID_SHIFT;
+        }
+        lr
+    }
+}
+
 /// When Partita must look at the list registers again because interrupts
 /// stayed queued for lack of room.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -161,6 +205,24 @@ mod tests {
 
     fn virq(intid: u32, priority: u8) -> Virq {
         Virq { intid, priority, hw: false }
+    }
+
+    #[test]
+    fn gicv2_list_registers_keep_what_partita_writes() {
+        // A pending HW timer at priority 0xa0: vINTID 27, pINTID 27, priority
+        // 0xa0 >> 3 = 0x14, state pending, group 1, HW.
+        let timer = Lr::pending(Virq { intid: 27, priority: 0xa0, hw: true });
+        let v2 = gicv2::from_lr(timer.0);
+        assert_eq!(v2, 27 | 27 << 10 | 0x14 << 23 | 1 << 28 | 1 << 30 | 1 << 31);
+        assert_eq!(gicv2::to_lr(v2), timer.0);
+        let sgi = Lr::pending(virq(3, 0x80));
+        assert_eq!(gicv2::from_lr(sgi.0), 3 | 0x10 << 23 | 1 << 28 | 1 << 30, "no sender, no EOI bit");
+        assert_eq!(gicv2::to_lr(gicv2::from_lr(sgi.0)), sgi.0);
+        // The guest's EOI leaves the entry invalid; an active one stays so.
+        assert!(Lr(gicv2::to_lr(gicv2::from_lr(sgi.0) & !(0b11 << 28))).is_free());
+        assert_eq!(Lr(gicv2::to_lr(2 << 28 | 40)).state(), State::Active);
+        // Five bits of priority: the low three are lost.
+        assert_eq!(Lr(gicv2::to_lr(gicv2::from_lr(Lr::pending(virq(40, 0x47)).0))).priority(), 0x40);
     }
 
     #[test]

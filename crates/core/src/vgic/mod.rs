@@ -1,4 +1,5 @@
-//! The virtual GICv3 each partition sees.
+//! The virtual GIC each partition sees: a GICv3, or on a board with a
+//! GIC-400 a GICv2 ([`regs::v2`]) over the same state.
 //!
 //! Written here rather than taken from a crate: no published crate manages
 //! GICv3 list registers or emulates a distributor for a guest.
@@ -8,7 +9,9 @@
 //! - [`lr`]: list-register encoding and the flush that fills them from the
 //!   queue, evicting lower-priority pending entries when all are taken;
 //! - [`regs`]: the emulated distributor and redistributors, which let a
-//!   partition configure only the interrupts it owns.
+//!   partition configure only the interrupts it owns; [`regs::v2`] the
+//!   GICv2 distributor's view of them, and [`lr::gicv2`] GICv2's list
+//!   register layout.
 
 pub mod lr;
 pub mod queue;

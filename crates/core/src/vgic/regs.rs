@@ -15,6 +15,8 @@
 use super::{is_timer, DEFAULT_PRIORITY, PRIVATE, PTIMER_INTID, SPI_BASE, VTIMER_INTID};
 use alloc::vec::Vec;
 
+pub mod v2;
+
 /// Size of one vCPU's redistributor (RD_base and SGI_base frames).
 pub const GICR_FRAME: u64 = 0x2_0000;
 /// Size of the distributor's register page Partita emulates.
