@@ -961,7 +961,11 @@ fn zcu102_takes_the_board_s_defaults() {
 
 #[test]
 fn zcu102_has_no_redistributors() {
-    expect_error("zcu102_redistributor", "platform.gic.redistributor", "board \"zcu102\" has a GICv2, which has no redistributors");
+    expect_error(
+        "zcu102_redistributor",
+        "platform.gic.redistributor",
+        "board \"zcu102\" has a GICv2, which has no redistributors",
+    );
 }
 
 /// Every fixture in the folder is exercised by some test above.

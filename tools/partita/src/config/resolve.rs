@@ -9,9 +9,9 @@ use super::virtio::{self, VirtioDevice};
 use super::{Image, ImageFormat};
 use partita_core::config::limits::{CONSOLE_INTID, SPI};
 use partita_core::config::model::{
-    self, Accelerator, Action, Budget, Channel, ChannelKind, Criticality, CyclicCore, Delivery, Device, Fabric, Function,
-    Health, Hypervisor, Interrupt, MemoryRegion, Migration, Partition, Perms, Plan, Platform, Prr, Range, Rights, Slot,
-    System, TimedIo, TimedIoGrant, VirtualDevice,
+    self, Accelerator, Action, Budget, Channel, ChannelKind, Criticality, CyclicCore, Delivery, Device, Fabric,
+    Function, Health, Hypervisor, Interrupt, MemoryRegion, Migration, Partition, Perms, Plan, Platform, Prr, Range,
+    Rights, Slot, System, TimedIo, TimedIoGrant, VirtualDevice,
 };
 use partita_core::config::validate::{hex_range, slot_label, Issue};
 use partita_core::fabric::interface::PAGE_SIZE as INTERFACE_PAGE;
@@ -199,13 +199,7 @@ struct BoardDefaults {
 /// An unknown board gets `virt`'s, so that only its name is reported.
 fn board_defaults(board: &str) -> BoardDefaults {
     if board == model::ZCU102 {
-        BoardDefaults {
-            ram: ZCU102_RAM,
-            console: ZCU102_CONSOLE,
-            gicd: ZCU102_GICD,
-            gic_cpu: ZCU102_GICC,
-            gicv2: true,
-        }
+        BoardDefaults { ram: ZCU102_RAM, console: ZCU102_CONSOLE, gicd: ZCU102_GICD, gic_cpu: ZCU102_GICC, gicv2: true }
     } else {
         BoardDefaults {
             ram: DEFAULT_RAM,
@@ -228,7 +222,8 @@ fn platform(raw: &RawPlatform, issues: &mut Vec<Issue>) -> Platform {
         (raw.gic.redistributor, raw.gic.cpu_interface.map(|_| "cpu_interface"), "redistributor")
     };
     if let Some(field) = refused {
-        let kind = if gicv2 { "GICv2, which has no redistributors" } else { "GICv3, whose CPU interface is system registers" };
+        let kind =
+            if gicv2 { "GICv2, which has no redistributors" } else { "GICv3, whose CPU interface is system registers" };
         let message = format!("board \"{board}\" has a {kind}: give `{wanted}` instead");
         issues.push(Issue { path: "platform.gic".into(), field, message });
     }

@@ -164,7 +164,12 @@ mod tests {
     fn platform_settings() {
         let mut s = system();
         s.platform.board = "raspberry-pi".into();
-        expect_one(&s, "platform", "board", "board \"raspberry-pi\" is not supported; the boards are \"qemu-virt\" and \"zcu102\"");
+        expect_one(
+            &s,
+            "platform",
+            "board",
+            "board \"raspberry-pi\" is not supported; the boards are \"qemu-virt\" and \"zcu102\"",
+        );
         let mut s = system();
         s.platform.cpus = 9;
         expect_one(&s, "platform", "cpus", "1 to 8");
