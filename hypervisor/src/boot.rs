@@ -39,8 +39,8 @@ pub fn primary() -> ! {
         platform.cpus,
         table.system.name
     );
-    stop_if_unsupported();
     let data = read_image_store(&table, seal);
+    stop_if_unsupported();
     let hypervisor = table.system.hypervisor.memory;
     // The fabric's memory holds the interface pages guests share uncached.
     let uncached = table.system.fabric.as_ref().map(|fabric| fabric.memory);
@@ -69,6 +69,7 @@ pub fn primary() -> ! {
 }
 
 /// A board whose support is unfinished stops here, after the banner and
+/// the image store's check (so its boot loader is known to work) and
 /// before its interrupt controller or anything else board-specific is
 /// touched, and says what it lacks.
 fn stop_if_unsupported() {

@@ -4,10 +4,13 @@
 use super::overlap::{Item, Space};
 use super::{bounds, hex_range, Validator};
 use crate::config::limits::{OVERHEAD_LIMIT_BP, PCPUS, QUANTUM_US, TRACE_EVENTS, TRACE_MEMORY_DIVISOR};
-use crate::config::model::{Range, BOARDS};
+use crate::config::model::{Range, BOARDS, ZCU102};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
+
+/// The ZynqMP's Cortex-A53s.
+const ZCU102_CPUS: u32 = 4;
 
 impl Validator<'_> {
     pub(super) fn platform(&mut self) {
@@ -18,6 +21,10 @@ impl Validator<'_> {
         }
         if !PCPUS.contains(&platform.cpus) {
             let message = format!("{} CPUs; the platform must have 1 to {}", platform.cpus, PCPUS.end());
+            self.push("platform".into(), "cpus", message);
+        } else if platform.board == ZCU102 && platform.cpus > ZCU102_CPUS {
+            // QEMU would make the cores past them the real-time unit's Cortex-R5s.
+            let message = format!("{} CPUs; the ZCU102 has {ZCU102_CPUS} application cores", platform.cpus);
             self.push("platform".into(), "cpus", message);
         }
         self.range("platform.ram", "base", "size", &platform.ram);
@@ -188,6 +195,10 @@ mod tests {
         let mut s = system();
         s.platform.board = "ZCU102".into();
         expect_one(&s, "platform", "board", "not supported");
+        let mut s = system();
+        s.platform.board = "zcu102".into();
+        s.platform.cpus = 5;
+        expect_one(&s, "platform", "cpus", "5 CPUs; the ZCU102 has 4 application cores");
     }
 
     #[test]
