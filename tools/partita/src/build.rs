@@ -18,7 +18,7 @@ use object::elf::{PT_LOAD, SHF_ALLOC, SHF_WRITE, SHT_NOBITS};
 use object::read::elf::{ElfFile64, ProgramHeader, SectionHeader};
 use object::{Endianness, Object, ObjectSymbol};
 use partita_core::config::image::{self, BootTable, Load, PartitionBoot};
-use partita_core::config::model::{Range, System};
+use partita_core::config::model::{self, Range, System};
 use partita_core::config::validate::validate;
 use partita_core::partition::seed::LANES;
 use std::io::Read;
@@ -78,18 +78,30 @@ pub struct Sizes {
 /// Builds the hypervisor, then assembles the image for `config` into
 /// `<out>/<config-name>/`.
 pub fn build(config: &Config) -> Result<BuildOutput> {
-    let hypervisor = build_hypervisor(&paths::source())?;
+    let hypervisor = build_hypervisor_for(&paths::source(), &config.system.platform.board)?;
     let output = assemble(config, &hypervisor, &paths::config_out(&config.system.name))?;
     print_summary(&output);
     Ok(output)
 }
 
-/// Compiles the hypervisor for bare-metal AArch64 and returns its ELF.
+/// Compiles the hypervisor for QEMU `virt` and returns its ELF.
 pub fn build_hypervisor(root: &Path) -> Result<PathBuf> {
+    build_hypervisor_for(root, model::QEMU_VIRT)
+}
+
+/// Compiles the hypervisor for `board` and returns its ELF. Another board
+/// than `virt` builds with its feature into a target folder of its own,
+/// so that the two builds never overwrite each other's binary.
+pub fn build_hypervisor_for(root: &Path, board: &str) -> Result<PathBuf> {
     let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     cargo.current_dir(root).args(["build", "-p", HYPERVISOR_PACKAGE, "--release", "--target", HYPERVISOR_TARGET]);
-    run_step("building the hypervisor", &mut cargo)?;
-    Ok(cargo_target_dir(root).join(HYPERVISOR_TARGET).join("release").join(HYPERVISOR_PACKAGE))
+    let mut target = cargo_target_dir(root);
+    if board != model::QEMU_VIRT {
+        target = target.join(board);
+        cargo.args(["--features", board]).arg("--target-dir").arg(&target);
+    }
+    run_step(&format!("building the hypervisor for {board}"), &mut cargo)?;
+    Ok(target.join(HYPERVISOR_TARGET).join("release").join(HYPERVISOR_PACKAGE))
 }
 
 /// Cargo's output folder, which a developer may have moved with CARGO_TARGET_DIR.

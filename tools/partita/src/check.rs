@@ -50,7 +50,7 @@ pub fn check_to(
     let profile = match profile {
         Some(profile) => profile,
         None => {
-            board_profile = profile::for_board(&config.system.platform.board)?;
+            board_profile = profile::for_system(&config.system)?;
             &board_profile
         }
     };

@@ -157,6 +157,24 @@ pub fn for_board(board: &str) -> Result<PlatformProfile> {
     parse(&file, text)
 }
 
+/// The profile `check` reads for `system`. A board with no file yet is
+/// checked all the same while no plan needs its partition-switch cost:
+/// then nothing reads `pcs_ns`, and `measured` says there is none.
+pub fn for_system(system: &partita_core::config::model::System) -> Result<PlatformProfile> {
+    let board = &system.platform.board;
+    match for_board(board) {
+        Err(_) if system.plans.is_empty() => Ok(PlatformProfile {
+            pcs_ns: 0,
+            pcs_instructions: 0,
+            measured: format!("nothing measured on {board} yet"),
+            accel: None,
+            accel_measured: None,
+        }),
+        Err(error) => Err(error.context(format!("the plans' overhead model needs {board}'s partition-switch cost"))),
+        ok => ok,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

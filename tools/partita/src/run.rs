@@ -20,7 +20,7 @@ use crate::status;
 use crate::trace::stream::Stream;
 use crate::trace::{self as host_trace, TraceMeta};
 use anyhow::{ensure, Context, Result};
-use partita_core::config::model::System;
+use partita_core::config::model::{self, System};
 use partita_core::trace::Kind;
 use std::fs::File;
 use std::io::{IsTerminal, LineWriter, Read, Write};
@@ -186,13 +186,13 @@ pub fn run(build: &BuildOutput, system: &System, opts: &RunOptions) -> Result<Ru
 /// install does not ship, and which no partition uses).
 pub const HEADLESS: [&str; 8] = ["-display", "none", "-monitor", "none", "-serial", "stdio", "-nic", "none"];
 
-/// The QEMU invocation for `virt` with EL2, GICv3 and the image as a Linux
+/// The QEMU invocation for the board with EL2 and the image as a Linux
 /// Image, with its QMP socket at [`qmp_socket`].
 pub fn qemu_command(build: &BuildOutput, system: &System, opts: &RunOptions) -> Command {
     let platform = &system.platform;
     let mut qemu = Command::new("qemu-system-aarch64");
-    qemu.args(["-machine", "virt,virtualization=on,gic-version=3", "-cpu", "cortex-a72"])
-        .args(["-smp", &platform.cpus.to_string()])
+    add_machine(&mut qemu, &platform.board);
+    qemu.args(["-smp", &platform.cpus.to_string()])
         .args(["-m", &format!("{}M", platform.ram.size.div_ceil(MIB))])
         .args(HEADLESS)
         .arg("-kernel")
@@ -207,6 +207,19 @@ pub fn qemu_command(build: &BuildOutput, system: &System, opts: &RunOptions) -> 
     add_icount(&mut qemu, opts.icount);
     add_extra(&mut qemu);
     qemu
+}
+
+/// QEMU's machine for `board`: `virt` with GICv3 and Cortex-A72s, or the
+/// ZynqMP, whose Cortex-A53s and GIC-400 are fixed and whose UART0 is the
+/// first `-serial`. Its DisplayPort's sound card makes Debian's QEMU 7.2
+/// probe audio modules it lacks, with a warning each, even under
+/// `QEMU_AUDIO_DRV=none`; a silent backend stops the probes.
+fn add_machine(qemu: &mut Command, board: &str) {
+    if board == model::ZCU102 {
+        qemu.args(["-machine", "xlnx-zcu102,virtualization=on", "-audiodev", "none,id=silent"]);
+    } else {
+        qemu.args(["-machine", "virt,virtualization=on,gic-version=3", "-cpu", "cortex-a72"]);
+    }
 }
 
 /// `PARTITA_QEMU_EXTRA`, split at whitespace, goes last on QEMU's command

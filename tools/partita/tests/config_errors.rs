@@ -934,7 +934,38 @@ fn trace_off_ignores_the_ring_size() {
 
 #[test]
 fn unsupported_board() {
-    expect_error("bad_board", "platform.board", "board \"raspberry-pi\" is not supported");
+    expect_error(
+        "bad_board",
+        "platform.board",
+        "board \"raspberry-pi\" is not supported; the boards are \"qemu-virt\" and \"zcu102\"",
+    );
+}
+
+/// The ZCU102's map comes from the board's name: DDR at 0, UART0, the
+/// GIC-400's distributor and its CPU-side frames from GICC.
+#[test]
+fn zcu102_takes_the_board_s_defaults() {
+    let config = load_good("good_zcu102");
+    let platform = &config.system.platform;
+    assert_eq!(platform.board, "zcu102");
+    assert_eq!(platform.ram, Range::new(0, 128 << 20));
+    assert_eq!(platform.console, Range::new(0xff00_0000, 0x1000));
+    assert_eq!(platform.gicd, Range::new(0xf901_0000, 0x1_0000));
+    assert_eq!(platform.gicr, Range::new(0xf902_0000, 0x5_0000));
+    assert_eq!(config.system.hypervisor.memory, Range::new(0, 32 << 20));
+    let (path, _) = fixture("good_zcu102");
+    let mut out = Vec::new();
+    partita::check::check_to(&path, None, &mut out, &mut Vec::new()).expect("no plan needs a measured switch");
+    assert!(String::from_utf8(out).unwrap().contains(": OK, 1 partition(s) on 4 pCPU(s)"));
+}
+
+#[test]
+fn zcu102_has_no_redistributors() {
+    expect_error(
+        "zcu102_redistributor",
+        "platform.gic.redistributor",
+        "board \"zcu102\" has a GICv2, which has no redistributors",
+    );
 }
 
 /// Every fixture in the folder is exercised by some test above.

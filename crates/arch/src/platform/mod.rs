@@ -4,22 +4,36 @@
 //! Partita maps for itself, and the counter frequency.
 //!
 //! Each board is one module implementing [`Platform`]; [`Board`] names the
-//! one this build is for, and the aliases below ([`Gic`], [`Lrs`],
-//! [`Uart`]) are what the rest of Partita calls. A second board (the
-//! ZynqMP's GIC-400 and Cadence UART) is a new module here, not edits
-//! across the tree.
+//! one this build is for (QEMU `virt`, or the ZynqMP with the `zcu102`
+//! feature), and the aliases below ([`Gic`], [`Lrs`], [`Uart`]) are what
+//! the rest of Partita calls. Only the chosen board's modules are
+//! compiled: the other board's registers must never be touched.
 
+#[cfg(feature = "zcu102")]
+mod cadence_uart;
+#[cfg(feature = "zcu102")]
+mod gicv2;
+#[cfg(not(feature = "zcu102"))]
 mod gicv3;
+#[cfg(not(feature = "zcu102"))]
 mod gicv3_lrs;
+#[cfg(not(feature = "zcu102"))]
 mod pl011;
+#[cfg(not(feature = "zcu102"))]
 mod qemu_virt;
+#[cfg(feature = "zcu102")]
+mod zcu102;
 
 use alloc::vec::Vec;
 use partita_core::config::model::{self, Range};
 use partita_core::vgic::lr::Refill;
 
 /// The board this build runs on.
+#[cfg(not(feature = "zcu102"))]
 pub type Board = qemu_virt::QemuVirt;
+/// The board this build runs on.
+#[cfg(feature = "zcu102")]
+pub type Board = zcu102::Zcu102;
 /// Its physical interrupt controller.
 pub type Gic = <Board as Platform>::Gic;
 /// Its virtual CPU interface.
@@ -50,6 +64,9 @@ pub trait Platform {
     type Uart: Console;
     /// Where a payload too broken to name its own console reports.
     const FALLBACK_CONSOLE: u64;
+    /// What this board's support still lacks to run partitions, if
+    /// anything: Partita then stops after its banner and says so.
+    const MISSING: Option<&'static str> = None;
     /// The system counter's frequency in Hz.
     fn counter_frequency() -> u64;
     /// The device frames Partita maps for itself at EL2: its console and
@@ -187,3 +204,6 @@ pub fn own_devices(platform: &model::Platform) -> Vec<Range> {
 
 /// Where a payload too broken to name its console reports.
 pub const FALLBACK_CONSOLE: u64 = Board::FALLBACK_CONSOLE;
+
+/// What this build's board still lacks to run partitions, if anything.
+pub const MISSING: Option<&str> = Board::MISSING;

@@ -55,19 +55,29 @@ pub struct TimedIoGrant {
     /// registers, where it reads the lines back; `None`: no view.
     pub view: Option<u64>,
 }
+/// QEMU `virt` with a GICv3 and a PL011.
+pub const QEMU_VIRT: &str = "qemu-virt";
+/// The Zynq UltraScale+ MPSoC of a ZCU102 (QEMU `xlnx-zcu102`): a GIC-400
+/// and Cadence UARTs.
+pub const ZCU102: &str = "zcu102";
+/// Every board `platform.board` may name.
+pub const BOARDS: [&str; 2] = [QEMU_VIRT, ZCU102];
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Platform {
-    /// Board name, e.g. `qemu-virt`.
+    /// Board name, one of [`BOARDS`].
     pub board: String,
     /// Number of physical CPUs Partita brings up.
     pub cpus: u32,
     /// Physical RAM.
     pub ram: Range,
-    /// Partita's UART (a PL011).
+    /// Partita's UART (the board's: a PL011 or a Cadence UART).
     pub console: Range,
-    /// GICv3 distributor registers.
+    /// GIC distributor registers.
     pub gicd: Range,
-    /// GICv3 redistributor registers (all CPUs' frames).
+    /// The GIC's per-CPU frames: on a GICv3 its redistributors (all CPUs'
+    /// frames); on a GICv2 its CPU interface, virtual interface control and
+    /// virtual CPU interface (GICC, GICH, GICV), one span from GICC.
     pub gicr: Range,
 }
 

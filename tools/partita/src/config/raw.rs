@@ -90,7 +90,10 @@ pub struct RawRange {
 #[serde(deny_unknown_fields)]
 pub struct RawGic {
     pub distributor: Option<u64>,
+    /// GICv3 boards.
     pub redistributor: Option<u64>,
+    /// GICv2 boards: GICC, followed by GICH and GICV.
+    pub cpu_interface: Option<u64>,
 }
 
 #[derive(Debug, Default, PartialEq, Deserialize, Serialize)]

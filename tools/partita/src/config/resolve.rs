@@ -9,9 +9,9 @@ use super::virtio::{self, VirtioDevice};
 use super::{Image, ImageFormat};
 use partita_core::config::limits::{CONSOLE_INTID, SPI};
 use partita_core::config::model::{
-    Accelerator, Action, Budget, Channel, ChannelKind, Criticality, CyclicCore, Delivery, Device, Fabric, Function,
-    Health, Hypervisor, Interrupt, MemoryRegion, Migration, Partition, Perms, Plan, Platform, Prr, Range, Rights, Slot,
-    System, TimedIo, TimedIoGrant, VirtualDevice,
+    self, Accelerator, Action, Budget, Channel, ChannelKind, Criticality, CyclicCore, Delivery, Device, Fabric,
+    Function, Health, Hypervisor, Interrupt, MemoryRegion, Migration, Partition, Perms, Plan, Platform, Prr, Range,
+    Rights, Slot, System, TimedIo, TimedIoGrant, VirtualDevice,
 };
 use partita_core::config::validate::{hex_range, slot_label, Issue};
 use partita_core::fabric::interface::PAGE_SIZE as INTERFACE_PAGE;
@@ -33,6 +33,15 @@ pub const DEFAULT_GICR: u64 = 0x080a_0000;
 pub const GICD_SIZE: u64 = 64 * KIB;
 /// One RD_base plus one SGI_base frame per CPU.
 pub const GICR_SIZE_PER_CPU: u64 = 128 * KIB;
+/// The Zynq UltraScale+ MPSoC's map (QEMU `xlnx-zcu102`, `docs/zcu102.md`):
+/// DDR at 0, UART0, the GIC-400's distributor and CPU interface.
+pub const ZCU102_RAM: Range = Range::new(0, 128 * MIB);
+pub const ZCU102_CONSOLE: Range = Range::new(0xff00_0000, 4 * KIB);
+pub const ZCU102_GICD: u64 = 0xf901_0000;
+pub const ZCU102_GICC: u64 = 0xf902_0000;
+/// A GICv2's CPU-side frames from GICC: GICC, GICH at +128 KiB and GICV at
+/// +256 KiB, each 4 KiB repeated over 64 KiB on the GIC-400.
+pub const GICV2_CPU_FRAMES_SIZE: u64 = 320 * KIB;
 pub const DEFAULT_HYPERVISOR_SIZE: u64 = 32 * MIB;
 pub const DEFAULT_QUANTUM_US: u32 = 1000;
 pub const DEFAULT_TRACE_EVENTS: u32 = 16_384;
@@ -96,7 +105,8 @@ pub struct Resolved {
 }
 
 pub fn resolve(raw: RawConfig, name: String, config_dir: &Path) -> Resolved {
-    let platform = platform(&raw.platform);
+    let mut issues = Vec::new();
+    let platform = platform(&raw.platform, &mut issues);
     let hypervisor = Hypervisor {
         memory: range_or(&raw.hypervisor.memory, Range::new(platform.ram.base, DEFAULT_HYPERVISOR_SIZE)),
         quantum_us: raw.hypervisor.quantum_us.unwrap_or(DEFAULT_QUANTUM_US),
@@ -106,7 +116,6 @@ pub fn resolve(raw: RawConfig, name: String, config_dir: &Path) -> Resolved {
         // Placed by `allocate` unless the file gives a base.
         images: Range::new(raw.hypervisor.images.base.unwrap_or(UNPLACED), 0),
     };
-    let mut issues = Vec::new();
     let mut images = Vec::new();
     let mut entries = Vec::new();
     let mut partitions = Vec::new();
@@ -175,16 +184,57 @@ fn basis_points(percent: f64) -> u32 {
     }
 }
 
-fn platform(raw: &RawPlatform) -> Platform {
+/// What a board has where the file says nothing.
+struct BoardDefaults {
+    ram: Range,
+    console: Range,
+    gicd: u64,
+    /// GICv3: the first redistributor; GICv2: GICC.
+    gic_cpu: u64,
+    /// A GICv2, whose CPU-side frames the file gives as `cpu_interface`;
+    /// else a GICv3's redistributors, as `redistributor`.
+    gicv2: bool,
+}
+
+/// An unknown board gets `virt`'s, so that only its name is reported.
+fn board_defaults(board: &str) -> BoardDefaults {
+    if board == model::ZCU102 {
+        BoardDefaults { ram: ZCU102_RAM, console: ZCU102_CONSOLE, gicd: ZCU102_GICD, gic_cpu: ZCU102_GICC, gicv2: true }
+    } else {
+        BoardDefaults {
+            ram: DEFAULT_RAM,
+            console: DEFAULT_CONSOLE,
+            gicd: DEFAULT_GICD,
+            gic_cpu: DEFAULT_GICR,
+            gicv2: false,
+        }
+    }
+}
+
+fn platform(raw: &RawPlatform, issues: &mut Vec<Issue>) -> Platform {
+    let board = raw.board.clone().unwrap_or_else(|| DEFAULT_BOARD.into());
     let cpus = raw.cpus.unwrap_or(DEFAULT_CPUS);
-    let gicr_size = GICR_SIZE_PER_CPU.saturating_mul(u64::from(cpus));
+    let defaults = board_defaults(&board);
+    let gicv2 = defaults.gicv2;
+    let (given, refused, wanted) = if gicv2 {
+        (raw.gic.cpu_interface, raw.gic.redistributor.map(|_| "redistributor"), "cpu_interface")
+    } else {
+        (raw.gic.redistributor, raw.gic.cpu_interface.map(|_| "cpu_interface"), "redistributor")
+    };
+    if let Some(field) = refused {
+        let kind =
+            if gicv2 { "GICv2, which has no redistributors" } else { "GICv3, whose CPU interface is system registers" };
+        let message = format!("board \"{board}\" has a {kind}: give `{wanted}` instead");
+        issues.push(Issue { path: "platform.gic".into(), field, message });
+    }
+    let gic_cpu_size = if gicv2 { GICV2_CPU_FRAMES_SIZE } else { GICR_SIZE_PER_CPU.saturating_mul(u64::from(cpus)) };
     Platform {
-        board: raw.board.clone().unwrap_or_else(|| DEFAULT_BOARD.into()),
+        board,
         cpus,
-        ram: range_or(&raw.ram, DEFAULT_RAM),
-        console: range_or(&raw.console, DEFAULT_CONSOLE),
-        gicd: Range::new(raw.gic.distributor.unwrap_or(DEFAULT_GICD), GICD_SIZE),
-        gicr: Range::new(raw.gic.redistributor.unwrap_or(DEFAULT_GICR), gicr_size),
+        ram: range_or(&raw.ram, defaults.ram),
+        console: range_or(&raw.console, defaults.console),
+        gicd: Range::new(raw.gic.distributor.unwrap_or(defaults.gicd), GICD_SIZE),
+        gicr: Range::new(given.unwrap_or(defaults.gic_cpu), gic_cpu_size),
     }
 }
 

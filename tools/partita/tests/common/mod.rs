@@ -25,6 +25,20 @@ pub fn hypervisor_elf() -> &'static PathBuf {
     })
 }
 
+/// The hypervisor for another board than `virt`, built once per board,
+/// with the guests.
+pub fn hypervisor_elf_for(board: &str) -> PathBuf {
+    static ELVES: std::sync::Mutex<Vec<(String, PathBuf)>> = std::sync::Mutex::new(Vec::new());
+    let mut elves = ELVES.lock().unwrap();
+    if let Some((_, elf)) = elves.iter().find(|(b, _)| b == board) {
+        return elf.clone();
+    }
+    guests::build_all().expect("building the guests");
+    let elf = build::build_hypervisor_for(&paths::source(), board).expect("building the hypervisor");
+    elves.push((board.to_owned(), elf.clone()));
+    elf
+}
+
 /// Makes `out/` of the source tree the output root, whichever folder cargo
 /// runs the test in, as `./partita` does.
 pub fn source_out() {
@@ -119,9 +133,13 @@ pub fn boot(name: &str, config: &RawConfig, seconds: u64) -> Boot {
 }
 
 pub fn boot_with(name: &str, config: &RawConfig, opts: RunOptions) -> Boot {
-    let elf = hypervisor_elf();
     let config = write_config(name, config);
-    let out = build::assemble(&config, elf, &out_dir(name)).expect("assembling the image");
+    boot_config(name, &config, hypervisor_elf(), opts)
+}
+
+/// Boots a loaded configuration with `elf` into `out/<name>/`.
+pub fn boot_config(name: &str, config: &config::Config, elf: &std::path::Path, opts: RunOptions) -> Boot {
+    let out = build::assemble(config, elf, &out_dir(name)).expect("assembling the image");
     let report = run::run(&out, &config.system, &opts).expect("running QEMU");
     let read = |p: &PathBuf| std::fs::read_to_string(p).unwrap();
     Boot {

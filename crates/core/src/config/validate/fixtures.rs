@@ -1,6 +1,5 @@
 //! The sample systems and the assertion the area tests share.
 
-use super::platform::BOARD;
 pub(super) use super::validate;
 use crate::config::model::{
     Accelerator, Budget, Channel, ChannelKind, Criticality, CyclicCore, Delivery, Device, Fabric, Function, Health,
@@ -56,7 +55,7 @@ pub(super) fn system() -> System {
     System {
         name: "test".into(),
         platform: Platform {
-            board: BOARD.into(),
+            board: crate::config::model::QEMU_VIRT.into(),
             cpus: 4,
             ram: Range::new(0x4000_0000, 1 << 30),
             console: Range::new(0x0900_0000, 0x1000),

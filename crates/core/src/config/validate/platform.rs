@@ -4,21 +4,27 @@
 use super::overlap::{Item, Space};
 use super::{bounds, hex_range, Validator};
 use crate::config::limits::{OVERHEAD_LIMIT_BP, PCPUS, QUANTUM_US, TRACE_EVENTS, TRACE_MEMORY_DIVISOR};
-use crate::config::model::Range;
+use crate::config::model::{Range, BOARDS, ZCU102};
 use alloc::format;
+use alloc::string::String;
+use alloc::vec::Vec;
 
-/// The only board the hypervisor knows so far.
-pub(super) const BOARD: &str = "qemu-virt";
+/// The ZynqMP's Cortex-A53s.
+const ZCU102_CPUS: u32 = 4;
 
 impl Validator<'_> {
     pub(super) fn platform(&mut self) {
         let platform = &self.system.platform;
-        if platform.board != BOARD {
-            let message = format!("board \"{}\" is not supported; the only board is \"{BOARD}\"", platform.board);
+        if !BOARDS.contains(&platform.board.as_str()) {
+            let message = format!("board \"{}\" is not supported; the boards are {}", platform.board, board_list());
             self.push("platform".into(), "board", message);
         }
         if !PCPUS.contains(&platform.cpus) {
             let message = format!("{} CPUs; the platform must have 1 to {}", platform.cpus, PCPUS.end());
+            self.push("platform".into(), "cpus", message);
+        } else if platform.board == ZCU102 && platform.cpus > ZCU102_CPUS {
+            // QEMU would make the cores past them the real-time unit's Cortex-R5s.
+            let message = format!("{} CPUs; the ZCU102 has {ZCU102_CPUS} application cores", platform.cpus);
             self.push("platform".into(), "cpus", message);
         }
         self.range("platform.ram", "base", "size", &platform.ram);
@@ -102,6 +108,16 @@ impl Validator<'_> {
     }
 }
 
+/// `"qemu-virt" and "zcu102"`.
+fn board_list() -> String {
+    let quoted: Vec<String> = BOARDS.iter().map(|board| format!("\"{board}\"")).collect();
+    match quoted.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+        None => String::new(),
+    }
+}
+
 /// How the platform's rules name its fixed ranges.
 fn frame_name(item: Item) -> Option<&'static str> {
     match item {
@@ -154,14 +170,35 @@ mod tests {
     #[test]
     fn platform_settings() {
         let mut s = system();
-        s.platform.board = "zcu102".into();
-        expect_one(&s, "platform", "board", "not supported");
+        s.platform.board = "raspberry-pi".into();
+        expect_one(
+            &s,
+            "platform",
+            "board",
+            "board \"raspberry-pi\" is not supported; the boards are \"qemu-virt\" and \"zcu102\"",
+        );
         let mut s = system();
         s.platform.cpus = 9;
         expect_one(&s, "platform", "cpus", "1 to 8");
         let mut s = system();
         s.platform.console.base = 0x4000_0000;
         expect_one(&s, "platform.console", "base", "overlaps platform RAM");
+    }
+
+    #[test]
+    fn every_known_board_is_accepted() {
+        for board in crate::config::model::BOARDS {
+            let mut s = system();
+            s.platform.board = board.into();
+            assert_eq!(validate(&s), vec![], "{board}");
+        }
+        let mut s = system();
+        s.platform.board = "ZCU102".into();
+        expect_one(&s, "platform", "board", "not supported");
+        let mut s = system();
+        s.platform.board = "zcu102".into();
+        s.platform.cpus = 5;
+        expect_one(&s, "platform", "cpus", "5 CPUs; the ZCU102 has 4 application cores");
     }
 
     #[test]
