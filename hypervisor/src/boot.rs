@@ -164,7 +164,8 @@ fn build_system(table: BootTable, data: &'static [u8]) -> System {
             let gpio_view = crate::timedio::grant_of(timed_io, i)
                 .and_then(|grant| grant.view)
                 .map(|ipa| (ipa, timed_io.map_or(0, |t| t.device)));
-            let shared = Shared { windows, doorbells, interfaces, signals, gpio_view };
+            let gic_cpu = partition::gic_cpu_interface(&system.platform);
+            let shared = Shared { windows, doorbells, interfaces, signals, gpio_view, gic_cpu };
             let part = partition::build(i, config, boot, shared);
             lifecycle::first_boot(&part, data);
             part

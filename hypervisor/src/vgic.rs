@@ -372,17 +372,23 @@ pub fn generate_sgi(part: &Partition, sender: usize, value: u64) {
 /// Which emulated GIC frame an address falls in.
 pub enum Frame {
     Distributor(u64),
+    /// A GICv2 distributor, whose SGIs and PPIs are banked per vCPU.
+    DistributorV2(u64),
     Redistributor(u64),
 }
 
-/// The GIC frame a guest-physical address names, for this partition.
+/// The GIC frame a guest-physical address names, for this partition. A
+/// GICv2 board has no redistributors: its guests' CPU interface is the
+/// physical GICV, mapped in stage 2, and never traps.
 pub fn frame(sys: &System, part: &Partition, ipa: u64) -> Option<Frame> {
     use partita_core::vgic::regs::{GICD_SIZE, GICR_FRAME};
     let platform = &sys.platform;
     let gicd = ipa.wrapping_sub(platform.gicd.base);
     let gicr = ipa.wrapping_sub(platform.gicr.base);
     if gicd < GICD_SIZE {
-        Some(Frame::Distributor(gicd))
+        Some(if platform.gicv2() { Frame::DistributorV2(gicd) } else { Frame::Distributor(gicd) })
+    } else if platform.gicv2() {
+        None
     } else if gicr < GICR_FRAME * part.vcpus.len() as u64 {
         Some(Frame::Redistributor(gicr))
     } else {
@@ -390,8 +396,9 @@ pub fn frame(sys: &System, part: &Partition, ipa: u64) -> Option<Frame> {
     }
 }
 
-/// A trapped access to the emulated distributor or a redistributor.
-pub fn mmio(me: &PerCpu, part: &Partition, frame: Frame, size: u8, value: Option<u64>) -> u64 {
+/// A trapped access by `vcpu` to the emulated distributor or a
+/// redistributor.
+pub fn mmio(me: &PerCpu, part: &Partition, vcpu: usize, frame: Frame, size: u8, value: Option<u64>) -> u64 {
     let mut effects: heapless::Vec<Effect, 64> = heapless::Vec::new();
     let line = |vcpu, intid| line_asserted(me, part, vcpu, intid);
     let result = {
@@ -401,6 +408,7 @@ pub fn mmio(me: &PerCpu, part: &Partition, frame: Frame, size: u8, value: Option
         };
         match frame {
             Frame::Distributor(offset) => gic.distributor(Access { offset, size, value }, &mut sink, &line),
+            Frame::DistributorV2(offset) => gic.distributor_v2(vcpu, Access { offset, size, value }, &mut sink, &line),
             Frame::Redistributor(offset) => gic.redistributor(Access { offset, size, value }, &mut sink, &line),
         }
     };

@@ -400,6 +400,15 @@ pub struct Shared {
     /// The timed-I/O controller's read-only view: guest-physical, then
     /// host-physical.
     pub gpio_view: Option<(u64, u64)>,
+    /// On a GICv2 board, the CPU interface the partition sees and the
+    /// physical GICV it is: guest-physical, then host-physical.
+    pub gic_cpu: Option<(u64, u64)>,
+}
+
+/// A GICv2 board's guests find their CPU interface where the physical GICC
+/// is, and reach the virtual one (GICV) there without a trap.
+pub fn gic_cpu_interface(platform: &model::Platform) -> Option<(u64, u64)> {
+    platform.gicv2().then(|| (platform.gicr.base, platform.gicr.base + model::GICV2_GICV_OFFSET))
 }
 
 /// Builds a partition's stage-2 table and creates its vCPUs; [`lifecycle::first_boot`]
@@ -510,6 +519,11 @@ fn build_stage2(vmid: u16, config: &model::Partition, shared: &Shared) -> Stage2
     for window in &shared.windows {
         let kind = stage2::Kind::Ram { write: window.write, exec: false };
         table.map(window.ipa, window.pa, window.size, kind).expect("stage-2 map of a shared-memory window");
+    }
+    if let Some((ipa, pa)) = shared.gic_cpu {
+        table
+            .map(ipa, pa, model::GICV2_GICC_SIZE, stage2::Kind::Device)
+            .expect("stage-2 map of the GICv2 CPU interface");
     }
     if let Some((ipa, pa)) = shared.gpio_view {
         let page = partita_core::config::limits::PAGE_SIZE;

@@ -36,7 +36,8 @@ pub fn data_abort(
 fn gic_access(me: &PerCpu, regs: &mut Regs, part: &Partition, access: MmioAccess, frame: vgic::Frame) {
     let rt = usize::from(access.rt);
     let value = access.write.then(|| regs.get(rt) & size_mask(access.size));
-    let result = vgic::mmio(me, part, frame, access.size, value);
+    let vcpu = me.current_vcpu().map_or(0, |v| v.index);
+    let result = vgic::mmio(me, part, vcpu, frame, access.size, value);
     if !access.write {
         regs.set(rt, result & size_mask(access.size));
     }

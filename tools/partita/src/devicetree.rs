@@ -12,7 +12,7 @@
 use anyhow::{bail, Context, Result};
 use partita_core::config::image::SeedPlaces;
 use partita_core::config::limits::PAGE_SIZE;
-use partita_core::config::model::{ChannelKind, Partition, Range, System};
+use partita_core::config::model::{ChannelKind, Partition, Range, System, GICV2_GICC_SIZE};
 use partita_core::fabric::interface::PAGE_SIZE as INTERFACE_PAGE;
 use partita_core::hypercall::ABI_VERSION;
 use partita_core::partition::seed::{KASLR_SEED_LEN, RNG_SEED_LEN};
@@ -191,18 +191,25 @@ fn psci(fdt: &mut FdtWriter) -> FdtResult<()> {
     fdt.end_node(node)
 }
 
+/// The partition's GIC: a GICv3 with a redistributor per vCPU, or on a
+/// GICv2 board a GIC-400, whose CPU interface is the page pair Partita
+/// maps the virtual CPU interface at.
 fn gic(fdt: &mut FdtWriter, system: &System, partition: &Partition) -> FdtResult<()> {
     let gicd = system.platform.gicd.base;
     let gicr = system.platform.gicr.base;
-    let redistributors = GICR_FRAME * partition.vcpus.len() as u64;
     let node = fdt.begin_node(&format!("intc@{gicd:x}"))?;
-    fdt.property_string("compatible", "arm,gic-v3")?;
+    let (compatible, second) = if system.platform.gicv2() {
+        ("arm,gic-400", GICV2_GICC_SIZE)
+    } else {
+        ("arm,gic-v3", GICR_FRAME * partition.vcpus.len() as u64)
+    };
+    fdt.property_string("compatible", compatible)?;
     fdt.property_u32("#interrupt-cells", 3)?;
     fdt.property_null("interrupt-controller")?;
     fdt.property_u32("#address-cells", 2)?;
     fdt.property_u32("#size-cells", 2)?;
     fdt.property_null("ranges")?;
-    fdt.property_array_u64("reg", &[gicd, GICD_SIZE, gicr, redistributors])?;
+    fdt.property_array_u64("reg", &[gicd, GICD_SIZE, gicr, second])?;
     fdt.property_phandle(PHANDLE_GIC)?;
     fdt.end_node(node)
 }

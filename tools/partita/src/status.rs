@@ -280,7 +280,10 @@ mod tests {
     fn the_latest_values_and_health_show() {
         let names = ["rtos".to_string(), "linux".to_string()];
         let mut live = Live::new(&names, false);
-        live.guest_text(0, "demo: t=1 jobs=200 misses=0 cpu_pct=2 accel=qam16 accel_held=1 tio_max=3 tio_mean=1 tio_err=0");
+        live.guest_text(
+            0,
+            "demo: t=1 jobs=200 misses=0 cpu_pct=2 accel=qam16 accel_held=1 tio_max=3 tio_mean=1 tio_err=0",
+        );
         live.guest_text(0, "demo: t=2 jobs=400 misses=1");
         live.hypervisor_text("hm: 1 at 5 us partition linux vcpu 0 StageTwoFault detail 0x0 action Suspend");
         let lines = render(&live.counters, &live.seen, &live.last_line, Instant::now());

@@ -128,6 +128,15 @@ fn gic_timer_and_console() {
     assert!(gic.property("ranges").is_some());
     assert_eq!(u64s(prop(gic, "reg")), [0x0800_0000, 0x1_0000, 0x080a_0000, 2 * 0x2_0000]);
 
+    let (mut zcu102, part) = sample();
+    zcu102.platform.board = "zcu102".into();
+    (zcu102.platform.gicd.base, zcu102.platform.gicr.base) = (0xf901_0000, 0xf902_0000);
+    let blob = generate(&zcu102, &part).unwrap();
+    let v2 = Fdt::new(&blob).unwrap();
+    let gic400 = node(&v2, "/intc@f9010000");
+    assert_eq!(text(gic400, "compatible"), "arm,gic-400");
+    assert_eq!(u64s(prop(gic400, "reg")), [0xf901_0000, 0x1_0000, 0xf902_0000, 0x2_0000], "GICD, then GICC");
+
     let timer = node(&fdt, "/timer");
     assert_eq!(text(timer, "compatible"), "arm,armv8-timer");
     assert!(timer.property("always-on").is_some());

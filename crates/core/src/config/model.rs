@@ -81,6 +81,24 @@ pub struct Platform {
     pub gicr: Range,
 }
 
+/// Where a GICv2's pages sit in [`Platform::gicr`]'s span, from GICC: the
+/// virtual interface control (GICH), then the virtual CPU interface (GICV)
+/// that a partition's GICC is mapped to.
+pub const GICV2_GICH_OFFSET: u64 = 0x2_0000;
+pub const GICV2_GICV_OFFSET: u64 = 0x4_0000;
+/// The CPU interface a partition sees on a GICv2 board: two 4 KiB pages
+/// (the second holds GICC_DIR), each repeated over 64 KiB as on the
+/// GIC-400 of the ZynqMP.
+pub const GICV2_GICC_SIZE: u64 = 0x2_0000;
+
+impl Platform {
+    /// The board's GIC is a GICv2 (GIC-400): its guests see a GICv2
+    /// distributor and a memory-mapped CPU interface.
+    pub fn gicv2(&self) -> bool {
+        self.board == ZCU102
+    }
+}
+
 /// Settings of the hypervisor itself.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hypervisor {
