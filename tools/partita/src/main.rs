@@ -537,6 +537,7 @@ fn soak_run(seconds: u64, tio_target: Option<u64>, isolate: bool) -> Result<Exit
     }
     println!("trace: {} copies merged, {} lost event(s)", analysis.copies, analysis.lost_total());
     // Repeated here so the verdict's context shows how the host ran it.
+    println!("{}", summary::host_cores(config.system.platform.cpus));
     println!("{}", report.isolation.as_deref().unwrap_or("isolation: off (--no-isolate)"));
     println!("report: {}", paths::shown(&path).display());
     println!("{}", soak::verdict(&checks));

@@ -21,6 +21,27 @@ pub struct Run<'a> {
     pub isolation: Option<&'a str>,
 }
 
+/// How many host cores this process may use against the emulated ones
+/// (QEMU runs a thread per emulated core, and its main loop).
+pub fn host_cores(emulated: u32) -> String {
+    let host = std::thread::available_parallelism().map_or(1, |n| n.get());
+    cores_line(host, emulated)
+}
+
+fn cores_line(host: usize, emulated: u32) -> String {
+    let needed = emulated as usize + 1;
+    let mut line = format!("host: {host} core(s) for {emulated} emulated core(s) and QEMU's main loop");
+    if host < needed {
+        line += &format!(
+            "; fewer than {needed}, so QEMU's threads take turns on them, and every register access QEMU treats \
+             as I/O (the GIC's, the timers', the counter's) waits for its big lock, which a thread waiting for a \
+             core may hold: deadline misses and late allocations measure this host as much as Partita \
+             (tools/partita/README.md, soak)"
+        );
+    }
+    line
+}
+
 /// The page's Markdown for the run in `out_dir`.
 pub fn markdown(run: &Run, system: &System, analysis: &Analysis, out_dir: &Path) -> String {
     let checks = analysis.checks(run.tio_target);
@@ -35,6 +56,7 @@ pub fn markdown(run: &Run, system: &System, analysis: &Analysis, out_dir: &Path)
         soak::verdict(&checks).replace("soak: ", "Verdict: ")
     );
     text += "## Host\n\n";
+    let _ = writeln!(text, "{}\n", host_cores(system.platform.cpus));
     let _ = writeln!(
         text,
         "{}\n\nUnder QEMU an emulated core is a host thread. Isolation gives the critical partitions' vCPU \
@@ -95,4 +117,15 @@ pub fn write(
     std::fs::write(&path, markdown(run, system, &analysis, out_dir))
         .with_context(|| format!("cannot write {}", path.display()))?;
     Ok((path, analysis))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_host_line_says_when_cores_are_too_few() {
+        assert_eq!(cores_line(8, 4), "host: 8 core(s) for 4 emulated core(s) and QEMU's main loop");
+        assert!(cores_line(2, 4).contains("fewer than 5"), "{}", cores_line(2, 4));
+    }
 }

@@ -68,6 +68,8 @@ fn a_short_soak_checks_the_demo_system() {
     let numbers: Vec<u64> = copies.split(|c: char| !c.is_ascii_digit()).filter_map(|w| w.parse().ok()).collect();
     assert!(numbers.len() == 2 && numbers[0] >= 3, "a copy every 20 s and the last\n{context}");
     assert_eq!(numbers[1], 0, "the trace holds the whole soak\n{context}");
+    // How many host cores the emulated ones had, in the output and the report.
+    assert!(line(&stdout, "host: ").contains("for 4 emulated core(s)"), "{context}");
     // `isolation: pCPU 1 (rtos) on host core ...` or `isolation: off (why)`.
     let isolation = line(&stdout, "isolation: ");
     assert!(isolation.contains("pCPU 1 (rtos)") || isolation.starts_with("isolation: off ("), "{context}");
@@ -83,4 +85,6 @@ fn a_short_soak_checks_the_demo_system() {
         assert!(!run.status.success(), "a violation fails the command\n{context}");
     }
     assert!(dir.join("report.md").exists() && dir.join("gantt.svg").exists(), "{context}");
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(report.contains("host: ") && report.contains("emulated core(s)"), "{report}");
 }
