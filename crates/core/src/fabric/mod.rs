@@ -12,6 +12,7 @@ pub mod job;
 pub mod manager;
 pub mod monitor;
 pub mod prr;
+pub mod zynqmp;
 
 /// Ker-ONE's experiment (section 6.1, Table 5), which the tests of every
 /// module here share: three PRRs of growing size and four accelerators.
