@@ -34,6 +34,13 @@ static void read_gicr_regions(const struct fdt *f, const struct fdt_node *n, str
 	}
 }
 
+/* The GICv2 compatibles a partition or QEMU's virt,gic-version=2 gives. */
+static bool is_gicv2(const struct fdt *f, const struct fdt_node *n)
+{
+	return fdt_prop_has_string(f, n, "compatible", "arm,gic-400") ||
+	       fdt_prop_has_string(f, n, "compatible", "arm,cortex-a15-gic");
+}
+
 /*
  * The timer binding lists the secure physical, non-secure physical, virtual
  * and hypervisor timers, each as a three-cell GIC specifier (type, number,
@@ -136,7 +143,16 @@ static int first_pass(const struct fdt *f, const struct fdt_node *n, void *ctx)
 	    fdt_reg(f, n, 0, &addr, &size)) {
 		info->gicd = addr;
 		info->has_gicd = true;
+		info->gic_version = 3;
 		read_gicr_regions(f, n, info);
+	}
+	if (!info->has_gicd && is_gicv2(f, n) && fdt_reg(f, n, 0, &addr, &size)) {
+		info->gicd = addr;
+		info->has_gicd = true;
+		info->gic_version = 2;
+		/* The GICv2 binding: distributor, then CPU interface (then GICH, GICV). */
+		if (fdt_reg(f, n, 1, &addr, &size))
+			info->gicc = addr;
 	}
 	if (fdt_prop_has_string(f, n, "compatible", "arm,armv8-timer"))
 		read_timer_intids(f, n, info);

@@ -27,11 +27,13 @@ struct dt_info {
 	u32 ncpus;			/* all cpu nodes, even past MAX_CPUS */
 	enum psci_method psci;
 	u64 console;			/* PL011 base, 0 if none */
-	u64 gicd;			/* GICv3 distributor base, 0 if none */
+	u64 gicd;			/* the GIC's distributor base, 0 if none */
 	bool has_gicd;
+	u32 gic_version;		/* 3 for arm,gic-v3, 2 for a GIC-400; 0 if none */
 	/* The arm,gic-v3 node's redistributor regions, after the distributor. */
 	struct mem_region gicr[MAX_GICR_REGIONS];
 	u32 ngicr;
+	u64 gicc;			/* a GICv2's CPU interface base, 0 if none */
 	u32 vtimer_intid;		/* the third interrupt of the armv8-timer node */
 	u32 ptimer_intid;		/* its second: the EL1 physical timer */
 	u64 rtc;			/* the first arm,pl031 node's base, 0 if none */

@@ -336,7 +336,7 @@ u32 irq_spi_taken(void)
 void gicd_attack(u32 intid)
 {
 	if (!gic_present()) {
-		printf("gicd attack: no arm,gic-v3 node: skipped\n");
+		printf("gicd attack: no GIC node: skipped\n");
 		return;
 	}
 	gic_dist_set_bit(GICD_ICENABLER, intid);
@@ -345,9 +345,6 @@ void gicd_attack(u32 intid)
 	gic_dist_set_bit(GICD_ISPENDR, intid);
 	printf("gicd attack on %u done\n", intid);
 }
-
-/* ICC_SGIxR_EL1: IRM (every core but this one) and the INTID. */
-#define SGI_TO_ALL_OTHERS(intid) ((1ull << 40) | ((u64)(intid) << 24))
 
 /*
  * On a direct-delivery core the guest owns its CPU interface's group 1;
@@ -364,15 +361,13 @@ void cpuif_attack(void)
 		printf("cpuif attack: no GIC: skipped\n");
 		return;
 	}
-	write_sysreg(icc_pmr_el1, 0);
-	write_sysreg(S3_0_C12_C12_6, 0); /* ICC_IGRPEN0_EL1 */
+	gic_priority_mask(0);
+	gic_group0_disable();
 	gic_local_enable(15, false);
 	gic_local_enable(26, false);
 	gic_local_priority(15, 0);
 	gic_local_priority(26, 0);
-	write_sysreg(S3_0_C12_C11_7, SGI_TO_ALL_OTHERS(15)); /* ICC_SGI0R_EL1 */
-	write_sysreg(icc_sgi1r_el1, SGI_TO_ALL_OTHERS(15));
-	isb();
+	gic_sgi_all_others_both_groups(15);
 	__asm__ volatile("msr daifset, #0xf");
 	printf("cpuif attack done\n");
 }

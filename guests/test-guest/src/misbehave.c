@@ -39,7 +39,7 @@ void misbehave(const struct dt_info *dt, const struct bootargs *a)
 		printf("read 0x%lx\n", val);
 	} else if (a->misbehave == MIS_GICD) {
 		if (!dt->has_gicd) {
-			printf("misbehave=gicd: no arm,gic-v3 node: skipped\n");
+			printf("misbehave=gicd: no GIC node: skipped\n");
 			return;
 		}
 		printf("misbehaving: %s at 0x%lx\n", kind, dt->gicd + GICD_CTLR);
