@@ -45,7 +45,10 @@ const GICC_CTLR: u64 = 0x0000;
 const GICC_PMR: u64 = 0x0004;
 const GICC_IAR: u64 = 0x000c;
 const GICC_EOIR: u64 = 0x0010;
-const GICC_DIR: u64 = 0x1000;
+/// GICC's second page: the ZynqMP's GIC-400 repeats each 4 KiB page over
+/// 64 KiB, so it starts 64 KiB on (at 4 KiB on is the first page again,
+/// and a write meant for DIR would land in GICC_CTLR).
+const GICC_DIR: u64 = 0x1_0000;
 /// Group 0 on, and EOImode: EOIR only drops the running priority, DIR
 /// deactivates, so a guest's EOI of a linked interrupt can deactivate it.
 const GICC_CTLR_VALUE: u32 = 1 | 1 << 9;
