@@ -71,6 +71,7 @@ pub fn flush(vcpu: &Vcpu) {
 /// maintenance interrupt calls this directly: the interrupt stays asserted
 /// until the list registers or the request change.
 pub fn refill(vcpu: &Vcpu) {
+    Lrs::retire_completed();
     let mut queue = vcpu.queue.lock();
     let count = Lrs::count();
     let mut lrs = [Lr::default(); MAX_LRS];

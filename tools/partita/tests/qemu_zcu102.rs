@@ -35,3 +35,26 @@ fn boots_the_test_guest_on_a_secondary_core_and_powers_off() {
         assert!(guest.contains(line), "the guest did not print {line:?}:\n{console}");
     }
 }
+
+/// The GICv2 vGIC under the test guest's interrupt tests, on two vCPUs:
+/// virtual-timer ticks at 1 kHz, SGIs both ways through the emulated
+/// GICD_SGIR, and eight SGIs of distinct priorities overflowing the
+/// GIC-400's four list registers, taken in priority order.
+#[test]
+fn the_gicv2_vgic_delivers_timer_ticks_and_sgis() {
+    let args = "timer_hz=1000 timer_ticks=1000 sgi=100 lr-overflow=1 ticks=1 period_ms=10";
+    let mut raw = machine([part("guest", &[1, 2], args)]);
+    raw.platform.board = Some("zcu102".into());
+    let config = write_config("qemu-zcu102-interrupts", &raw);
+    let opts = RunOptions { seconds: Some(HANG_LIMIT), ..RunOptions::default() };
+    let boot = boot_config("qemu-zcu102-interrupts", &config, &hypervisor_elf_for("zcu102"), opts);
+    let console = boot.console.join("\n");
+    assert!(matches!(boot.ending, Ending::Exited(_)), "QEMU did not power off by itself:\n{console}");
+    let guest = boot.log("guest");
+    for line in
+        ["sgi: vcpu 1 received 100", "sgi: sent 100 received 100", "lr overflow: ok", "timer: 1000 ticks at 1000 Hz"]
+    {
+        assert!(guest.contains(line), "the guest did not print {line:?}:\n{console}");
+    }
+    assert!(guest.contains("lr overflow: taken 13 10 15 12 9 14 11 8"), "priority order:\n{console}");
+}

@@ -60,6 +60,7 @@ const IAR_INTID: u32 = 0x3ff;
 const GICH_HCR: u64 = 0x000;
 const GICH_VTR: u64 = 0x004;
 const GICH_VMCR: u64 = 0x008;
+const GICH_EISR0: u64 = 0x020;
 const GICH_ELRSR0: u64 = 0x030;
 const GICH_APR: u64 = 0x0f0;
 const GICH_LR: u64 = 0x100;
@@ -75,8 +76,7 @@ static GICH: AtomicU64 = AtomicU64::new(0);
 static TARGET: [AtomicU8; crate::MAX_CPUS] = [const { AtomicU8::new(0) }; crate::MAX_CPUS];
 /// Per CPU, the last IAR value of each SGI: its EOIR and DIR must repeat
 /// the sender's number IAR gave with it.
-static SGI_IAR: [[AtomicU32; 16]; crate::MAX_CPUS] =
-    [const { [const { AtomicU32::new(0) }; 16] }; crate::MAX_CPUS];
+static SGI_IAR: [[AtomicU32; 16]; crate::MAX_CPUS] = [const { [const { AtomicU32::new(0) }; 16] }; crate::MAX_CPUS];
 /// Serialises read-modify-writes of the configuration words.
 static CONFIG: Mutex<()> = Mutex::new(());
 
@@ -274,11 +274,27 @@ impl ListRegisters for GicV2 {
     }
 
     fn read(n: usize) -> u64 {
-        gicv2::to_lr(read32(&GICH, lr_offset(n)))
+        gicv2::to_lr_eoi_linked(read32(&GICH, lr_offset(n)))
     }
 
+    /// A hardware link is kept by an EOI maintenance interrupt instead
+    /// (`gicv2::from_lr_eoi_linked` says why), finished by
+    /// [`ListRegisters::retire_completed`].
     fn write(n: usize, value: u64) {
-        write32(&GICH, lr_offset(n), gicv2::from_lr(value))
+        write32(&GICH, lr_offset(n), gicv2::from_lr_eoi_linked(value))
+    }
+
+    /// Each entry the guest completed that asked for a maintenance
+    /// interrupt stood for a hardware link: its physical interrupt is
+    /// deactivated here (a level line still asserted fires again), and the
+    /// register emptied, which also ends its maintenance interrupt.
+    fn retire_completed() {
+        let completed = read32(&GICH, GICH_EISR0);
+        for n in (0..list_registers()).filter(|n| completed & (1 << n) != 0) {
+            let intid = read32(&GICH, lr_offset(n)) & IAR_INTID;
+            write32(&GICH, lr_offset(n), 0);
+            write32(&GICC, GICC_DIR, intid);
+        }
     }
 
     fn free() -> u64 {
@@ -295,6 +311,7 @@ impl ListRegisters for GicV2 {
     }
 
     fn save(ctx: &mut VgicContext) {
+        Self::retire_completed();
         let empty = Self::free();
         for n in 0..list_registers() {
             ctx.lrs[n] = if empty & (1 << n) != 0 {

@@ -154,6 +154,10 @@ pub trait ListRegisters {
     /// Saves the running vCPU's interface into `ctx` and turns it off.
     fn save(ctx: &mut VgicContext);
     fn restore(ctx: &VgicContext);
+    /// Finishes what the guest completed that the interface leaves to
+    /// Partita (GICv2: the physical side of a link, see `gicv2`); the
+    /// maintenance interrupt and a save call it.
+    fn retire_completed() {}
 }
 
 /// The console Partita prints its lines on.

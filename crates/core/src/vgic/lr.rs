@@ -98,6 +98,34 @@ pub mod gicv2 {
         value
     }
 
+    /// GICH_LR.EOI: with HW clear, a maintenance interrupt once the guest
+    /// completes the entry.
+    const EOI: u32 = 1 << 19;
+
+    /// The GICH_LR value for an entry, with a hardware link stood in for by
+    /// a maintenance interrupt at its EOI: the hypervisor then deactivates
+    /// the physical interrupt itself. QEMU's GIC-400 model drops the link's
+    /// deactivation on the floor for a level line still asserted (the
+    /// physical interrupt never fires again), which a deactivation through
+    /// GICC_DIR does not. Partita links only an INTID to itself.
+    pub const fn from_lr_eoi_linked(lr: u64) -> u32 {
+        let value = from_lr(lr);
+        if value & HW == 0 {
+            return value;
+        }
+        (value & !HW & !(VIRTUAL_ID << PHYSICAL_SHIFT)) | EOI
+    }
+
+    /// The ICH_LR-layout entry for a value [`from_lr_eoi_linked`] wrote:
+    /// an EOI-maintained entry reads as the hardware link it stands for.
+    pub const fn to_lr_eoi_linked(value: u32) -> u64 {
+        if value & HW == 0 && value & EOI != 0 {
+            to_lr((value & !EOI) | HW | (value & VIRTUAL_ID) << PHYSICAL_SHIFT)
+        } else {
+            to_lr(value)
+        }
+    }
+
     /// The ICH_LR-layout entry for a GICH_LR value.
     pub const fn to_lr(value: u32) -> u64 {
         let mut lr = (value & VIRTUAL_ID) as u64
@@ -221,6 +249,12 @@ mod tests {
         // The guest's EOI leaves the entry invalid; an active one stays so.
         assert!(Lr(gicv2::to_lr(gicv2::from_lr(sgi.0) & !(0b11 << 28))).is_free());
         assert_eq!(Lr(gicv2::to_lr(2 << 28 | 40)).state(), State::Active);
+        // A link kept by an EOI maintenance interrupt reads back as the link.
+        let linked = gicv2::from_lr_eoi_linked(timer.0);
+        assert_eq!(linked, 27 | 1 << 19 | 0x14 << 23 | 1 << 28 | 1 << 30, "no HW, no pINTID, EOI");
+        assert_eq!(gicv2::to_lr_eoi_linked(linked), timer.0);
+        assert_eq!(gicv2::from_lr_eoi_linked(sgi.0), gicv2::from_lr(sgi.0), "unlinked entries unchanged");
+        assert_eq!(gicv2::to_lr_eoi_linked(gicv2::from_lr(sgi.0)), sgi.0);
         // Five bits of priority: the low three are lost.
         assert_eq!(Lr(gicv2::to_lr(gicv2::from_lr(Lr::pending(virq(40, 0x47)).0))).priority(), 0x40);
     }

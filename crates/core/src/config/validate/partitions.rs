@@ -208,6 +208,7 @@ impl Validator<'_> {
                     "no device interrupts (forwarded SPIs go through list registers)",
                 ),
                 (doorbell, "no shared-memory doorbell (a doorbell is a virtual interrupt)"),
+                (system.platform.gicv2(), "a GICv3 (a GICv2 has no second group to keep Partita's own interrupts in)"),
             ];
             for (_, need) in needs.iter().filter(|(unmet, _)| *unmet) {
                 let message = format!("partition \"{}\" asks for direct interrupts, which need {need}", partition.name);
@@ -301,6 +302,10 @@ mod tests {
         s.partitions[0].devices.clear();
         s.partitions[0].budget = budget(1_000, 10_000);
         expect_one(&s, "partition[0]", "interrupts", "which need no `budget`");
+        s.partitions[0].budget = None;
+        s.platform.board = crate::config::model::ZCU102.into();
+        let gicv2: Vec<String> = validate(&s).into_iter().map(|issue| issue.message).collect();
+        assert!(gicv2.iter().any(|m| m.contains("direct interrupts, which need a GICv3")), "{gicv2:?}");
     }
 
     #[test]
