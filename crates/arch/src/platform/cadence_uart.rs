@@ -34,17 +34,6 @@ impl Console for CadenceUart {
 
     /// Writes bytes, waiting for FIFO room. Does nothing before `init`.
     fn write_bytes(bytes: &[u8]) {
-        let base = BASE.load(Ordering::Relaxed);
-        if base == 0 {
-            return;
-        }
-        for &byte in bytes {
-            // SAFETY: `base` is the Cadence UART given to `init`, mapped as
-            // device memory; SR and FIFO are its status and data registers.
-            unsafe {
-                while core::ptr::read_volatile((base + SR) as *const u32) & SR_TXFULL != 0 {}
-                core::ptr::write_volatile((base + FIFO) as *mut u32, u32::from(byte));
-            }
-        }
+        super::write_polled(BASE.load(Ordering::Relaxed), SR, SR_TXFULL, FIFO, bytes);
     }
 }

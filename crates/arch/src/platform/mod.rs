@@ -160,6 +160,24 @@ pub trait ListRegisters {
     fn retire_completed() {}
 }
 
+/// Writes `bytes` to the UART at `base` (0: not set up yet, nothing is
+/// written), waiting while its `status` register shows `full`, each byte a
+/// word store to its `data` register: the loop the board's consoles share.
+fn write_polled(base: usize, status: usize, full: u32, data: usize, bytes: &[u8]) {
+    if base == 0 {
+        return;
+    }
+    for &byte in bytes {
+        // SAFETY: `base` is the console UART its driver was given at init,
+        // mapped as device memory; `status` and `data` are that UART's
+        // status and transmit registers, whose accesses have no other effect.
+        unsafe {
+            while core::ptr::read_volatile((base + status) as *const u32) & full != 0 {}
+            core::ptr::write_volatile((base + data) as *mut u32, u32::from(byte));
+        }
+    }
+}
+
 /// The console Partita prints its lines on.
 pub trait Console {
     /// Sets the UART's base; it must be mapped as device memory whenever

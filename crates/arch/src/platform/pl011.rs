@@ -24,17 +24,6 @@ impl Console for Pl011 {
 
     /// Writes bytes, waiting for FIFO room. Does nothing before [`init`].
     fn write_bytes(bytes: &[u8]) {
-        let base = BASE.load(Ordering::Relaxed);
-        if base == 0 {
-            return;
-        }
-        for &byte in bytes {
-            // SAFETY: `base` is the PL011 given to `init`, mapped as device
-            // memory; FR and DR are its flag and data registers.
-            unsafe {
-                while core::ptr::read_volatile((base + FR) as *const u32) & FR_TXFF != 0 {}
-                core::ptr::write_volatile((base + DR) as *mut u32, u32::from(byte));
-            }
-        }
+        super::write_polled(BASE.load(Ordering::Relaxed), FR, FR_TXFF, DR, bytes);
     }
 }
