@@ -40,7 +40,6 @@ pub fn primary() -> ! {
         table.system.name
     );
     let data = read_image_store(&table, seal);
-    stop_if_unsupported();
     let hypervisor = table.system.hypervisor.memory;
     // The fabric's memory holds the interface pages guests share uncached.
     let uncached = table.system.fabric.as_ref().map(|fabric| fabric.memory);
@@ -66,17 +65,6 @@ pub fn primary() -> ! {
     start_plans(sys);
     start_secondaries(sys.cpus.len());
     work(sys, 0)
-}
-
-/// A board whose support is unfinished stops here, after the banner and
-/// the image store's check (so its boot loader is known to work) and
-/// before its interrupt controller or anything else board-specific is
-/// touched, and says what it lacks.
-fn stop_if_unsupported() {
-    if let Some(missing) = platform::MISSING {
-        log!("{missing} not supported yet: stopping");
-        firmware::system_off()
-    }
 }
 
 /// What pCPU `cpu` does from now on: run vCPUs, or be the fabric.

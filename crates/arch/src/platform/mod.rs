@@ -64,9 +64,6 @@ pub trait Platform {
     type Uart: Console;
     /// Where a payload too broken to name its own console reports.
     const FALLBACK_CONSOLE: u64;
-    /// What this board's support still lacks to run partitions, if
-    /// anything: Partita then stops after its banner and says so.
-    const MISSING: Option<&'static str> = None;
     /// The system counter's frequency in Hz.
     fn counter_frequency() -> u64;
     /// The device frames Partita maps for itself at EL2: its console and
@@ -226,6 +223,3 @@ pub fn own_devices(platform: &model::Platform) -> Vec<Range> {
 
 /// Where a payload too broken to name its console reports.
 pub const FALLBACK_CONSOLE: u64 = Board::FALLBACK_CONSOLE;
-
-/// What this build's board still lacks to run partitions, if anything.
-pub const MISSING: Option<&str> = Board::MISSING;
