@@ -396,7 +396,7 @@ fn distributor_writes_to_another_partitions_interrupt_change_nothing() {
 /// still gets every tick, on time.
 #[test]
 fn a_critical_guest_preempts_a_masked_spinning_one() {
-    let config = RawConfig::new()
+    let config = machine([])
         .quantum_us(200_000)
         .partition(part("rt", &[1], "timer_hz=1000 timer_ticks=500 ticks=1").criticality(RawCriticality::High))
         .partition(part("hog", &[1], "mask-spin=2000 ticks=1"));

@@ -300,7 +300,7 @@ fn max(v: &[f64]) -> f64 {
 /// busy all the time: `low` does not even boot before `mid` has finished.
 #[test]
 fn fixed_priorities_preempt_in_the_configured_order() {
-    let config = RawConfig::new().quantum_us(2000).partitions([
+    let config = machine([]).quantum_us(2000).partitions([
         part("low", &[1], "ticks=10 period_ms=10").priority(50),
         part("high", &[1], "timer_hz=100 timer_ticks=50 ticks=1 period_ms=1").priority(150),
         part("mid", &[1], "ticks=30 period_ms=10").priority(100),
@@ -331,7 +331,7 @@ fn round_robin_is_fair_within_a_priority() {
     const QUANTUM_MS: u64 = 5;
     const WINDOW_MS: u64 = 1000;
     let args = format!("count_ms={WINDOW_MS} count_at_ms=3000 ticks=1 period_ms=1");
-    let config = RawConfig::new()
+    let config = machine([])
         .quantum_us((QUANTUM_MS * 1000) as u32)
         .partitions([part("left", &[1], &args), part("right", &[1], &args)]);
     let boot = boot_with("qemu-round-robin", &config, icount());

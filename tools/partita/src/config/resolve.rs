@@ -34,8 +34,9 @@ pub const GICD_SIZE: u64 = 64 * KIB;
 /// One RD_base plus one SGI_base frame per CPU.
 pub const GICR_SIZE_PER_CPU: u64 = 128 * KIB;
 /// The Zynq UltraScale+ MPSoC's map (QEMU `xlnx-zcu102`, `docs/zcu102.md`):
-/// DDR at 0, UART0, the GIC-400's distributor and CPU interface.
-pub const ZCU102_RAM: Range = Range::new(0, 128 * MIB);
+/// DDR at 0 (the 2 GiB below the PL's windows; a ZCU102's other 2 GiB
+/// sit at `0x800000000`), UART0, the GIC-400's distributor and CPU interface.
+pub const ZCU102_RAM: Range = Range::new(0, 2 * GIB);
 pub const ZCU102_CONSOLE: Range = Range::new(0xff00_0000, 4 * KIB);
 pub const ZCU102_GICD: u64 = 0xf901_0000;
 pub const ZCU102_GICC: u64 = 0xf902_0000;

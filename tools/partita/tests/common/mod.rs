@@ -13,13 +13,26 @@ use partita::run::{self, Ending, RunOptions};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
+const DEFAULT_BOARD: &str = "qemu-virt";
+
 /// Seconds after which a run that should have powered off counts as hung.
 pub const HANG_LIMIT: u64 = 90;
 
-/// The guests and the hypervisor are built once for all tests.
+/// The board the QEMU suites run on: `qemu-virt`, or the one
+/// `PARTITA_BOARD` names. `partita test` runs the suites a second board
+/// must pass again with it set (`testcmd::BOARD_SUITES`).
+pub fn board() -> String {
+    std::env::var("PARTITA_BOARD").unwrap_or_else(|_| DEFAULT_BOARD.to_owned())
+}
+
+/// The guests and the hypervisor for [`board`] are built once for all tests.
 pub fn hypervisor_elf() -> &'static PathBuf {
     static ELF: OnceLock<PathBuf> = OnceLock::new();
     ELF.get_or_init(|| {
+        let board = board();
+        if board != DEFAULT_BOARD {
+            return hypervisor_elf_for(&board);
+        }
         guests::build_all().expect("building the guests");
         build::build_hypervisor(&paths::source()).expect("building the hypervisor")
     })
@@ -83,9 +96,15 @@ pub fn halt_on_faults() -> RawHealth {
     RawHealth { stage2_fault: Some(RawAction::Halt), forbidden: Some(RawAction::Halt), ..RawHealth::default() }
 }
 
-/// A machine of these partitions and defaults for everything else.
+/// A machine of these partitions on [`board`], with defaults for
+/// everything else.
 pub fn machine(parts: impl IntoIterator<Item = RawPartition>) -> RawConfig {
-    RawConfig::new().partitions(parts)
+    let mut config = RawConfig::new().partitions(parts);
+    let board = board();
+    if board != DEFAULT_BOARD {
+        config.platform.board = Some(board);
+    }
+    config
 }
 
 /// What one boot left behind.
