@@ -948,7 +948,7 @@ fn zcu102_takes_the_board_s_defaults() {
     let config = load_good("good_zcu102");
     let platform = &config.system.platform;
     assert_eq!(platform.board, "zcu102");
-    assert_eq!(platform.ram, Range::new(0, 128 << 20));
+    assert_eq!(platform.ram, Range::new(0, 2 << 30));
     assert_eq!(platform.console, Range::new(0xff00_0000, 0x1000));
     assert_eq!(platform.gicd, Range::new(0xf901_0000, 0x1_0000));
     assert_eq!(platform.gicr, Range::new(0xf902_0000, 0x5_0000));
@@ -1391,6 +1391,18 @@ fn costed_profile() -> PlatformProfile {
 
 fn accel_example() -> Config {
     load_beside_stand_in_guest("accel", include_str!("../../../configs/accel.toml"))
+}
+
+/// The same system on the ZynqMP: its devices' interface pages move to the
+/// PL's AXI window and their signals to the PL-to-PS interrupts, where a
+/// real fabric would put them.
+#[test]
+fn on_zcu102_virtual_devices_sit_in_the_pl_window() {
+    let text = include_str!("../../../configs/accel.toml").replace("[platform]", "[platform]\nboard = \"zcu102\"");
+    let config = load_beside_stand_in_guest("accel-zcu102", &text);
+    let devices: Vec<(u64, [u32; 3])> =
+        config.system.partitions[0].accelerators.iter().map(|d| (d.ipa, d.signals)).collect();
+    assert_eq!(devices, [(0xa000_0000, [121, 122, 123]), (0xa000_3000, [124, 125, 126])]);
 }
 
 #[test]

@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use partita::build;
-use partita::config::raw::{RawConfig, RawCriticality, RawDevice, RawMemory, RawPartition};
+use partita::config::raw::{RawCriticality, RawMemory, RawPartition};
 use partita::run::{self, Ending, RunOptions};
 
 #[test]
@@ -91,7 +91,8 @@ fn writing_the_gic_distributor_touches_only_its_own_virtual_gic() {
     );
     assert_powered_off(&boot);
     let log = boot.log("writer");
-    assert!(log.contains("misbehaving: gicd at 0x8000000") && log.contains("survived misbehaviour"), "{log}");
+    let misbehaved = format!("misbehaving: gicd at {:#x}", board_gicd());
+    assert!(log.contains(&misbehaved) && log.contains("survived misbehaviour"), "{log}");
     assert!(log.lines().any(|l| l == "tick 6"), "{log}");
     assert!(!boot.hypervisor.contains(" stopped: "), "{}", boot.hypervisor);
     for bystander in ["calm", "busy"] {
@@ -254,18 +255,20 @@ fn psci_cpu_off_affinity_info_and_features() {
 /// and QEMU virt's PL031 real-time clock passed through.
 #[test]
 fn raw_image_identity_region_and_passthrough_device() {
+    let passed = board_device();
     let io = RawPartition::new("io", &[1])
-        .bootargs("ticks=2 period_ms=50 peek=0x09010fe0 marker=scan scan_at=1")
+        .bootargs(&format!("ticks=2 period_ms=50 peek={:#x} marker=scan scan_at=1", passed.id_register))
         .memory(RAM_BASE, RAM_SIZE)
         .region(RawMemory::new(0x4800_0000, 2 << 20).identity().perms("rw"))
         .raw_image(&guest("bin"), RAM_BASE)
-        .device(RawDevice::new("rtc", 0x0901_0000, 0x1000, &["arm,pl031", "arm,primecell"]).interrupts(&[34]));
+        .device(passed.device);
     let boot = boot("qemu-passthrough", &machine([io]), HANG_LIMIT);
     assert_powered_off(&boot);
     let log = boot.log("io");
     assert!(log.contains("memory 0x40000000+0x1000000, 0x48000000+0x200000"), "{log}");
-    // PL031 peripheral ID 0: the guest read the real device.
-    assert!(log.lines().any(|l| l == "peek 0x9010fe0 = 0x31"), "{log}");
+    // The guest read the real device.
+    let peeked = format!("peek {:#x} = {:#x}", passed.id_register, passed.id_value);
+    assert!(log.lines().any(|l| l == peeked), "{log}");
     assert!(log.lines().any(|l| l == "marker scan: 0 hit(s) in 18874368 bytes"), "{log}");
     assert!(log.lines().any(|l| l == "tick 2"), "{log}");
 }
@@ -373,22 +376,21 @@ fn more_pending_interrupts_than_list_registers_arrive_in_priority_order() {
 /// victim's interrupt keeps its configuration and is delivered every time.
 #[test]
 fn distributor_writes_to_another_partitions_interrupt_change_nothing() {
-    let gpio = RawDevice::new("gpio", 0x0903_0000, 0x1000, &["arm,pl061", "arm,primecell"]).interrupts(&[39]);
+    let owned = board_device();
+    let spi = owned.intid;
     let parts = [
-        part("victim", &[1], "spi=39 ticks=2 period_ms=50").device(gpio),
-        part("attacker", &[2], "gicd-attack=39 ticks=2 period_ms=50"),
+        part("victim", &[1], &format!("spi={spi} ticks=2 period_ms=50")).device(owned.device),
+        part("attacker", &[2], &format!("gicd-attack={spi} ticks=2 period_ms=50")),
     ];
     let boot = boot("qemu-gicd-isolation", &machine(parts), HANG_LIMIT);
     assert_powered_off(&boot);
-    assert!(boot.log("attacker").contains("gicd attack on 39 done"), "{}", boot.log("attacker"));
-    assert!(
-        boot.hypervisor.contains("partition attacker wrote to interrupt 39, which it does not own: ignored"),
-        "{}",
-        boot.hypervisor
-    );
+    let attacker = boot.log("attacker");
+    assert!(attacker.contains(&format!("gicd attack on {spi} done")), "{attacker}");
+    let ignored = format!("partition attacker wrote to interrupt {spi}, which it does not own: ignored");
+    assert!(boot.hypervisor.contains(&ignored), "{}", boot.hypervisor);
     let victim = boot.log("victim");
-    assert!(victim.lines().any(|l| l == "spi 39: taken 5 of 5"), "{victim}");
-    assert!(victim.lines().any(|l| l == "spi 39: enabled 1 priority 0xa0"), "{victim}");
+    assert!(victim.lines().any(|l| l == format!("spi {spi}: taken 5 of 5")), "{victim}");
+    assert!(victim.lines().any(|l| l == format!("spi {spi}: enabled 1 priority 0xa0")), "{victim}");
 }
 
 /// A low-criticality guest spins with interrupts masked on the pCPU it

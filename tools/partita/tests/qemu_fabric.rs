@@ -77,11 +77,11 @@ fn assert_paths(hypervisor: &str, expected: &[(&str, u64)]) {
     }
 }
 
-/// Interface pages at their defaults: 0x0b000000 + 4 KiB x accelerator.
-const QAM16_PAGE: u64 = 0x0b00_0000;
-const QAM64_PAGE: u64 = 0x0b00_1000;
-const FFT512_PAGE: u64 = 0x0b00_2000;
-const FFT1024_PAGE: u64 = 0x0b00_3000;
+// Interface pages at their defaults: the board's window + 4 KiB x accelerator.
+const QAM16: u64 = 0;
+const QAM64: u64 = 1;
+const FFT512: u64 = 2;
+const FFT1024: u64 = 3;
 
 /// Room for long streams: the test guest keeps its buffers in the upper
 /// half of its RAM.
@@ -118,14 +118,16 @@ fn accel_args(page: u64, function: Function, frames: u64, jobs: u64, seed: u64) 
 #[test]
 fn native_devices_compute_the_host_s_results() {
     let rtos_args = format!(
-        "{} acc2=0x{QAM16_PAGE:x} acc2-fn=qam16 acc-wait=0",
-        accel_args(FFT1024_PAGE, Function::Fft1024, 1, 2, 10)
+        "{} acc2={:#x} acc2-fn=qam16 acc-wait=0",
+        accel_args(interface_page(FFT1024), Function::Fft1024, 1, 2, 10),
+        interface_page(QAM16)
     );
     let rtos = part("rtos", &[1], &rtos_args)
         .priority(200)
         .accelerator(RawVirtualDevice::new("qam16"))
         .accelerator(RawVirtualDevice::new("fft1024"));
-    let gpos_args = format!("{} acc-tell=0 acc-tell-at=done", accel_args(FFT1024_PAGE, Function::Fft1024, 1, 2, 20));
+    let gpos_args =
+        format!("{} acc-tell=0 acc-tell-at=done", accel_args(interface_page(FFT1024), Function::Fft1024, 1, 2, 20));
     let gpos = part("gpos", &[2], &gpos_args).priority(50).accelerator(RawVirtualDevice::new("fft1024"));
     let config: RawConfig =
         machine([rtos, gpos]).cpus(3).fabric(patient_fabric()).channel(turn("turn", "gpos", "rtos"));
@@ -147,14 +149,17 @@ fn native_devices_compute_the_host_s_results() {
 #[test]
 fn preemption_stops_a_stream_at_a_consistency_point_and_it_resumes_intact() {
     let stream = |page, function, seed| format!("{} acc-tell=0", accel_args(page, function, 400, 1, seed));
-    let gpos_a = big("gpos-a", &[1], &stream(QAM16_PAGE, Function::Qam16, 30))
+    let gpos_a = big("gpos-a", &[1], &stream(interface_page(QAM16), Function::Qam16, 30))
         .priority(50)
         .accelerator(RawVirtualDevice::new("qam16"));
-    let gpos_b_args =
-        format!("{} acc-wait=0", stream(QAM64_PAGE, Function::Qam64, 40)).replace("acc-tell=0", "acc-tell=1");
+    let gpos_b_args = format!("{} acc-wait=0", stream(interface_page(QAM64), Function::Qam64, 40))
+        .replace("acc-tell=0", "acc-tell=1");
     let gpos_b = big("gpos-b", &[2], &gpos_b_args).priority(50).accelerator(RawVirtualDevice::new("qam64"));
-    let rtos_args =
-        format!("{} acc2=0x{QAM64_PAGE:x} acc2-fn=qam64 acc-wait=1", accel_args(QAM16_PAGE, Function::Qam16, 1, 1, 50));
+    let rtos_args = format!(
+        "{} acc2={:#x} acc2-fn=qam64 acc-wait=1",
+        accel_args(interface_page(QAM16), Function::Qam16, 1, 1, 50),
+        interface_page(QAM64)
+    );
     let rtos = part("rtos", &[0], &rtos_args)
         .priority(200)
         .accelerator(RawVirtualDevice::new("qam16"))
@@ -184,13 +189,15 @@ fn preemption_stops_a_stream_at_a_consistency_point_and_it_resumes_intact() {
 #[test]
 fn rtos_requests_against_busy_gpos_streams_are_served_within_the_checked_bound() {
     const RTOS_JOBS: u64 = 5;
-    let gpos_a = big("gpos-a", &[1], &format!("{} acc-tell=0", accel_args(QAM64_PAGE, Function::Qam64, 60, 1, 90)))
-        .priority(50)
-        .accelerator(RawVirtualDevice::new("qam64"));
-    let gpos_b_args = format!("{} acc-wait=0 acc-tell=1", accel_args(FFT512_PAGE, Function::Fft512, 10, 1, 100));
+    let gpos_a =
+        big("gpos-a", &[1], &format!("{} acc-tell=0", accel_args(interface_page(QAM64), Function::Qam64, 60, 1, 90)))
+            .priority(50)
+            .accelerator(RawVirtualDevice::new("qam64"));
+    let gpos_b_args =
+        format!("{} acc-wait=0 acc-tell=1", accel_args(interface_page(FFT512), Function::Fft512, 10, 1, 100));
     let gpos_b = big("gpos-b", &[2], &gpos_b_args).priority(50).accelerator(RawVirtualDevice::new("fft512"));
     let rtos_args =
-        format!("{} acc-wait=1 acc-gap-us=5000", accel_args(QAM16_PAGE, Function::Qam16, 1, RTOS_JOBS, 110));
+        format!("{} acc-wait=1 acc-gap-us=5000", accel_args(interface_page(QAM16), Function::Qam16, 1, RTOS_JOBS, 110));
     let rtos = part("rtos", &[0], &rtos_args).priority(200).accelerator(RawVirtualDevice::new("qam16"));
     let config = machine([rtos, gpos_a, gpos_b])
         .cpus(4)
@@ -259,11 +266,15 @@ fn accel_events(name: &str) -> (u64, Vec<Event>) {
 /// depends on how long the RTOS's input takes.
 #[test]
 fn a_request_behind_a_download_is_served_when_it_ends_within_the_checked_bound() {
-    let gpos_args =
-        format!("{} acc-wait=1 acc-tell=0 acc-tell-at=ask", accel_args(FFT1024_PAGE, Function::Fft1024, 4, 1, 130));
+    let gpos_args = format!(
+        "{} acc-wait=1 acc-tell=0 acc-tell-at=ask",
+        accel_args(interface_page(FFT1024), Function::Fft1024, 4, 1, 130)
+    );
     let gpos = part("gpos", &[2], &gpos_args).priority(50).accelerator(RawVirtualDevice::new("fft1024"));
-    let rtos_args =
-        format!("{} acc-tell=1 acc-tell-at=ready acc-wait=0", accel_args(FFT1024_PAGE, Function::Fft1024, 1, 1, 140));
+    let rtos_args = format!(
+        "{} acc-tell=1 acc-tell-at=ready acc-wait=0",
+        accel_args(interface_page(FFT1024), Function::Fft1024, 1, 1, 140)
+    );
     let rtos = part("rtos", &[1], &rtos_args).priority(200).accelerator(RawVirtualDevice::new("fft1024"));
     let slow_port = RawFabric { bandwidth: Some(Size(8_000_000)), ..patient_fabric() };
     let config = machine([rtos, gpos])
@@ -305,7 +316,7 @@ fn a_request_behind_a_download_is_served_when_it_ends_within_the_checked_bound()
 /// past the hold.
 #[test]
 fn a_client_idle_for_a_hold_lets_go_and_its_next_job_asks_again() {
-    let args = format!("{} acc-gap-us=20000", accel_args(QAM16_PAGE, Function::Qam16, 1, 3, 120));
+    let args = format!("{} acc-gap-us=20000", accel_args(interface_page(QAM16), Function::Qam16, 1, 3, 120));
     let solo = part("solo", &[0], &args).accelerator(RawVirtualDevice::new("qam16"));
     let fabric = RawFabric { hold: Some(Micros(2_000)), ..RawFabric::default() };
     let config = machine([solo]).cpus(2).fabric(fabric);
@@ -322,15 +333,22 @@ fn a_client_idle_for_a_hold_lets_go_and_its_next_job_asks_again() {
 /// host's result.
 #[test]
 fn waiting_requests_are_served_by_priority_then_arrival() {
-    let rtos = big("rtos", &[0], &format!("{} acc-tell=0", accel_args(FFT1024_PAGE, Function::Fft1024, 100, 1, 60)))
-        .priority(200)
-        .accelerator(RawVirtualDevice::new("fft1024"));
-    let low_args =
-        format!("{} acc-wait=0 acc-tell=1 acc-tell-at=ask", accel_args(FFT1024_PAGE, Function::Fft1024, 1, 1, 70));
+    let rtos = big(
+        "rtos",
+        &[0],
+        &format!("{} acc-tell=0", accel_args(interface_page(FFT1024), Function::Fft1024, 100, 1, 60)),
+    )
+    .priority(200)
+    .accelerator(RawVirtualDevice::new("fft1024"));
+    let low_args = format!(
+        "{} acc-wait=0 acc-tell=1 acc-tell-at=ask",
+        accel_args(interface_page(FFT1024), Function::Fft1024, 1, 1, 70)
+    );
     let low = part("low", &[1], &low_args).priority(50).accelerator(RawVirtualDevice::new("fft1024"));
     // Long enough after low's message that low's request comes first however
     // the host schedules the vCPUs.
-    let mid_args = format!("{} acc-wait=1 acc-delay-ms=20", accel_args(FFT1024_PAGE, Function::Fft1024, 1, 1, 80));
+    let mid_args =
+        format!("{} acc-wait=1 acc-delay-ms=20", accel_args(interface_page(FFT1024), Function::Fft1024, 1, 1, 80));
     let mid = part("mid", &[2], &mid_args).priority(100).accelerator(RawVirtualDevice::new("fft1024"));
     let config = machine([rtos, low, mid])
         .cpus(4)
@@ -368,11 +386,12 @@ fn waiting_requests_are_served_by_priority_then_arrival() {
 #[test]
 fn devices_reach_only_their_holder_s_memory_and_only_their_holder() {
     let log_faults = RawHealth { stage2_fault: Some(RawAction::Log), ..RawHealth::default() };
-    let bad = part("bad", &[1], &format!("{} acc-bad=1", accel_args(QAM16_PAGE, Function::Qam16, 1, 1, 1)))
+    let bad = part("bad", &[1], &format!("{} acc-bad=1", accel_args(interface_page(QAM16), Function::Qam16, 1, 1, 1)))
         .accelerator(RawVirtualDevice::new("qam16"))
         .health(log_faults);
-    let stranger = part("stranger", &[2], "ticks=3 period_ms=20 misbehave=write-outside at=2 addr=0x0b000000")
-        .health(halt_on_faults());
+    let page = interface_page(QAM16);
+    let stranger_args = format!("ticks=3 period_ms=20 misbehave=write-outside at=2 addr={page:#x}");
+    let stranger = part("stranger", &[2], &stranger_args).health(halt_on_faults());
     let config = machine([bad, stranger]).cpus(3).fabric(RawFabric::default());
     let boot = boot("qemu-fabric-isolation", &config, HANG_LIMIT);
     assert_powered_off(&boot);
@@ -392,7 +411,7 @@ fn devices_reach_only_their_holder_s_memory_and_only_their_holder() {
     );
     assert!(
         boot.hypervisor.contains("partition stranger vcpu 0 stopped: stage-2 data abort outside its memory")
-            && boot.hypervisor.contains("address 0xb000000"),
+            && boot.hypervisor.contains(&format!("address {page:#x}")),
         "{}",
         boot.hypervisor
     );
@@ -403,7 +422,7 @@ fn devices_reach_only_their_holder_s_memory_and_only_their_holder() {
 /// same results.
 #[test]
 fn a_restart_releases_the_prr_and_the_next_life_asks_again() {
-    let args = format!("{} end=reset", accel_args(QAM64_PAGE, Function::Qam64, 1, 1, 5));
+    let args = format!("{} end=reset", accel_args(interface_page(QAM64), Function::Qam64, 1, 1, 5));
     let again = part("again", &[1], &args).accelerator(RawVirtualDevice::new("qam64"));
     let config = machine([again]).cpus(2).fabric(RawFabric::default());
     let boot = boot("qemu-fabric-restart", &config, 6);
@@ -448,10 +467,11 @@ fn a_preempted_gpos_moves_its_job_to_its_cpu_and_it_is_never_resumed() {
     let frames = 60;
     let gpos_args = format!(
         "{} acc-fallback=1 acc-tell=0 ticks=0 until-off=0",
-        accel_args(FFT1024_PAGE, Function::Fft1024, frames, 3, 90)
+        accel_args(interface_page(FFT1024), Function::Fft1024, frames, 3, 90)
     );
     let gpos = big("gpos", &[2], &gpos_args).priority(50).accelerator(RawVirtualDevice::new("fft1024"));
-    let rtos_args = format!("{} acc-wait=0 acc-delay-ms=2", accel_args(FFT1024_PAGE, Function::Fft1024, 100, 1, 95));
+    let rtos_args =
+        format!("{} acc-wait=0 acc-delay-ms=2", accel_args(interface_page(FFT1024), Function::Fft1024, 100, 1, 95));
     let rtos = big("rtos", &[1], &rtos_args).priority(200).accelerator(RawVirtualDevice::new("fft1024"));
     let config = machine([rtos, gpos]).cpus(3).fabric(patient_fabric()).channel(turn("turn", "gpos", "rtos"));
     let boot = boot("qemu-fabric-fallback", &config, HANG_LIMIT);
@@ -478,12 +498,16 @@ fn a_preempted_gpos_moves_its_job_to_its_cpu_and_it_is_never_resumed() {
 /// connected to it: the trace shows its request and no connection.
 #[test]
 fn a_gpos_that_gives_up_a_waiting_request_computes_on_its_cpu_and_is_never_connected() {
-    let rtos = big("rtos", &[1], &format!("{} acc-tell=0", accel_args(FFT1024_PAGE, Function::Fft1024, 100, 1, 100)))
-        .priority(200)
-        .accelerator(RawVirtualDevice::new("fft1024"));
+    let rtos = big(
+        "rtos",
+        &[1],
+        &format!("{} acc-tell=0", accel_args(interface_page(FFT1024), Function::Fft1024, 100, 1, 100)),
+    )
+    .priority(200)
+    .accelerator(RawVirtualDevice::new("fft1024"));
     let gpos_args = format!(
         "{} acc-wait=0 acc-fallback=1 acc-fallback-ms=3 ticks=0 until-off=0",
-        accel_args(FFT1024_PAGE, Function::Fft1024, 4, 1, 110)
+        accel_args(interface_page(FFT1024), Function::Fft1024, 4, 1, 110)
     );
     let gpos = part("gpos", &[2], &gpos_args).priority(50).accelerator(RawVirtualDevice::new("fft1024"));
     let config =
@@ -514,7 +538,7 @@ fn a_gpos_that_gives_up_a_waiting_request_computes_on_its_cpu_and_is_never_conne
 #[test]
 fn a_start_written_as_the_hold_expires_is_never_lost() {
     const JOBS: u64 = 500;
-    let args = format!("{} acc-gap-us=30", accel_args(QAM16_PAGE, Function::Qam16, 1, JOBS, 150));
+    let args = format!("{} acc-gap-us=30", accel_args(interface_page(QAM16), Function::Qam16, 1, JOBS, 150));
     let solo = part("solo", &[0], &args).accelerator(RawVirtualDevice::new("qam16"));
     let fabric = RawFabric { hold: Some(Micros(50)), ..RawFabric::default() };
     let config = machine([solo]).cpus(2).fabric(fabric);

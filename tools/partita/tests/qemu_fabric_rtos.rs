@@ -39,8 +39,6 @@ fn path_count(hypervisor: &str, path: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// The interface page of QAM-16, the first accelerator: 0x0b000000.
-const QAM16_PAGE: u64 = 0x0b00_0000;
 const RTOS_SEED: u64 = 50;
 const RTOS_JOBS: u64 = 4;
 const RTOS_FRAMES: u64 = 2;
@@ -85,8 +83,9 @@ fn an_rtos_task_waits_for_ready_while_its_other_tasks_run() {
     let rtos = rtos_part("rtos", 0, &rtos_args).priority(200).accelerator(RawVirtualDevice::new("qam16"));
     // The test guest's native driver (guests/test-guest/src/accel.c); it
     // tells the RTOS once its stream computes.
+    let page = interface_page(0);
     let stream_args = format!(
-        "ticks=1 period_ms=10 acc=0x{QAM16_PAGE:x} acc-fn=qam16 acc-frames={STREAM_FRAMES} acc-jobs=1 \
+        "ticks=1 period_ms=10 acc={page:#x} acc-fn=qam16 acc-frames={STREAM_FRAMES} acc-jobs=1 \
          acc-seed={STREAM_SEED} acc-tell=0"
     );
     let gpos = RawPartition::new("gpos", &[1])
@@ -101,7 +100,7 @@ fn an_rtos_task_waits_for_ready_while_its_other_tasks_run() {
     assert_powered_off(&boot);
 
     let rtos = boot.log("rtos");
-    assert!(rtos.contains("accel: qam16 device 0 at 0xb000000, signals "), "{rtos}");
+    assert!(rtos.contains(&format!("accel: qam16 device 0 at {page:#x}, signals ")), "{rtos}");
     let lines = job_lines(rtos);
     assert_eq!(lines.len() as u64, RTOS_JOBS, "{rtos}");
     for (j, line) in lines.iter().enumerate() {

@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use partita::config::raw::{RawConfig, RawCore, RawPlan, RawRight};
+use partita::config::raw::{RawCore, RawPlan, RawRight};
 use partita::run::RunOptions;
 use partita::trace::slots::{self, SlotRun, JITTER_BOUND_US};
 use partita::trace::{read_file, Clock};

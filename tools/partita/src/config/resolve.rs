@@ -86,6 +86,14 @@ pub const DEFAULT_ACCELERATOR_WINDOW: u64 = 0x0b00_0000;
 /// past QEMU `virt`'s own SPIs (UART 33, RTC 34, PCIe 35 to 38, GPIO 39,
 /// virtio-mmio 48 to 79), so that a passthrough device rarely needs one.
 pub const DEFAULT_SIGNAL_BASE: u32 = 80;
+/// On the ZynqMP, interface pages sit where a partition of a real board
+/// reaches the PL: the full-power domain's first AXI master window,
+/// M_AXI_HPM0_FPD, so a partition sees its accelerators at the same address
+/// whether the fabric is emulated or real.
+pub const ZCU102_ACCELERATOR_WINDOW: u64 = 0xa000_0000;
+/// And signals start at the PL-to-PS interrupts (IRQ0[0..7] are INTIDs 121
+/// to 128), which no PS peripheral uses.
+pub const ZCU102_SIGNAL_BASE: u32 = 121;
 
 /// The model plus what only the host needs, and what went wrong on the way.
 pub struct Resolved {
@@ -140,8 +148,10 @@ pub fn resolve(raw: RawConfig, name: String, config_dir: &Path) -> Resolved {
             raw_fabric.cpu.unwrap_or_else(|| Fabric::free_cpu(platform.cpus, &partitions).unwrap_or(platform.cpus));
         fabric
     });
+    let placement = FabricPlacement::of(&platform.board);
     for (p, raw_partition) in raw.partition.iter().enumerate() {
-        let devices = virtual_devices(p, raw_partition, fabric.as_ref(), &channels, &mut issues, &mut unresolved);
+        let fabric = fabric.as_ref();
+        let devices = virtual_devices(p, raw_partition, fabric, placement, &channels, &mut issues, &mut unresolved);
         partitions[p].accelerators = devices;
     }
     let timed_io = raw.timed_io.as_ref().map(|raw| timed_io(raw, &partitions, &mut issues, &mut unresolved));
@@ -690,15 +700,36 @@ fn function(raw: RawFunction) -> Function {
 /// table, so the validator could never take it for a real one.
 const UNKNOWN_ACCELERATOR: usize = usize::MAX;
 
+/// Where a board puts virtual devices the file does not place.
+#[derive(Clone, Copy)]
+struct FabricPlacement {
+    /// Accelerator `a`'s interface page is `window + a x 4 KiB`.
+    window: u64,
+    /// The first INTID given to signals.
+    signal_base: u32,
+}
+
+impl FabricPlacement {
+    fn of(board: &str) -> Self {
+        if board == model::ZCU102 {
+            FabricPlacement { window: ZCU102_ACCELERATOR_WINDOW, signal_base: ZCU102_SIGNAL_BASE }
+        } else {
+            FabricPlacement { window: DEFAULT_ACCELERATOR_WINDOW, signal_base: DEFAULT_SIGNAL_BASE }
+        }
+    }
+}
+
 /// A partition's virtual devices: names resolved, interface pages and
-/// signals defaulted. Signals left out are the lowest free INTIDs from
-/// [`DEFAULT_SIGNAL_BASE`], three per device in file order, skipping every
-/// INTID the partition already has: its devices' interrupts, the doorbells
-/// of its channels and the signals given explicitly.
+/// signals defaulted. Signals left out are the lowest free INTIDs from the
+/// board's first ([`DEFAULT_SIGNAL_BASE`] on `virt`), three per device in
+/// file order, skipping every INTID the partition already has: its devices'
+/// interrupts, the doorbells of its channels and the signals given
+/// explicitly.
 fn virtual_devices(
     p: usize,
     raw: &RawPartition,
     fabric: Option<&Fabric>,
+    placement: FabricPlacement,
     channels: &[Channel],
     issues: &mut Vec<Issue>,
     unresolved: &mut Vec<(String, &'static str)>,
@@ -714,7 +745,7 @@ fn virtual_devices(
     }
     taken.insert(CONSOLE_INTID);
     taken.extend(raw.accelerators.iter().filter_map(|device| device.signals.as_ref()).flatten());
-    let mut free = (DEFAULT_SIGNAL_BASE..=*SPI.end()).filter(|intid| !taken.contains(intid));
+    let mut free = (placement.signal_base..=*SPI.end()).filter(|intid| !taken.contains(intid));
     let mut devices = Vec::new();
     for (d, raw_device) in raw.accelerators.iter().enumerate() {
         let path = format!("partition[{p}].accelerators[{d}]");
@@ -748,7 +779,7 @@ fn virtual_devices(
             // Running out leaves 0, which the validator reports as no SPI.
             None => [free.next().unwrap_or(0), free.next().unwrap_or(0), free.next().unwrap_or(0)],
         };
-        let window = |a: usize| DEFAULT_ACCELERATOR_WINDOW.saturating_add(INTERFACE_PAGE.saturating_mul(a as u64));
+        let window = |a: usize| placement.window.saturating_add(INTERFACE_PAGE.saturating_mul(a as u64));
         devices.push(VirtualDevice {
             accelerator,
             ipa: raw_device.ipa.unwrap_or_else(|| window(accelerator)),

@@ -6,7 +6,7 @@ pub mod linux;
 
 use partita::build;
 use partita::config;
-use partita::config::raw::{RawAction, RawConfig, RawHealth, RawMemory, RawPartition};
+use partita::config::raw::{RawAction, RawConfig, RawDevice, RawHealth, RawMemory, RawPartition};
 use partita::guests;
 use partita::paths;
 use partita::run::{self, Ending, RunOptions};
@@ -105,6 +105,46 @@ pub fn machine(parts: impl IntoIterator<Item = RawPartition>) -> RawConfig {
         config.platform.board = Some(board);
     }
     config
+}
+
+/// A device of [`board`]'s that a partition may own, for the tests that
+/// pass one through: where it is, its interrupt, and a register whose
+/// reset value proves the guest reached the real device.
+pub struct BoardDevice {
+    pub device: RawDevice,
+    pub intid: u32,
+    pub id_register: u64,
+    pub id_value: u32,
+}
+
+/// `virt`'s PL031 RTC (peripheral ID 0 reads 0x31), or on the ZynqMP the
+/// second Cadence UART (Partita's console is the first; its baud-rate
+/// generator resets to 0x28b).
+pub fn board_device() -> BoardDevice {
+    if board() == DEFAULT_BOARD {
+        let device = RawDevice::new("rtc", 0x0901_0000, 0x1000, &["arm,pl031", "arm,primecell"]).interrupts(&[34]);
+        BoardDevice { device, intid: 34, id_register: 0x0901_0fe0, id_value: 0x31 }
+    } else {
+        let device = RawDevice::new("uart1", 0xff01_0000, 0x1000, &["cdns,uart-r1p12"]).interrupts(&[54]);
+        BoardDevice { device, intid: 54, id_register: 0xff01_0018, id_value: 0x28b }
+    }
+}
+
+/// Where [`board`]'s GIC distributor is, as a partition sees it too.
+pub fn board_gicd() -> u64 {
+    if board() == DEFAULT_BOARD {
+        0x0800_0000
+    } else {
+        0xf901_0000
+    }
+}
+
+/// Accelerator `a`'s interface page where the configuration leaves it: the
+/// board's window (`virt`'s empty `0x0b000000`, the ZynqMP's PL window at
+/// `0xa0000000`) plus 4 KiB per accelerator.
+pub fn interface_page(a: u64) -> u64 {
+    let window = if board() == DEFAULT_BOARD { 0x0b00_0000 } else { 0xa000_0000 };
+    window + a * 0x1000
 }
 
 /// What one boot left behind.
