@@ -66,18 +66,24 @@ pub const ZCU102_SUITES: &[&str] = &[
 /// busy core run on for 1 to 2 ms past another core's timer there
 /// (docs/zcu102.md, "Timing under -icount"); on `virt` the same runs stay
 /// within 50 us. The other tests of the suites bound nothing that tight.
+/// Two more compare allocations with the bound `partita check` computes
+/// from the board's measured allocation costs, which `platforms/zcu102.toml`
+/// does not have yet.
 pub const ZCU102_SKIPPED: &[&str] = &[
     "cyclic_slots_start_on_time_and_nobody_runs_outside_them",
     "a_migrating_vcpu_keeps_counting_and_loses_no_interrupt",
     "a_system_partition_suspends_and_resumes_another_and_rights_are_checked",
+    "a_request_behind_a_download_is_served_when_it_ends_within_the_checked_bound",
+    "rtos_requests_against_busy_gpos_streams_are_served_within_the_checked_bound",
 ];
 
 /// Runs `cargo test` in the repository with its output streamed through,
 /// then the second board's pass, then prints the total. Returns whether
 /// everything passed.
 pub fn test() -> Result<bool> {
+    // Every suite runs even when one fails, so the total counts them all.
     let mut everything = Command::new("cargo");
-    everything.arg("test");
+    everything.args(["test", "--no-fail-fast"]);
     let (mut tally, mut passed) = run_cargo(everything)?;
     println!("\nThe QEMU suites again on zcu102 (PARTITA_BOARD=zcu102):");
     let (zcu102, ok) = run_cargo(board_pass("zcu102", ZCU102_SUITES, ZCU102_SKIPPED))?;
@@ -90,7 +96,7 @@ pub fn test() -> Result<bool> {
 /// `cargo test` of `suites` on `board`, without the tests `skipped` names.
 fn board_pass(board: &str, suites: &[&str], skipped: &[&str]) -> Command {
     let mut cargo = Command::new("cargo");
-    cargo.env("PARTITA_BOARD", board).args(["test", "-p", "partita"]);
+    cargo.env("PARTITA_BOARD", board).args(["test", "--no-fail-fast", "-p", "partita"]);
     for suite in suites {
         cargo.args(["--test", suite]);
     }
@@ -164,7 +170,8 @@ test result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; fini
         }
         let args: Vec<String> =
             board_pass("zcu102", &["qemu"], &["slow"]).get_args().map(|a| a.to_string_lossy().into_owned()).collect();
-        assert_eq!(args, ["test", "-p", "partita", "--test", "qemu", "--", "--exact", "--skip", "slow"]);
+        let expected = ["test", "--no-fail-fast", "-p", "partita", "--test", "qemu", "--", "--exact", "--skip", "slow"];
+        assert_eq!(args, expected);
     }
 
     #[test]
