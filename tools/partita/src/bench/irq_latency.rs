@@ -2,6 +2,11 @@
 //! guest's `irq-bench` mode, natively and under Partita, reported rather
 //! than asserted.
 //!
+//! It runs on QEMU `virt` (GICv3), on `xlnx-zcu102` (GIC-400, GICv2), or on
+//! both in one invocation, each setup booted on one board and then the
+//! other, so that the two interrupt paths are compared under the same load
+//! of the host.
+//!
 //! Every run boots QEMU afresh and is stopped as soon as the measured guest
 //! has printed its `irq-bench hist:` line. That matters for the shared
 //! setup, whose low-criticality partition spins for ten minutes and so
@@ -10,7 +15,7 @@
 use super::qemu::{self, Until};
 use super::report::{self, Column, Table};
 use super::stats::median;
-use super::{progress_bar, Mode, Pass, NOMINAL_HZ};
+use super::{progress_bar, Board, Mode, Pass, NOMINAL_HZ};
 use crate::build::BuildOutput;
 use crate::config::raw::{RawConfig, RawCriticality};
 use crate::config::Config;
@@ -47,11 +52,19 @@ pub struct Options {
     /// Adds a pass with `-icount shift=N` after the wall-clock one.
     pub icount: Option<u32>,
     pub name: String,
+    /// In the report's order; each setup runs on each, one after the other.
+    pub boards: Vec<Board>,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { runs: DEFAULT_RUNS, samples: DEFAULT_SAMPLES, icount: None, name: DEFAULT_NAME.to_string() }
+        Self {
+            runs: DEFAULT_RUNS,
+            samples: DEFAULT_SAMPLES,
+            icount: None,
+            name: DEFAULT_NAME.to_string(),
+            boards: vec![Board::QemuVirt],
+        }
     }
 }
 
@@ -83,6 +96,29 @@ impl Setup {
             Setup::Preempt => "preempt",
         }
     }
+
+    /// Why the setup cannot exist on `board`, if it cannot.
+    pub fn missing_on(self, board: Board) -> Option<&'static str> {
+        match (board, self) {
+            (Board::Zcu102, Setup::Native) => Some(
+                "QEMU makes no device tree for xlnx-zcu102, and the test guest finds its memory and its GIC in one; \
+                 under Partita the partition gets its device tree from Partita",
+            ),
+            (Board::Zcu102, Setup::Direct) => Some(
+                "`interrupts = \"direct\"` gives the partition the GIC's second interrupt group, which a GICv3 has \
+                 and the GIC-400 without its Security Extensions does not; Partita refuses it on this board",
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// A setup a board cannot have, and why.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LeftOut {
+    pub board: Board,
+    pub setup: Setup,
+    pub why: String,
 }
 
 /// What the guest printed in one run.
@@ -101,6 +137,7 @@ pub struct Sample {
 /// over the runs, so one disturbed run cannot move it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Row {
+    pub board: Board,
     pub mode: Mode,
     pub setup: Setup,
     pub min_ticks: f64,
@@ -109,8 +146,12 @@ pub struct Row {
     pub min_us: f64,
     pub mean_us: f64,
     pub max_us: f64,
-    /// `None` when the native mean is 0, as it can be under icount.
+    /// Against the native row of the same board and mode; `None` when that
+    /// is 0, as it can be under icount, or missing.
     pub mean_over_native: Option<f64>,
+    /// Against the `qemu-virt` row of the same mode and setup, when both
+    /// boards ran: the GICv2 path over the GICv3 one.
+    pub mean_over_qemu_virt: Option<f64>,
     pub runs: Vec<Sample>,
 }
 
@@ -118,6 +159,8 @@ pub struct Row {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
     pub benchmark: String,
+    pub boards: Vec<Board>,
+    pub left_out: Vec<LeftOut>,
     pub runs: u32,
     pub samples: u32,
     pub counter_hz: u64,
@@ -132,10 +175,13 @@ pub struct Report {
 pub fn run(opts: &Options) -> Result<Report> {
     ensure!(opts.runs >= 1, "--runs must be at least 1");
     ensure!((1..=MAX_SAMPLES).contains(&opts.samples), "--samples must be 1 to {MAX_SAMPLES}");
-    let hypervisor = qemu::prepare()?;
+    ensure!(!opts.boards.is_empty(), "no board to run on");
+    let hypervisors = qemu::prepare_boards(&opts.boards)?;
     let passes = Pass::with_icount(opts.icount);
-    let progress = progress_bar(passes.len() * Setup::ALL.len() * opts.runs as usize);
-    let measured = measure_all(opts, &passes, &hypervisor, &progress);
+    let setups =
+        opts.boards.iter().map(|&b| Setup::ALL.iter().filter(|s| s.missing_on(b).is_none()).count()).sum::<usize>();
+    let progress = progress_bar(passes.len() * setups * opts.runs as usize);
+    let measured = measure_all(opts, &passes, &hypervisors, &progress);
     // A failed run must not leave a half-drawn bar above its error.
     progress.finish_and_clear();
     let report = summarize(opts, measured?)?;
@@ -144,20 +190,39 @@ pub fn run(opts: &Options) -> Result<Report> {
     Ok(report)
 }
 
-type Measured = Vec<(Mode, Setup, Vec<Sample>)>;
+type Measured = Vec<(Board, Mode, Setup, Vec<Sample>)>;
 
-fn measure_all(opts: &Options, passes: &[Pass], hypervisor: &Path, progress: &ProgressBar) -> Result<Measured> {
+/// Each setup on every board before the next setup, so that a change in the
+/// host's load between setups falls on both boards' rows alike.
+fn measure_all(
+    opts: &Options,
+    passes: &[Pass],
+    hypervisors: &[(Board, PathBuf)],
+    progress: &ProgressBar,
+) -> Result<Measured> {
     let mut measured = Vec::new();
     for &pass in passes {
         for setup in Setup::ALL {
-            let target = Target::prepare(opts, setup, pass.mode, hypervisor)?;
-            let samples = (1..=opts.runs).map(|run| {
-                progress.set_message(format!("{} {} run {run}/{}", pass.label(), setup.name(), opts.runs));
-                let sample = target.measure(pass.shift);
-                progress.inc(1);
-                sample
-            });
-            measured.push((pass.mode, setup, samples.collect::<Result<Vec<_>>>()?));
+            for (board, hypervisor) in hypervisors {
+                let board = *board;
+                if setup.missing_on(board).is_some() {
+                    continue;
+                }
+                let target = Target::prepare(opts, board, setup, pass.mode, hypervisor)?;
+                let samples = (1..=opts.runs).map(|run| {
+                    progress.set_message(format!(
+                        "{} {} {} run {run}/{}",
+                        board.name(),
+                        pass.label(),
+                        setup.name(),
+                        opts.runs
+                    ));
+                    let sample = target.measure(pass.shift);
+                    progress.inc(1);
+                    sample
+                });
+                measured.push((board, pass.mode, setup, samples.collect::<Result<Vec<_>>>()?));
+            }
         }
     }
     Ok(measured)
@@ -173,6 +238,7 @@ fn bootargs(samples: u32) -> String {
 
 /// A bootable setup: QEMU's command line, the consoles, and where the logs go.
 struct Target {
+    board: Board,
     setup: Setup,
     dir: PathBuf,
     partita: Option<(Config, BuildOutput)>,
@@ -180,8 +246,8 @@ struct Target {
 }
 
 impl Target {
-    fn prepare(opts: &Options, setup: Setup, mode: Mode, hypervisor: &Path) -> Result<Self> {
-        let variant = format!("{}-{}", mode.name(), setup.name());
+    fn prepare(opts: &Options, board: Board, setup: Setup, mode: Mode, hypervisor: &Path) -> Result<Self> {
+        let variant = variant(board, mode, setup);
         let dir = paths::bench_out(&opts.name).join(&variant);
         let partita = match setup {
             Setup::Native => None,
@@ -190,11 +256,11 @@ impl Target {
                 if setup == Setup::Preempt {
                     args.push_str(" irq-bench-wait=1");
                 }
-                let config = config(setup, &args, &guests::image("test-guest.elf"));
+                let config = config(setup, &args, &guests::image("test-guest.elf")).board(board.name());
                 Some(qemu::generated(&opts.name, &variant, &config, hypervisor)?)
             }
         };
-        Ok(Self { setup, dir, partita, samples: opts.samples })
+        Ok(Self { board, setup, dir, partita, samples: opts.samples })
     }
 
     fn names(&self) -> Vec<String> {
@@ -227,7 +293,8 @@ impl Target {
             None => Source::Hypervisor,
         };
         let until = Until { line: LAST_LINE, is_it: |said| said.starts_with(LAST_LINE) };
-        let context = || format!("{} setup, logs in {}", self.setup.name(), self.dir.display());
+        let context =
+            || format!("{} setup on {}, logs in {}", self.setup.name(), self.board.name(), self.dir.display());
         let followed =
             qemu::follow(self.command(icount), &names, watched, &self.dir, until, RUN_LIMIT).with_context(context)?;
         if let Some(failure) = followed.failure {
@@ -235,6 +302,15 @@ impl Target {
         }
         let text = followed.text;
         parse_sample(&text).with_context(|| format!("{} setup: {text}", self.setup.name()))
+    }
+}
+
+/// `<mode>-<setup>` on QEMU `virt`, as before there was another board;
+/// `<board>-<mode>-<setup>` on the others.
+pub fn variant(board: Board, mode: Mode, setup: Setup) -> String {
+    match board {
+        Board::QemuVirt => format!("{}-{}", mode.name(), setup.name()),
+        _ => format!("{}-{}-{}", board.name(), mode.name(), setup.name()),
     }
 }
 
@@ -277,22 +353,39 @@ pub fn parse_sample(text: &str) -> Result<Sample> {
 }
 
 fn summarize(opts: &Options, measured: Measured) -> Result<Report> {
-    let counter_hz = measured.first().and_then(|(_, _, s)| s.first()).map_or(NOMINAL_HZ, |s| s.counter_hz);
+    // Both boards' counters run at 62.5 MHz; one frequency keeps ticks comparable across the table.
+    let counter_hz = measured.first().and_then(|(_, _, _, s)| s.first()).map_or(NOMINAL_HZ, |s| s.counter_hz);
     ensure!(
-        measured.iter().flat_map(|(_, _, s)| s).all(|s| s.counter_hz == counter_hz),
+        measured.iter().flat_map(|(_, _, _, s)| s).all(|s| s.counter_hz == counter_hz),
         "the guests reported different counter frequencies"
     );
     let mut rows: Vec<Row> =
-        measured.into_iter().map(|(mode, setup, runs)| row(mode, setup, runs, counter_hz)).collect();
-    let native: Vec<(Mode, f64)> =
-        rows.iter().filter(|r| r.setup == Setup::Native).map(|r| (r.mode, r.mean_ticks)).collect();
-    for row in &mut rows {
-        let base = native.iter().find(|(mode, _)| *mode == row.mode).map_or(0.0, |(_, mean)| *mean);
-        row.mean_over_native = (base > 0.0).then(|| row.mean_ticks / base);
+        measured.into_iter().map(|(board, mode, setup, runs)| row(board, mode, setup, runs, counter_hz)).collect();
+    let mean_of = |rows: &[Row], board: Board, mode: Mode, setup: Setup| {
+        rows.iter().find(|r| (r.board, r.mode, r.setup) == (board, mode, setup)).map_or(0.0, |r| r.mean_ticks)
+    };
+    let ratio = |value: f64, base: f64| (base > 0.0).then(|| value / base);
+    for i in 0..rows.len() {
+        let (board, mode, setup, mean) = (rows[i].board, rows[i].mode, rows[i].setup, rows[i].mean_ticks);
+        rows[i].mean_over_native = ratio(mean, mean_of(&rows, board, mode, Setup::Native));
+        if board != Board::QemuVirt {
+            rows[i].mean_over_qemu_virt = ratio(mean, mean_of(&rows, Board::QemuVirt, mode, setup));
+        }
     }
+    let left_out = opts
+        .boards
+        .iter()
+        .flat_map(|&board| {
+            Setup::ALL
+                .into_iter()
+                .filter_map(move |setup| Some(LeftOut { board, setup, why: setup.missing_on(board)?.to_string() }))
+        })
+        .collect();
     let ticks_per_instruction = opts.icount.map(|shift| (1u64 << shift) as f64 * counter_hz as f64 / 1e9);
     Ok(Report {
         benchmark: "irq-latency".to_string(),
+        boards: opts.boards.clone(),
+        left_out,
         runs: opts.runs,
         samples: opts.samples,
         counter_hz,
@@ -302,11 +395,12 @@ fn summarize(opts: &Options, measured: Measured) -> Result<Report> {
     })
 }
 
-fn row(mode: Mode, setup: Setup, runs: Vec<Sample>, counter_hz: u64) -> Row {
+fn row(board: Board, mode: Mode, setup: Setup, runs: Vec<Sample>, counter_hz: u64) -> Row {
     let median_of = |pick: fn(&Sample) -> u64| median(runs.iter().map(|s| pick(s) as f64).collect());
     let (min, mean, max) = (median_of(|s| s.min), median_of(|s| s.mean), median_of(|s| s.max));
     let us = |ticks: f64| ticks * 1e6 / counter_hz as f64;
     Row {
+        board,
         mode,
         setup,
         min_ticks: min,
@@ -316,13 +410,15 @@ fn row(mode: Mode, setup: Setup, runs: Vec<Sample>, counter_hz: u64) -> Row {
         mean_us: us(mean),
         max_us: us(max),
         mean_over_native: None,
+        mean_over_qemu_virt: None,
         runs,
     }
 }
 
 /// The table's cells, at the terminal and in `report.md` alike.
-const COLUMNS: [Column; 9] = [
+const COLUMNS: [Column; 10] = [
     Column::left("mode", "mode", 10),
+    Column::left("board", "board", 9),
     Column::left("setup", "setup", 10),
     Column::right("min", "min (ticks)", 8),
     Column::right("mean", "mean (ticks)", 9),
@@ -332,6 +428,8 @@ const COLUMNS: [Column; 9] = [
     Column::right("max µs", "max (µs)", 8),
     Column::right("mean/native", "mean / native", 12),
 ];
+/// With both boards: each zcu102 row against the `qemu-virt` row beside it.
+const BOARD_COLUMN: Column = Column::right("mean/virt", "mean / qemu-virt", 10);
 
 impl Report {
     fn mhz(&self) -> String {
@@ -343,11 +441,20 @@ impl Report {
         Pass { mode: row.mode, shift }.label()
     }
 
+    fn both(&self) -> bool {
+        self.boards.len() > 1
+    }
+
     fn rows(&self) -> Table {
-        let mut table = Table::new(&COLUMNS);
+        let mut columns = COLUMNS.to_vec();
+        if self.both() {
+            columns.push(BOARD_COLUMN);
+        }
+        let mut table = Table::new(&columns);
         for row in &self.rows {
-            table.row(vec![
+            let mut cells = vec![
                 self.label(row),
+                row.board.name().to_string(),
                 row.setup.name().to_string(),
                 format!("{:.0}", row.min_ticks),
                 format!("{:.0}", row.mean_ticks),
@@ -356,9 +463,30 @@ impl Report {
                 format!("{:.3}", row.mean_us),
                 format!("{:.3}", row.max_us),
                 report::ratio(row.mean_over_native),
-            ]);
+            ];
+            if self.both() {
+                cells.push(match row.board {
+                    Board::QemuVirt => String::new(),
+                    _ => report::ratio(row.mean_over_qemu_virt),
+                });
+            }
+            table.row(cells);
         }
         table
+    }
+
+    /// `qemu-virt (GICv3) and zcu102 (GICv2 (GIC-400))`.
+    fn board_names(&self) -> String {
+        let names: Vec<String> = self.boards.iter().map(|b| format!("{} ({})", b.name(), b.gic())).collect();
+        names.join(" and ")
+    }
+
+    /// One line per setup a board leaves out.
+    fn left_out_lines(&self) -> String {
+        self.left_out
+            .iter()
+            .map(|l| format!("- {} has no {} row: {}.\n", l.board.name(), l.setup.name(), l.why))
+            .collect()
     }
 
     /// What a counter tick means under icount, for the note under the tables.
@@ -375,12 +503,14 @@ impl Report {
     /// The terminal table.
     pub fn table(&self) -> String {
         let mut out = format!(
-            "irq-latency, counter ticks ({}); medians of {} runs x {} samples\n",
+            "irq-latency on {}, counter ticks ({}); medians of {} runs x {} samples\n",
+            self.board_names(),
             self.mhz(),
             self.runs,
             self.samples
         );
         out += &self.rows().terminal();
+        out += &self.left_out_lines().replace('`', "");
         if let Some(note) = self.icount_note() {
             out += &note.replace('`', "");
             out.push('\n');
@@ -391,15 +521,23 @@ impl Report {
     /// `report.md`.
     pub fn markdown(&self) -> String {
         let mut out = format!(
-            "# irq-latency\n\nVirtual-timer interrupt latency of the test guest's `irq-bench={}`: the counter \
+            "# irq-latency\n\nVirtual-timer interrupt latency of the test guest's `irq-bench={}` on {}: the counter \
              read first thing in the IRQ vector minus the compare value that fired. Each number is the median \
              over {} runs of that run's min, mean or max; the counter runs at {}.\n\n",
             self.samples,
+            self.board_names(),
             self.runs,
             self.mhz()
         );
         out += &self.rows().markdown();
         out += SETUPS;
+        if self.both() {
+            out += BOARDS;
+        }
+        if !self.left_out.is_empty() {
+            out += "\nLeft out:\n\n";
+            out += &self.left_out_lines();
+        }
         if let Some(note) = self.icount_note() {
             out += &format!("\n{note}\n");
         }
@@ -418,4 +556,13 @@ const SETUPS: &str = "
 - preempt: the same pair, but `rt` waits in WFI for each sample (`irq-bench-wait=1`), so `gpos` runs until
   `rt`'s timer comes due: each sample is the RTOS preempting the GPOS (Partita's EL2 timer, the switch from
   `gpos` to `rt`, then `rt`'s own timer interrupt). Its ratio is against the native row, which spins.
+";
+
+const BOARDS: &str = "
+Both boards ran in this invocation, each setup on `qemu-virt` and then on `zcu102` before the next setup.
+`mean / qemu-virt` is a zcu102 row's mean over the `qemu-virt` row of the same mode and setup: the GIC-400's
+path (a trapped GICD, list registers written through GICH's MMIO, and on this board an EOI maintenance
+interrupt per forwarded hardware interrupt) against GICv3's system registers. The boards differ in more
+than their GIC (QEMU models a Cortex-A53 on `xlnx-zcu102`, a Cortex-A72 on `virt`), so the ratio is of
+the whole path on each.
 ";

@@ -23,11 +23,62 @@ pub mod stats;
 pub mod timed_io;
 
 use indicatif::{ProgressBar, ProgressStyle};
+use partita_core::config::model;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// What QEMU virt's generic timer runs at, for cortex-a72.
 pub const NOMINAL_HZ: u64 = 62_500_000;
+
+/// The board a benchmark boots: each has its own hypervisor build and its
+/// own interrupt controller, which is what sets the two apart in a report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Board {
+    /// QEMU `virt`, GICv3.
+    QemuVirt,
+    /// QEMU `xlnx-zcu102`, GIC-400 (GICv2).
+    Zcu102,
+}
+
+impl Board {
+    pub const ALL: [Board; 2] = [Board::QemuVirt, Board::Zcu102];
+
+    /// `platform.board` of a configuration.
+    pub fn name(self) -> &'static str {
+        match self {
+            Board::QemuVirt => model::QEMU_VIRT,
+            Board::Zcu102 => model::ZCU102,
+        }
+    }
+
+    pub fn gic(self) -> &'static str {
+        match self {
+            Board::QemuVirt => "GICv3",
+            Board::Zcu102 => "GICv2 (GIC-400)",
+        }
+    }
+}
+
+/// `--board`: one board, or both measured in one run, interleaved, so that
+/// their ratio is taken under the same load of the host.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Boards {
+    #[default]
+    QemuVirt,
+    Zcu102,
+    Both,
+}
+
+impl Boards {
+    pub fn list(self) -> Vec<Board> {
+        match self {
+            Boards::QemuVirt => vec![Board::QemuVirt],
+            Boards::Zcu102 => vec![Board::Zcu102],
+            Boards::Both => Board::ALL.to_vec(),
+        }
+    }
+}
 
 /// How guest time runs in a pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

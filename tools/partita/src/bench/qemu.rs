@@ -3,6 +3,7 @@
 //! prints (its benchmark is done, though a busy neighbour would keep the
 //! machine up for ever) or when the machine powers off.
 
+use super::Board;
 use crate::build::{self, BuildOutput};
 use crate::config::raw::{RawConfig, RawPartition};
 use crate::config::{self, Config};
@@ -23,6 +24,13 @@ use std::time::{Duration, Instant};
 pub fn prepare() -> Result<PathBuf> {
     guests::build_all()?;
     build::build_hypervisor(&paths::source())
+}
+
+/// Builds the guests and a hypervisor for each of `boards`; returns each
+/// board's ELF, in the same order.
+pub fn prepare_boards(boards: &[Board]) -> Result<Vec<(Board, PathBuf)>> {
+    guests::build_all()?;
+    boards.iter().map(|&board| Ok((board, build::build_hypervisor_for(&paths::source(), board.name())?))).collect()
 }
 
 /// A partition of a generated configuration: `image` on pinned vCPUs, with

@@ -27,6 +27,12 @@ impl RawConfig {
         Self::default()
     }
 
+    /// `platform.board`; left out, QEMU `virt`.
+    pub fn board(mut self, board: &str) -> Self {
+        self.platform.board = Some(board.to_string());
+        self
+    }
+
     /// `platform.cpus`: the pCPUs QEMU gets.
     pub fn cpus(mut self, cpus: u32) -> Self {
         self.platform.cpus = Some(cpus);
