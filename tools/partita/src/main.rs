@@ -190,6 +190,11 @@ enum Bench {
     /// receive, the round trip through an echo partition, and a doorbell;
     /// wall-clock and under -icount. Writes <out>/bench/ipc/ipc-<date>.md.
     Ipc {
+        /// The board to run on; `both` boots each setup on qemu-virt
+        /// (GICv3) and then on zcu102 (GICv2) in every run, and puts the
+        /// two side by side with their ratio.
+        #[arg(long, value_enum, default_value_t = Boards::QemuVirt)]
+        board: Boards,
         /// QEMU boots per pass; the report shows medians over them.
         #[arg(long, default_value_t = ipc::DEFAULT_RUNS, value_parser = clap::value_parser!(u32).range(1..))]
         runs: u32,
@@ -382,8 +387,9 @@ fn execute(command: Cmd) -> Result<ExitCode> {
             println!("report: {}/report.md, report.json", paths::bench_out(pcs::SLOTS_NAME).display());
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Bench { what: Bench::Ipc { runs, count, icount, save } } => {
-            let opts = ipc::Options { runs, count, shift: icount, name: ipc::DEFAULT_NAME.to_string() };
+        Cmd::Bench { what: Bench::Ipc { board, runs, count, icount, save } } => {
+            let name = ipc::DEFAULT_NAME.to_string();
+            let opts = ipc::Options { runs, count, shift: icount, name, boards: board.list() };
             let report = ipc::run(&opts)?;
             print!("{}", report.markdown());
             let written = ipc::write(&report, &opts.name)?;

@@ -4,7 +4,7 @@
 mod common;
 
 use partita::bench::irq_latency::{self, Options, Report, Row, Setup};
-use partita::bench::{stats, Mode};
+use partita::bench::{stats, Board, Mode};
 use partita::paths;
 
 /// Its own name, so a test run never overwrites the report of a real one.
@@ -13,7 +13,7 @@ const NAME: &str = "irq-latency-test";
 #[test]
 fn the_benchmark_runs_and_its_report_parses() {
     common::source_out();
-    let opts = Options { runs: 1, samples: 20, icount: Some(4), name: NAME.to_string() };
+    let opts = Options { runs: 1, samples: 20, icount: Some(4), name: NAME.to_string(), boards: vec![Board::QemuVirt] };
     let returned = irq_latency::run(&opts).expect("the benchmark runs");
     let dir = paths::bench_out(NAME);
     let json = std::fs::read_to_string(dir.join("report.json")).expect("report.json is written");

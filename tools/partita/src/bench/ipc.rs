@@ -5,13 +5,16 @@
 //! doorbell from that partition; this module boots it wall-clock and under
 //! `-icount`, and reports medians. Reported, never asserted.
 //!
+//! With `--board zcu102` or `both` it runs on the GIC-400 board as well,
+//! each run booting on one board and then the other.
+//!
 //! Ker-ONE's anchor: a hypercall round trip of 0.20 µs on average on a
 //! 667 MHz Cortex-A9, about 133 cycles.
 
 use super::qemu;
 use super::report::{self, today, Column, Table};
 use super::stats::median;
-use super::{Mode, Pass, NOMINAL_HZ};
+use super::{Board, Mode, Pass, NOMINAL_HZ};
 use crate::build::BuildOutput;
 use crate::config::raw::{RawChannel, RawConfig, RawPartition};
 use crate::config::Config;
@@ -44,6 +47,8 @@ pub struct Options {
     pub count: u32,
     pub shift: u32,
     pub name: String,
+    /// In the report's order.
+    pub boards: Vec<Board>,
 }
 
 /// One `ipc-bench: <what> n <n> min <a> mean <b> max <c> counts` line.
@@ -95,32 +100,61 @@ pub fn config(count: u32, guest: &Path) -> RawConfig {
 /// Each measure by name.
 pub type Measures = Vec<(String, Line)>;
 
-/// Medians over runs of each measure's mean, min and max, per pass.
+/// Medians over runs of each measure's mean, min and max, per board and pass.
 pub struct Report {
     pub counter_hz: u64,
     pub count: u32,
     pub runs: u32,
-    pub passes: Vec<(Mode, Option<u32>, Measures)>,
+    pub boards: Vec<Board>,
+    pub passes: Vec<(Board, Mode, Option<u32>, Measures)>,
+}
+
+/// `shared` and `alone` on QEMU `virt`, as before there was another board;
+/// `<board>-shared` and `<board>-alone` on the others.
+fn variant(board: Board, setup: &str) -> String {
+    match board {
+        Board::QemuVirt => setup.to_string(),
+        _ => format!("{}-{setup}", board.name()),
+    }
+}
+
+/// One board's two configurations, assembled.
+struct Assembled {
+    board: Board,
+    shared: (Config, BuildOutput),
+    alone: (Config, BuildOutput),
 }
 
 pub fn run(opts: &Options) -> Result<Report> {
-    let hypervisor = qemu::prepare()?;
+    anyhow::ensure!(!opts.boards.is_empty(), "no board to run on");
     let guest = guests::image("test-guest.elf");
-    let shared = qemu::generated(&opts.name, "shared", &config(opts.count, &guest), &hypervisor)?;
-    let alone = qemu::generated(&opts.name, "alone", &alone_config(opts.count, &guest), &hypervisor)?;
+    let mut boards = Vec::new();
+    for (board, hypervisor) in qemu::prepare_boards(&opts.boards)? {
+        let generated = |setup: &str, config: RawConfig| {
+            qemu::generated(&opts.name, &variant(board, setup), &config.board(board.name()), &hypervisor)
+        };
+        let shared = generated("shared", config(opts.count, &guest))?;
+        let alone = generated("alone", alone_config(opts.count, &guest))?;
+        boards.push(Assembled { board, shared, alone });
+    }
     let mut passes = Vec::new();
     for pass in [Pass::WALL, Pass::icount(opts.shift)] {
-        let (mut runs, mut alone_runs) = (Vec::new(), Vec::new());
+        let mut runs: Vec<(Vec<Measures>, Vec<Measures>)> = boards.iter().map(|_| Default::default()).collect();
+        // Board after board within a run, so that the host's load falls on both alike.
         for _ in 0..opts.runs {
-            runs.push(boot(&shared, pass.shift, &MEASURES)?);
-            alone_runs.push(boot(&alone, pass.shift, &ALONE)?);
+            for (assembled, (shared, alone)) in boards.iter().zip(&mut runs) {
+                shared.push(boot(&assembled.shared, pass.shift, &MEASURES)?);
+                alone.push(boot(&assembled.alone, pass.shift, &ALONE)?);
+            }
         }
-        let mut lines = medians(&runs, &MEASURES);
-        let alone = medians(&alone_runs, &ALONE);
-        lines.extend(alone.into_iter().map(|(what, line)| (format!("{what} alone"), line)));
-        passes.push((pass.mode, pass.shift, lines));
+        for (assembled, (shared, alone)) in boards.iter().zip(&runs) {
+            let mut lines = medians(shared, &MEASURES);
+            let alone = medians(alone, &ALONE);
+            lines.extend(alone.into_iter().map(|(what, line)| (format!("{what} alone"), line)));
+            passes.push((assembled.board, pass.mode, pass.shift, lines));
+        }
     }
-    Ok(Report { counter_hz: NOMINAL_HZ, count: opts.count, runs: opts.runs, passes })
+    Ok(Report { counter_hz: NOMINAL_HZ, count: opts.count, runs: opts.runs, boards: opts.boards.clone(), passes })
 }
 
 fn boot((config, output): &(Config, BuildOutput), icount: Option<u32>, measures: &[&str]) -> Result<Measures> {
@@ -157,9 +191,25 @@ const COLUMNS: [Column; 5] = [
     Column::right("range µs", "wall min..max (µs)", 12),
 ];
 
+/// With both boards: each measure on one beside the other.
+const SIDE_COLUMNS: [Column; 7] = [
+    Column::left("measure", "measure", 12),
+    Column::right("virt", "qemu-virt icount (instr.)", 8),
+    Column::right("zcu102", "zcu102 icount (instr.)", 8),
+    Column::right("ratio", "zcu102 / qemu-virt", 6),
+    Column::right("virt µs", "qemu-virt wall (µs)", 8),
+    Column::right("zcu102 µs", "zcu102 wall (µs)", 8),
+    Column::right("ratio", "zcu102 / qemu-virt", 6),
+];
+
+/// Every row's name, in the tables' order.
+fn row_names() -> impl Iterator<Item = String> {
+    MEASURES.iter().map(|m| m.to_string()).chain(ALONE.iter().map(|m| format!("{m} alone")))
+}
+
 impl Report {
-    fn get(&self, mode: Mode, what: &str) -> Option<Line> {
-        let (_, _, lines) = self.passes.iter().find(|(m, _, _)| *m == mode)?;
+    fn get(&self, board: Board, mode: Mode, what: &str) -> Option<Line> {
+        let (_, _, _, lines) = self.passes.iter().find(|(b, m, _, _)| (*b, *m) == (board, mode))?;
         lines.iter().find(|(w, _)| w == what).map(|(_, l)| *l)
     }
 
@@ -169,30 +219,21 @@ impl Report {
     }
 
     /// Mean minus the counter reads around it (in the same setup).
-    fn net(&self, mode: Mode, what: &str) -> Option<u64> {
+    fn net(&self, board: Board, mode: Mode, what: &str) -> Option<u64> {
         let empty_of = if what.ends_with(" alone") { "empty alone" } else { "empty" };
-        let empty = self.get(mode, empty_of)?.mean;
-        Some(self.get(mode, what)?.mean.saturating_sub(empty))
+        let empty = self.get(board, mode, empty_of)?.mean;
+        Some(self.get(board, mode, what)?.mean.saturating_sub(empty))
     }
 
-    pub fn markdown(&self) -> String {
-        let mut out = format!(
-            "# Communication costs ({})\n\n`partita bench ipc --runs {} --count {}`: medians over {} boots of each pass; \
-             each figure is a mean over {} operations, minus the counter reads around it (`empty`). Under `-icount` \
-             one counter tick is one guest instruction.\n\n",
-            today(),
-            self.runs,
-            self.count,
-            self.runs,
-            self.count
-        );
+    fn board_table(&self, board: Board) -> Table {
         let mut table = Table::new(&COLUMNS);
-        let rows = MEASURES.iter().map(|m| m.to_string()).chain(ALONE.iter().map(|m| format!("{m} alone")));
-        for what in rows {
+        for what in row_names() {
             let what = what.as_str();
-            let (Some(i), Some(w)) = (self.get(Mode::Icount, what), self.get(Mode::Wall, what)) else { continue };
-            let net_i = self.net(Mode::Icount, what).unwrap_or(i.mean);
-            let net_w = self.net(Mode::Wall, what).unwrap_or(w.mean);
+            let (Some(i), Some(w)) = (self.get(board, Mode::Icount, what), self.get(board, Mode::Wall, what)) else {
+                continue;
+            };
+            let net_i = self.net(board, Mode::Icount, what).unwrap_or(i.mean);
+            let net_w = self.net(board, Mode::Wall, what).unwrap_or(w.mean);
             table.row(vec![
                 what.to_string(),
                 net_i.to_string(),
@@ -201,9 +242,31 @@ impl Report {
                 format!("{:.2}..{:.2}", self.us(w.min), self.us(w.max)),
             ]);
         }
-        out += &table.markdown();
+        table
+    }
+
+    /// zcu102 beside `qemu-virt`, net of the counter reads, from the same run.
+    fn side_by_side(&self) -> Table {
+        let (virt, zcu) = (Board::QemuVirt, Board::Zcu102);
+        let ratio = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(a), Some(b)) if a > 0 => report::ratio(Some(b as f64 / a as f64)),
+            _ => report::ratio(None),
+        };
+        let cell = |v: Option<u64>| v.map_or_else(|| "n/a".to_string(), |v| v.to_string());
+        let us = |v: Option<u64>| v.map_or_else(|| "n/a".to_string(), |v| format!("{:.2}", self.us(v)));
+        let mut table = Table::new(&SIDE_COLUMNS);
+        for what in row_names().filter(|w| !w.starts_with("empty")) {
+            let (vi, zi) = (self.net(virt, Mode::Icount, &what), self.net(zcu, Mode::Icount, &what));
+            let (vw, zw) = (self.net(virt, Mode::Wall, &what), self.net(zcu, Mode::Wall, &what));
+            table.row(vec![what, cell(vi), cell(zi), ratio(vi, zi), us(vw), us(zw), ratio(vw, zw)]);
+        }
+        table
+    }
+
+    fn hypercall_note(&self, board: Board) -> String {
+        let mut out = String::new();
         if let (Some(shared), Some(alone)) =
-            (self.net(Mode::Icount, "hypercall"), self.net(Mode::Icount, "hypercall alone"))
+            (self.net(board, Mode::Icount, "hypercall"), self.net(board, Mode::Icount, "hypercall alone"))
         {
             let ker_one_cycles = KER_ONE_HYPERCALL_US * KER_ONE_MHZ;
             let _ = write!(
@@ -219,8 +282,41 @@ impl Report {
                 shared as f64 / ker_one_cycles
             );
         }
-        if let (Some(tx), Some(rx)) = (self.net(Mode::Icount, "send"), self.net(Mode::Icount, "receive")) {
+        if let (Some(tx), Some(rx)) = (self.net(board, Mode::Icount, "send"), self.net(board, Mode::Icount, "receive"))
+        {
             let _ = writeln!(out, "Queuing-port send plus receive (16-byte message): {} instructions.", tx + rx);
+        }
+        out
+    }
+
+    pub fn markdown(&self) -> String {
+        let boards: Vec<String> = self.boards.iter().map(|b| format!("{} ({})", b.name(), b.gic())).collect();
+        let mut out = format!(
+            "# Communication costs ({})\n\n`partita bench ipc --runs {} --count {}` on {}: medians over {} boots of each \
+             pass; each figure is a mean over {} operations, minus the counter reads around it (`empty`). Under \
+             `-icount` one counter tick is one guest instruction.\n",
+            today(),
+            self.runs,
+            self.count,
+            boards.join(" and "),
+            self.runs,
+            self.count
+        );
+        let several = self.boards.len() > 1;
+        for &board in &self.boards {
+            if several {
+                let _ = write!(out, "\n## {} ({})\n", board.name(), board.gic());
+            }
+            out.push('\n');
+            out += &self.board_table(board).markdown();
+            out += &self.hypercall_note(board);
+        }
+        if several {
+            out += "\n## Side by side\n\nBoth boards in this run, each boot on `qemu-virt` followed by the same on \
+                    `zcu102`; each figure net of the counter reads. On zcu102 the partition's GICD traps and its list \
+                    registers are written through GICH's MMIO; QEMU models a Cortex-A53 there and a Cortex-A72 on \
+                    `virt`.\n\n";
+            out += &self.side_by_side().markdown();
         }
         out += "\nBoth partitions share one pCPU, the measuring one at the higher priority. `send` is a 16-byte \
                 send that wakes the echo partition (which runs only once the sender waits); `receive` takes a \
