@@ -168,10 +168,14 @@ enum Bench {
         /// QEMU boots per mode; the table shows medians over them.
         #[arg(long, default_value_t = pcs::DEFAULT_RUNS, value_parser = clap::value_parser!(u32).range(1..))]
         runs: u32,
-        /// Write the result to platforms/qemu-virt.toml (check uses it once
-        /// partita is rebuilt).
+        /// Write the result to platforms/<board>.toml (check uses it once
+        /// partita is rebuilt), keeping the file's accel_* lines.
         #[arg(long)]
         save: bool,
+        /// The board to measure on, and whose profile --save writes:
+        /// qemu-virt (GICv3) or zcu102 (GIC-400).
+        #[arg(long, value_enum, default_value_t = Board::QemuVirt)]
+        board: Board,
     },
     /// XtratuM's Table 1: the share of its slots a partition loses to
     /// switches, for slots of 1000 ms down to 1 ms, against PCS / D.
@@ -375,8 +379,8 @@ fn execute(command: Cmd) -> Result<ExitCode> {
             println!("report: {}/report.md, report.json", paths::bench_out(&opts.name).display());
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Bench { what: Bench::Pcs { runs, save } } => {
-            let opts = pcs::PcsOptions { runs, save, ..pcs::PcsOptions::default() };
+        Cmd::Bench { what: Bench::Pcs { runs, save, board } } => {
+            let opts = pcs::PcsOptions { runs, save, board, ..pcs::PcsOptions::default() };
             print!("{}", pcs::pcs(&opts)?.table());
             println!("report: {}/report.md, report.json", paths::bench_out(pcs::PCS_NAME).display());
             Ok(ExitCode::SUCCESS)

@@ -4,7 +4,7 @@
 
 use partita::bench::pcs::*;
 use partita::bench::report::{civil_date, today};
-use partita::bench::{Mode, Pass};
+use partita::bench::{Board, Mode, Pass};
 use partita::config;
 use partita::config::raw::{Micros, RawConfig};
 use partita::profile::{self, PlatformProfile};
@@ -159,6 +159,7 @@ fn pcs_report() -> PcsReport {
     let wall = |mean, max| PcsRun { start_ms: 1500, switches: switches_of(mean, max), counts: [10, 11] };
     let icount = |mean, max| PcsRun { start_ms: 3000, switches: switches_of(mean, max), counts: [6, 6] };
     PcsReport {
+        board: Board::QemuVirt,
         runs: 3,
         counter_hz: HZ,
         rows: vec![

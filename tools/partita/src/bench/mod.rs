@@ -32,10 +32,11 @@ pub const NOMINAL_HZ: u64 = 62_500_000;
 
 /// The board a benchmark boots: each has its own hypervisor build and its
 /// own interrupt controller, which is what sets the two apart in a report.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Board {
     /// QEMU `virt`, GICv3.
+    #[default]
     QemuVirt,
     /// QEMU `xlnx-zcu102`, GIC-400 (GICv2).
     Zcu102,
@@ -49,6 +50,14 @@ impl Board {
         match self {
             Board::QemuVirt => model::QEMU_VIRT,
             Board::Zcu102 => model::ZCU102,
+        }
+    }
+
+    /// The board as a sentence names it.
+    pub fn machine(self) -> &'static str {
+        match self {
+            Board::QemuVirt => "QEMU `virt`",
+            Board::Zcu102 => "the ZCU102 (QEMU `xlnx-zcu102`)",
         }
     }
 

@@ -13,7 +13,7 @@
 use super::qemu;
 use super::report::{self, today, Column, Table};
 use super::stats::{extremes, median};
-use super::{progress_bar, Mode, Pass, NOMINAL_HZ};
+use super::{progress_bar, Board, Mode, Pass, NOMINAL_HZ};
 use crate::build::BuildOutput;
 use crate::config::raw::{RawConfig, RawCore, RawPartition, RawPlan};
 use crate::config::Config;
@@ -36,7 +36,7 @@ pub const DEFAULT_SHIFT: u32 = 4;
 /// `<out>/bench/<name>/` of each command.
 pub const PCS_NAME: &str = "pcs";
 pub const SLOTS_NAME: &str = "slots";
-/// The board whose profile `bench pcs --save` writes and `bench slots` predicts from.
+/// The board `bench slots` runs on and predicts from; `bench pcs` takes its board as an option.
 pub const BOARD: &str = "qemu-virt";
 /// XtratuM's Table 1: slot duration (ms), measured overhead (%), theoretical PL (%).
 pub const XTRATUM_TABLE_1: [(u64, f64, f64); 7] = [
@@ -301,6 +301,9 @@ impl PcsRow {
 /// `<out>/bench/pcs/report.json`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PcsReport {
+    /// Reports from before there was a second board were all of QEMU `virt`.
+    #[serde(default)]
+    pub board: Board,
     pub runs: u32,
     pub counter_hz: u64,
     pub rows: Vec<PcsRow>,
@@ -345,13 +348,18 @@ impl PcsReport {
     pub fn measured(&self, date: &str) -> Option<Measured> {
         let (wall, icount) = (self.row(Mode::Wall)?, self.row(Mode::Icount)?);
         let shift = icount.pass.shift?;
+        let board = match self.board {
+            Board::QemuVirt => String::new(),
+            other => format!(" --board {}", other.name()),
+        };
         Some(Measured {
+            board: self.board,
             pcs_ns: wall.mean.round() as u64,
             pcs_instructions: icount.mean.round() as u64,
             pcs_max_ns: wall.max.round() as u64,
             pcs_max_instructions: icount.max.round() as u64,
             measured: format!(
-                "partita bench pcs --runs {runs} --save, {date}: medians over {runs} runs of the mean and max \
+                "partita bench pcs{board} --runs {runs} --save, {date}: medians over {runs} runs of the mean and max \
                  entry delay over {PCS_COUNT_MS} slots of {PCS_SLOT_MS} ms, wall-clock and -icount shift={shift}",
                 runs = self.runs
             ),
@@ -360,7 +368,9 @@ impl PcsReport {
 
     pub fn table(&self) -> String {
         let mut out = format!(
-            "pcs: slot start to vCPU entry on a cyclic pCPU, {PCS_SLOT_MS} ms slots; medians of {} runs\n",
+            "pcs on {} ({}): slot start to vCPU entry on a cyclic pCPU, {PCS_SLOT_MS} ms slots; medians of {} runs\n",
+            self.board.name(),
+            self.board.gic(),
             self.runs
         );
         out += &self.rows(short_unit).terminal();
@@ -372,13 +382,16 @@ impl PcsReport {
 
     pub fn markdown(&self) -> String {
         let mut out = format!(
-            "# pcs\n\nPartition context switch (PCS) of a cyclic pCPU: partitions `a` and `b` alternate on pCPU 1 \
+            "# pcs\n\nOn {} ({}, board `{}`).\n\nPartition context switch (PCS) of a cyclic pCPU: partitions `a` and `b` alternate on pCPU 1 \
              in back-to-back {PCS_SLOT_MS} ms slots (major frame {} ms), both counting (`count_ms={PCS_COUNT_MS}`) \
              over one window of counter time, with tracing on. For every slot instance planned inside the window, \
              the trace gives `planned` (the slot's start by the plan), `seen` (when Partita noticed it) and \
              `entered` (when the slot's vCPU was put on the pCPU); PCS is the mean of `entered - planned`, the \
              time the incoming partition does not get. Each figure is the median over {} runs of that run's \
              mean or max; the counter runs at {} MHz.\n\n",
+            self.board.machine(),
+            self.board.gic(),
+            self.board.name(),
             2 * PCS_SLOT_MS,
             self.runs,
             self.counter_hz as f64 / 1e6
@@ -423,6 +436,7 @@ fn short_unit(pass: Pass) -> &'static str {
 /// A profile as `bench pcs --save` writes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Measured {
+    pub board: Board,
     pub pcs_ns: u64,
     pub pcs_instructions: u64,
     pub pcs_max_ns: u64,
@@ -435,8 +449,8 @@ pub struct Measured {
 pub fn profile_text(m: &Measured) -> String {
     let measured = toml::Value::String(m.measured.clone()).to_string();
     format!(
-        "# Platform profile of QEMU `virt`: measured costs that `partita check` uses\n\
-         # in its overhead model. `partita bench pcs --save` rewrites this file.\n\
+        "# Platform profile of {}: measured costs that `partita check` uses\n\
+         # in its overhead model. `partita bench pcs{} --save` rewrites this file.\n\
          \n\
          # One partition context switch (PCS), wall-clock nanoseconds: the mean delay\n\
          # from a slot's planned start to its vCPU's entry.\n\
@@ -449,7 +463,15 @@ pub fn profile_text(m: &Measured) -> String {
          # The largest delay of a run (median over the runs); `check` does not read these.\n\
          pcs_max_ns = {}\n\
          pcs_max_instructions = {}\n",
-        m.pcs_ns, m.pcs_instructions, m.pcs_max_ns, m.pcs_max_instructions
+        m.board.machine(),
+        match m.board {
+            Board::QemuVirt => String::new(),
+            other => format!(" --board {}", other.name()),
+        },
+        m.pcs_ns,
+        m.pcs_instructions,
+        m.pcs_max_ns,
+        m.pcs_max_instructions
     )
 }
 
@@ -713,8 +735,8 @@ impl Boot {
 }
 
 impl Runner {
-    fn new(total: usize) -> Result<Self> {
-        let hypervisor = qemu::prepare()?;
+    fn new(total: usize, board: Board) -> Result<Self> {
+        let hypervisor = qemu::prepare_board(board)?;
         Ok(Runner { hypervisor, guest: guests::image("test-guest.elf"), progress: progress_bar(total), armed: false })
     }
 
@@ -775,35 +797,42 @@ pub struct PcsOptions {
     pub runs: u32,
     pub save: bool,
     pub shift: u32,
+    /// Where it runs, and whose profile `save` writes.
+    pub board: Board,
 }
 
 impl Default for PcsOptions {
     fn default() -> Self {
-        PcsOptions { runs: DEFAULT_RUNS, save: false, shift: DEFAULT_SHIFT }
+        PcsOptions { runs: DEFAULT_RUNS, save: false, shift: DEFAULT_SHIFT, board: Board::QemuVirt }
     }
 }
 
+/// `platforms/<board>.toml`, from the source tree's root.
+pub fn profile_file(board: Board) -> String {
+    format!("platforms/{}.toml", board.name())
+}
+
 /// Where `bench pcs --save` writes.
-pub fn profile_path() -> PathBuf {
-    paths::source().join("platforms").join(format!("{BOARD}.toml"))
+pub fn profile_path(board: Board) -> PathBuf {
+    paths::source().join(profile_file(board))
 }
 
 pub fn pcs(opts: &PcsOptions) -> Result<PcsReport> {
     ensure!(opts.runs >= 1, "--runs must be at least 1");
     let passes = [Pass::WALL, Pass::icount(opts.shift)];
-    let mut runner = Runner::new(passes.len() * opts.runs as usize)?;
+    let mut runner = Runner::new(passes.len() * opts.runs as usize, opts.board)?;
     let measured = measure_pcs(&mut runner, opts, &passes);
     runner.finish();
     let (counter_hz, rows) = measured?;
-    let mut report = PcsReport { runs: opts.runs, counter_hz, rows, saved: None };
+    let mut report = PcsReport { board: opts.board, runs: opts.runs, counter_hz, rows, saved: None };
     if opts.save {
         let measured = report.measured(&today()).context("--save needs both passes")?;
-        let path = profile_path();
+        let path = profile_path(opts.board);
         let previous = std::fs::read_to_string(&path).unwrap_or_default();
         let text = profile::keep_accel_costs(&profile_text(&measured), &previous);
         profile::parse(&path.display().to_string(), &text)?;
         std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
-        report.saved = Some(format!("platforms/{BOARD}.toml"));
+        report.saved = Some(profile_file(opts.board));
     }
     write_reports(PCS_NAME, report.markdown(), &report)?;
     Ok(report)
@@ -818,8 +847,12 @@ fn measure_pcs(runner: &mut Runner, opts: &PcsOptions, passes: &[Pass]) -> Resul
         for run in 1..=opts.runs {
             runner.progress.set_message(format!("{} run {run}/{}", pass.label(), opts.runs));
             let guest = runner.guest.clone();
-            let boot = runner.counted(PCS_NAME, pass.mode.name(), &mut start_ms, pass.shift, |start| {
-                pcs_config(&counting_bootargs(PCS_COUNT_MS, start), &guest)
+            let variant = match opts.board {
+                Board::QemuVirt => pass.mode.name().to_string(),
+                other => format!("{}-{}", other.name(), pass.mode.name()),
+            };
+            let boot = runner.counted(PCS_NAME, &variant, &mut start_ms, pass.shift, |start| {
+                pcs_config(&counting_bootargs(PCS_COUNT_MS, start), &guest).board(opts.board.name())
             })?;
             let (meta, trace) = boot.trace()?;
             counter_hz = trace.counter_hz;
@@ -858,7 +891,7 @@ pub fn slots(opts: &SlotsOptions) -> Result<SlotsReport> {
     ensure!(opts.durations_ms.iter().all(|&d| d > 0), "slot durations must be longer than 0");
     let profile = profile::for_board(BOARD)?;
     let passes = [Pass::WALL, Pass::icount(opts.shift)];
-    let mut runner = Runner::new(passes.len() * opts.durations_ms.len() * opts.runs as usize)?;
+    let mut runner = Runner::new(passes.len() * opts.durations_ms.len() * opts.runs as usize, Board::QemuVirt)?;
     let measured = measure_slots(&mut runner, opts, &passes, &profile);
     runner.finish();
     let (counter_hz, rows) = measured?;

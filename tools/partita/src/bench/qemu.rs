@@ -33,6 +33,12 @@ pub fn prepare_boards(boards: &[Board]) -> Result<Vec<(Board, PathBuf)>> {
     boards.iter().map(|&board| Ok((board, build::build_hypervisor_for(&paths::source(), board.name())?))).collect()
 }
 
+/// Builds the guests and the hypervisor for `board`; returns its ELF.
+pub fn prepare_board(board: Board) -> Result<PathBuf> {
+    guests::build_all()?;
+    build::build_hypervisor_for(&paths::source(), board.name())
+}
+
 /// A partition of a generated configuration: `image` on pinned vCPUs, with
 /// the 16 MiB of RAM at guest-physical 0x40000000 every guest here fits in.
 pub fn partition(name: &str, cpus: &[u32], bootargs: &str, image: &Path) -> RawPartition {
