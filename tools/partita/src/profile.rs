@@ -8,7 +8,10 @@ use partita_core::fabric::bound::AtomicCosts;
 use serde::Deserialize;
 
 /// Every board with a profile, and the file's text.
-const PROFILES: &[(&str, &str)] = &[("qemu-virt", include_str!("../../../platforms/qemu-virt.toml"))];
+const PROFILES: &[(&str, &str)] = &[
+    ("qemu-virt", include_str!("../../../platforms/qemu-virt.toml")),
+    ("zcu102", include_str!("../../../platforms/zcu102.toml")),
+];
 
 /// What one board's file says. Keys beyond these are ignored, so that
 /// `partita bench pcs` may record more than `check` reads.
@@ -246,8 +249,19 @@ mod tests {
 
     #[test]
     fn an_unknown_board_has_no_profile() {
-        let error = for_board("zcu102").unwrap_err().to_string();
-        assert_eq!(error, "no platform profile for board \"zcu102\" (platforms/zcu102.toml does not exist)");
+        let error = for_board("no-such-board").unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "no platform profile for board \"no-such-board\" (platforms/no-such-board.toml does not exist)"
+        );
+    }
+
+    #[test]
+    fn every_board_has_a_measured_switch() {
+        for board in partita_core::config::model::BOARDS {
+            let profile = for_board(board).unwrap();
+            assert!(profile.pcs_ns > 0 && profile.pcs_instructions > 0, "{board}: {profile:?}");
+        }
     }
 
     #[test]
