@@ -475,7 +475,7 @@ impl Report {
         table
     }
 
-    /// `qemu-virt (GICv3) and zcu102 (GICv2 (GIC-400))`.
+    /// `qemu-virt (GICv3) and zcu102 (GIC-400, GICv2)`.
     fn board_names(&self) -> String {
         let names: Vec<String> = self.boards.iter().map(|b| format!("{} ({})", b.name(), b.gic())).collect();
         names.join(" and ")

@@ -64,7 +64,7 @@ impl Board {
     pub fn gic(self) -> &'static str {
         match self {
             Board::QemuVirt => "GICv3",
-            Board::Zcu102 => "GICv2 (GIC-400)",
+            Board::Zcu102 => "GIC-400, GICv2",
         }
     }
 }
