@@ -566,3 +566,51 @@ interrupt per forwarded hardware interrupt) against GICv3's system registers. Th
 than their GIC (QEMU models a Cortex-A53 on `xlnx-zcu102`, a Cortex-A72 on `virt`), so the ratio is of
 the whole path on each.
 ";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(mean: u64) -> Sample {
+        Sample { n: 10, min: mean - 1, mean, max: mean + 1, missed: 0, hist: vec![10], counter_hz: NOMINAL_HZ }
+    }
+
+    #[test]
+    fn zcu102_rows_stand_beside_virts_with_their_ratio() {
+        let opts = Options { boards: vec![Board::QemuVirt, Board::Zcu102], ..Options::default() };
+        let measured = vec![
+            (Board::QemuVirt, Mode::Wall, Setup::Native, vec![sample(100)]),
+            (Board::QemuVirt, Mode::Wall, Setup::Exclusive, vec![sample(200)]),
+            (Board::Zcu102, Mode::Wall, Setup::Exclusive, vec![sample(300)]),
+        ];
+        let report = summarize(&opts, measured).unwrap();
+        let zcu = report.rows.iter().find(|r| r.board == Board::Zcu102).unwrap();
+        assert_eq!((zcu.mean_over_native, zcu.mean_over_qemu_virt), (None, Some(1.5)), "no native row on zcu102");
+        let virt = report.rows.iter().find(|r| (r.board, r.setup) == (Board::QemuVirt, Setup::Exclusive)).unwrap();
+        assert_eq!((virt.mean_over_native, virt.mean_over_qemu_virt), (Some(2.0), None));
+        let left: Vec<(Board, Setup)> = report.left_out.iter().map(|l| (l.board, l.setup)).collect();
+        assert_eq!(left, [(Board::Zcu102, Setup::Native), (Board::Zcu102, Setup::Direct)]);
+        let markdown = report.markdown();
+        assert!(markdown.contains("| wall | zcu102 | exclusive |") && markdown.contains("| 1.50 |"), "{markdown}");
+        assert!(markdown.contains("- zcu102 has no direct row: "), "{markdown}");
+    }
+
+    #[test]
+    fn one_board_has_no_board_ratio_and_keeps_its_folders() {
+        let report =
+            summarize(&Options::default(), vec![(Board::QemuVirt, Mode::Wall, Setup::Native, vec![sample(5)])]);
+        let markdown = report.unwrap().markdown();
+        assert!(!markdown.contains("mean / qemu-virt") && !markdown.contains("Left out"), "{markdown}");
+        assert_eq!(variant(Board::QemuVirt, Mode::Wall, Setup::Shared), "wall-shared");
+        assert_eq!(variant(Board::Zcu102, Mode::Icount, Setup::Shared), "zcu102-icount-shared");
+    }
+
+    #[test]
+    fn zcu102_leaves_out_native_and_direct_only() {
+        let kept: Vec<Setup> = Setup::ALL.into_iter().filter(|s| s.missing_on(Board::Zcu102).is_none()).collect();
+        assert_eq!(kept, [Setup::Exclusive, Setup::Shared, Setup::Preempt]);
+        assert!(Setup::ALL.iter().all(|s| s.missing_on(Board::QemuVirt).is_none()));
+        let config = config(Setup::Shared, "", Path::new("g.elf")).board(Board::Zcu102.name());
+        assert_eq!(config.platform.board.as_deref(), Some("zcu102"));
+    }
+}
