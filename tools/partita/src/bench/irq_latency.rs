@@ -561,10 +561,10 @@ const SETUPS: &str = "
 const BOARDS: &str = "
 Both boards ran in this invocation, each setup on `qemu-virt` and then on `zcu102` before the next setup.
 `mean / qemu-virt` is a zcu102 row's mean over the `qemu-virt` row of the same mode and setup: the GIC-400's
-path (a trapped GICD, list registers written through GICH's MMIO, and on this board an EOI maintenance
-interrupt per forwarded hardware interrupt) against GICv3's system registers. The boards differ in more
-than their GIC (QEMU models a Cortex-A53 on `xlnx-zcu102`, a Cortex-A72 on `virt`), so the ratio is of
-the whole path on each.
+path (list registers written through GICH's MMIO) against GICv3's system registers. The EOI maintenance
+interrupt zcu102 takes per forwarded hardware interrupt comes after the guest's EOI, outside what is
+measured here. The boards differ in more than their GIC (QEMU models a Cortex-A53 on `xlnx-zcu102`, a
+Cortex-A72 on `virt`), so the ratio is of the whole path on each.
 ";
 
 #[cfg(test)]
