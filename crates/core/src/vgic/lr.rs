@@ -74,13 +74,16 @@ impl Lr {
 /// top bits of the 8-bit one), and no pINTID when HW is clear, where bit 19
 /// asks for a maintenance interrupt at EOI and bits 12:10 name an SGI's
 /// sender. Partita's entries never set the EOI bit and give every SGI
-/// sender 0, so the round trip keeps all it uses.
+/// sender 0, so the round trip keeps all it uses but the group: a GICv2
+/// partition's interrupts are all in group 0 (its GICD_IGROUPR reads as
+/// zero), which GICV_CTLR's EnableGrp0 enables. That is the one group a
+/// GICv2 driver that never writes GICD_IGROUPR (Linux's) turns on; with
+/// GICv3's group-1 entries, Linux on a GIC-400 took no interrupt at all.
 pub mod gicv2 {
     const VIRTUAL_ID: u32 = 0x3ff;
     const PHYSICAL_SHIFT: u32 = 10;
     const PRIORITY_SHIFT: u32 = 23;
     const STATE_SHIFT: u32 = 28;
-    const GROUP1: u32 = 1 << 30;
     const HW: u32 = 1 << 31;
 
     /// The GICH_LR value for an ICH_LR-layout entry.
@@ -89,9 +92,6 @@ pub mod gicv2 {
         let mut value = (lr as u32) & VIRTUAL_ID
             | ((lr >> super::PRIORITY_SHIFT) as u32 & 0xf8) << (PRIORITY_SHIFT - 3)
             | ((lr >> super::STATE_SHIFT) as u32 & 0b11) << STATE_SHIFT;
-        if lr & super::GROUP1 != 0 {
-            value |= GROUP1;
-        }
         if hw {
             value |= HW | ((lr >> super::PINTID_SHIFT) as u32 & VIRTUAL_ID) << PHYSICAL_SHIFT;
         }
@@ -126,14 +126,13 @@ pub mod gicv2 {
         }
     }
 
-    /// The ICH_LR-layout entry for a GICH_LR value.
+    /// The ICH_LR-layout entry for a GICH_LR value, in group 1 as the
+    /// core's entries are.
     pub const fn to_lr(value: u32) -> u64 {
         let mut lr = (value & VIRTUAL_ID) as u64
             | (((value >> PRIORITY_SHIFT) & 0x1f) as u64) << (super::PRIORITY_SHIFT + 3)
-            | (((value >> STATE_SHIFT) & 0b11) as u64) << super::STATE_SHIFT;
-        if value & GROUP1 != 0 {
-            lr |= super::GROUP1;
-        }
+            | (((value >> STATE_SHIFT) & 0b11) as u64) << super::STATE_SHIFT
+            | super::GROUP1;
         if value & HW != 0 {
             lr |= super::HW | (((value >> PHYSICAL_SHIFT) & VIRTUAL_ID) as u64) << super::PINTID_SHIFT;
         }
@@ -238,20 +237,20 @@ mod tests {
     #[test]
     fn gicv2_list_registers_keep_what_partita_writes() {
         // A pending HW timer at priority 0xa0: vINTID 27, pINTID 27, priority
-        // 0xa0 >> 3 = 0x14, state pending, group 1, HW.
+        // 0xa0 >> 3 = 0x14, state pending, group 0 (bit 30 clear), HW.
         let timer = Lr::pending(Virq { intid: 27, priority: 0xa0, hw: true });
         let v2 = gicv2::from_lr(timer.0);
-        assert_eq!(v2, 27 | 27 << 10 | 0x14 << 23 | 1 << 28 | 1 << 30 | 1 << 31);
+        assert_eq!(v2, 27 | 27 << 10 | 0x14 << 23 | 1 << 28 | 1 << 31);
         assert_eq!(gicv2::to_lr(v2), timer.0);
         let sgi = Lr::pending(virq(3, 0x80));
-        assert_eq!(gicv2::from_lr(sgi.0), 3 | 0x10 << 23 | 1 << 28 | 1 << 30, "no sender, no EOI bit");
+        assert_eq!(gicv2::from_lr(sgi.0), 3 | 0x10 << 23 | 1 << 28, "no sender, no EOI bit");
         assert_eq!(gicv2::to_lr(gicv2::from_lr(sgi.0)), sgi.0);
         // The guest's EOI leaves the entry invalid; an active one stays so.
         assert!(Lr(gicv2::to_lr(gicv2::from_lr(sgi.0) & !(0b11 << 28))).is_free());
         assert_eq!(Lr(gicv2::to_lr(2 << 28 | 40)).state(), State::Active);
         // A link kept by an EOI maintenance interrupt reads back as the link.
         let linked = gicv2::from_lr_eoi_linked(timer.0);
-        assert_eq!(linked, 27 | 1 << 19 | 0x14 << 23 | 1 << 28 | 1 << 30, "no HW, no pINTID, EOI");
+        assert_eq!(linked, 27 | 1 << 19 | 0x14 << 23 | 1 << 28, "no HW, no pINTID, EOI");
         assert_eq!(gicv2::to_lr_eoi_linked(linked), timer.0);
         assert_eq!(gicv2::from_lr_eoi_linked(sgi.0), gicv2::from_lr(sgi.0), "unlinked entries unchanged");
         assert_eq!(gicv2::to_lr_eoi_linked(gicv2::from_lr(sgi.0)), sgi.0);

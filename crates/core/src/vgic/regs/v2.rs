@@ -13,6 +13,8 @@ const PIDR2_GICV2: u64 = 0x2 << 4;
 /// ITARGETSR: one byte per INTID.
 const ITARGETSR: core::ops::Range<u64> = 0x800..0xc00;
 const SGIR: u64 = 0xf00;
+/// GICD_IGROUPR: reads as zero, ignores writes.
+const IGROUPR: core::ops::Range<u64> = 0x080..0x100;
 /// GICv2 names at most eight CPUs, one bit each in a target mask.
 pub const MAX_CPUS: usize = 8;
 
@@ -55,6 +57,8 @@ impl PartitionGic {
                 self.send_sgi(vcpu, value as u32, effects);
                 0
             }
+            // Every interrupt is in group 0 (see `lr::gicv2`).
+            (offset, _) if IGROUPR.contains(&offset) => 0,
             (offset, _) if ITARGETSR.contains(&offset) => self.itargetsr(vcpu, access, effects),
             (offset, _) => match bank(offset) {
                 Some((field, first)) => self.bank_access(vcpu, field, first, access, effects, line),
@@ -136,6 +140,14 @@ mod tests {
         assert_eq!(access(&mut gic, 0, 0x004, 4, None).0, 1 | 1 << 5, "INTID 53 needs two lines of 32; two CPUs");
         access(&mut gic, 1, 0x000, 4, Some(0b11));
         assert_eq!(access(&mut gic, 0, 0x000, 4, None).0, 0b11, "CTLR is the partition's, not a vCPU's");
+    }
+
+    #[test]
+    fn every_interrupt_is_in_group_0() {
+        let mut gic = PartitionGic::new(1, &[(53, 0)], &[]);
+        assert_eq!(access(&mut gic, 0, 0x080, 4, None).0, 0);
+        assert!(access(&mut gic, 0, 0x084, 4, Some(u64::from(u32::MAX))).1.is_empty());
+        assert_eq!(access(&mut gic, 0, 0x084, 4, None).0, 0, "writes are ignored");
     }
 
     #[test]
