@@ -7,8 +7,10 @@
 
 mod common;
 
+use common::linux::{linux_image, LINUX_RAM, LINUX_SIZE, MARKER};
 use common::*;
 use partita::config;
+use partita::config::raw::RawPartition;
 use partita::paths;
 use partita::run::{Ending, RunOptions};
 
@@ -57,4 +59,30 @@ fn the_gicv2_vgic_delivers_timer_ticks_and_sgis() {
         assert!(guest.contains(line), "the guest did not print {line:?}:\n{console}");
     }
     assert!(guest.contains("lr overflow: taken 13 10 15 12 9 14 11 8"), "priority order:\n{console}");
+}
+
+/// Debian's Linux on two vCPUs of the GIC-400 board, beside the test guest
+/// ticking at 1 kHz alone on its own core: Linux brings up its second CPU,
+/// runs `/init` on the partition console (a PL011 Partita emulates: the
+/// board has no virtio transports), runs hackbench on both CPUs and powers
+/// off; the guest beside it gets every tick.
+#[test]
+fn linux_runs_hackbench_beside_a_1khz_guest() {
+    let linux = RawPartition::new("linux", &[2, 3])
+        .bootargs("console=ttyAMA0 partita.job=hackbench")
+        .memory(LINUX_RAM, LINUX_SIZE)
+        .linux(&linux_image("Image"), Some(&linux_image("initramfs.cpio")));
+    let rtos = part("rtos", &[1], "timer_hz=1000 timer_ticks=5000 ticks=1 period_ms=10").exclusive();
+    let mut raw = machine([rtos, linux]);
+    raw.platform.board = Some("zcu102".into());
+    let config = write_config("qemu-zcu102-linux", &raw);
+    let opts = RunOptions { seconds: Some(HANG_LIMIT), ..RunOptions::default() };
+    let boot = boot_config("qemu-zcu102-linux", &config, &hypervisor_elf_for("zcu102"), opts);
+    let linux = boot.log("linux");
+    let tail = common::linux::tail(linux, 40);
+    assert!(linux.contains("smp: Brought up 1 node, 2 CPUs"), "{tail}");
+    assert!(linux.contains(&format!("{MARKER}")) && linux.contains("cpus=2"), "{tail}");
+    assert!(linux.contains("partita-linux: hackbench time=") && linux.contains("job hackbench exit=0"), "{tail}");
+    assert_powered_off(&boot);
+    assert_eq!(timer_counts(boot.log("rtos")).0, 5000, "{}", boot.log("rtos"));
 }
