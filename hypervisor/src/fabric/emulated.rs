@@ -23,7 +23,7 @@
 use super::{Device, Fabric};
 use crate::partition::Partition;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use partita_arch::platform::{self, Gic, InterruptController};
 use partita_arch::{cpu, guest_memory, timer};
 use partita_core::config::model;
@@ -131,6 +131,9 @@ pub struct Emulated {
     /// reason: on a board, connecting is a write to the logic, and Path 1
     /// must not wait for a computing step on another PRR.
     connects: Vec<Connection>,
+    /// Each PRR's decoupler, as the static part's register holds it
+    /// (`super::pl`): a download is taken only while it is set.
+    pub decoupled: Vec<AtomicBool>,
     pub logic: Mutex<Logic>,
 }
 
@@ -178,6 +181,7 @@ impl Emulated {
             download,
             stops: config.prrs.iter().map(|_| AtomicU64::new(0)).collect(),
             connects: config.prrs.iter().map(|_| Connection::default()).collect(),
+            decoupled: config.prrs.iter().map(|_| AtomicBool::new(false)).collect(),
             logic: Mutex::new(Logic {
                 units: config.prrs.iter().map(|_| unit()).collect(),
                 pcap: Pcap { current: None, queue: Vec::new() },
@@ -190,13 +194,17 @@ impl Emulated {
     }
 
     /// Asks the accelerator in `prr` to stop at its next consistency point
-    /// (after now): the logic's next pass takes the request.
+    /// (after now): the logic's next pass takes the request. What a STOP
+    /// written to the PRR's control word does (`super::pl`).
     pub fn stop(&self, prr: usize) {
         self.stops[prr].store(timer::now().max(1), Ordering::Release);
         self.kick();
     }
 
-    /// Downloads `accelerator` into `prr` through the PCAP.
+    /// Downloads `accelerator` into `prr` through the PCAP: what the
+    /// firmware's load does (`super::pl`), except that the call returns at
+    /// once and the download's end comes as the logic's event, on a board
+    /// the caller's return from the call.
     pub fn reconfigure(&self, prr: usize, accelerator: usize) {
         let now = timer::now();
         let mut logic = self.logic.lock();

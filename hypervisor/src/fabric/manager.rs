@@ -87,11 +87,11 @@ impl Fabric {
                 step(AccelStep::Disconnected, client.partition.into(), client.device.into());
             }
             Action::Stop { prr } => {
-                self.logic.stop(prr);
+                self.stop(prr);
                 step(AccelStep::StopAsked, usize::MAX, prr);
             }
             Action::Reconfigure { prr, accelerator } => {
-                self.logic.reconfigure(prr, accelerator.into());
+                self.reconfigure(prr, accelerator.into());
                 step(AccelStep::ReconfigStarted, usize::MAX, prr);
             }
             Action::Connect { client, prr, path } => {

@@ -28,6 +28,7 @@
 
 pub mod emulated;
 pub mod manager;
+mod pl;
 pub mod run;
 
 use crate::console::log;

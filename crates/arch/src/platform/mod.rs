@@ -40,6 +40,8 @@ pub type Gic = <Board as Platform>::Gic;
 pub type Lrs = <Board as Platform>::Lrs;
 /// Its console UART.
 pub type Uart = <Board as Platform>::Uart;
+/// Its programmable logic's window.
+pub const PL_WINDOW: u64 = <Board as Platform>::PL_WINDOW;
 
 // The interrupts every AArch64 core has, whatever its GIC.
 
@@ -64,6 +66,10 @@ pub trait Platform {
     type Uart: Console;
     /// Where a payload too broken to name its own console reports.
     const FALLBACK_CONSOLE: u64;
+    /// The programmable logic's window, where the static part's registers
+    /// are (`partita_core::fabric::pl`): the PL's on a ZynqMP; on a board
+    /// without one, where the emulated logic answers in its place.
+    const PL_WINDOW: u64;
     /// The system counter's frequency in Hz.
     fn counter_frequency() -> u64;
     /// The device frames Partita maps for itself at EL2: its console and

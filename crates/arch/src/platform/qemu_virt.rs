@@ -17,6 +17,9 @@ impl Platform for QemuVirt {
     type Lrs = IchListRegisters;
     type Uart = Pl011;
     const FALLBACK_CONSOLE: u64 = 0x0900_0000;
+    /// No PL: the hole where partitions see the emulated logic's interface
+    /// pages stands for one.
+    const PL_WINDOW: u64 = 0x0b00_0000;
 
     fn counter_frequency() -> u64 {
         crate::read_sysreg!("cntfrq_el0")

@@ -21,6 +21,8 @@ impl Platform for Zcu102 {
     type Uart = CadenceUart;
     /// UART0.
     const FALLBACK_CONSOLE: u64 = 0xff00_0000;
+    /// M_AXI_HPM0_FPD, the full-power domain's first window into the PL.
+    const PL_WINDOW: u64 = 0xa000_0000;
 
     fn counter_frequency() -> u64 {
         crate::read_sysreg!("cntfrq_el0")

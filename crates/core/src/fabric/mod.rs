@@ -11,6 +11,7 @@ pub mod interface;
 pub mod job;
 pub mod manager;
 pub mod monitor;
+pub mod pl;
 pub mod prr;
 pub mod zynqmp;
 

@@ -40,6 +40,16 @@ pub const fn fpga_load(address: u64, size: u32, partial: bool) -> SmcCall {
     }
 }
 
+/// A `PM_FPGA_LOAD` call's buffer, size and kind (partial or not); `None`
+/// for another call.
+pub const fn decode_load(call: SmcCall) -> Option<(u64, u32, bool)> {
+    if call.function != SIP_SERVICE | PM_FPGA_LOAD {
+        return None;
+    }
+    let [address, size_flags] = call.args;
+    Some((address, size_flags as u32, (size_flags >> 32) as u32 & FLAG_PARTIAL != 0))
+}
+
 /// Reads the PCAP's status register through the firmware.
 pub const fn fpga_status() -> SmcCall {
     SmcCall { function: SIP_SERVICE | PM_FPGA_GET_STATUS, args: [0, 0] }
@@ -89,6 +99,8 @@ mod tests {
         assert_eq!(call.args, [0x0000_0008_1234_5000, 0x0000_0001_0001_9500]);
         assert_eq!(fpga_load(0x1000, 16, false).args[1], 16, "a full bitstream sets no flag");
         assert_eq!(fpga_status(), SmcCall { function: 0xc200_0017, args: [0, 0] });
+        assert_eq!(decode_load(call), Some((0x8_1234_5000, 103_680, true)));
+        assert_eq!(decode_load(fpga_status()), None);
     }
 
     #[test]
