@@ -81,7 +81,7 @@ fn linux_runs_hackbench_beside_a_1khz_guest() {
     let linux = boot.log("linux");
     let tail = common::linux::tail(linux, 40);
     assert!(linux.contains("smp: Brought up 1 node, 2 CPUs"), "{tail}");
-    assert!(linux.contains(&format!("{MARKER}")) && linux.contains("cpus=2"), "{tail}");
+    assert!(linux.contains(MARKER) && linux.contains("cpus=2"), "{tail}");
     assert!(linux.contains("partita-linux: hackbench time=") && linux.contains("job hackbench exit=0"), "{tail}");
     assert_powered_off(&boot);
     assert_eq!(timer_counts(boot.log("rtos")).0, 5000, "{}", boot.log("rtos"));
