@@ -8,6 +8,7 @@ mod generate;
 mod images;
 pub mod raw;
 mod resolve;
+pub use resolve::{DEFAULT_ACCELERATOR_WINDOW, ZCU102_ACCELERATOR_WINDOW};
 mod spans;
 pub mod virtio;
 

@@ -283,10 +283,14 @@ enum Bench {
         #[arg(long, default_value_t = accel_software::DEFAULT_FRAMES,
               value_parser = clap::value_parser!(u32).range(1..=accel_software::MAX_FRAMES as i64))]
         frames: u32,
-        /// Write the -icount pass's costs into platforms/qemu-virt.toml,
+        /// Write the -icount pass's costs into platforms/<board>.toml,
         /// for `partita check`, and copy the report into bench/results/.
         #[arg(long)]
         save: bool,
+        /// The board to measure on, and whose profile --save writes:
+        /// qemu-virt (GICv3) or zcu102 (GIC-400).
+        #[arg(long, value_enum, default_value_t = Board::QemuVirt)]
+        board: Board,
     },
     /// The RTOS's Thread-Metric tests (0-7 and the SVC variants of 3 and 4):
     /// natively, and under Partita alone (virtual and direct interrupts), loaded and sharing its pCPU; R_P =
@@ -425,9 +429,16 @@ fn execute(command: Cmd) -> Result<ExitCode> {
             saved(&kept, save)?;
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Bench { what: Bench::Accel { icount, jobs, ofdm_ms, frames, save } } => {
-            let opts =
-                accel::Options { shift: icount, jobs, ofdm_ms, frames, save, name: accel::DEFAULT_NAME.to_string() };
+        Cmd::Bench { what: Bench::Accel { icount, jobs, ofdm_ms, frames, save, board } } => {
+            let opts = accel::Options {
+                shift: icount,
+                jobs,
+                ofdm_ms,
+                frames,
+                save,
+                name: accel::DEFAULT_NAME.to_string(),
+                board,
+            };
             let report = accel::run(&opts)?;
             print!("{}", report.markdown());
             let written = accel::write(&report, &opts.name)?;

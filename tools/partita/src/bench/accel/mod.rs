@@ -20,7 +20,7 @@ pub mod steps;
 
 use super::accel_software::{self, Table6};
 use super::report::{self, today, Column, Table};
-use super::{ipc, qemu, Mode, Pass};
+use super::{ipc, qemu, Board, Mode, Pass};
 use crate::guests;
 use crate::paths;
 use crate::profile;
@@ -38,8 +38,6 @@ pub const DEFAULT_NAME: &str = "accel";
 pub const DEFAULT_SHIFT: u32 = 4;
 pub const DEFAULT_JOBS: u32 = 20;
 pub const DEFAULT_OFDM_MS: u32 = 200;
-/// The board whose profile `--save` writes.
-pub const BOARD: &str = "qemu-virt";
 const RUN_LIMIT_S: u64 = 300;
 /// Ker-ONE Table 4's figure for `cost` (ns, on a 667 MHz Cortex-A9).
 fn ker_one(cost: Cost) -> Option<u64> {
@@ -70,6 +68,8 @@ pub struct Options {
     pub frames: u32,
     pub save: bool,
     pub name: String,
+    /// The board to measure on, and whose profile `--save` writes.
+    pub board: Board,
 }
 
 /// One scenario's boot in one pass.
@@ -84,6 +84,7 @@ pub struct ScenarioRun {
 }
 
 pub struct Report {
+    pub board: Board,
     pub shift: u32,
     pub jobs: u32,
     pub runs: Vec<ScenarioRun>,
@@ -103,12 +104,12 @@ pub struct Report {
 pub fn run(opts: &Options) -> Result<Report> {
     ensure!(opts.jobs >= 2, "--jobs must be at least 2");
     ensure!(!opts.save || opts.shift.is_some(), "--save writes the -icount pass's costs: give --icount SHIFT");
-    let hypervisor = qemu::prepare()?;
+    let hypervisor = qemu::prepare_board(opts.board)?;
     let guest = guests::image("test-guest.elf");
     let passes = Pass::with_icount(opts.shift);
     let mut runs = Vec::new();
     for scenario in scenarios::all() {
-        let config = qemu::generated(&opts.name, scenario.name, &(scenario.config)(opts.jobs, &guest), &hypervisor)?;
+        let config = qemu::generated(&opts.name, scenario.name, &(scenario.config)(opts.jobs, &guest, opts.board), &hypervisor)?;
         for &pass in &passes {
             runs.push(scenario_run(&scenario, &config, pass)?);
         }
@@ -122,7 +123,7 @@ pub fn run(opts: &Options) -> Result<Report> {
     for run in &mut runs {
         let Some((_, costs)) = costs.iter().find(|(pass, _)| *pass == run.pass) else { continue };
         let scenario = scenarios::all().into_iter().find(|s| s.name == run.scenario).expect("a scenario ran");
-        let config = (scenario.config)(opts.jobs, &guest);
+        let config = (scenario.config)(opts.jobs, &guest, opts.board);
         run.analysed = analysed(&config, scenario.requester, costs, &opts.name)?;
     }
     let (hypercall, path1_alone) = match opts.shift {
@@ -137,6 +138,7 @@ pub fn run(opts: &Options) -> Result<Report> {
         .collect::<Result<Vec<_>>>()?;
     let table6 = accel_software::run(&passes, opts.frames)?;
     let mut report = Report {
+        board: opts.board,
         shift: opts.shift.unwrap_or(DEFAULT_SHIFT),
         jobs: opts.jobs,
         runs,
@@ -249,7 +251,7 @@ fn null_hypercall(
     hypervisor: &std::path::Path,
     guest: &std::path::Path,
 ) -> Result<Option<u64>> {
-    let (config, output) = qemu::generated(&opts.name, "hypercall", &ipc::alone_config(1000, guest), hypervisor)?;
+    let (config, output) = qemu::generated(&opts.name, "hypercall", &ipc::alone_config(1000, guest).board(opts.board.name()), hypervisor)?;
     let run = RunOptions { seconds: Some(RUN_LIMIT_S), icount: Some(shift), ..RunOptions::default() };
     let report = qemu::to_power_off(&output, &config.system, &run, true)?;
     let log = std::fs::read_to_string(&report.partition_logs[0]).context("the hypercall partition's log")?;
@@ -271,7 +273,7 @@ fn path1_alone(
     hypervisor: &std::path::Path,
     guest: &std::path::Path,
 ) -> Result<Option<(u64, usize)>> {
-    let raw = scenarios::assign_alone(opts.jobs, guest);
+    let raw = scenarios::assign_alone(opts.jobs, guest, opts.board);
     let (config, output) = qemu::generated(&opts.name, "assign-alone", &raw, hypervisor)?;
     let run = RunOptions { seconds: Some(RUN_LIMIT_S), icount: Some(shift), ..RunOptions::default() };
     let report = qemu::to_power_off(&output, &config.system, &run, true)?;
@@ -295,10 +297,14 @@ fn path1_alone(
 /// Rewrites the board's profile with the `-icount` pass's costs.
 fn save(report: &Report) -> Result<String> {
     let (_, costs) = report.costs.iter().find(|(pass, _)| pass.mode == Mode::Icount).context("no -icount pass")?;
-    let file = paths::source().join("platforms").join(format!("{BOARD}.toml"));
+    let file = super::pcs::profile_path(report.board);
     let previous = std::fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
+    let board = match report.board {
+        Board::QemuVirt => String::new(),
+        other => format!(" --board {}", other.name()),
+    };
     let measured = format!(
-        "partita bench accel --jobs {} --save, {}: the largest of each term, -icount shift={}",
+        "partita bench accel{board} --jobs {} --save, {}: the largest of each term, -icount shift={}",
         report.jobs,
         today(),
         report.shift
@@ -306,7 +312,7 @@ fn save(report: &Report) -> Result<String> {
     let text = profile::with_accel_costs(&previous, costs, &measured);
     profile::parse(&file.display().to_string(), &text)?;
     std::fs::write(&file, text).with_context(|| format!("cannot write {}", file.display()))?;
-    Ok(format!("platforms/{BOARD}.toml"))
+    Ok(super::pcs::profile_file(report.board))
 }
 
 const TABLE_4_COLUMNS: [Column; 6] = [
@@ -424,10 +430,16 @@ impl Report {
             "`: each scenario's requests, wall-clock only (`--icount SHIFT` adds the pass in instructions).".into()
         };
         let mut out = format!(
-            "# Accelerator allocation ({})\n\n`partita bench accel --jobs {}{passes} Every figure comes from the \
-             requesting guest's counter around its write and the trace's stamps of the same counter.\n\n\
-             ## Table 4: the atomic costs\n\n",
+            "# Accelerator allocation ({})\n\nOn {} ({}). `partita bench accel{} --jobs {}{passes} Every figure \
+             comes from the requesting guest's counter around its write and the trace's stamps of the same \
+             counter.\n\n## Table 4: the atomic costs\n\n",
             today(),
+            self.board.machine(),
+            self.board.gic(),
+            match self.board {
+                Board::QemuVirt => String::new(),
+                other => format!(" --board {}", other.name()),
+            },
             self.jobs,
         );
         out += &self.table_4();

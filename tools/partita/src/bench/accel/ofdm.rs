@@ -10,7 +10,7 @@
 use super::scenarios::HOLD_US;
 use super::steps::{self, Allocation};
 use super::{ns_to_instructions, ticks_to_ns, writes, Options, RUN_LIMIT_S};
-use crate::bench::{qemu, Mode, Pass};
+use crate::bench::{qemu, Board, Mode, Pass};
 use crate::chart::{self, palette, Curve, LineChart};
 use crate::config::raw::{Micros, RawChannel, RawConfig, RawFabric, RawVirtualDevice};
 use crate::run::RunOptions;
@@ -43,14 +43,21 @@ pub struct Run {
     pub jobs: [usize; 2],
 }
 
-pub fn config(ms: u32, guest: &Path) -> RawConfig {
+pub fn config(ms: u32, guest: &Path, board: Board) -> RawConfig {
+    // The fabric lists QAM-16, QAM-64, FFT-512 and FFT-1024 in that order,
+    // which places their interface pages.
+    let page = |index| board.accelerator_page(index);
     let rtos_args = format!(
-        "ticks=1 period_ms=1 acc=0x0b000000 acc-fn=qam16 acc2=0x0b003000 acc2-fn=fft1024 acc-frames=1 \
-         acc-for-ms={ms} acc-gap-us={RTOS_GAP_US} acc-seed=1 acc-wait=0"
+        "ticks=1 period_ms=1 acc=0x{:x} acc-fn=qam16 acc2=0x{:x} acc2-fn=fft1024 acc-frames=1 \
+         acc-for-ms={ms} acc-gap-us={RTOS_GAP_US} acc-seed=1 acc-wait=0",
+        page(0),
+        page(3)
     );
     let gpos_args = format!(
-        "ticks=1 period_ms=1 acc=0x0b001000 acc-fn=qam64 acc2=0x0b002000 acc2-fn=fft512 acc-frames={GPOS_FRAMES} \
-         acc-for-ms={ms} acc-seed=1000 acc-tell=0"
+        "ticks=1 period_ms=1 acc=0x{:x} acc-fn=qam64 acc2=0x{:x} acc2-fn=fft512 acc-frames={GPOS_FRAMES} \
+         acc-for-ms={ms} acc-seed=1000 acc-tell=0",
+        page(1),
+        page(2)
     );
     let rtos = qemu::partition("rtos", &[1], &rtos_args, guest)
         .priority(200)
@@ -61,6 +68,7 @@ pub fn config(ms: u32, guest: &Path) -> RawConfig {
         .accelerator(RawVirtualDevice::new("qam64"))
         .accelerator(RawVirtualDevice::new("fft512"));
     RawConfig::new()
+        .board(board.name())
         .cpus(3)
         .fabric(RawFabric { cpu: Some(0), hold: Some(Micros(HOLD_US)), ..RawFabric::default() })
         .trace(TRACE_EVENTS)
@@ -70,7 +78,7 @@ pub fn config(ms: u32, guest: &Path) -> RawConfig {
 }
 
 pub fn run(opts: &Options, pass: Pass, hypervisor: &Path, guest: &Path, costs: Option<&AtomicCosts>) -> Result<Run> {
-    let raw = config(opts.ofdm_ms, guest);
+    let raw = config(opts.ofdm_ms, guest, opts.board);
     let variant = format!("ofdm-{}", pass.label().replace(' ', "-"));
     let (config, output) = qemu::generated(&opts.name, &variant, &raw, hypervisor)?;
     let run = RunOptions { seconds: Some(RUN_LIMIT_S), icount: pass.shift, ..RunOptions::default() };

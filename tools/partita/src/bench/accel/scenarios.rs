@@ -14,23 +14,26 @@
 //! The emulated fabric runs on pCPU 0.
 
 use super::super::qemu::partition;
+use super::super::Board;
 use crate::config::raw::{Micros, RawChannel, RawConfig, RawFabric, RawPartition, RawVirtualDevice};
 use std::path::Path;
 
+#[derive(Clone)]
 pub struct Scenario {
     pub name: &'static str,
     /// The partition whose requests are measured.
     pub requester: &'static str,
-    /// The configuration, given the requests to make and the guest image.
-    pub config: fn(u32, &Path) -> RawConfig,
+    /// The configuration, given the requests to make, the guest image and
+    /// the board.
+    pub config: fn(u32, &Path, Board) -> RawConfig,
 }
 
 pub fn all() -> Vec<Scenario> {
     vec![
         Scenario { name: "assign", requester: "bench", config: assign },
         Scenario { name: "reconfig", requester: "bench", config: reconfig },
-        Scenario { name: "preempt", requester: "bench", config: |jobs, guest| preempt(jobs, guest, "qam16") },
-        Scenario { name: "preempt-reconfig", requester: "bench", config: |jobs, guest| preempt(jobs, guest, "qam64") },
+        Scenario { name: "preempt", requester: "bench", config: |jobs, guest, board| preempt(jobs, guest, board, "qam16") },
+        Scenario { name: "preempt-reconfig", requester: "bench", config: |jobs, guest, board| preempt(jobs, guest, board, "qam64") },
     ]
 }
 
@@ -48,12 +51,18 @@ const PEER_GAP_US: u64 = 34_000;
 const BITSTREAM: u64 = 103_680;
 /// Room in the trace for every step of every request.
 const TRACE_EVENTS: u32 = 65_536;
-/// Interface pages at their defaults: 0x0b000000 + 4 KiB x accelerator.
-const QAM16_PAGE: u64 = 0x0b00_0000;
-const QAM64_PAGE: u64 = 0x0b00_1000;
-
-/// Ker-ONE's four accelerators.
+/// Ker-ONE's four accelerators, in the order the fabric lists them, which
+/// places their interface pages.
 const ACCELERATORS: [&str; 4] = ["qam16", "qam64", "fft512", "fft1024"];
+
+/// QAM-16's and QAM-64's interface pages, left at the board's defaults.
+fn qam16_page(board: Board) -> u64 {
+    board.accelerator_page(0)
+}
+
+fn qam64_page(board: Board) -> u64 {
+    board.accelerator_page(1)
+}
 
 /// The PRR that can host `hosts`, with the fabric on pCPU 0. Every
 /// accelerator must have a PRR, so the others get one of their own, which
@@ -73,50 +82,53 @@ fn jobs_args(page: u64, function: &str, jobs: u32, gap_us: u64, seed: u64) -> St
     )
 }
 
-fn machine(partitions: Vec<RawPartition>, fabric: RawFabric) -> RawConfig {
-    let mut config = RawConfig::new().cpus(3).fabric(fabric).trace(TRACE_EVENTS);
+fn machine(board: Board, partitions: Vec<RawPartition>, fabric: RawFabric) -> RawConfig {
+    let mut config = RawConfig::new().board(board.name()).cpus(3).fabric(fabric).trace(TRACE_EVENTS);
     for p in partitions {
         config = config.partition(p);
     }
     config
 }
 
-fn assign(jobs: u32, guest: &Path) -> RawConfig {
-    let bench = partition("bench", &[1], &jobs_args(QAM16_PAGE, "qam16", jobs, GAP_US, 1), guest)
+fn assign(jobs: u32, guest: &Path, board: Board) -> RawConfig {
+    let bench = partition("bench", &[1], &jobs_args(qam16_page(board), "qam16", jobs, GAP_US, 1), guest)
         .priority(100)
         .accelerator(RawVirtualDevice::new("qam16"));
-    let peer = partition("peer", &[2], &jobs_args(QAM16_PAGE, "qam16", jobs, PEER_GAP_US, 1000), guest)
+    let peer = partition("peer", &[2], &jobs_args(qam16_page(board), "qam16", jobs, PEER_GAP_US, 1000), guest)
         .priority(100)
         .accelerator(RawVirtualDevice::new("qam16"));
-    machine(vec![bench, peer], fabric(&["qam16"]))
+    machine(board, vec![bench, peer], fabric(&["qam16"]))
 }
 
 /// `bench` alone, its pCPU to itself, and tracing off: Path 1 as the
 /// null hypercall is measured, for the target that compares them. Its
 /// first request downloads QAM-16; every later one finds it loaded and
 /// the PRR idle.
-pub fn assign_alone(jobs: u32, guest: &Path) -> RawConfig {
-    let bench = partition("bench", &[1], &jobs_args(QAM16_PAGE, "qam16", jobs, GAP_US, 1), guest)
+pub fn assign_alone(jobs: u32, guest: &Path, board: Board) -> RawConfig {
+    let bench = partition("bench", &[1], &jobs_args(qam16_page(board), "qam16", jobs, GAP_US, 1), guest)
         .priority(100)
         .accelerator(RawVirtualDevice::new("qam16"));
-    RawConfig::new().cpus(2).fabric(fabric(&["qam16"])).partition(bench)
+    RawConfig::new().board(board.name()).cpus(2).fabric(fabric(&["qam16"])).partition(bench)
 }
 
-fn reconfig(jobs: u32, guest: &Path) -> RawConfig {
-    let args = format!("{} acc2=0x{QAM64_PAGE:x} acc2-fn=qam64", jobs_args(QAM16_PAGE, "qam16", jobs / 2, GAP_US, 1));
+fn reconfig(jobs: u32, guest: &Path, board: Board) -> RawConfig {
+    let args = format!("{} acc2=0x{:x} acc2-fn=qam64",
+        jobs_args(qam16_page(board), "qam16", jobs / 2, GAP_US, 1),
+        qam64_page(board)
+    );
     let bench = partition("bench", &[1], &args, guest)
         .priority(100)
         .accelerator(RawVirtualDevice::new("qam16"))
         .accelerator(RawVirtualDevice::new("qam64"));
-    machine(vec![bench], fabric(&["qam16", "qam64"]))
+    machine(board, vec![bench], fabric(&["qam16", "qam64"]))
 }
 
 /// `gpos` streams `streamed` until `bench` is surely done; `bench` starts
 /// once `gpos` computes.
-fn preempt(jobs: u32, guest: &Path, streamed: &str) -> RawConfig {
-    let bench_args = format!("{} acc-wait=0", jobs_args(QAM16_PAGE, "qam16", jobs, GAP_US, 1));
+fn preempt(jobs: u32, guest: &Path, board: Board, streamed: &str) -> RawConfig {
+    let bench_args = format!("{} acc-wait=0", jobs_args(qam16_page(board), "qam16", jobs, GAP_US, 1));
     let bench = partition("bench", &[1], &bench_args, guest).priority(200).accelerator(RawVirtualDevice::new("qam16"));
-    let page = if streamed == "qam16" { QAM16_PAGE } else { QAM64_PAGE };
+    let page = if streamed == "qam16" { qam16_page(board) } else { qam64_page(board) };
     // Each of bench's turns takes its pause, a frame, a hold and a
     // download or two; twice as long as that is plenty.
     let for_ms = 20 + u64::from(jobs) * 2 * (GAP_US + 2 * 810 + HOLD_US) / 1000;
@@ -125,7 +137,7 @@ fn preempt(jobs: u32, guest: &Path, streamed: &str) -> RawConfig {
     );
     let gpos = partition("gpos", &[2], &gpos_args, guest).priority(50).accelerator(RawVirtualDevice::new(streamed));
     let hosts: &[&str] = if streamed == "qam16" { &["qam16"] } else { &["qam16", "qam64"] };
-    machine(vec![bench, gpos], fabric(hosts)).channel(RawChannel::queuing("go", "gpos", "bench", 8, 1))
+    machine(board, vec![bench, gpos], fabric(hosts)).channel(RawChannel::queuing("go", "gpos", "bench", 8, 1))
 }
 
 #[cfg(test)]
@@ -136,10 +148,14 @@ mod tests {
     #[test]
     fn every_scenario_loads() {
         let alone = Scenario { name: "assign-alone", requester: "bench", config: assign_alone };
-        for scenario in all().into_iter().chain([alone]) {
-            let path =
-                std::env::temp_dir().join(format!("partita-accel-{}-{}.toml", scenario.name, std::process::id()));
-            (scenario.config)(10, Path::new("guest.elf")).write(&path).unwrap();
+        for (scenario, board) in all().into_iter().chain([alone]).flat_map(|s| Board::ALL.map(|b| (s.clone(), b))) {
+            let path = std::env::temp_dir().join(format!(
+                "partita-accel-{}-{}-{}.toml",
+                scenario.name,
+                board.name(),
+                std::process::id()
+            ));
+            (scenario.config)(10, Path::new("guest.elf"), board).write(&path).unwrap();
             let text = std::fs::read_to_string(&path).unwrap();
             let _ = std::fs::remove_file(&path);
             let loaded = config::load_str(&path, &text);
@@ -148,7 +164,7 @@ mod tests {
                 Ok(_) => Vec::new(),
                 Err(errors) => errors.iter().map(ToString::to_string).filter(|e| !e.contains("guest.elf")).collect(),
             };
-            assert!(errors.is_empty(), "{}: {errors:?}", scenario.name);
+            assert!(errors.is_empty(), "{} on {}: {errors:?}", scenario.name, board.name());
         }
     }
 }
