@@ -109,7 +109,8 @@ pub fn run(opts: &Options) -> Result<Report> {
     let passes = Pass::with_icount(opts.shift);
     let mut runs = Vec::new();
     for scenario in scenarios::all() {
-        let config = qemu::generated(&opts.name, scenario.name, &(scenario.config)(opts.jobs, &guest, opts.board), &hypervisor)?;
+        let config =
+            qemu::generated(&opts.name, scenario.name, &(scenario.config)(opts.jobs, &guest, opts.board), &hypervisor)?;
         for &pass in &passes {
             runs.push(scenario_run(&scenario, &config, pass)?);
         }
@@ -251,7 +252,8 @@ fn null_hypercall(
     hypervisor: &std::path::Path,
     guest: &std::path::Path,
 ) -> Result<Option<u64>> {
-    let (config, output) = qemu::generated(&opts.name, "hypercall", &ipc::alone_config(1000, guest).board(opts.board.name()), hypervisor)?;
+    let (config, output) =
+        qemu::generated(&opts.name, "hypercall", &ipc::alone_config(1000, guest).board(opts.board.name()), hypervisor)?;
     let run = RunOptions { seconds: Some(RUN_LIMIT_S), icount: Some(shift), ..RunOptions::default() };
     let report = qemu::to_power_off(&output, &config.system, &run, true)?;
     let log = std::fs::read_to_string(&report.partition_logs[0]).context("the hypercall partition's log")?;
@@ -492,11 +494,20 @@ impl Report {
     }
 }
 
-/// Writes `<out>/bench/<name>/accel-<date>.md` and the OFDM run's plot.
+/// What a board other than QEMU `virt` adds to the report's file names, so
+/// that `--save` keeps each board's results side by side.
+pub fn file_suffix(board: Board) -> String {
+    match board {
+        Board::QemuVirt => String::new(),
+        other => format!("-{}", other.name()),
+    }
+}
+
+/// Writes `<out>/bench/<name>/accel-<date>[-<board>].md` and the OFDM run's plot.
 pub fn write(report: &Report, name: &str) -> Result<Vec<PathBuf>> {
-    let mut files = vec![(format!("accel-{}.md", today()), report.markdown())];
+    let mut files = vec![(format!("accel-{}{}.md", today(), file_suffix(report.board)), report.markdown())];
     for run in &report.ofdm {
-        files.push((format!("ofdm-{}.svg", run.pass.label().replace(' ', "-")), run.plot()?));
+        files.push((run.plot_file.clone(), run.plot()?));
     }
     report::write(&paths::bench_out(name), &files)
 }

@@ -32,6 +32,8 @@ pub struct Run {
     pub pass: Pass,
     pub hz: u64,
     pub ms: u32,
+    /// The file its plot is written to.
+    pub plot_file: String,
     /// Connections by path, every partition's.
     pub counts: [u64; AllocPath::ALL.len()],
     /// The RTOS's requests, with its device's accelerator name.
@@ -115,7 +117,8 @@ pub fn run(opts: &Options, pass: Pass, hypervisor: &Path, guest: &Path, costs: O
         })
         .collect();
     let jobs = [rtos_writes.len(), writes(&logs[1].1).len()];
-    Ok(Run { pass, hz: trace.counter_hz, ms: opts.ofdm_ms, counts, rtos, bounds, jobs })
+    let plot_file = format!("ofdm{}-{}.svg", super::file_suffix(opts.board), pass.label().replace(' ', "-"));
+    Ok(Run { pass, hz: trace.counter_hz, ms: opts.ofdm_ms, plot_file, counts, rtos, bounds, jobs })
 }
 
 impl Run {
@@ -180,7 +183,7 @@ impl Run {
                 );
             }
         }
-        let _ = writeln!(out, "\nPlot: `ofdm-{}.svg`.", self.pass.label().replace(' ', "-"));
+        let _ = writeln!(out, "\nPlot: `{}`.", self.plot_file);
         out
     }
 

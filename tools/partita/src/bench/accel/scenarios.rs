@@ -32,8 +32,16 @@ pub fn all() -> Vec<Scenario> {
     vec![
         Scenario { name: "assign", requester: "bench", config: assign },
         Scenario { name: "reconfig", requester: "bench", config: reconfig },
-        Scenario { name: "preempt", requester: "bench", config: |jobs, guest, board| preempt(jobs, guest, board, "qam16") },
-        Scenario { name: "preempt-reconfig", requester: "bench", config: |jobs, guest, board| preempt(jobs, guest, board, "qam64") },
+        Scenario {
+            name: "preempt",
+            requester: "bench",
+            config: |jobs, guest, board| preempt(jobs, guest, board, "qam16"),
+        },
+        Scenario {
+            name: "preempt-reconfig",
+            requester: "bench",
+            config: |jobs, guest, board| preempt(jobs, guest, board, "qam64"),
+        },
     ]
 }
 
@@ -112,7 +120,8 @@ pub fn assign_alone(jobs: u32, guest: &Path, board: Board) -> RawConfig {
 }
 
 fn reconfig(jobs: u32, guest: &Path, board: Board) -> RawConfig {
-    let args = format!("{} acc2=0x{:x} acc2-fn=qam64",
+    let args = format!(
+        "{} acc2=0x{:x} acc2-fn=qam64",
         jobs_args(qam16_page(board), "qam16", jobs / 2, GAP_US, 1),
         qam64_page(board)
     );
