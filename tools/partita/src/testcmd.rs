@@ -61,19 +61,14 @@ pub const ZCU102_SUITES: &[&str] = &[
     "qemu_fabric_rtos",
 ];
 
-/// Tests of those suites left out on the ZynqMP. The first two bound a
+/// Tests of those suites left out on the ZynqMP. Both bound a
 /// delay under `-icount`, where QEMU 7.2's `xlnx-zcu102` lets a busy core
 /// run on for 1 to 2 ms past another core's timer, and moves one core's
 /// time on by 2 s at once (docs/zcu102.md, "Timing under -icount"); on
 /// `virt` the same runs stay within 50 us.
-/// Two more compare allocations with the bound `partita check` computes
-/// from the board's measured allocation costs, which `platforms/zcu102.toml`
-/// does not have yet.
 pub const ZCU102_SKIPPED: &[&str] = &[
     "cyclic_slots_start_on_time_and_nobody_runs_outside_them",
     "a_migrating_vcpu_keeps_counting_and_loses_no_interrupt",
-    "a_request_behind_a_download_is_served_when_it_ends_within_the_checked_bound",
-    "rtos_requests_against_busy_gpos_streams_are_served_within_the_checked_bound",
 ];
 
 /// Runs `cargo test` in the repository with its output streamed through,
