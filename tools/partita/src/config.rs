@@ -8,7 +8,7 @@ mod generate;
 mod images;
 pub mod raw;
 mod resolve;
-pub use resolve::{DEFAULT_ACCELERATOR_WINDOW, ZCU102_ACCELERATOR_WINDOW};
+pub use resolve::{default_interface_page, DEFAULT_GICD, ZCU102_GICD};
 mod spans;
 pub mod virtio;
 

@@ -64,11 +64,7 @@ impl Board {
     /// Where a partition sees accelerator `index`'s interface page when
     /// its configuration leaves it at the default.
     pub fn accelerator_page(self, index: u64) -> u64 {
-        let window = match self {
-            Board::QemuVirt => crate::config::DEFAULT_ACCELERATOR_WINDOW,
-            Board::Zcu102 => crate::config::ZCU102_ACCELERATOR_WINDOW,
-        };
-        window + index * 0x1000
+        crate::config::default_interface_page(self.name(), index as usize)
     }
 
     pub fn gic(self) -> &'static str {

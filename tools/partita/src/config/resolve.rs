@@ -717,6 +717,17 @@ impl FabricPlacement {
             FabricPlacement { window: DEFAULT_ACCELERATOR_WINDOW, signal_base: DEFAULT_SIGNAL_BASE }
         }
     }
+
+    /// Accelerator `a`'s interface page.
+    fn page(self, a: usize) -> u64 {
+        self.window.saturating_add(INTERFACE_PAGE.saturating_mul(a as u64))
+    }
+}
+
+/// Where a partition sees accelerator `a`'s interface page on `board` when
+/// its configuration leaves it at the default.
+pub fn default_interface_page(board: &str, a: usize) -> u64 {
+    FabricPlacement::of(board).page(a)
 }
 
 /// A partition's virtual devices: names resolved, interface pages and
@@ -779,7 +790,7 @@ fn virtual_devices(
             // Running out leaves 0, which the validator reports as no SPI.
             None => [free.next().unwrap_or(0), free.next().unwrap_or(0), free.next().unwrap_or(0)],
         };
-        let window = |a: usize| placement.window.saturating_add(INTERFACE_PAGE.saturating_mul(a as u64));
+        let window = |a: usize| placement.page(a);
         devices.push(VirtualDevice {
             accelerator,
             ipa: raw_device.ipa.unwrap_or_else(|| window(accelerator)),

@@ -133,9 +133,9 @@ pub fn board_device() -> BoardDevice {
 /// Where [`board`]'s GIC distributor is, as a partition sees it too.
 pub fn board_gicd() -> u64 {
     if board() == DEFAULT_BOARD {
-        0x0800_0000
+        config::DEFAULT_GICD
     } else {
-        0xf901_0000
+        config::ZCU102_GICD
     }
 }
 
@@ -143,8 +143,7 @@ pub fn board_gicd() -> u64 {
 /// board's window (`virt`'s empty `0x0b000000`, the ZynqMP's PL window at
 /// `0xa0000000`) plus 4 KiB per accelerator.
 pub fn interface_page(a: u64) -> u64 {
-    let window = if board() == DEFAULT_BOARD { 0x0b00_0000 } else { 0xa000_0000 };
-    window + a * 0x1000
+    config::default_interface_page(&board(), a as usize)
 }
 
 /// What one boot left behind.
