@@ -166,7 +166,10 @@ impl Fabric {
     fn measure(&self, device: &Device, path: Path, asked: Option<u64>, traced: bool) -> u64 {
         let client = device.client();
         let now = timer::counter();
-        let asked = asked.unwrap_or_else(|| device.asked.swap(0, Ordering::SeqCst));
+        // A connection answers whatever request was noted, even when the
+        // caller timed its own.
+        let noted = device.asked.swap(0, Ordering::SeqCst);
+        let asked = asked.unwrap_or(noted);
         let ticks = if asked == 0 { 0 } else { now.saturating_sub(asked) };
         self.count(path, ticks);
         if traced {
@@ -234,14 +237,19 @@ impl Fabric {
     /// Serves `device`'s request by Path 1 in the requester's trap, without
     /// the general path's machinery (`Manager::assign_at_once`): whether
     /// `device` is connected on return. Otherwise the request is noted, for
-    /// [`Fabric::ask`]. Path 1 times its request itself: the shortcut is
-    /// only taken while nothing waits, so the device has no request noted
-    /// that the connection would have to clear.
+    /// [`Fabric::ask`]. Path 1 times its request itself.
     fn connect_at_once(&self, sys: &System, device: &Device) -> bool {
         let asked = timer::counter();
         let mut manager = self.manager.lock();
+        // The fabric's pCPU may have connected it while this pCPU waited
+        // for the lock.
+        if device.connected.load(Ordering::SeqCst) {
+            return true;
+        }
         let Some(prr) = manager.assign_at_once(device.request) else {
-            drop(manager);
+            // Noted under the lock, so the connection that answers it comes
+            // after and takes it: noted after that connection, it would
+            // time the next one from now.
             note_request(device, asked);
             return false;
         };

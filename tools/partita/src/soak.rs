@@ -61,6 +61,16 @@ pub struct Analysis {
     pub copies: u32,
     /// Per partition: times Partita switched one of its vCPUs out.
     pub switched_out: Vec<u64>,
+    /// Connections timed from before their device's previous connection,
+    /// which answered every request made until then: a stale request time.
+    pub mistimed: usize,
+}
+
+/// True when a connection's `latency` reaches back past the device's
+/// previous connection, `since` ticks before. A full field says only
+/// "at least", which proves nothing against a longer gap.
+fn reaches_back_too_far(latency: u64, since: u64) -> bool {
+    latency > since && (latency < LATENCY_FIELD_MAX || since < LATENCY_FIELD_MAX)
 }
 
 impl Analysis {
@@ -106,11 +116,17 @@ impl Analysis {
             })
         };
         let name = |p: usize| partitions.get(p).cloned().unwrap_or_else(|| format!("#{p}"));
-        for event in trace.cpus.iter().flatten().filter(|e| e.kind == Kind::AccelConnect) {
+        let mut connections: Vec<_> = trace.cpus.iter().flatten().filter(|e| e.kind == Kind::AccelConnect).collect();
+        connections.sort_by_key(|e| e.time);
+        let mut previous = std::collections::BTreeMap::new();
+        for event in connections {
             let p = usize::from(event.partition);
             // The connection's argument: the path in its top byte, the ticks since the request below.
             let latency = u64::from(event.arg) & LATENCY_FIELD_MAX;
             self.allocations.push((name(p), event.vcpu, latency, bound_of(p, usize::from(event.vcpu))));
+            if let Some(before) = previous.insert((p, event.vcpu), event.time) {
+                self.mistimed += usize::from(reaches_back_too_far(latency, event.time - before));
+            }
         }
         for errors in timed_io::errors_per_partition(&timed_io::operations(trace)) {
             self.timed_io.push((name(usize::from(errors.partition)), errors.count, errors.max, errors.mean));
@@ -193,16 +209,22 @@ impl Analysis {
             name: "accelerator allocations",
             ok: !self.allocations.is_empty()
                 && over.is_empty()
+                && self.mistimed == 0
                 && rtos_bad.is_none_or(|(_, n)| n == 0)
                 && gpos_err.is_none_or(|(_, n)| n == 0),
             detail: format!(
-                "{} allocation(s) in the trace, {bounded} with a bound: {} over it{} (worst {:.1} us{}, bound {:.1} us); jobs {}; wrong results {}, errors {}",
+                "{} allocation(s) in the trace, {bounded} with a bound: {} over it{} (worst {:.1} us{}, bound {:.1} us){}; jobs {}; wrong results {}, errors {}",
                 self.allocations.len(),
                 over.len(),
                 self.over_by_partition(&over),
                 self.micros(worst),
                 if worst >= LATENCY_FIELD_MAX { " or more: the trace's field is full" } else { "" },
                 self.micros(bound),
+                if self.mistimed == 0 {
+                    String::new()
+                } else {
+                    format!("; {} timed from before their device's previous connection", self.mistimed)
+                },
                 if jobs.is_empty() { "none".into() } else { jobs.join(", ") },
                 rtos_bad.map_or("-".into(), |(_, n)| n.to_string()),
                 gpos_err.map_or("-".into(), |(_, n)| n.to_string()),
@@ -320,6 +342,7 @@ mod tests {
             timed_io: vec![("rtos".into(), 10, 1, 0.5)],
             copies: 0,
             switched_out: vec![1, 5],
+            mistimed: 0,
         }
     }
 
@@ -360,5 +383,19 @@ mod tests {
         assert!(!slow.checks(Some(1))[2].ok, "an allocation over its bound");
         let late = analysis(RTOS, LINUX, &[]);
         assert!(!late.checks(Some(0))[3].ok && late.checks(None)[3].ok, "E against the target, or reported");
+        let mut stale = analysis(RTOS, LINUX, &[]);
+        stale.mistimed = 1;
+        let check = &stale.checks(Some(1))[2];
+        assert!(!check.ok && check.detail.contains("1 timed from before"), "{check:?}");
+    }
+
+    #[test]
+    fn a_connection_timed_from_before_the_previous_one_is_stale() {
+        assert!(!reaches_back_too_far(100, 5_000), "within the gap");
+        assert!(!reaches_back_too_far(5_000, 5_000), "exactly the gap");
+        assert!(reaches_back_too_far(5_001, 5_000));
+        // A full field is only a lower bound: stale only if the gap is shorter.
+        assert!(reaches_back_too_far(LATENCY_FIELD_MAX, 1_000));
+        assert!(!reaches_back_too_far(LATENCY_FIELD_MAX, LATENCY_FIELD_MAX + 1));
     }
 }
