@@ -38,9 +38,6 @@ use partita_arch::sync::TicketMutex as Mutex;
 /// How often the logic samples START while a connected device holds its
 /// PRR without a job.
 const START_SAMPLE_NS: u64 = 2_000;
-/// The longest the fabric's pCPU leaves its work to the cores beside it,
-/// when it has some at once, or waits without looking (see `run`).
-const TURN_NS: u64 = 50_000;
 /// Units of work per computing step: a few thousand instructions.
 const STEP_BUDGET: usize = 256;
 /// What one pass of the loop may report.
@@ -118,6 +115,8 @@ pub enum Report {
 pub struct Emulated {
     cpu: usize,
     pub hz: u64,
+    /// `[fabric] turn` in ticks: the longest the fabric's pCPU sleeps or
+    /// leaves the cores beside it to run (see `run`).
     pub turn: u64,
     hold: u64,
     download: Vec<u64>,
@@ -176,7 +175,7 @@ impl Emulated {
         Emulated {
             cpu: config.cpu as usize,
             hz,
-            turn: ns_to_ticks(TURN_NS, hz),
+            turn: ns_to_ticks(config.turn_us.saturating_mul(1_000), hz),
             hold: ns_to_ticks(config.hold_us.saturating_mul(1_000), hz),
             download,
             stops: config.prrs.iter().map(|_| AtomicU64::new(0)).collect(),
@@ -225,7 +224,7 @@ impl Emulated {
     pub fn connect(&self, prr: usize, device: usize, context: Option<u64>, now: u64) {
         match context {
             // A fresh connection only starts the Hold, whose START the
-            // fabric's pCPU notices within its turn (`TURN_NS`) and a
+            // fabric's pCPU notices within its turn (`[fabric] turn`) and a
             // sample: kicking it here would, under `-icount`, run its pass
             // inside the requester's Path 1, which on a board is the
             // logic's own time, in parallel.

@@ -125,10 +125,11 @@ fn fabric(system: &System, profile: &PlatformProfile) -> String {
     let Some(fabric) = &system.fabric else { return String::new() };
     let memory = fabric.memory;
     let mut out = format!(
-        "\nfabric: emulated on pCPU {}, reconfiguration at {} B/s, hold {} us, memory {:#x} ({})\n",
+        "\nfabric: emulated on pCPU {}, reconfiguration at {} B/s, hold {} us, turn {} us, memory {:#x} ({})\n",
         fabric.cpu,
         fabric.bandwidth,
         fabric.hold_us,
+        fabric.turn_us,
         memory.base,
         size(memory.size)
     );

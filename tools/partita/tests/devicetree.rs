@@ -342,6 +342,7 @@ fn accelerators_with_their_page_and_signals() {
         memory: Range::new(0x4f00_0000, 0x10_0000),
         bandwidth: 128_000_000,
         hold_us: 1_000,
+        turn_us: 50,
         cpu: 0,
         prrs: Vec::new(),
         accelerators: vec![accelerator("qam", Function::Qam16), accelerator("fft", Function::Fft1024)],

@@ -121,6 +121,11 @@ pub const TIMED_IO_HORIZON_US: RangeInclusive<u64> = 1..=60_000_000;
 pub const TIMED_IO_LEAD_US: RangeInclusive<u64> = 1..=10_000;
 
 pub const FABRIC_HOLD_US: RangeInclusive<u64> = 10..=1_000_000;
+/// `fabric.turn`: shorter than 10 us, the emulation's own timer interrupts
+/// would take most of QEMU's time; longer than 10 ms, a request under
+/// `-icount`, which reaches the fabric's pCPU only in its turn, could wait
+/// longer than a whole job.
+pub const FABRIC_TURN_US: RangeInclusive<u64> = 10..=10_000;
 /// An accelerator's `frame`, in nanoseconds: a frame longer than a second
 /// would make every preemption wait that long.
 pub const ACCELERATOR_FRAME_NS: RangeInclusive<u64> = 1..=1_000_000_000;
@@ -218,6 +223,7 @@ mod tests {
                 FABRIC_HOLD_US.end() / 1_000_000
             ),
             format!("`hold` {} us to {} s;", FABRIC_HOLD_US.start(), FABRIC_HOLD_US.end() / 1_000_000),
+            format!("{} us to {} ms.", FABRIC_TURN_US.start(), FABRIC_TURN_US.end() / 1_000),
             format!(
                 "Time to process one frame, {} ns to {} s.",
                 ACCELERATOR_FRAME_NS.start(),

@@ -247,6 +247,10 @@ pub struct Fabric {
     /// How long a PRR allocated to a client waits for it to start (Hold)
     /// before it becomes Idle again, in microseconds.
     pub hold_us: u64,
+    /// The longest the emulated fabric's pCPU goes without looking at its
+    /// PRRs, in microseconds: its sleep with nothing due, and the other
+    /// cores' share between two of its computing steps.
+    pub turn_us: u64,
     /// The pCPU that runs the emulated fabric on a board without
     /// programmable logic (QEMU): no vCPU lives or migrates there.
     pub cpu: u32,

@@ -191,6 +191,8 @@ pub struct RawFabric {
     /// Bytes per second of the reconfiguration port.
     pub bandwidth: Option<Size>,
     pub hold: Option<Micros>,
+    /// The emulated fabric's longest look away from its PRRs.
+    pub turn: Option<Micros>,
     /// The pCPU of the emulated fabric.
     pub cpu: Option<u32>,
     #[serde(default, skip_serializing_if = "is_default")]

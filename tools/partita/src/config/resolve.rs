@@ -60,6 +60,9 @@ pub const DEFAULT_TIMED_IO_LEAD_US: u64 = 50;
 pub const DEFAULT_TIMED_IO_DEPTH: u32 = 16;
 pub const DEFAULT_FABRIC_BANDWIDTH: u64 = 128_000_000;
 pub const DEFAULT_FABRIC_HOLD_US: u64 = 1_000;
+/// Short enough that, under `-icount`, the fabric's answers keep to the
+/// measured costs (docs/configuration.md, `[fabric]`).
+pub const DEFAULT_FABRIC_TURN_US: u64 = 50;
 /// Ker-ONE's accelerators (Tables 5 and 6): name, function, time per
 /// frame and δ_pre, in nanoseconds.
 pub const DEFAULT_ACCELERATORS: [(&str, Function, u64, u64); 4] = [
@@ -681,6 +684,7 @@ fn fabric(raw: &RawFabric, issues: &mut Vec<Issue>, unresolved: &mut Vec<(String
         memory: Range::new(raw.memory.base.unwrap_or(UNPLACED), raw.memory.size.map_or(0, |size| size.0)),
         bandwidth: raw.bandwidth.map_or(DEFAULT_FABRIC_BANDWIDTH, |size| size.0),
         hold_us: raw.hold.map_or(DEFAULT_FABRIC_HOLD_US, |hold| hold.0),
+        turn_us: raw.turn.map_or(DEFAULT_FABRIC_TURN_US, |turn| turn.0),
         cpu: 0,
         prrs,
         accelerators,

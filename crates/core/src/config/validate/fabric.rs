@@ -9,7 +9,8 @@ use super::{
 };
 use crate::config::allocation::{device_latencies, micros_text, Wait};
 use crate::config::limits::{
-    ACCELERATOR_FRAME_NS, CONSOLE_INTID, FABRIC_HOLD_US, MAX_ACCELERATORS, MAX_PRRS, MAX_VIRTUAL_DEVICES, SPI,
+    ACCELERATOR_FRAME_NS, CONSOLE_INTID, FABRIC_HOLD_US, FABRIC_TURN_US, MAX_ACCELERATORS, MAX_PRRS,
+    MAX_VIRTUAL_DEVICES, SPI,
 };
 use crate::config::model::{ChannelKind, Fabric, Partition, Range, System, VirtualDevice};
 use crate::fabric::bound::AtomicCosts;
@@ -95,6 +96,10 @@ impl Validator<'_> {
         if !FABRIC_HOLD_US.contains(&fabric.hold_us) {
             let message = format!("hold time {} us is out of range {} us", fabric.hold_us, bounds(&FABRIC_HOLD_US));
             self.push(FABRIC.into(), "hold", message);
+        }
+        if !FABRIC_TURN_US.contains(&fabric.turn_us) {
+            let message = format!("turn {} us is out of range {} us", fabric.turn_us, bounds(&FABRIC_TURN_US));
+            self.push(FABRIC.into(), "turn", message);
         }
         let cpus = self.system.platform.cpus;
         if fabric.cpu >= cpus {
@@ -396,6 +401,15 @@ mod tests {
             fabric(&mut s).hold_us = hold_us;
             expect_one(&s, "fabric", "hold", "out of range 10..=1000000 us");
         }
+        let mut s = accelerated();
+        for turn_us in [10, 10_000] {
+            fabric(&mut s).turn_us = turn_us;
+            assert_eq!(validate(&s), vec![]);
+        }
+        for turn_us in [9, 10_001] {
+            fabric(&mut s).turn_us = turn_us;
+            expect_one(&s, "fabric", "turn", "out of range 10..=10000 us");
+        }
     }
 
     #[test]
@@ -663,6 +677,7 @@ mod tests {
                 memory: Range::new(base, size),
                 bandwidth,
                 hold_us,
+                turn_us: 50,
                 cpu: 0,
                 prrs,
                 accelerators,

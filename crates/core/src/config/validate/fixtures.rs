@@ -169,6 +169,7 @@ pub(crate) fn ker_one_fabric() -> Fabric {
         memory: Range::new(0x4700_0000, 0x1_0000),
         bandwidth: 128_000_000,
         hold_us: 1_000,
+        turn_us: 50,
         cpu: 0,
         prrs: vec![
             prr("prr1", 2, 29_568, &[0, 1]),
