@@ -1451,7 +1451,7 @@ fn on_zcu102_virtual_devices_sit_in_the_pl_window() {
 fn an_empty_fabric_table_is_ker_one_s_experiment() {
     let config = accel_example();
     let fabric = config.system.fabric.as_ref().expect("[fabric] gives a fabric");
-    assert_eq!((fabric.bandwidth, fabric.hold_us), (128_000_000, 1_000));
+    assert_eq!((fabric.bandwidth, fabric.hold_us, fabric.turn_us), (128_000_000, 1_000, 50));
     let accelerators: Vec<(&str, Function, u64, u64)> =
         fabric.accelerators.iter().map(|a| (a.name.as_str(), a.function, a.frame_ns, a.preempt_ns)).collect();
     assert_eq!(
@@ -1512,7 +1512,7 @@ fn documented_default_fabric_is_the_default() {
 fn every_field_of_the_fabric_resolves() {
     let config = load_good("good_fabric");
     let fabric = config.system.fabric.as_ref().unwrap();
-    assert_eq!((fabric.bandwidth, fabric.hold_us), (64 << 20, 500));
+    assert_eq!((fabric.bandwidth, fabric.hold_us, fabric.turn_us), (64 << 20, 500, 200));
     assert_eq!(fabric.memory, Range::new(0x7f00_0000, 0x4000), "its base given, its size for three devices");
     let accelerators: Vec<(&str, Function, u64, u64)> =
         fabric.accelerators.iter().map(|a| (a.name.as_str(), a.function, a.frame_ns, a.preempt_ns)).collect();
@@ -1612,8 +1612,9 @@ fn zero_bandwidth() {
 }
 
 #[test]
-fn hold_out_of_range() {
+fn hold_and_turn_out_of_range() {
     expect_error("fabric_hold_out_of_range", "fabric.hold", "hold time 2000000 us is out of range 10..=1000000 us");
+    expect_error("fabric_turn_out_of_range", "fabric.turn", "turn 20000 us is out of range 10..=10000 us");
 }
 
 #[test]
