@@ -392,23 +392,21 @@ mod tests {
         let mut s = accelerated();
         fabric(&mut s).bandwidth = 0;
         expect_one(&s, "fabric", "bandwidth", "must be more than 0 bytes per second");
-        let mut s = accelerated();
-        for hold_us in [10, 1_000_000] {
-            fabric(&mut s).hold_us = hold_us;
-            assert_eq!(validate(&s), vec![]);
-        }
-        for hold_us in [9, 1_000_001] {
-            fabric(&mut s).hold_us = hold_us;
-            expect_one(&s, "fabric", "hold", "out of range 10..=1000000 us");
-        }
-        let mut s = accelerated();
-        for turn_us in [10, 10_000] {
-            fabric(&mut s).turn_us = turn_us;
-            assert_eq!(validate(&s), vec![]);
-        }
-        for turn_us in [9, 10_001] {
-            fabric(&mut s).turn_us = turn_us;
-            expect_one(&s, "fabric", "turn", "out of range 10..=10000 us");
+        // Each time field at both ends of its range, then one step outside.
+        let fields: [(&str, fn(&mut Fabric) -> &mut u64, [u64; 4], &str); 2] = [
+            ("hold", |f| &mut f.hold_us, [10, 1_000_000, 9, 1_000_001], "out of range 10..=1000000 us"),
+            ("turn", |f| &mut f.turn_us, [10, 10_000, 9, 10_001], "out of range 10..=10000 us"),
+        ];
+        for (field, value, [low, high, under, over], message) in fields {
+            let mut s = accelerated();
+            for good in [low, high] {
+                *value(fabric(&mut s)) = good;
+                assert_eq!(validate(&s), vec![], "{field} = {good}");
+            }
+            for bad in [under, over] {
+                *value(fabric(&mut s)) = bad;
+                expect_one(&s, "fabric", field, message);
+            }
         }
     }
 
