@@ -393,7 +393,8 @@ mod tests {
         fabric(&mut s).bandwidth = 0;
         expect_one(&s, "fabric", "bandwidth", "must be more than 0 bytes per second");
         // Each time field at both ends of its range, then one step outside.
-        let fields: [(&str, fn(&mut Fabric) -> &mut u64, [u64; 4], &str); 2] = [
+        type Field = fn(&mut Fabric) -> &mut u64;
+        let fields: [(&str, Field, [u64; 4], &str); 2] = [
             ("hold", |f| &mut f.hold_us, [10, 1_000_000, 9, 1_000_001], "out of range 10..=1000000 us"),
             ("turn", |f| &mut f.turn_us, [10, 10_000, 9, 10_001], "out of range 10..=10000 us"),
         ];
