@@ -587,6 +587,7 @@ pub fn summary(meta: &TraceMeta, trace: &Trace) -> String {
         None => "injection latency: no samples".to_string(),
     };
     text += &never_injected(&injections.unmatched);
+    text += "\n";
     text += &slots::summary(meta, trace).unwrap_or_default();
     text += &timed_io::summary(meta, trace).unwrap_or_default();
     text
@@ -596,10 +597,10 @@ pub fn summary(meta: &TraceMeta, trace: &Trace) -> String {
 /// Partita saw, or nothing.
 fn never_injected(unmatched: &BTreeMap<u32, usize>) -> String {
     if unmatched.is_empty() {
-        return "\n".into();
+        return String::new();
     }
     let counts: Vec<String> = unmatched.iter().map(|(intid, n)| format!("{intid} x{n}")).collect();
-    format!(" (taken, never injected: INTID {})\n", counts.join(", "))
+    format!(" (taken, never injected: INTID {})", counts.join(", "))
 }
 
 /// Reads `out_dir/trace.bin`, writes the JSON and both charts beside it and

@@ -794,10 +794,9 @@ fn virtual_devices(
             // Running out leaves 0, which the validator reports as no SPI.
             None => [free.next().unwrap_or(0), free.next().unwrap_or(0), free.next().unwrap_or(0)],
         };
-        let window = |a: usize| placement.page(a);
         devices.push(VirtualDevice {
             accelerator,
-            ipa: raw_device.ipa.unwrap_or_else(|| window(accelerator)),
+            ipa: raw_device.ipa.unwrap_or_else(|| placement.page(accelerator)),
             signals,
             deadline_us: raw_device.deadline.map(|deadline| deadline.0),
         });
