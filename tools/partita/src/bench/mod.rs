@@ -17,6 +17,7 @@ pub mod pcs;
 pub mod qemu;
 pub mod ready_queue;
 pub mod report;
+pub mod response;
 pub mod rtl;
 pub mod rtos;
 pub mod stats;
