@@ -108,6 +108,7 @@ pub fn serve(sys: &System, me: &PerCpu) {
     drop_if_not_running(sys, me);
     while let Some((p, due, start)) = earliest_due(sys, me) {
         let part = &sys.partitions[p];
+        partita_arch::residency::note(partita_core::residency::path::TIMED_OUTPUT);
         // Interrupts are masked here, so the timer only marks an instant.
         // Under QEMU's -icount the pCPUs take turns on one clock, and a
         // turn ends only at a timer's deadline: one tick after the output,

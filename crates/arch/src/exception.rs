@@ -108,6 +108,11 @@ el2_vectors:
     // qualify; the synchronous one is asked first, at no extra cost.
 lower_trap:
     save_caller_saved
+    .if {residency}
+    mov     x0, x1
+    bl      hv_residency_begin
+    mov     x1, x0
+    .endif
     cbnz    x1, lower_async
 lower_fast:
     mov     x0, sp
@@ -136,6 +141,9 @@ return_to_guest:
     ldp     x26, x27, [sp, #16 * 13]
     ldp     x28, x29, [sp, #16 * 14]
 fast_return:
+    .if {residency}
+    bl      hv_residency_end
+    .endif
     ldr     x0, [sp, #16 * 16]
     msr     spsr_el2, x0
     ldp     x30, x0, [sp, #16 * 15]
@@ -195,6 +203,7 @@ enter_guest_asm:
     frame = const FRAME,
     stack_size = const STACK_SIZE,
     irq = const kind::IRQ,
+    residency = const crate::residency::ENABLED as u8,
 );
 
 unsafe extern "C" {
@@ -262,6 +271,7 @@ pub fn copy_frame(dst: &mut Regs, src: &Regs) {
 /// already loaded that vCPU's EL1 and stage-2 state. Nothing on the current
 /// stack survives.
 pub fn enter_guest() -> ! {
+    crate::residency::end();
     let staged = ENTRY.0[crate::cpu::index()].get();
     // SAFETY: `staged` is this CPU's entry frame, which only this CPU
     // writes, and no reference to it is alive. The assembly loads the guest's

@@ -18,6 +18,7 @@ pub mod heap;
 pub mod inject;
 pub mod mmu;
 pub mod platform;
+pub mod residency;
 pub mod stage2;
 pub mod sync;
 pub mod timer;

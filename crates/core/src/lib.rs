@@ -17,6 +17,7 @@ pub mod fabric;
 pub mod health;
 pub mod hypercall;
 pub mod partition;
+pub mod residency;
 pub mod scheduler;
 pub mod time;
 pub mod timedio;

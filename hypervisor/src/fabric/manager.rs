@@ -25,6 +25,7 @@ impl Fabric {
     /// event that crossed a decision (a stop reported after the partition
     /// was released, say) changes nothing.
     pub fn handle(&self, sys: &System, event: Event) {
+        partita_arch::residency::note(partita_core::residency::path::ACCEL_MANAGER);
         self.handle_locked(sys, &mut self.manager.lock(), event);
     }
 

@@ -10,7 +10,8 @@ use crate::partition::lifecycle::Cause;
 use crate::state::System;
 use crate::trace;
 use crate::vgic;
-use partita_arch::{cpu, timer};
+use partita_arch::{cpu, residency, timer};
+use partita_core::residency::path;
 use partita_core::fabric::manager::{Event, Signal};
 use partita_core::health::Event as HmEvent;
 use partita_core::trace::{AccelStep, Kind};
@@ -47,7 +48,9 @@ pub fn run(sys: &'static System, fabric: &'static Fabric) -> ! {
             // or yields; the timer, armed meanwhile, bounds their turns
             // (under -icount QEMU ends each turn at the next timer).
             timer::arm_at(now + fabric.logic.turn);
+            residency::end();
             cpu::yield_now();
+            residency::begin(path::FABRIC_PASS);
             timer::disarm();
             crate::scheduler::drain_interrupts(sys, me, None);
             continue;
@@ -57,7 +60,9 @@ pub fn run(sys: &'static System, fabric: &'static Fabric) -> ! {
         // QEMU lets the cores before this one in its round finish their
         // turns first, which only a timer near at hand keeps short.
         timer::arm_at(next.unwrap_or(u64::MAX).min(now + fabric.logic.turn));
+        residency::end();
         cpu::wait_for_interrupt();
+        residency::begin(path::FABRIC_PASS);
         // The logic's own deadline is no partition's interrupt: lowering it
         // here keeps the trace for what partitions do, rather than a timer
         // interrupt every few microseconds while a device sits idle.

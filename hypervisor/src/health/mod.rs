@@ -146,6 +146,7 @@ pub fn carry_out(sys: &System, part: &Partition, action: Action, cause: Cause) {
         // The trap that raised the fault gives the exception.
         Consequence::GoOn | Consequence::Inject => {}
         Consequence::Change(change) => {
+            partita_arch::residency::note(partita_core::residency::path::HEALTH_ACTION);
             lifecycle::change(sys, part, change, cause);
         }
         Consequence::ResetSystem => {

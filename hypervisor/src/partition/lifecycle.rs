@@ -123,8 +123,22 @@ fn power_off_when_all_ended(sys: &System) {
             fabric.report();
         }
         selfcheck::run(sys);
+        report_residency(sys);
         log!("all partitions stopped; powering off");
         firmware::system_off();
+    }
+}
+
+/// Each pCPU's EL2 residency per path, in a build that keeps it
+/// (`partita_arch::residency`), for `partita bench response`.
+fn report_residency(sys: &System) {
+    if !partita_arch::residency::ENABLED {
+        return;
+    }
+    for cpu in 0..sys.cpus.len() {
+        for (slot, figures) in partita_arch::residency::figures(cpu) {
+            log!("{}", partita_core::residency::Line::new(cpu, slot, figures));
+        }
     }
 }
 

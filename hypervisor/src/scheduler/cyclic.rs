@@ -119,6 +119,7 @@ fn note_slot_start(me: &CyclicCpu, plan: usize, window: &Window, partition: usiz
     if me.last_slot_start.swap(window.start, Ordering::Relaxed) == window.start {
         return;
     }
+    partita_arch::residency::note(partita_core::residency::path::SLOT);
     let late = now.saturating_sub(window.start).min(MAX_TRACED_LATENESS);
     let arg = (late << 16) as u32 | (plan as u32 & 0xff) << 8 | (window.index as u32 & 0xff);
     trace::record_at(now, Kind::SlotStart, partition, vcpu, arg);

@@ -86,6 +86,7 @@ pub fn rebalance(sys: &System, me: &PerCpu, urgent: Option<u8>) -> bool {
         let wants = outranked && from == me.index && wants_cpu(part, vcpu);
         let Some(target) = decide::migration(me.index, from, vcpu.migrate_to[0], outranked, wants) else { continue };
         vcpu.move_to(target);
+        partita_arch::residency::note(partita_core::residency::path::MIGRATION);
         trace::record(Kind::Migrate, vcpu.partition, vcpu.index, target as u32);
         Gic::kick(if target == me.index { from } else { target });
         back |= target == me.index;

@@ -24,10 +24,11 @@ use core::sync::atomic::Ordering;
 use partita_arch::context::DebugContext;
 use partita_arch::exception::{copy_frame, enter_guest, stage_entry, Regs};
 use partita_arch::platform::{self, Gic, InterruptController, HYP_TIMER_INTID, MAINTENANCE_INTID, PTIMER_INTID};
-use partita_arch::{cpu, el2, stage2, timer};
+use partita_arch::{cpu, el2, residency, stage2, timer};
 use partita_core::partition::debug::Ownership;
 use partita_core::partition::lifecycle::RunState;
 use partita_core::partition::vcpu::{Op, State};
+use partita_core::residency::path;
 use partita_core::scheduler::decide;
 use partita_core::time::ticks_to_us;
 use partita_core::trace::{Kind, OutReason};
@@ -49,9 +50,11 @@ pub fn run(sys: &'static System, me: &'static PerCpu) -> ! {
                 }
                 // One step of its reload in its place, then look again,
                 // after any interrupt that came meanwhile.
+                residency::note(path::RESTART_STEP);
                 lifecycle::restart_step(sys, part);
                 vcpu.release();
                 drain_interrupts(sys, me, None);
+                residency::checkpoint(path::LOOP);
             }
             // Lost to another pCPU, or a reload step done: look again.
             continue;
@@ -63,7 +66,9 @@ pub fn run(sys: &'static System, me: &'static PerCpu) -> ! {
             Gic::reset_direct();
         }
         arm_timer(sys, me, None);
+        residency::end();
         cpu::wait_for_interrupt();
+        residency::begin(path::LOOP);
         drain_interrupts(sys, me, None);
     }
 }
@@ -238,6 +243,7 @@ pub fn tlb_dropped_everywhere(sys: &System, p: usize, generation: u32) -> bool {
 /// vCPU.
 pub fn switch_away(sys: &'static System, me: &'static PerCpu, vcpu: &Vcpu, regs: &Regs, reason: OutReason) -> ! {
     trace::record(Kind::VcpuOut, vcpu.partition, vcpu.index, reason as u32);
+    residency::note_switch();
     save(vcpu, Some(regs));
     run(sys, me)
 }
@@ -357,6 +363,7 @@ pub fn drain_interrupts(sys: &System, me: &PerCpu, running: Option<&Vcpu>) -> bo
         trace::record_cpu(Kind::IrqTaken, intid);
         match intid {
             HYP_TIMER_INTID => {
+                residency::note(path::HYP_TIMER);
                 timer::disarm();
                 // Ended first: serving outputs waits for this timer again.
                 Gic::end(intid);
@@ -364,14 +371,25 @@ pub fn drain_interrupts(sys: &System, me: &PerCpu, running: Option<&Vcpu>) -> bo
                 crate::timedio::serve(sys, me);
                 timer_fired = true;
             }
-            VTIMER_INTID | PTIMER_INTID | 32.. => vgic::forward(sys, me, intid, running),
+            VTIMER_INTID | PTIMER_INTID => {
+                residency::note(path::OWN_TIMER);
+                vgic::forward(sys, me, intid, running)
+            }
+            32.. => {
+                residency::note(path::PASSTHROUGH);
+                vgic::forward(sys, me, intid, running)
+            }
             MAINTENANCE_INTID => {
+                residency::note(path::MAINTENANCE);
                 if let Some(vcpu) = running {
                     vgic::refill(vcpu);
                 }
                 Gic::end(intid);
             }
-            _ => Gic::end(intid),
+            _ => {
+                residency::note(path::KICK);
+                Gic::end(intid)
+            }
         }
     }
     // A timed output asked for on another pCPU: the timer is armed again

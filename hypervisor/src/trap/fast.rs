@@ -28,7 +28,8 @@ use crate::{trace, vgic};
 use core::sync::atomic::{AtomicU32, Ordering};
 use partita_arch::exception::{kind, Regs};
 use partita_arch::platform::{Gic, InterruptController};
-use partita_arch::{cpu, MAX_CPUS};
+use partita_arch::{cpu, residency, MAX_CPUS};
+use partita_core::residency::path;
 use partita_core::hypercall::{self, Call};
 use partita_core::trap::esr::{self, ec};
 use partita_core::vgic::is_timer;
@@ -69,12 +70,16 @@ pub fn handle(regs: &mut Regs, trap_kind: u64) -> bool {
     }
     let esr = cpu::esr();
     if esr & 0xffff_ffff == HVC_0 {
+        residency::note(partita_core::residency::hypercall(regs.x[0]));
         matches!(hypercall::decode_query(regs.x[0], regs.x[1]), Some(call) if query(regs, call))
     } else if esr::class(esr) == ec::DABT_LOWER {
+        residency::note(path::ACCEL_REQUEST);
         interface_write()
     } else if esr::class(esr) == ec::FP_ACCESS {
+        residency::note(path::FP);
         fp_access()
     } else {
+        residency::note(path::SGI);
         matches!(esr::sgi1r_write(esr), Some(rt) if rt < SAVED && sgi(regs, rt))
     }
 }
@@ -130,6 +135,7 @@ pub fn take_acknowledged() -> Option<u32> {
 fn interrupt() -> bool {
     let Some((_, vcpu)) = running() else { return false };
     let Some(intid) = Gic::acknowledge() else { return true };
+    residency::note(path::OWN_TIMER);
     if !is_timer(intid) {
         ACKNOWLEDGED[cpu::index()].store(intid + 1, Ordering::Relaxed);
         return false;

@@ -18,10 +18,11 @@ use crate::scheduler::{self, runnable::runnable};
 use crate::state::{self, PerCpu, System};
 use crate::{trace, vgic};
 use exit::{Exit, Fault};
-use partita_arch::cpu;
+use partita_arch::{cpu, residency};
 use partita_arch::exception::{kind, Regs};
 use partita_core::health::{Action, Consequence, Event};
 use partita_core::partition::lifecycle::Change;
+use partita_core::residency::path;
 use partita_core::scheduler::decide::{self, AfterTrap};
 use partita_core::trace::{Kind, OutReason};
 use partita_core::trap::esr::{self, Trap};
@@ -183,7 +184,9 @@ fn synchronous(here: &Here, regs: &mut Regs) -> Exit {
     let class = esr::class(syndrome.esr);
     let ipa = esr::fault_ipa(syndrome.hpfar, syndrome.far);
     trace::record(Kind::Trap, vcpu.partition, vcpu.index, u32::from(class));
-    match esr::decode(syndrome.esr) {
+    let trap = esr::decode(syndrome.esr);
+    residency::note(partita_core::residency::of_trap(&trap, regs.x[0]));
+    match trap {
         Trap::Wait { .. } => {
             regs.skip_instruction();
             wait_for_interrupt(vcpu)
@@ -199,8 +202,10 @@ fn synchronous(here: &Here, regs: &mut Regs) -> Exit {
             let fabric = here.sys.fabric.as_ref();
             fabric
                 .and_then(|fabric| fabric.write_fault(here.sys, vcpu, ipa))
+                .inspect(|_| residency::note(path::ACCEL_REQUEST))
                 .or_else(|| mmio::data_abort(here.sys, here.me, regs, part, esr::data_access(syndrome.esr), ipa))
                 .unwrap_or_else(|| {
+                    residency::note(path::DATA_ABORT);
                     let what = "stage-2 data abort outside its memory";
                     let exception = Exception::abort(syndrome.esr, syndrome.far);
                     Exit::Fault(Fault { what, class, address: Some(ipa), exception })

@@ -93,14 +93,33 @@ pub fn build_hypervisor(root: &Path) -> Result<PathBuf> {
 /// than `virt` builds with its feature into a target folder of its own,
 /// so that the two builds never overwrite each other's binary.
 pub fn build_hypervisor_for(root: &Path, board: &str) -> Result<PathBuf> {
+    build_hypervisor_with(root, board, None)
+}
+
+/// The hypervisor with one of its measuring features (`residency`), which
+/// `partita bench response` needs and the product leaves out; it too gets a
+/// target folder of its own.
+pub fn build_hypervisor_with(root: &Path, board: &str, feature: Option<&str>) -> Result<PathBuf> {
     let mut cargo = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     cargo.current_dir(root).args(["build", "-p", HYPERVISOR_PACKAGE, "--release", "--target", HYPERVISOR_TARGET]);
     let mut target = cargo_target_dir(root);
+    let mut features = Vec::new();
     if board != model::QEMU_VIRT {
         target = target.join(board);
-        cargo.args(["--features", board]).arg("--target-dir").arg(&target);
+        features.push(board);
     }
-    run_step(&format!("building the hypervisor for {board}"), &mut cargo)?;
+    if let Some(feature) = feature {
+        target = target.join(feature);
+        features.push(feature);
+    }
+    if !features.is_empty() {
+        cargo.args(["--features", &features.join(",")]).arg("--target-dir").arg(&target);
+    }
+    let what = match feature {
+        Some(feature) => format!("building the hypervisor for {board} with {feature}"),
+        None => format!("building the hypervisor for {board}"),
+    };
+    run_step(&what, &mut cargo)?;
     Ok(target.join(HYPERVISOR_TARGET).join("release").join(HYPERVISOR_PACKAGE))
 }
 

@@ -4,7 +4,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use partita::bench::rtos::{self, Suite};
 use partita::bench::{
-    accel, accel_software, ipc, irq_latency, linux, pcs, ready_queue, report, rtl, timed_io, Board, Boards,
+    accel, accel_software, ipc, irq_latency, linux, pcs, ready_queue, report, response, rtl, timed_io, Board, Boards,
 };
 use partita::build::{self, BuildOutput};
 use partita::config::Config;
@@ -189,6 +189,26 @@ enum Bench {
         #[arg(long, value_name = "SHIFT", default_value_t = pcs::DEFAULT_SHIFT,
               value_parser = clap::value_parser!(u32).range(0..=10))]
         icount: u32,
+    },
+    /// What Partita adds to an RTOS task's response (Ker-ONE Fig. 14, eq.
+    /// 3-4): ΔVMMcritical per kind of pCPU, ΔVMMsched, Δ_VM^relEv and
+    /// ΔResponse, under -icount. Writes <out>/bench/response/report.md,
+    /// response-<date>.md and report.json.
+    Response {
+        /// Shift of -icount (with 4, one counter tick is one instruction).
+        #[arg(long, value_name = "SHIFT", default_value_t = response::DEFAULT_SHIFT,
+              value_parser = clap::value_parser!(u32).range(0..=10))]
+        icount: u32,
+        /// QEMU boots of the ΔVMMsched and Δ_VM^relEv setups; the worst counts.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+        runs: u32,
+        /// Samples of each latency in a boot.
+        #[arg(long, default_value_t = response::DEFAULT_SAMPLES)]
+        samples: u32,
+        /// Write each term's worst case to platforms/qemu-virt.toml for
+        /// `partita check`, and copy the report into bench/results/.
+        #[arg(long)]
+        save: bool,
     },
     /// Communication costs: a null hypercall, a queuing-port send and
     /// receive, the round trip through an echo partition, and a doorbell;
@@ -381,6 +401,16 @@ fn execute(command: Cmd) -> Result<ExitCode> {
                 irq_latency::Options { runs, samples, icount, boards: board.list(), ..irq_latency::Options::default() };
             print!("{}", irq_latency::run(&opts)?.table());
             println!("report: {}/report.md, report.json", paths::bench_out(&opts.name).display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Cmd::Bench { what: Bench::Response { icount, runs, samples, save } } => {
+            let opts = response::Options { shift: icount, runs, samples, ..response::Options::default() };
+            let report = response::run(&opts)?;
+            print!("{}", report.summary());
+            if save {
+                response::save(&report)?;
+            }
+            println!("report: {}/report.md, report.json", paths::bench_out(response::NAME).display());
             Ok(ExitCode::SUCCESS)
         }
         Cmd::Bench { what: Bench::Pcs { runs, save, board } } => {

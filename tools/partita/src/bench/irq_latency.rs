@@ -190,6 +190,15 @@ pub fn run(opts: &Options) -> Result<Report> {
     Ok(report)
 }
 
+/// One boot of `setup` on QEMU `virt` under `-icount shift` (or the wall
+/// clock), its logs under `<out>/bench/<name>/`: what `partita bench
+/// response` takes for ΔVMMsched (the `preempt` setup).
+pub fn measure_one(name: &str, setup: Setup, icount: Option<u32>, samples: u32, hypervisor: &Path) -> Result<Sample> {
+    let opts = Options { samples, name: name.to_string(), ..Options::default() };
+    let mode = if icount.is_some() { Mode::Icount } else { Mode::Wall };
+    Target::prepare(&opts, Board::QemuVirt, setup, mode, hypervisor)?.measure(icount)
+}
+
 type Measured = Vec<(Board, Mode, Setup, Vec<Sample>)>;
 
 /// Each setup on every board before the next setup, so that a change in the
