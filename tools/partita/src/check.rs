@@ -9,8 +9,9 @@ use partita_core::config::model::{
     Action, ChannelKind, Criticality, Device, Fabric, Health, Interrupt, MemoryRegion, Partition, Perms, Plan, System,
 };
 use partita_core::config::overhead::switch_losses;
+use partita_core::config::response;
 use partita_core::config::utilisation::{fixed_priority_loads, share_tenths_of_percent, tenths_text};
-use partita_core::config::validate::{allocation_deadlines, holders_text};
+use partita_core::config::validate::{allocation_deadlines, holders_text, Issue};
 use std::io::Write;
 use std::path::Path;
 
@@ -29,13 +30,15 @@ pub fn check_to(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<Config> {
-    // Deadlines against the analysed bound need the board's atomic costs.
+    // Deadlines against the analysed bound need the board's atomic costs,
+    // and limits on the added response its response costs.
     let deadlines = |system: &System| {
-        let costs = match profile {
-            Some(profile) => profile.accel,
-            None => profile::for_board(&system.platform.board).ok().and_then(|profile| profile.accel),
-        };
-        allocation_deadlines(system, costs.as_ref())
+        let board = profile.cloned().or_else(|| profile::for_board(&system.platform.board).ok());
+        let mut issues = allocation_deadlines(system, board.as_ref().and_then(|p| p.accel.as_ref()));
+        if issues.is_empty() {
+            issues = response_limits(system, board.as_ref().and_then(|p| p.response.as_ref()));
+        }
+        issues
     };
     let config = match config::load_with(path, &deadlines) {
         Ok(config) => config,
@@ -91,7 +94,52 @@ pub fn summary(config: &Config, profile: &PlatformProfile) -> String {
     out.push_str(&fabric(system, profile));
     out.push_str(&timed_io(system));
     out.push_str(&health(system));
+    out.push_str(&added_response(system, profile));
     out
+}
+
+/// What Partita can add to each release of every high-criticality
+/// partition's task (Ker-ONE eq. 4), from the board's measured costs.
+fn added_response(system: &System, profile: &PlatformProfile) -> String {
+    if !system.partitions.iter().any(|p| p.criticality == Criticality::High) {
+        return String::new();
+    }
+    let Some(costs) = &profile.response else {
+        return "\nadded response per release: not measured on this board (`partita bench response --save`)\n"
+            .to_string();
+    };
+    let measured = profile.response_measured.as_deref().unwrap_or("measured");
+    let mut out = format!("\nadded response per release, Ker-ONE eq. 4 ({measured}):\n");
+    for bound in response::added_responses(system, costs) {
+        let part = &system.partitions[bound.partition];
+        let limit = part.max_added_response_us.map_or(String::new(), |us| format!(", limit {us} us"));
+        out += &format!("  {}: {}{limit}\n", part.name, bound.terms(costs));
+    }
+    out
+}
+
+/// Limits on the added response, judged when the board's response costs
+/// are known; a limit with none measured is refused, since nothing shows
+/// that it holds.
+fn response_limits(system: &System, costs: Option<&response::ResponseCosts>) -> Vec<Issue> {
+    match costs {
+        Some(costs) => response::response_limits(system, costs),
+        None => system
+            .partitions
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.max_added_response_us.is_some())
+            .map(|(i, p)| Issue {
+                path: format!("partition[{i}]"),
+                field: "max_added_response_us",
+                message: format!(
+                    "partition \"{}\": board \"{}\" has no measured response costs to check it against \
+                     (`partita bench response --save`)",
+                    p.name, system.platform.board
+                ),
+            })
+            .collect(),
+    }
 }
 
 /// The timed-I/O controller, its timing, and each grant: the lines, the

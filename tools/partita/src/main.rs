@@ -408,7 +408,12 @@ fn execute(command: Cmd) -> Result<ExitCode> {
             let report = response::run(&opts)?;
             print!("{}", report.summary());
             if save {
-                response::save(&report)?;
+                let profile = response::save(&report, &report::today())?;
+                println!("saved: {}", paths::shown(&profile).display());
+                let md = paths::bench_out(response::NAME).join(format!("response-{}.md", report::today()));
+                for saved in report::save(&[md])? {
+                    println!("saved: {}", paths::shown(&saved).display());
+                }
             }
             println!("report: {}/report.md, report.json", paths::bench_out(response::NAME).display());
             Ok(ExitCode::SUCCESS)

@@ -4,7 +4,9 @@
 //! wherever the binary runs, with no path to find at run time.
 
 use anyhow::{anyhow, Context, Result};
+use partita_core::config::response::ResponseCosts;
 use partita_core::fabric::bound::AtomicCosts;
+use std::collections::BTreeMap;
 use serde::Deserialize;
 
 /// Every board with a profile, and the file's text.
@@ -30,6 +32,12 @@ pub struct PlatformProfile {
     pub accel: Option<AtomicCosts>,
     /// How and when `accel` was measured (`accel_measured`).
     pub accel_measured: Option<String>,
+    /// What Partita adds to a release (Ker-ONE eq. 4): the `response_*`
+    /// keys, which `partita bench response --save` writes. `None` until
+    /// they are measured.
+    pub response: Option<ResponseCosts>,
+    /// How and when `response` was measured (`response_measured`).
+    pub response_measured: Option<String>,
 }
 
 /// The file's keys, before the accelerator costs are put together.
@@ -48,6 +56,11 @@ struct RawProfile {
     accel_irq_pcap_ns: Option<u64>,
     accel_irq_stop_ns: Option<u64>,
     accel_measured: Option<String>,
+    response_sched_instructions: Option<u64>,
+    response_release_instructions: Option<u64>,
+    response_ns_per_instruction: Option<u64>,
+    response_critical: Option<BTreeMap<String, u64>>,
+    response_measured: Option<String>,
 }
 
 /// No atomic step of an allocation takes a second: a larger value is a
@@ -84,12 +97,29 @@ impl TryFrom<RawProfile> for PlatformProfile {
             n if n == keys.len() => None,
             _ => return Err(format!("the accelerator costs are incomplete: {} missing", missing.join(", "))),
         };
+        let response = match (
+            raw.response_sched_instructions,
+            raw.response_release_instructions,
+            raw.response_ns_per_instruction,
+            raw.response_critical,
+        ) {
+            (Some(sched), Some(release), Some(ns_per_instruction), Some(critical)) => {
+                Some(ResponseCosts { sched, release, critical: critical.into_iter().collect(), ns_per_instruction })
+            }
+            (None, None, None, None) => None,
+            _ => return Err("the response costs are incomplete: response_sched_instructions, \
+                             response_release_instructions, response_ns_per_instruction and \
+                             response_critical go together"
+                .to_string()),
+        };
         Ok(PlatformProfile {
             pcs_ns: raw.pcs_ns,
             pcs_instructions: raw.pcs_instructions,
             measured: raw.measured,
             accel,
             accel_measured: raw.accel_measured,
+            response,
+            response_measured: raw.response_measured,
         })
     }
 }
@@ -102,18 +132,45 @@ fn is_accel(line: &&str) -> bool {
     line.trim_start().starts_with("accel_")
 }
 
-/// `text`, a profile about to replace `previous`, with the `accel_*` lines
-/// of `previous` added when it has none of its own: each measurement
-/// rewrites its own keys and keeps the others'.
+/// The comment above the `response_*` keys.
+const RESPONSE_HEADER: &str = "# What Partita adds to a release of an RTOS task (Ker-ONE Fig. 14, eq. 4),\n\
+                               # written by `partita bench response --save`: instructions under -icount.";
+
+fn is_response(line: &&str) -> bool {
+    line.trim_start().starts_with("response_")
+}
+
+/// `text`, a profile about to replace `previous`, with the `accel_*` and
+/// `response_*` lines of `previous` added when it has none of its own:
+/// each measurement rewrites its own keys and keeps the others'.
 pub fn keep_accel_costs(text: &str, previous: &str) -> String {
-    if text.lines().any(|line| is_accel(&line)) {
-        return text.to_owned();
+    let mut text = text.to_owned();
+    for (is_key, header) in [(is_accel as fn(&&str) -> bool, ACCEL_HEADER), (is_response, RESPONSE_HEADER)] {
+        if text.lines().any(|line| is_key(&line)) {
+            continue;
+        }
+        let kept: Vec<&str> = previous.lines().filter(is_key).collect();
+        if !kept.is_empty() {
+            text = format!("{}\n\n{header}\n{}\n", text.trim_end(), kept.join("\n"));
+        }
     }
-    let kept: Vec<&str> = previous.lines().filter(is_accel).collect();
-    if kept.is_empty() {
-        return text.to_owned();
+    text
+}
+
+/// `previous` with its response costs replaced by `costs`, `measured`
+/// saying how they were produced; the other keys are kept as they are.
+pub fn with_response_costs(previous: &str, costs: &ResponseCosts, measured: &str) -> String {
+    let header: Vec<&str> = RESPONSE_HEADER.lines().collect();
+    let kept: Vec<&str> = previous.lines().filter(|line| !is_response(line) && !header.contains(line)).collect();
+    let mut text = format!("{}\n\n{RESPONSE_HEADER}\n", kept.join("\n").trim_end());
+    text += &format!("response_sched_instructions = {}\n", costs.sched);
+    text += &format!("response_release_instructions = {}\n", costs.release);
+    text += &format!("response_ns_per_instruction = {}\n", costs.ns_per_instruction);
+    text += &format!("response_measured = {}\n", toml::Value::String(measured.to_string()));
+    for (path, max) in &costs.critical {
+        text += &format!("response_critical.{path} = {max}\n");
     }
-    format!("{}\n\n{ACCEL_HEADER}\n{}\n", text.trim_end(), kept.join("\n"))
+    text
 }
 
 /// `previous` with its accelerator costs replaced by `costs`, `measured`
@@ -172,6 +229,8 @@ pub fn for_system(system: &partita_core::config::model::System) -> Result<Platfo
             measured: format!("nothing measured on {board} yet"),
             accel: None,
             accel_measured: None,
+            response: None,
+            response_measured: None,
         }),
         Err(error) => Err(error.context(format!("the plans' overhead model needs {board}'s partition-switch cost"))),
         ok => ok,
@@ -199,6 +258,8 @@ mod tests {
             measured: "bench pcs, 100 runs".into(),
             accel: None,
             accel_measured: None,
+            response: None,
+            response_measured: None,
         };
         assert_eq!(parse("p.toml", text).unwrap(), expected);
     }
@@ -206,6 +267,39 @@ mod tests {
     const ACCEL: &str = "accel_trap_ns = 760\naccel_resume_ns = 640\naccel_pl_irq_ns = 810\naccel_search_ns = 500\n\
                          accel_assign_ns = 1130\naccel_assign_reconfig_ns = 2770\naccel_preempt_ns = 340\n\
                          accel_irq_pcap_ns = 640\naccel_irq_stop_ns = 280\n";
+
+    fn response_costs() -> ResponseCosts {
+        ResponseCosts {
+            sched: 390,
+            release: 40,
+            critical: vec![("hyp-timer".into(), 900), ("restart-step".into(), 1400)],
+            ns_per_instruction: 16,
+        }
+    }
+
+    #[test]
+    fn response_costs_are_written_read_back_and_kept_by_other_measurements() {
+        let base = "pcs_ns = 1\npcs_instructions = 1\nmeasured = \"m\"\n";
+        let text = with_response_costs(base, &response_costs(), "bench response, today");
+        let profile = parse("p.toml", &text).unwrap();
+        assert_eq!(profile.response, Some(response_costs()));
+        assert_eq!(profile.response_measured.as_deref(), Some("bench response, today"));
+        let again = with_response_costs(&text, &ResponseCosts { sched: 1, ..response_costs() }, "again");
+        assert_eq!(again.matches("response_sched_instructions").count(), 1, "{again}");
+        assert_eq!(again.matches("# What Partita adds").count(), 1, "the header once: {again}");
+        // `bench pcs --save` rewrites the file from its own keys.
+        let rewritten = keep_accel_costs("pcs_ns = 2\npcs_instructions = 2\nmeasured = \"n\"\n", &text);
+        assert_eq!(parse("p.toml", &rewritten).unwrap().response, Some(response_costs()), "{rewritten}");
+        let with_accel = with_accel_costs(&text, &parse("a", &format!("{base}{ACCEL}")).unwrap().accel.unwrap(), "a");
+        assert_eq!(parse("p.toml", &with_accel).unwrap().response, Some(response_costs()), "{with_accel}");
+    }
+
+    #[test]
+    fn response_costs_all_or_none() {
+        let base = "pcs_ns = 1\npcs_instructions = 1\nmeasured = \"m\"\n";
+        let error = parse("p.toml", &format!("{base}response_sched_instructions = 5\n")).unwrap_err().to_string();
+        assert!(error.contains("response costs are incomplete"), "{error}");
+    }
 
     #[test]
     fn accelerator_costs_all_or_none() {

@@ -98,6 +98,8 @@ fn xtratums_own_pcs_gives_its_theoretical_column() {
         measured: String::new(),
         accel: None,
         accel_measured: None,
+        response: None,
+        response_measured: None,
     };
     for &(d, _, model) in &XTRATUM_TABLE_1 {
         let predicted = predicted_loss(&atom, Pass::WALL, d) * 100.0;
@@ -111,6 +113,8 @@ fn xtratums_own_pcs_gives_its_theoretical_column() {
         measured: String::new(),
         accel: None,
         accel_measured: None,
+        response: None,
+        response_measured: None,
     };
     assert!((predicted_loss(&profile, Pass::icount(4), 1) - 0.02).abs() < 1e-12, "1250 x 16 ns of 1 ms");
 }
@@ -203,6 +207,8 @@ fn the_saved_profile_parses_back_to_the_medians() {
         measured: measured.measured.clone(),
         accel: None,
         accel_measured: None,
+        response: None,
+        response_measured: None,
     };
     assert_eq!(parsed, expected);
     assert!(!text.contains("provisional"), "{text}");
@@ -236,6 +242,8 @@ fn the_slots_report_sets_measured_beside_predicted_and_xtratum() {
         measured: "unit".into(),
         accel: None,
         accel_measured: None,
+        response: None,
+        response_measured: None,
     };
     let icount = Pass::icount(4);
     let runs = vec![

@@ -10,6 +10,7 @@ mod config_support;
 use config_support::{aarch64_elf, linux_image, scratch_dir};
 use partita::config::{self, Config, Diagnostic, Image, ImageFormat};
 use partita::profile::PlatformProfile;
+use partita_core::config::response::ResponseCosts;
 use partita_core::config::allocation::KER_ONE_TABLE_4;
 use partita_core::config::model::{
     Action, Budget, Channel, ChannelKind, Criticality, CyclicCore, Function, Health, Interrupt, Perms, Range, Slot,
@@ -66,6 +67,13 @@ fn profile() -> PlatformProfile {
         measured: "fixed for the tests".into(),
         accel: None,
         accel_measured: None,
+        response: Some(ResponseCosts {
+            sched: 400,
+            release: 50,
+            critical: vec![("hyp-timer".into(), 900), ("hvc-port-send".into(), 1400)],
+            ns_per_instruction: 16,
+        }),
+        response_measured: Some("fixed for the tests".into()),
     }
 }
 
@@ -832,6 +840,48 @@ fn switch_overhead_over_the_limit_warns_on_stderr_and_passes() {
     let mut err = Vec::new();
     partita::check::check_to(&path, Some(&fast), &mut Vec::new(), &mut err).unwrap();
     assert!(err.is_empty(), "{}", String::from_utf8_lossy(&err));
+}
+
+/// The RTOS beside a GPOS on pCPU 1, no channel: the worst path it can
+/// meet is the EL2 timer's (900), the port copy (1400) cannot run there.
+const RTOS_BESIDE_GPOS: &str =
+    "rtos: 1350 instructions (21.60 us) on pCPU 1 = ΔVMMcritical 900 (hyp-timer) + ΔVMMsched 400 + Δ_VM^relEv 50";
+
+#[test]
+fn check_prints_what_partita_adds_to_each_release_of_a_high_partition() {
+    let (result, out, err) = check_streams("response_within_limit");
+    assert!(result.is_ok(), "{err}");
+    assert!(out.contains("added response per release, Ker-ONE eq. 4 (fixed for the tests):\n"), "{out}");
+    assert!(out.contains(&format!("  {RTOS_BESIDE_GPOS}, limit 22 us\n")), "{out}");
+    assert!(!out.contains("gpos: "), "only high-criticality partitions: {out}");
+}
+
+#[test]
+fn check_refuses_a_high_partition_whose_added_response_exceeds_its_limit() {
+    let (_, text) = fixture("response_over_limit");
+    let (result, out, err) = check_streams("response_over_limit");
+    assert!(result.is_err() && out.is_empty(), "{out}");
+    let expected = format!(
+        "response_over_limit.toml:{}:1: error: partition[0].max_added_response_us: partition \"rtos\": Partita can \
+         add {} to each release, more than its max_added_response_us of 20 us\n",
+        marked_line(&text),
+        RTOS_BESIDE_GPOS.trim_start_matches("rtos: ")
+    );
+    assert!(err.ends_with(&expected) && err.lines().count() == 1, "{err}");
+}
+
+#[test]
+fn check_refuses_a_response_limit_on_a_partition_that_is_not_high() {
+    let (result, _, err) = check_streams("response_limit_low");
+    assert!(result.is_err());
+    assert!(err.contains("partition[0].max_added_response_us: partition \"gpos\": a limit on what Partita adds"), "{err}");
+    // Without measured costs the limit cannot be shown to hold.
+    let (path, _) = fixture("response_over_limit");
+    let unmeasured = PlatformProfile { response: None, response_measured: None, ..profile() };
+    let mut err = Vec::new();
+    assert!(partita::check::check_to(&path, Some(&unmeasured), &mut Vec::new(), &mut err).is_err());
+    let err = String::from_utf8(err).unwrap();
+    assert!(err.contains("has no measured response costs to check it against"), "{err}");
 }
 
 #[test]

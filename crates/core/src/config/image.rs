@@ -298,6 +298,7 @@ mod tests {
             bootargs: "hello".to_string(),
             health: Health { reported: Action::Restart, watchdog_us: Some(100_000), ..Health::DEFAULT },
             accelerators: Vec::new(),
+            max_added_response_us: None,
         };
         BootTable {
             system: System {

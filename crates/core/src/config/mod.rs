@@ -7,5 +7,6 @@ pub mod image;
 pub mod limits;
 pub mod model;
 pub mod overhead;
+pub mod response;
 pub mod utilisation;
 pub mod validate;

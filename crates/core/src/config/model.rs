@@ -223,6 +223,10 @@ pub struct Partition {
     /// Its virtual devices: accelerators of the fabric, each behind one
     /// interface page at a fixed guest-physical address.
     pub accelerators: Vec<VirtualDevice>,
+    /// The most Partita may add to one release of a high-criticality
+    /// partition's task, in microseconds (Ker-ONE eq. 4, from the board's
+    /// profile); `partita check` refuses a configuration over it.
+    pub max_added_response_us: Option<u64>,
 }
 
 impl Partition {
@@ -651,6 +655,7 @@ mod tests {
             bootargs: String::new(),
             health: Health::DEFAULT,
             accelerators: Vec::new(),
+            max_added_response_us: None,
         }
     }
 

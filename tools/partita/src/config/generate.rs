@@ -148,6 +148,11 @@ impl RawPartition {
         self
     }
 
+    pub fn max_added_response_us(mut self, limit_us: u64) -> Self {
+        self.max_added_response_us = Some(Micros(limit_us));
+        self
+    }
+
     pub fn watchdog_us(mut self, period_us: u64) -> Self {
         self.watchdog = Some(Micros(period_us));
         self

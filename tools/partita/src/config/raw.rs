@@ -136,6 +136,9 @@ pub struct RawPartition {
     pub health: Option<RawHealth>,
     /// The watchdog's period; no watchdog without it.
     pub watchdog: Option<Micros>,
+    /// The most Partita may add to a release of this high-criticality
+    /// partition's task (Ker-ONE eq. 4); `check` refuses more.
+    pub max_added_response_us: Option<Micros>,
     pub entry: Option<u64>,
     /// An arm64 Linux `Image`, placed by its header (the boot protocol).
     pub kernel: Option<String>,

@@ -277,6 +277,7 @@ fn partition(raw: &RawPartition) -> Partition {
         bootargs: raw.bootargs.clone().unwrap_or_default(),
         health: health(raw),
         accelerators: Vec::new(),
+        max_added_response_us: raw.max_added_response_us.map(|limit| limit.0),
     }
 }
 

@@ -40,6 +40,7 @@ pub fn partition(name: &str, vcpus: Vec<u32>, memory: Vec<MemoryRegion>) -> Part
         bootargs: format!("console=ttyAMA0 name={name}"),
         health: Health::DEFAULT,
         accelerators: Vec::new(),
+        max_added_response_us: None,
     }
 }
 

@@ -33,6 +33,7 @@ pub(super) fn partition(name: &str, vcpus: Vec<u32>, pa: u64) -> Partition {
         bootargs: String::new(),
         health: Health::DEFAULT,
         accelerators: Vec::new(),
+        max_added_response_us: None,
     }
 }
 
@@ -51,7 +52,7 @@ pub(super) fn gpio() -> Device {
     }
 }
 
-pub(super) fn system() -> System {
+pub(crate) fn system() -> System {
     System {
         name: "test".into(),
         platform: Platform {

@@ -319,6 +319,7 @@ mod tests {
                 bootargs: String::new(),
                 health: Health { watchdog_us, ..Health::DEFAULT },
                 accelerators: Vec::new(),
+                max_added_response_us: None,
             })
     }
 

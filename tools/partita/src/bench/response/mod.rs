@@ -19,7 +19,10 @@ use super::qemu;
 use super::report;
 use crate::build;
 use crate::paths;
-use anyhow::{ensure, Result};
+use crate::profile;
+use anyhow::{ensure, Context, Result};
+use partita_core::config::response::ResponseCosts;
+use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub const NAME: &str = "response";
@@ -69,6 +72,38 @@ pub struct Term {
     pub max: u64,
 }
 
+/// Δ_VM^relEv's boots: the RTOS's tick-to-released-task latency natively,
+/// alone on an exclusive pCPU and preempting a busy GPOS.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Release {
+    pub native: Term,
+    pub alone: Term,
+    pub shared: Term,
+}
+
+impl Release {
+    /// Eq. 3: the VM's worst release minus the native best. The VM's is
+    /// the RTOS on its own pCPU; preempting a GPOS adds ΔVMMsched, which
+    /// eq. 4 counts apart.
+    pub fn delta(&self) -> u64 {
+        self.alone.max.saturating_sub(self.native.min)
+    }
+
+    fn markdown(&self) -> String {
+        let row = |name: &str, t: &Term| format!("| {name} | {} | {} | {} |\n", t.min, t.mean, t.max);
+        format!(
+            "## Δ_VM^relEv: the RTOS's release latency\n\n\
+             From the tick's compare value to the released task's first instruction, in the project's RTOS \
+             (`relev=N`).\n\n| setup | min | mean | max |\n|---|--:|--:|--:|\n{}{}{}\n\
+             Eq. 3: alone's max minus native's min, {} instructions.\n\n",
+            row("native", &self.native),
+            row("alone (exclusive pCPU)", &self.alone),
+            row("shared (preempting a GPOS)", &self.shared),
+            self.delta()
+        )
+    }
+}
+
 /// `report.json`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -80,6 +115,8 @@ pub struct Report {
     /// The same setup natively: the timer's own latency, which is not
     /// Partita's.
     pub native_timer: Term,
+    /// Δ_VM^relEv's measurements; `None` when they were not run.
+    pub release: Option<Release>,
 }
 
 /// Runs every term and writes `<out>/bench/response/report.md` and
@@ -107,32 +144,149 @@ pub fn run(opts: &Options) -> Result<Report> {
         max: samples.iter().map(|s| s.max).max().unwrap_or(0),
     };
     let counter_hz = sched.first().map_or(super::NOMINAL_HZ, |s| s.counter_hz);
-    let report = Report { shift: opts.shift, counter_hz, critical, sched: worst(&sched), native_timer: worst(&native) };
-    report::write(&paths::bench_out(NAME), &[("report.json".to_string(), report::json(&report)?)])?;
+    let release = None;
+    let report =
+        Report { shift: opts.shift, counter_hz, critical, sched: worst(&sched), native_timer: worst(&native), release };
+    let date = report::today();
+    let files = [
+        ("report.md".to_string(), report.markdown(&date)),
+        (format!("response-{date}.md"), report.markdown(&date)),
+        ("report.json".to_string(), report::json(&report)?),
+    ];
+    report::write(&paths::bench_out(NAME), &files)?;
     Ok(report)
 }
 
 impl Report {
+    /// Nanoseconds of guest time per instruction under this `-icount`.
+    pub fn ns_per_instruction(&self) -> u64 {
+        1 << self.shift
+    }
+
+    /// ΔVMMsched: the preemption's latency less what the timer takes natively.
+    pub fn sched(&self) -> Term {
+        let native = self.native_timer.min;
+        Term {
+            min: self.sched.min.saturating_sub(native),
+            mean: self.sched.mean.saturating_sub(native),
+            max: self.sched.max.saturating_sub(native),
+        }
+    }
+
+    /// ΔVMMcritical of the RTOS's pCPU in each setup, and the worst of all.
+    pub fn critical(&self) -> Term {
+        let worst: Vec<u64> = self.critical.iter().filter_map(|m| m.worst()).map(|p| p.max).collect();
+        let means: Vec<u64> = self.critical.iter().filter_map(|m| m.worst()).map(|p| p.mean).collect();
+        Term {
+            min: worst.iter().copied().min().unwrap_or(0),
+            mean: means.iter().copied().max().unwrap_or(0),
+            max: worst.iter().copied().max().unwrap_or(0),
+        }
+    }
+
+    /// Each path's worst stretch over every setup, for `check`.
+    pub fn critical_by_path(&self) -> BTreeMap<String, u64> {
+        let mut by_path = BTreeMap::new();
+        for (path, max) in self.critical.iter().flat_map(critical::Measured::max_by_path) {
+            let worst = by_path.entry(path).or_insert(0);
+            *worst = max.max(*worst);
+        }
+        by_path
+    }
+
+    /// The costs `check` reads.
+    pub fn costs(&self) -> ResponseCosts {
+        ResponseCosts {
+            sched: self.sched().max,
+            release: self.release.as_ref().map_or(0, |r| r.delta()),
+            critical: self.critical_by_path().into_iter().collect(),
+            ns_per_instruction: self.ns_per_instruction(),
+        }
+    }
+
+    /// ΔResponse (eq. 4) for the RTOS beside a GPOS: the shared pCPU's
+    /// ΔVMMcritical, ΔVMMsched and Δ_VM^relEv.
+    pub fn response(&self) -> u64 {
+        let shared = self.critical.iter().find(|m| m.setup == critical::Setup::Shared);
+        let critical = shared.and_then(|m| m.worst()).map_or(0, |p| p.max);
+        critical + self.sched().max + self.release.as_ref().map_or(0, |r| r.delta())
+    }
+
+    fn us(&self, instructions: u64) -> String {
+        format!("{:.3}", (instructions * self.ns_per_instruction()) as f64 / 1000.0)
+    }
+
     /// A few lines for the terminal.
     pub fn summary(&self) -> String {
         let mut text = String::new();
         for m in &self.critical {
             if let Some(worst) = m.worst() {
-                text += &format!(
-                    "ΔVMMcritical {}: {} instructions ({}{})\n",
-                    m.setup.name(),
-                    worst.max,
-                    worst.path,
-                    if worst.switched { ", switching" } else { "" }
-                );
+                let switching = if worst.switched { ", switching" } else { "" };
+                text += &format!("ΔVMMcritical, {} pCPU: {} instructions ({}{switching})\n", m.setup.name(), worst.max, worst.path);
             }
         }
-        text += &format!("ΔVMMsched: mean {} max {}\n", self.sched.mean, self.sched.max);
+        let sched = self.sched();
+        text += &format!("ΔVMMsched: mean {} max {} instructions\n", sched.mean, sched.max);
+        if let Some(release) = &self.release {
+            text += &format!("Δ_VM^relEv: {} instructions\n", release.delta());
+        }
+        text += &format!("ΔResponse (eq. 4), the RTOS beside a GPOS: {} instructions ({} us)\n", self.response(), self.us(self.response()));
         text
+    }
+
+    /// `report.md`: Figure 14's terms beside Ker-ONE's, then every path.
+    pub fn markdown(&self, date: &str) -> String {
+        let ker_one = |us: f64| format!("{us:.2} µs ({:.0} cycles)", us * KER_ONE_MHZ);
+        let row = |name: &str, t: Term, ker: String, target: &str| {
+            format!("| {name} | {} | {} | {} | {} µs | {ker} | {target} |\n", t.min, t.mean, t.max, self.us(t.max))
+        };
+        let mut md = format!(
+            "# What Partita adds to an RTOS task's response ({date})\n\n\
+             `partita bench response --icount {}`: Ker-ONE's Figure 14 and equations 3-4 on QEMU `virt`. Under \
+             `-icount {}` one counter tick is one instruction ({} ns of guest time). Figures are instructions; \
+             Ker-ONE's are a Cortex-A9 at 667 MHz.\n\n\
+             | term | min | mean | max | max (µs) | Ker-ONE | target |\n|---|--:|--:|--:|--:|--:|--:|\n",
+            self.shift,
+            self.shift,
+            self.ns_per_instruction()
+        );
+        md += &row("ΔVMMcritical (any pCPU of a high-criticality vCPU)", self.critical(), ker_one(KER_ONE_CRITICAL_US), "≤ 1,500");
+        md += &row("ΔVMMsched (RTOS preempting a GPOS)", self.sched(), format!("{} mean, {}", ker_one(KER_ONE_SCHED_MEAN_US), ker_one(KER_ONE_SCHED_MAX_US)), "≤ 400 mean");
+        match &self.release {
+            Some(release) => {
+                let t = Term { min: release.delta(), mean: release.delta(), max: release.delta() };
+                md += &row("Δ_VM^relEv (eq. 3)", t, ker_one(KER_ONE_RELEASE_US), "");
+            }
+            None => md += "| Δ_VM^relEv (eq. 3) | - | - | not measured | | | |\n",
+        }
+        let r = self.response();
+        md += &format!("| **ΔResponse (eq. 4)**, the RTOS beside a GPOS | | | **{r}** | {} µs | {} | ≤ 2,500 |\n\n", self.us(r), ker_one(KER_ONE_RESPONSE_US));
+        md += "ΔVMMsched is the `preempt` setup of `bench irq-latency` (the RTOS waits in WFI while a GPOS spins on its pCPU; each sample is \
+               the counter in the RTOS's IRQ vector minus the compare value) less the native timer's own latency \
+               (";
+        md += &format!("{} instructions). ΔVMMcritical is each EL2 stretch from the exception's entry to its `eret` (or to a WFI, or to a point where a long piece of work looks for interrupts), kept per path by a hypervisor built with its `residency` feature, plus the {} instructions of entry and exit outside the hooks.\n\n", self.native_timer.min, critical::OUTSIDE);
+        if let Some(release) = &self.release {
+            md += &release.markdown();
+        }
+        md += "## ΔVMMcritical per kind of pCPU\n\nOne boot each, the RTOS stand-in (`rt`) on pCPU 1 and only that pCPU busy. The ten longest paths of each; `switch` marks stretches that switched vCPUs.\n\n";
+        for m in &self.critical {
+            md += &format!("### {}\n\n| path | switch | n | mean | max |\n|---|---|--:|--:|--:|\n", m.setup.name());
+            for p in m.paths.iter().take(10) {
+                md += &format!("| {} | {} | {} | {} | {} |\n", p.path, if p.switched { "yes" } else { "" }, p.count, p.mean, p.max);
+            }
+            md += "\n";
+        }
+        md
     }
 }
 
-/// Writes the worst case of each term to the board's profile.
-pub fn save(_report: &Report) -> Result<()> {
-    Ok(())
+/// Writes the worst case of each term to `platforms/qemu-virt.toml`.
+pub fn save(report: &Report, date: &str) -> Result<std::path::PathBuf> {
+    let path = paths::source().join("platforms").join("qemu-virt.toml");
+    let previous = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let measured = format!("partita bench response --icount {} --save, {date}: the worst of each term", report.shift);
+    let text = profile::with_response_costs(&previous, &report.costs(), &measured);
+    profile::parse(&path.display().to_string(), &text)?;
+    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
 }
