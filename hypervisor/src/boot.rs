@@ -69,6 +69,7 @@ pub fn primary() -> ! {
 
 /// What pCPU `cpu` does from now on: run vCPUs, or be the fabric.
 fn work(sys: &'static System, cpu: usize) -> ! {
+    crate::console::start_draining();
     match &sys.fabric {
         Some(fabric) if fabric.logic.cpu() == cpu => crate::fabric::run::run(sys, fabric),
         _ => crate::scheduler::run(sys, &sys.cpus[cpu]),

@@ -10,7 +10,8 @@
 use crate::cache::clean_invalidate;
 use crate::mmu::is_partition_ram;
 
-const WORD: usize = core::mem::size_of::<u64>();
+/// The copies move the middle of a buffer in blocks of two register pairs.
+pub(crate) const BLOCK: usize = 32;
 
 /// Copies `[pa, pa + out.len())` of partition RAM into `out`, after making
 /// what the guest wrote visible (a guest may run with its caches off).
@@ -22,18 +23,16 @@ pub fn read(pa: u64, out: &mut [u8]) {
     }
     assert!(is_partition_ram(pa, out.len() as u64), "guest buffer outside partition RAM");
     clean_invalidate(pa, out.len() as u64);
-    let (head, words, _) = split(pa, out.len());
+    let (head, blocks, _) = split(pa, out.len());
     let (head_bytes, rest) = out.split_at_mut(head);
-    let (word_bytes, tail_bytes) = rest.split_at_mut(words * WORD);
+    let (block_bytes, tail_bytes) = rest.split_at_mut(blocks * BLOCK);
     read_bytes(pa, head_bytes);
     let aligned = pa + head as u64;
-    for (i, chunk) in word_bytes.chunks_exact_mut(WORD).enumerate() {
-        // SAFETY: an aligned word of the partition RAM checked above,
-        // identity mapped at EL2 as normal memory.
-        let word = unsafe { core::ptr::read_volatile((aligned as usize + i * WORD) as *const u64) };
-        chunk.copy_from_slice(&word.to_ne_bytes());
-    }
-    read_bytes(aligned + (words * WORD) as u64, tail_bytes);
+    // SAFETY: the source is whole blocks of the partition RAM checked
+    // above, identity mapped at EL2 as normal memory; the destination is
+    // `block_bytes`, exactly that long, which nothing else references.
+    unsafe { copy_blocks(block_bytes.as_mut_ptr(), aligned as *const u8, blocks) };
+    read_bytes(aligned + (blocks * BLOCK) as u64, tail_bytes);
 }
 
 /// Copies `bytes` to `[pa, pa + bytes.len())` of partition RAM and cleans
@@ -44,18 +43,53 @@ pub fn write(pa: u64, bytes: &[u8]) {
         return;
     }
     assert!(is_partition_ram(pa, bytes.len() as u64), "guest buffer outside partition RAM");
-    let (head, words, _) = split(pa, bytes.len());
+    let (head, blocks, _) = split(pa, bytes.len());
     let (head_bytes, rest) = bytes.split_at(head);
-    let (word_bytes, tail_bytes) = rest.split_at(words * WORD);
+    let (block_bytes, tail_bytes) = rest.split_at(blocks * BLOCK);
     write_bytes(pa, head_bytes);
     let aligned = pa + head as u64;
-    for (i, chunk) in word_bytes.chunks_exact(WORD).enumerate() {
-        let word = u64::from_ne_bytes(chunk.try_into().expect("a whole word"));
-        // SAFETY: an aligned word of the partition RAM checked above.
-        unsafe { core::ptr::write_volatile((aligned as usize + i * WORD) as *mut u64, word) };
-    }
-    write_bytes(aligned + (words * WORD) as u64, tail_bytes);
+    // SAFETY: the destination is whole blocks of the partition RAM checked
+    // above; the source is `block_bytes`, exactly that long.
+    unsafe { copy_blocks(aligned as *mut u8, block_bytes.as_ptr(), blocks) };
+    write_bytes(aligned + (blocks * BLOCK) as u64, tail_bytes);
     clean_invalidate(pa, bytes.len() as u64);
+}
+
+/// Copies `blocks` blocks of [`BLOCK`] bytes, two register pairs at a
+/// time. The library's copy moves a word per iteration: a port's largest
+/// message took about 10,000 instructions with interrupts masked (`partita
+/// bench response`, path `hvc-port-send`).
+///
+/// # Safety
+/// `src` and `dst` are valid for `blocks * BLOCK` bytes, normal memory,
+/// and do not overlap. `src` may change under the copy (guest RAM): the
+/// assembly reads each byte once, so the result is some mix of old and new
+/// bytes and nothing is assumed about it.
+pub(crate) unsafe fn copy_blocks(dst: *mut u8, src: *const u8, blocks: usize) {
+    if blocks == 0 {
+        return;
+    }
+    // SAFETY: the caller's contract; the loop touches only those bytes and
+    // the scratch registers it names.
+    unsafe {
+        core::arch::asm!(
+            "2:",
+            "ldp {a}, {b}, [{src}], #32",
+            "ldp {c}, {d}, [{src}, #-16]",
+            "stp {a}, {b}, [{dst}], #32",
+            "stp {c}, {d}, [{dst}, #-16]",
+            "subs {n}, {n}, #1",
+            "b.ne 2b",
+            src = inout(reg) src => _,
+            dst = inout(reg) dst => _,
+            n = inout(reg) blocks => _,
+            a = out(reg) _,
+            b = out(reg) _,
+            c = out(reg) _,
+            d = out(reg) _,
+            options(nostack),
+        );
+    }
 }
 
 /// Byte by byte, for the ends of a copy that are not whole words; the
@@ -75,10 +109,10 @@ fn write_bytes(pa: u64, bytes: &[u8]) {
 }
 
 /// A copy of `len` bytes at `pa` in three parts: the bytes up to the
-/// first word boundary, whole words, and the bytes left. A guest's buffer
-/// need not be word-aligned, and its middle still moves a word at a time.
+/// first 16-byte boundary, whole blocks, and the bytes left. A guest's
+/// buffer need not be aligned, and its middle still moves in blocks.
 fn split(pa: u64, len: usize) -> (usize, usize, usize) {
-    let head = ((WORD - (pa as usize) % WORD) % WORD).min(len);
-    let words = (len - head) / WORD;
-    (head, words, len - head - words * WORD)
+    let head = ((16 - (pa as usize) % 16) % 16).min(len);
+    let blocks = (len - head) / BLOCK;
+    (head, blocks, len - head - blocks * BLOCK)
 }

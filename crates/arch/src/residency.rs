@@ -36,12 +36,12 @@ struct Cpu {
 impl Cpu {
     const fn new() -> Cpu {
         Cpu {
-        start: AtomicU64::new(0),
-        path: AtomicU8::new(0),
-        switched: AtomicBool::new(false),
-        count: [const { AtomicU64::new(0) }; SLOTS],
-        sum: [const { AtomicU64::new(0) }; SLOTS],
-        max: [const { AtomicU64::new(0) }; SLOTS],
+            start: AtomicU64::new(0),
+            path: AtomicU8::new(0),
+            switched: AtomicBool::new(false),
+            count: [const { AtomicU64::new(0) }; SLOTS],
+            sum: [const { AtomicU64::new(0) }; SLOTS],
+            max: [const { AtomicU64::new(0) }; SLOTS],
         }
     }
 }
@@ -123,7 +123,8 @@ pub fn figures(pcpu: usize) -> impl Iterator<Item = (usize, Figures)> {
     CPUS.get(pcpu).into_iter().flat_map(|cpu| {
         (0..SLOTS).filter_map(move |slot| {
             let count = cpu.count[slot].load(Relaxed);
-            (count > 0).then(|| (slot, Figures { count, sum: cpu.sum[slot].load(Relaxed), max: cpu.max[slot].load(Relaxed) }))
+            (count > 0)
+                .then(|| (slot, Figures { count, sum: cpu.sum[slot].load(Relaxed), max: cpu.max[slot].load(Relaxed) }))
         })
     })
 }

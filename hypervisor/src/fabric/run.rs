@@ -11,9 +11,9 @@ use crate::state::System;
 use crate::trace;
 use crate::vgic;
 use partita_arch::{cpu, residency, timer};
-use partita_core::residency::path;
 use partita_core::fabric::manager::{Event, Signal};
 use partita_core::health::Event as HmEvent;
+use partita_core::residency::path;
 use partita_core::trace::{AccelStep, Kind};
 
 /// The fabric pCPU's loop: the logic's passes, its computations between

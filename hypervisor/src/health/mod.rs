@@ -151,6 +151,7 @@ pub fn carry_out(sys: &System, part: &Partition, action: Action, cause: Cause) {
         }
         Consequence::ResetSystem => {
             log!("partition {}: the health monitor resets the system ({})", part.name(), cause.why());
+            crate::console::flush();
             partita_arch::firmware::system_reset()
         }
     }

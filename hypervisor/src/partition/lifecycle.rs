@@ -128,6 +128,7 @@ fn power_off_when_all_ended(sys: &System) {
         selfcheck::run(sys);
         report_residency(sys);
         log!("all partitions stopped; powering off");
+        crate::console::flush();
         firmware::system_off();
     }
 }

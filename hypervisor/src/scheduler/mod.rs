@@ -388,7 +388,10 @@ pub fn drain_interrupts(sys: &System, me: &PerCpu, running: Option<&Vcpu>) -> bo
             }
             _ => {
                 residency::note(path::KICK);
-                Gic::end(intid)
+                Gic::end(intid);
+                // Only the kick comes here: it may be this pCPU's own, for
+                // the next chunk of the console's lines.
+                crate::console::drain();
             }
         }
     }

@@ -29,8 +29,8 @@ use core::sync::atomic::{AtomicU32, Ordering};
 use partita_arch::exception::{kind, Regs};
 use partita_arch::platform::{Gic, InterruptController};
 use partita_arch::{cpu, residency, MAX_CPUS};
-use partita_core::residency::path;
 use partita_core::hypercall::{self, Call};
+use partita_core::residency::path;
 use partita_core::trap::esr::{self, ec};
 use partita_core::vgic::is_timer;
 

@@ -6,8 +6,8 @@
 use anyhow::{anyhow, Context, Result};
 use partita_core::config::response::ResponseCosts;
 use partita_core::fabric::bound::AtomicCosts;
-use std::collections::BTreeMap;
 use serde::Deserialize;
+use std::collections::BTreeMap;
 
 /// Every board with a profile, and the file's text.
 const PROFILES: &[(&str, &str)] = &[
@@ -107,10 +107,12 @@ impl TryFrom<RawProfile> for PlatformProfile {
                 Some(ResponseCosts { sched, release, critical: critical.into_iter().collect(), ns_per_instruction })
             }
             (None, None, None, None) => None,
-            _ => return Err("the response costs are incomplete: response_sched_instructions, \
+            _ => {
+                return Err("the response costs are incomplete: response_sched_instructions, \
                              response_release_instructions, response_ns_per_instruction and \
                              response_critical go together"
-                .to_string()),
+                    .to_string())
+            }
         };
         Ok(PlatformProfile {
             pcs_ns: raw.pcs_ns,

@@ -10,12 +10,12 @@ mod config_support;
 use config_support::{aarch64_elf, linux_image, scratch_dir};
 use partita::config::{self, Config, Diagnostic, Image, ImageFormat};
 use partita::profile::PlatformProfile;
-use partita_core::config::response::ResponseCosts;
 use partita_core::config::allocation::KER_ONE_TABLE_4;
 use partita_core::config::model::{
     Action, Budget, Channel, ChannelKind, Criticality, CyclicCore, Function, Health, Interrupt, Perms, Range, Slot,
     VirtualDevice,
 };
+use partita_core::config::response::ResponseCosts;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -874,7 +874,10 @@ fn check_refuses_a_high_partition_whose_added_response_exceeds_its_limit() {
 fn check_refuses_a_response_limit_on_a_partition_that_is_not_high() {
     let (result, _, err) = check_streams("response_limit_low");
     assert!(result.is_err());
-    assert!(err.contains("partition[0].max_added_response_us: partition \"gpos\": a limit on what Partita adds"), "{err}");
+    assert!(
+        err.contains("partition[0].max_added_response_us: partition \"gpos\": a limit on what Partita adds"),
+        "{err}"
+    );
     // Without measured costs the limit cannot be shown to hold.
     let (path, _) = fixture("response_over_limit");
     let unmeasured = PlatformProfile { response: None, response_measured: None, ..profile() };

@@ -346,7 +346,6 @@ fn accelerators_with_their_page_and_signals() {
         cpu: 0,
         prrs: Vec::new(),
         accelerators: vec![accelerator("qam", Function::Qam16), accelerator("fft", Function::Fft1024)],
-        max_added_response_us: None,
     });
     part.accelerators = vec![
         VirtualDevice { accelerator: 1, ipa: 0x1000_1000, signals: [80, 81, 82], deadline_us: None },

@@ -195,7 +195,10 @@ mod tests {
         let bounds = added_responses(&system, &costs());
         assert_eq!(bounds.len(), 1);
         let bound = &bounds[0];
-        assert_eq!((bound.critical, bound.critical_path.as_str(), bound.sched, bound.release), (900, "hyp-timer", 0, 50));
+        assert_eq!(
+            (bound.critical, bound.critical_path.as_str(), bound.sched, bound.release),
+            (900, "hyp-timer", 0, 50)
+        );
         assert_eq!(bound.instructions(), 950);
         assert_eq!(bound.ns(&costs()), 15_200);
     }

@@ -162,14 +162,22 @@ fn stress(machine: RawConfig, guest: &Path, fuzz_calls: u32) -> RawConfig {
 fn cyclic(machine: RawConfig, guest: &Path, fuzz_calls: u32) -> RawConfig {
     use crate::config::raw::{RawCore, RawPlan};
     let ignore = RawHealth { illegal_hypercall: Some(RawAction::Ignore), ..RawHealth::default() };
-    let fuzzer = qemu::partition("fuzzer", &[1], &format!("fuzz={fuzz_calls} fuzz_seed=20261128 ticks=1 period_ms=1"), guest)
-        .health(ignore);
+    let fuzzer =
+        qemu::partition("fuzzer", &[1], &format!("fuzz={fuzz_calls} fuzz_seed=20261128 ticks=1 period_ms=1"), guest)
+            .health(ignore);
     let core = RawCore::new(1, 2000).slot(MEASURED, 0, 0, 1000).slot("fuzzer", 0, 1000, 1000);
     machine.partition(fuzzer).plan(RawPlan::new("main").core(core))
 }
 
 /// Boots `setup` on the residency build and reads the measured pCPU.
-pub fn measure(setup: Setup, shift: u32, samples: u32, fuzz_calls: u32, hypervisor: &Path, name: &str) -> Result<Measured> {
+pub fn measure(
+    setup: Setup,
+    shift: u32,
+    samples: u32,
+    fuzz_calls: u32,
+    hypervisor: &Path,
+    name: &str,
+) -> Result<Measured> {
     let variant = format!("critical-{}", setup.name());
     let (config, output) = qemu::generated(name, &variant, &config(setup, samples, fuzz_calls), hypervisor)?;
     let opts = RunOptions { icount: Some(shift), seconds: Some(900), ..RunOptions::default() };

@@ -11,8 +11,8 @@
 //!
 //! ΔResponse = ΔVMMcritical + ΔVMMsched + Δ_VM^relEv (eq. 4).
 
-pub mod release;
 pub mod critical;
+pub mod release;
 
 use super::irq_latency::{self, Setup as IrqSetup};
 use super::qemu;
@@ -22,8 +22,8 @@ use crate::paths;
 use crate::profile;
 use anyhow::{ensure, Context, Result};
 use partita_core::config::response::ResponseCosts;
-use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 pub const NAME: &str = "response";
 pub const DEFAULT_SHIFT: u32 = 4;
@@ -123,9 +123,14 @@ pub struct Report {
 /// `report.json`.
 pub fn run(opts: &Options) -> Result<Report> {
     ensure!(opts.runs >= 1, "--runs must be at least 1");
-    ensure!((1..=irq_latency::MAX_SAMPLES).contains(&opts.samples), "--samples must be 1 to {}", irq_latency::MAX_SAMPLES);
+    ensure!(
+        (1..=irq_latency::MAX_SAMPLES).contains(&opts.samples),
+        "--samples must be 1 to {}",
+        irq_latency::MAX_SAMPLES
+    );
     let product = qemu::prepare()?;
-    let residency = build::build_hypervisor_with(&paths::source(), partita_core::config::model::QEMU_VIRT, Some("residency"))?;
+    let residency =
+        build::build_hypervisor_with(&paths::source(), partita_core::config::model::QEMU_VIRT, Some("residency"))?;
     let mut critical = Vec::new();
     for &setup in &opts.setups {
         eprintln!("response: ΔVMMcritical, {} pCPU", setup.name());
@@ -222,7 +227,12 @@ impl Report {
         for m in &self.critical {
             if let Some(worst) = m.worst() {
                 let switching = if worst.switched { ", switching" } else { "" };
-                text += &format!("ΔVMMcritical, {} pCPU: {} instructions ({}{switching})\n", m.setup.name(), worst.max, worst.path);
+                text += &format!(
+                    "ΔVMMcritical, {} pCPU: {} instructions ({}{switching})\n",
+                    m.setup.name(),
+                    worst.max,
+                    worst.path
+                );
             }
         }
         let sched = self.sched();
@@ -230,7 +240,11 @@ impl Report {
         if let Some(release) = &self.release {
             text += &format!("Δ_VM^relEv: {} instructions\n", release.delta());
         }
-        text += &format!("ΔResponse (eq. 4), the RTOS beside a GPOS: {} instructions ({} us)\n", self.response(), self.us(self.response()));
+        text += &format!(
+            "ΔResponse (eq. 4), the RTOS beside a GPOS: {} instructions ({} us)\n",
+            self.response(),
+            self.us(self.response())
+        );
         text
     }
 
@@ -250,8 +264,18 @@ impl Report {
             self.shift,
             self.ns_per_instruction()
         );
-        md += &row("ΔVMMcritical (any pCPU of a high-criticality vCPU)", self.critical(), ker_one(KER_ONE_CRITICAL_US), "≤ 1,500");
-        md += &row("ΔVMMsched (RTOS preempting a GPOS)", self.sched(), format!("{} mean, {}", ker_one(KER_ONE_SCHED_MEAN_US), ker_one(KER_ONE_SCHED_MAX_US)), "≤ 400 mean");
+        md += &row(
+            "ΔVMMcritical (any pCPU of a high-criticality vCPU)",
+            self.critical(),
+            ker_one(KER_ONE_CRITICAL_US),
+            "≤ 1,500",
+        );
+        md += &row(
+            "ΔVMMsched (RTOS preempting a GPOS)",
+            self.sched(),
+            format!("{} mean, {}", ker_one(KER_ONE_SCHED_MEAN_US), ker_one(KER_ONE_SCHED_MAX_US)),
+            "≤ 400 mean",
+        );
         match &self.release {
             Some(release) => {
                 let t = Term { min: release.delta(), mean: release.delta(), max: release.delta() };
@@ -260,7 +284,11 @@ impl Report {
             None => md += "| Δ_VM^relEv (eq. 3) | - | - | not measured | | | |\n",
         }
         let r = self.response();
-        md += &format!("| **ΔResponse (eq. 4)**, the RTOS beside a GPOS | | | **{r}** | {} µs | {} | ≤ 2,500 |\n\n", self.us(r), ker_one(KER_ONE_RESPONSE_US));
+        md += &format!(
+            "| **ΔResponse (eq. 4)**, the RTOS beside a GPOS | | | **{r}** | {} µs | {} | ≤ 2,500 |\n\n",
+            self.us(r),
+            ker_one(KER_ONE_RESPONSE_US)
+        );
         md += "ΔVMMsched is the `preempt` setup of `bench irq-latency` (the RTOS waits in WFI while a GPOS spins on its pCPU; each sample is \
                the counter in the RTOS's IRQ vector minus the compare value) less the native timer's own latency \
                (";
@@ -272,7 +300,14 @@ impl Report {
         for m in &self.critical {
             md += &format!("### {}\n\n| path | switch | n | mean | max |\n|---|---|--:|--:|--:|\n", m.setup.name());
             for p in m.paths.iter().take(10) {
-                md += &format!("| {} | {} | {} | {} | {} |\n", p.path, if p.switched { "yes" } else { "" }, p.count, p.mean, p.max);
+                md += &format!(
+                    "| {} | {} | {} | {} | {} |\n",
+                    p.path,
+                    if p.switched { "yes" } else { "" },
+                    p.count,
+                    p.mean,
+                    p.max
+                );
             }
             md += "\n";
         }
