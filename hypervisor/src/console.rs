@@ -32,13 +32,19 @@ struct Ring {
 }
 
 impl Ring {
+    /// Appends `bytes` in at most two slice copies (a byte at a time, a
+    /// line cost ten instructions a byte), first writing out the oldest
+    /// bytes when there is no room.
     fn push(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            if self.len == RING {
-                self.write_out(1);
+        for chunk in bytes.chunks(RING) {
+            if self.len + chunk.len() > RING {
+                self.write_out(self.len + chunk.len() - RING);
             }
-            self.bytes[(self.head + self.len) % RING] = byte;
-            self.len += 1;
+            let tail = (self.head + self.len) % RING;
+            let first = chunk.len().min(RING - tail);
+            self.bytes[tail..tail + first].copy_from_slice(&chunk[..first]);
+            self.bytes[..chunk.len() - first].copy_from_slice(&chunk[first..]);
+            self.len += chunk.len();
         }
     }
 

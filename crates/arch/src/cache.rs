@@ -15,24 +15,30 @@ pub fn clean_invalidate(start: u64, len: u64) {
     let line = dcache_line();
     let mut addr = start & !(line - 1);
     let end = start + len;
-    // Four lines an iteration where there are four: a set/way slice or a
-    // reload step is hundreds of lines, and the loop's own instructions
-    // were half of what it cost.
-    while addr + 4 * line <= end {
-        // SAFETY: as below, four lines.
+    // Eight lines an iteration where there are eight: a set/way slice or a
+    // reload step is hundreds of lines, and a loop of one line per
+    // iteration spent most of its instructions on itself.
+    let groups = (end.saturating_sub(addr) / line) / 8;
+    if groups > 0 {
+        // SAFETY: DC CIVAC on identity-mapped addresses, as below, for
+        // 8 * `groups` lines from `addr`, all before `end`.
         unsafe {
             asm!(
-                "dc civac, {a}",
-                "add {a}, {a}, {l}",
-                "dc civac, {a}",
-                "add {a}, {a}, {l}",
-                "dc civac, {a}",
-                "add {a}, {a}, {l}",
-                "dc civac, {a}",
-                "add {a}, {a}, {l}",
+                "2:",
+                "dc civac, {a}", "add {a}, {a}, {l}",
+                "dc civac, {a}", "add {a}, {a}, {l}",
+                "dc civac, {a}", "add {a}, {a}, {l}",
+                "dc civac, {a}", "add {a}, {a}, {l}",
+                "dc civac, {a}", "add {a}, {a}, {l}",
+                "dc civac, {a}", "add {a}, {a}, {l}",
+                "dc civac, {a}", "add {a}, {a}, {l}",
+                "dc civac, {a}", "add {a}, {a}, {l}",
+                "subs {n}, {n}, #1",
+                "b.ne 2b",
                 a = inout(reg) addr,
                 l = in(reg) line,
-                options(nostack, preserves_flags),
+                n = inout(reg) groups => _,
+                options(nostack),
             )
         };
     }
