@@ -357,6 +357,7 @@ fn arm_timer(sys: &System, me: &PerCpu, running: Option<usize>) {
 /// timer fired. Kicks need no action: the caller looks at the vCPUs again.
 pub fn drain_interrupts(sys: &System, me: &PerCpu, running: Option<&Vcpu>) -> bool {
     let mut timer_fired = false;
+    let mut kicked = false;
     // One the fast path acknowledged comes first, asked for once.
     let mut acknowledged = crate::trap::fast::take_acknowledged();
     while let Some(intid) = acknowledged.take().or_else(Gic::acknowledge) {
@@ -389,11 +390,16 @@ pub fn drain_interrupts(sys: &System, me: &PerCpu, running: Option<&Vcpu>) -> bo
             _ => {
                 residency::note(path::KICK);
                 Gic::end(intid);
-                // Only the kick comes here: it may be this pCPU's own, for
-                // the next chunk of the console's lines.
-                crate::console::drain();
+                kicked = true;
             }
         }
+    }
+    // Only the kick comes there: it may be this pCPU's own, for the next
+    // chunk of the console's lines. Written once the GIC has nothing more
+    // to give, so that the kick it sends for the chunk after is taken in a
+    // stretch of its own, not by this loop.
+    if kicked {
+        crate::console::drain();
     }
     // A timed output asked for on another pCPU: the timer is armed again
     // as after it fired.

@@ -26,7 +26,9 @@ const GICD_ICPENDR: u64 = 0x280;
 /// the banks the driver does not cover.
 const GICR_STRIDE: u64 = 0x2_0000;
 const GICR_SGI_FRAME: u64 = 0x1_0000;
+const GICR_ISENABLER0: u64 = 0x100;
 const GICR_ICENABLER0: u64 = 0x180;
+const GICR_IPRIORITYR: u64 = 0x400;
 const GICR_ICPENDR0: u64 = 0x280;
 const GICR_ISACTIVER0: u64 = 0x300;
 const GICR_ICACTIVER0: u64 = 0x380;
@@ -228,9 +230,20 @@ impl InterruptController for GicV3 {
         if intid >= SPI_BASE || DIRECT_OWN.contains(&intid) {
             return;
         }
-        let mut gic = GIC.get().expect("GIC not initialised").lock();
-        let _ = gic.0.set_interrupt_priority(intid_of(intid), Some(cpu), guest_priority(priority));
-        let _ = gic.0.enable_interrupt(intid_of(intid), Some(cpu), enabled);
+        // Two register writes of its own: through the driver each change
+        // cost a few hundred instructions, and a guest's write to a
+        // priority or enable register makes up to 32 of them in one trap.
+        let frame = GICR_BASE.load(Ordering::Relaxed) + cpu as u64 * GICR_STRIDE + GICR_SGI_FRAME;
+        let enable = if enabled { GICR_ISENABLER0 } else { GICR_ICENABLER0 };
+        let _gic = GIC.get().expect("GIC not initialised").lock();
+        // SAFETY: the byte and the word lie in `cpu`'s redistributor SGI
+        // frame, mapped as device memory at EL2; the GIC lock serialises
+        // them with the driver, and `intid` is a private interrupt of the
+        // guest's (checked above), so Partita's own are untouched.
+        unsafe {
+            core::ptr::write_volatile((frame + GICR_IPRIORITYR + u64::from(intid)) as *mut u8, guest_priority(priority));
+            core::ptr::write_volatile((frame + enable) as *mut u32, 1 << intid);
+        }
     }
 
     fn send_direct_sgi(intid: u32, cpu: usize) {

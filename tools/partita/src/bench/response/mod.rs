@@ -49,6 +49,8 @@ pub struct Options {
     pub fuzz_calls: u32,
     /// The ΔVMMcritical setups to boot.
     pub setups: Vec<critical::Setup>,
+    /// `<out>/bench/<name>/` gets the report and the boots' logs.
+    pub name: String,
 }
 
 impl Default for Options {
@@ -59,6 +61,7 @@ impl Default for Options {
             samples: DEFAULT_SAMPLES,
             fuzz_calls: DEFAULT_FUZZ_CALLS,
             setups: critical::Setup::ALL.to_vec(),
+            name: NAME.to_string(),
         }
     }
 }
@@ -134,14 +137,14 @@ pub fn run(opts: &Options) -> Result<Report> {
     let mut critical = Vec::new();
     for &setup in &opts.setups {
         eprintln!("response: ΔVMMcritical, {} pCPU", setup.name());
-        critical.push(critical::measure(setup, opts.shift, opts.samples, opts.fuzz_calls, &residency, NAME)?);
+        critical.push(critical::measure(setup, opts.shift, opts.samples, opts.fuzz_calls, &residency, &opts.name)?);
     }
     eprintln!("response: ΔVMMsched, the RTOS preempting a busy GPOS");
     let mut sched = Vec::new();
     let mut native = Vec::new();
     for _ in 0..opts.runs {
-        sched.push(irq_latency::measure_one(NAME, IrqSetup::Preempt, Some(opts.shift), opts.samples, &product)?);
-        native.push(irq_latency::measure_one(NAME, IrqSetup::Native, Some(opts.shift), opts.samples, &product)?);
+        sched.push(irq_latency::measure_one(&opts.name, IrqSetup::Preempt, Some(opts.shift), opts.samples, &product)?);
+        native.push(irq_latency::measure_one(&opts.name, IrqSetup::Native, Some(opts.shift), opts.samples, &product)?);
     }
     let worst = |samples: &[irq_latency::Sample]| Term {
         min: samples.iter().map(|s| s.min).min().unwrap_or(0),
@@ -158,7 +161,7 @@ pub fn run(opts: &Options) -> Result<Report> {
         (format!("response-{date}.md"), report.markdown(&date)),
         ("report.json".to_string(), report::json(&report)?),
     ];
-    report::write(&paths::bench_out(NAME), &files)?;
+    report::write(&paths::bench_out(&opts.name), &files)?;
     Ok(report)
 }
 
