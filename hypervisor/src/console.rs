@@ -96,21 +96,29 @@ pub fn partition_line(name: &str, bytes: &[u8]) {
     write_some(out);
 }
 
-/// Writes a chunk, then arranges for the rest: at once where this pCPU
-/// cannot be kicked (boot), else by kicking it.
-fn write_some(mut out: partita_arch::sync::MutexGuard<'_, Ring>) {
-    let me = cpu::index();
-    if !KICKABLE[me].load(Ordering::Acquire) {
-        let all = out.len;
-        out.write_out(all);
-        return;
+/// Leaves the line for [`drain`], in a stretch of its own, where this pCPU
+/// can be kicked; at boot, before it can, writes everything at once.
+fn write_some(out: partita_arch::sync::MutexGuard<'_, Ring>) {
+    if KICKABLE[cpu::index()].load(Ordering::Acquire) {
+        kick_for_more(out);
+    } else {
+        write_all(out);
     }
-    out.write_out(DRAIN_BYTES);
+}
+
+fn write_all(mut out: partita_arch::sync::MutexGuard<'_, Ring>) {
+    let all = out.len;
+    out.write_out(all);
+    WAITING.store(false, Ordering::Release);
+}
+
+/// Kicks this pCPU if bytes wait: the kick's stretch writes the next chunk.
+fn kick_for_more(out: partita_arch::sync::MutexGuard<'_, Ring>) {
     let more = out.len > 0;
     WAITING.store(more, Ordering::Release);
     drop(out);
     if more {
-        Gic::kick(me);
+        Gic::kick(cpu::index());
     }
 }
 
@@ -118,16 +126,15 @@ fn write_some(mut out: partita_arch::sync::MutexGuard<'_, Ring>) {
 /// takes calls this.
 pub fn drain() {
     if WAITING.load(Ordering::Acquire) {
-        write_some(OUT.lock());
+        let mut out = OUT.lock();
+        out.write_out(DRAIN_BYTES);
+        kick_for_more(out);
     }
 }
 
 /// Writes everything that waits: before the machine powers off.
 pub fn flush() {
-    let mut out = OUT.lock();
-    let all = out.len;
-    out.write_out(all);
-    WAITING.store(false, Ordering::Release);
+    write_all(OUT.lock());
 }
 
 /// Writes a line even if another CPU died holding the lock (panics only).
