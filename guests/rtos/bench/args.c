@@ -19,6 +19,8 @@
 #define MAX_ACCEL_JOBS		10000u
 /* The demo's periods: up to a minute. */
 #define MAX_DEMO_MS		60000u
+/* Over a quarter of an hour at a 1 kHz tick: more than any run needs. */
+#define MAX_RELEV		1000000u
 
 /* A switch, not a table: the image must hold no absolute addresses. */
 const char *bench_name(enum bench_id id)
@@ -234,6 +236,8 @@ static bool parse_token(const char *tok, size_t n, struct bench_args *a)
 		return parse_num(v, vlen, MAX_DEMO_MS * 1000u, &a->demo_tio_us);
 	if (eq(tok, klen, "demo_accel_ms"))
 		return parse_num(v, vlen, MAX_DEMO_MS, &a->demo_accel_ms);
+	if (eq(tok, klen, "relev"))
+		return parse_range(v, vlen, 0, MAX_RELEV, &a->relev);
 	if (eq(tok, klen, "sched")) {
 		if (eq(v, vlen, "bitmap"))
 			a->linear = false;
@@ -275,6 +279,7 @@ void bench_args_parse(const char *cmdline, struct bench_args *a, bench_bad_fn ba
 	a->demo_send_every = 10;
 	a->demo_tio_us = 5000;
 	a->demo_accel_ms = 100;
+	a->relev = 0;
 	if (!s)
 		return;
 	while (*s) {

@@ -55,6 +55,7 @@ struct bench_args {
 	uint32_t demo_send_every;	/* a telemetry message every this many periods */
 	uint32_t demo_tio_us;	/* half a period of the square wave on GPIO 0 */
 	uint32_t demo_accel_ms;	/* between two accelerator jobs */
+	uint32_t relev;		/* relev=N: N timed tick releases (relev.c) instead of the benchmarks; 0: off */
 };
 
 /* ---- Pure helpers (args.c), also built for the host ---- */
@@ -122,5 +123,7 @@ void accel_run(const struct bench_args *a) __attribute__((noreturn));
 void demo_run(const struct bench_args *a) __attribute__((noreturn));
 /* accel_table6=... (accel.c): times each function in software and on its device, powers off. */
 void accel_table6_run(const struct bench_args *a) __attribute__((noreturn));
+/* relev=N (relev.c): N releases of the most urgent task by the tick, timed; prints their statistics. */
+void relev_run(const struct bench_args *a);
 
 #endif

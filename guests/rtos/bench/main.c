@@ -5,7 +5,8 @@
  * own that are deleted before the next begins; or, with ipc=, the Partita
  * channel exchange of ipc.c; or, with accel=, the guest-aware accelerator
  * jobs of accel.c; or, with accel_table6=, accel.c's software against
- * accelerator timing; or, with demo=1, the demo's tasks of demo.c.
+ * accelerator timing; or, with demo=1, the demo's tasks of demo.c; or, with
+ * relev=, the timed tick releases of relev.c.
  */
 #include "rtos.h"
 #include "bench.h"
@@ -32,6 +33,7 @@ static void print_bad(const char *tok, size_t n)
 static void controller_main(void *arg)
 {
 	unsigned int id;
+	uint32_t select = bench_args.select;
 
 	(void)arg;
 	if (bench_args.demo)
@@ -42,8 +44,13 @@ static void controller_main(void *arg)
 		accel_run(&bench_args);
 	if (bench_args.table6)
 		accel_table6_run(&bench_args);
+	/* In place of the benchmarks, as ipc= and accel= are. */
+	if (bench_args.relev) {
+		relev_run(&bench_args);
+		select = 0;
+	}
 	for (id = 0; id < B_COUNT; id++) {
-		if (!(bench_args.select & (1u << id)))
+		if (!(select & (1u << id)))
 			continue;
 		if (id == B_COREMARK)
 			coremark_run(bench_args.coremark_ms);

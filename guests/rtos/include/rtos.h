@@ -134,6 +134,12 @@ int rtos_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* ---- Time ---- */
 uint64_t rtos_counter(void);		/* CNTVCT_EL0 */
 uint64_t rtos_counter_hz(void);		/* CNTFRQ_EL0 */
+/*
+ * The counter value the last tick was due at (its CNTV_CVAL_EL0); 0 before
+ * the first. A task that tick woke measures its release latency as
+ * rtos_counter() - rtos_tick_deadline().
+ */
+uint64_t rtos_tick_deadline(void);
 
 /* ---- Additions ---- */
 

@@ -30,6 +30,8 @@ static u32 intid_limit;
 /* Tick deadlines are exact: period + frac/hz counts each, in integers. */
 static u32 tick_intid;
 static u64 tick_hz, tick_period, tick_frac, frac_acc, tick_cval;
+/* The deadline of the tick handled last: tick_cval has moved on by then. */
+static u64 tick_fired;
 
 void rtos_irq_dispatch(void);
 /* frame: what head.S saved, x0-x18 then x30 (its word 19). */
@@ -155,6 +157,7 @@ static void tick_isr(uint32_t intid, void *arg)
 {
 	(void)intid;
 	(void)arg;
+	tick_fired = tick_cval;
 	tick_next();
 	sched_tick();
 }
@@ -181,6 +184,11 @@ void tick_arm(void)
 	tick_next();
 	write_sysreg(cntv_ctl_el0, CNTV_CTL_ENABLE);
 	isb();
+}
+
+uint64_t rtos_tick_deadline(void)
+{
+	return tick_fired;
 }
 
 uint64_t rtos_counter(void)

@@ -235,6 +235,27 @@ static void test_sleep(void)
 	check("sleep", ok);
 }
 
+/*
+ * A tick's deadline is a period (a count more when the remainder carries)
+ * after the one before, and the task it wakes runs after it. Ticks are
+ * counted rather than assumed one, as a slow host may have handled two.
+ */
+static void test_tick_deadline(void)
+{
+	uint64_t period = rtos_counter_hz() / tick_hz, t0, t1, d0, d1, c1;
+	bool ok;
+
+	rtos_sleep(1);
+	t0 = rtos_ticks();
+	d0 = rtos_tick_deadline();
+	rtos_sleep(1);
+	c1 = rtos_counter();
+	t1 = rtos_ticks();
+	d1 = rtos_tick_deadline();
+	ok = d0 != 0 && c1 >= d1 && d1 - d0 >= (t1 - t0) * period && d1 - d0 <= (t1 - t0) * (period + 1);
+	check("tick-deadline", ok);
+}
+
 static void sem_waiter(void *arg)
 {
 	if (rtos_sem_take(&sem, RTOS_WAIT_FOREVER) == RTOS_OK)
@@ -501,6 +522,7 @@ static void controller(void *arg)
 	test_yield();
 	test_round_robin();
 	test_sleep();
+	test_tick_deadline();
 	test_sem();
 	test_queue();
 	test_pool();

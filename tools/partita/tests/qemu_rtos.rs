@@ -71,9 +71,10 @@ fn every_benchmark_passes_its_self_check_natively_and_under_partita() {
 }
 
 /// The kernel's own tests in QEMU (preemption, suspend/resume, yield, round
-/// robin, sleep, semaphores, queues, pools, SGIs, svc, task exit), natively
-/// and as a partition. The selftest powers off instead of printing `bench
-/// done`, so the boot ends "early" by design; its summary line decides.
+/// robin, sleep, the tick's deadline, semaphores, queues, pools, SGIs, svc,
+/// task exit), natively and as a partition. The selftest powers off instead
+/// of printing `bench done`, so the boot ends "early" by design; its summary
+/// line decides.
 #[test]
 fn the_kernel_selftest_passes_natively_and_under_partita() {
     common::source_out();

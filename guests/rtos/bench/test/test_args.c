@@ -114,6 +114,18 @@ int main(void)
 	parse("demo=2 demo_period_ms=0 demo_deadline_us=x demo_send_every=60001 demo_tio_us=0 demo_accel_ms=-1", &a);
 	CHECK(bads == 6 && !a.demo && a.demo_period_ms == 5 && a.demo_send_every == 10 && a.demo_accel_ms == 100);
 
+	parse("bench=tm1", &a);
+	CHECK(a.relev == 0);
+
+	parse("relev=10000 tick_hz=1000", &a);
+	CHECK(a.relev == 10000 && a.tick_hz == 1000 && bads == 0);
+
+	parse("relev=1000000 relev=0", &a);
+	CHECK(a.relev == 0 && bads == 0);
+
+	parse("relev=1000001 relev=-1 relev=x relev=", &a);
+	CHECK(bads == 4 && a.relev == 0);
+
 	CHECK(strcmp(accel_mode_name(ACCEL_QAM64), "qam64") == 0 && strcmp(accel_mode_name(ACCEL_FFT512), "fft512") == 0);
 	CHECK(strcmp(accel_mode_name(ACCEL_OFF), "") == 0);
 
