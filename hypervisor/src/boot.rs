@@ -82,6 +82,7 @@ pub fn secondary(cpu: usize) -> ! {
     Gic::init_cpu(cpu);
     el2::init_cpu();
     stage2::init_cpu();
+    partita_arch::residency::wait_for_primary();
     work(state::system(), cpu)
 }
 

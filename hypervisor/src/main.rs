@@ -31,6 +31,7 @@ use partita_arch::exception::Regs;
 #[allow(unsafe_code)] // The assembly calls this symbol by name.
 #[unsafe(no_mangle)]
 extern "C" fn hv_main(cpu: usize, _host_dtb: u64) -> ! {
+    partita_arch::residency::begin(partita_core::residency::path::BOOT);
     if cpu == 0 {
         boot::primary()
     } else {

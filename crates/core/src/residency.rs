@@ -81,6 +81,8 @@ pub mod path {
     pub const ACCEL_MANAGER: Path = 27;
     /// A cyclic slot starts (the EL2 timer at a slot edge).
     pub const SLOT: Path = 28;
+    /// A pCPU's boot, until it first waits or enters a guest.
+    pub const BOOT: Path = 29;
     /// Partita's hypercalls, from here on by the low seven bits of their
     /// function number ([`super::hypercall`]).
     pub const FIRST_HYPERCALL: Path = 128;
@@ -120,7 +122,7 @@ pub fn name(slot: usize) -> &'static str {
     if path >= usize::from(path::FIRST_HYPERCALL) {
         return hypercall_name(crate::hypercall::BASE + (path - usize::from(path::FIRST_HYPERCALL)) as u64);
     }
-    const NAMES: [&str; 29] = [
+    const NAMES: [&str; 30] = [
         "sync",
         "irq",
         "fiq",
@@ -150,6 +152,7 @@ pub fn name(slot: usize) -> &'static str {
         "fabric-pass",
         "accel-manager",
         "slot",
+        "boot",
     ];
     NAMES.get(path).copied().unwrap_or("unknown")
 }
@@ -224,6 +227,9 @@ pub struct Line<'a> {
 }
 
 pub const PREFIX: &str = "residency: ";
+/// Then `<cpu>: <n> overlapped`: the stretches left out for having
+/// overlapped another pCPU's (under `-icount` they may hold its turn).
+pub const LEFT_OUT: &str = "residency left out on cpu ";
 
 impl<'a> Line<'a> {
     pub fn new(cpu: usize, slot: usize, figures: Figures) -> Line<'static> {

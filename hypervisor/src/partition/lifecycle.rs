@@ -143,6 +143,7 @@ fn report_residency(sys: &System) {
         for (slot, figures) in partita_arch::residency::figures(cpu) {
             log!("{}", partita_core::residency::Line::new(cpu, slot, figures));
         }
+        log!("{}{cpu}: {} overlapped", partita_core::residency::LEFT_OUT, partita_arch::residency::left_out(cpu));
     }
 }
 

@@ -4,7 +4,7 @@
 //! wherever the binary runs, with no path to find at run time.
 
 use anyhow::{anyhow, Context, Result};
-use partita_core::config::response::ResponseCosts;
+use partita_core::config::response::{Critical, PcpuKind, ResponseCosts};
 use partita_core::fabric::bound::AtomicCosts;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -59,7 +59,7 @@ struct RawProfile {
     response_sched_instructions: Option<u64>,
     response_release_instructions: Option<u64>,
     response_ns_per_instruction: Option<u64>,
-    response_critical: Option<BTreeMap<String, u64>>,
+    response_critical: Option<BTreeMap<String, BTreeMap<String, u64>>>,
     response_measured: Option<String>,
 }
 
@@ -103,8 +103,15 @@ impl TryFrom<RawProfile> for PlatformProfile {
             raw.response_ns_per_instruction,
             raw.response_critical,
         ) {
-            (Some(sched), Some(release), Some(ns_per_instruction), Some(critical)) => {
-                Some(ResponseCosts { sched, release, critical: critical.into_iter().collect(), ns_per_instruction })
+            (Some(sched), Some(release), Some(ns_per_instruction), Some(kinds)) => {
+                let mut critical = Vec::new();
+                for (kind, paths) in kinds {
+                    let pcpu = PcpuKind::from_name(&kind).ok_or_else(|| {
+                        format!("response_critical.{kind}: not a kind of pCPU (shared, exclusive, direct, cyclic)")
+                    })?;
+                    critical.extend(paths.into_iter().map(|(path, max)| Critical { pcpu, path, max }));
+                }
+                Some(ResponseCosts { sched, release, critical, ns_per_instruction })
             }
             (None, None, None, None) => None,
             _ => {
@@ -169,8 +176,8 @@ pub fn with_response_costs(previous: &str, costs: &ResponseCosts, measured: &str
     text += &format!("response_release_instructions = {}\n", costs.release);
     text += &format!("response_ns_per_instruction = {}\n", costs.ns_per_instruction);
     text += &format!("response_measured = {}\n", toml::Value::String(measured.to_string()));
-    for (path, max) in &costs.critical {
-        text += &format!("response_critical.{path} = {max}\n");
+    for c in &costs.critical {
+        text += &format!("response_critical.{}.{} = {}\n", c.pcpu.name(), c.path, c.max);
     }
     text
 }
@@ -274,7 +281,11 @@ mod tests {
         ResponseCosts {
             sched: 390,
             release: 40,
-            critical: vec![("hyp-timer".into(), 900), ("restart-step".into(), 1400)],
+            // In the order the file's tables read back: by kind's name, then path.
+            critical: vec![
+                Critical { pcpu: PcpuKind::Cyclic, path: "restart-step".into(), max: 1400 },
+                Critical { pcpu: PcpuKind::Shared, path: "hyp-timer".into(), max: 900 },
+            ],
             ns_per_instruction: 16,
         }
     }
@@ -301,6 +312,9 @@ mod tests {
         let base = "pcs_ns = 1\npcs_instructions = 1\nmeasured = \"m\"\n";
         let error = parse("p.toml", &format!("{base}response_sched_instructions = 5\n")).unwrap_err().to_string();
         assert!(error.contains("response costs are incomplete"), "{error}");
+        let text = with_response_costs(base, &response_costs(), "m").replace(".cyclic.", ".busy.");
+        let error = parse("p.toml", &text).unwrap_err().to_string();
+        assert!(error.contains("response_critical.busy: not a kind of pCPU"), "{error}");
     }
 
     #[test]

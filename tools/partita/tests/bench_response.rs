@@ -53,9 +53,10 @@ fn the_terms_are_measured_and_within_the_boards_profile() {
             "{what}: {measured} instructions, over the profile's {bound}; run `partita bench response --save`"
         );
     };
-    for (path, max) in report.critical_by_path() {
-        let bound = saved.critical.iter().find(|(p, _)| *p == path).map(|(_, b)| *b);
-        within(&format!("ΔVMMcritical `{path}`"), max, bound.unwrap_or_else(|| panic!("no bound for `{path}`")));
+    for c in report.critical_by_path() {
+        let what = format!("ΔVMMcritical `{}` on the {} pCPU", c.path, c.pcpu.name());
+        let bound = saved.critical.iter().find(|s| s.pcpu == c.pcpu && s.path == c.path).map(|s| s.max);
+        within(&what, c.max, bound.unwrap_or_else(|| panic!("{what}: no bound in the profile")));
     }
     within("ΔVMMsched", sched.max, saved.sched);
     within("Δ_VM^relEv", release.delta(), saved.release);

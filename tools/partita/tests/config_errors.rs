@@ -15,7 +15,7 @@ use partita_core::config::model::{
     Action, Budget, Channel, ChannelKind, Criticality, CyclicCore, Function, Health, Interrupt, Perms, Range, Slot,
     VirtualDevice,
 };
-use partita_core::config::response::ResponseCosts;
+use partita_core::config::response::{Critical, PcpuKind, ResponseCosts};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -70,7 +70,10 @@ fn profile() -> PlatformProfile {
         response: Some(ResponseCosts {
             sched: 400,
             release: 50,
-            critical: vec![("hyp-timer".into(), 900), ("hvc-port-send".into(), 1400)],
+            critical: vec![
+                Critical { pcpu: PcpuKind::Shared, path: "hyp-timer".into(), max: 900 },
+                Critical { pcpu: PcpuKind::Shared, path: "hvc-port-send".into(), max: 1400 },
+            ],
             ns_per_instruction: 16,
         }),
         response_measured: Some("fixed for the tests".into()),

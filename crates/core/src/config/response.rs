@@ -4,7 +4,7 @@
 //! --save`), with ΔVMMcritical taken over the EL2 paths that can run on
 //! the partition's pCPUs in this configuration.
 
-use super::model::{ChannelKind, Criticality, System};
+use super::model::{ChannelKind, Criticality, Delivery, System};
 use super::validate::Issue;
 use alloc::format;
 use alloc::string::String;
@@ -18,10 +18,63 @@ pub struct ResponseCosts {
     pub sched: u64,
     /// Δ_VM^relEv (eq. 3): the worst release under Partita minus the best natively.
     pub release: u64,
-    /// ΔVMMcritical per EL2 path (`partita_core::residency::name`), worst case.
-    pub critical: Vec<(String, u64)>,
+    /// ΔVMMcritical per kind of pCPU and EL2 path
+    /// (`partita_core::residency::name`), worst case.
+    pub critical: Vec<Critical>,
     /// Nanoseconds of guest time per instruction (16 under `-icount 4`).
     pub ns_per_instruction: u64,
+}
+
+/// One path's worst stretch on one kind of pCPU.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Critical {
+    pub pcpu: PcpuKind,
+    pub path: String,
+    pub max: u64,
+}
+
+/// The kinds of pCPU `partita bench response` measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PcpuKind {
+    /// Fixed priority, shared with other vCPUs.
+    Shared,
+    /// One partition's alone, virtual delivery.
+    Exclusive,
+    /// One partition's alone, direct delivery.
+    Direct,
+    /// Cyclic: a plan's slots.
+    Cyclic,
+}
+
+impl PcpuKind {
+    pub const ALL: [PcpuKind; 4] = [PcpuKind::Shared, PcpuKind::Exclusive, PcpuKind::Direct, PcpuKind::Cyclic];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PcpuKind::Shared => "shared",
+            PcpuKind::Exclusive => "exclusive",
+            PcpuKind::Direct => "direct",
+            PcpuKind::Cyclic => "cyclic",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<PcpuKind> {
+        PcpuKind::ALL.into_iter().find(|kind| kind.name() == name)
+    }
+
+    /// What `pcpu` is in `system`, for `partition` on it.
+    fn of(system: &System, partition: usize, pcpu: u32) -> PcpuKind {
+        let part = &system.partitions[partition];
+        if system.plans.iter().any(|plan| plan.cores.iter().any(|core| core.cpu == pcpu)) {
+            PcpuKind::Cyclic
+        } else if part.exclusive && part.interrupts == Delivery::Direct {
+            PcpuKind::Direct
+        } else if part.exclusive {
+            PcpuKind::Exclusive
+        } else {
+            PcpuKind::Shared
+        }
+    }
 }
 
 /// The bound for one high-criticality partition, on its worst pCPU.
@@ -131,12 +184,16 @@ pub fn added_responses(system: &System, costs: &ResponseCosts) -> Vec<AddedRespo
 
 fn on(system: &System, costs: &ResponseCosts, partition: usize, pcpu: u32) -> AddedResponse {
     let possible = |path: &str| feature_of(path).is_none_or(|feature| on_cpu(system, pcpu, feature));
+    // The figures of this kind of pCPU; all of them where it was not
+    // measured, the larger for it.
+    let kind = PcpuKind::of(system, partition, pcpu);
+    let measured = costs.critical.iter().any(|c| c.pcpu == kind);
     let (critical_path, critical) = costs
         .critical
         .iter()
-        .filter(|(path, _)| possible(path))
-        .max_by_key(|(_, max)| *max)
-        .cloned()
+        .filter(|c| (!measured || c.pcpu == kind) && possible(&c.path))
+        .max_by_key(|c| c.max)
+        .map(|c| (c.path.clone(), c.max))
         .unwrap_or_default();
     let sched = if shared(system, partition, pcpu) { costs.sched } else { 0 };
     AddedResponse { partition, pcpu, critical, critical_path, sched, release: costs.release }
@@ -181,7 +238,11 @@ mod tests {
         ResponseCosts {
             sched: 400,
             release: 50,
-            critical: vec![("hyp-timer".to_string(), 900), ("hvc-port-send".to_string(), 1400)],
+            critical: vec![
+                Critical { pcpu: PcpuKind::Shared, path: "hyp-timer".to_string(), max: 900 },
+                Critical { pcpu: PcpuKind::Shared, path: "hvc-port-send".to_string(), max: 1400 },
+                Critical { pcpu: PcpuKind::Exclusive, path: "set-way".to_string(), max: 700 },
+            ],
             ns_per_instruction: 16,
         }
     }
@@ -216,6 +277,20 @@ mod tests {
         let bound = &added_responses(&system, &costs())[0];
         assert_eq!((bound.critical_path.as_str(), bound.sched), ("hvc-port-send", 400));
         assert_eq!(bound.instructions(), 1850);
+    }
+
+    #[test]
+    fn an_exclusive_pcpu_takes_its_own_figures_and_a_kind_not_measured_takes_all() {
+        let mut system = fixtures::system();
+        system.partitions.truncate(1);
+        system.channels.clear();
+        system.partitions[0].criticality = Criticality::High;
+        system.partitions[0].exclusive = true;
+        let bound = &added_responses(&system, &costs())[0];
+        assert_eq!((bound.critical_path.as_str(), bound.critical), ("set-way", 700));
+        system.partitions[0].interrupts = Delivery::Direct;
+        let bound = &added_responses(&system, &costs())[0];
+        assert_eq!((bound.critical_path.as_str(), bound.critical), ("hyp-timer", 900), "no direct figures");
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::config::raw::{RawAction, RawChannel, RawConfig, RawCriticality, RawHe
 use crate::guests;
 use crate::run::RunOptions;
 use anyhow::{bail, Context, Result};
-use partita_core::residency::Line;
+use partita_core::residency::{name, path, Line, LEFT_OUT};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -72,8 +72,11 @@ pub struct PathFigures {
 pub struct Measured {
     pub setup: Setup,
     pub pcpu: usize,
-    /// Largest first.
+    /// Largest first; without the pCPU's boot, which comes before any
+    /// guest runs.
     pub paths: Vec<PathFigures>,
+    /// Stretches left out for having overlapped another pCPU's at EL2.
+    pub overlapped: u64,
 }
 
 impl Measured {
@@ -98,7 +101,7 @@ pub fn parse(log: &str, pcpu: usize) -> Result<Vec<PathFigures>> {
     let mut paths: Vec<PathFigures> = log
         .lines()
         .filter_map(Line::parse)
-        .filter(|line| line.cpu == pcpu)
+        .filter(|line| line.cpu == pcpu && line.name != name(usize::from(path::BOOT)))
         .map(|line| PathFigures {
             path: line.name.to_string(),
             switched: line.switched,
@@ -112,6 +115,13 @@ pub fn parse(log: &str, pcpu: usize) -> Result<Vec<PathFigures>> {
     }
     paths.sort_by(|a, b| b.max.cmp(&a.max).then_with(|| a.path.cmp(&b.path)));
     Ok(paths)
+}
+
+/// How many of the measured pCPU's stretches the hypervisor left out.
+pub fn overlapped(log: &str, pcpu: usize) -> u64 {
+    let prefix = format!("{LEFT_OUT}{pcpu}: ");
+    let count = log.lines().find_map(|l| l[l.find(&prefix)? + prefix.len()..].strip_suffix(" overlapped")?.parse().ok());
+    count.unwrap_or(0)
 }
 
 /// The RTOS stand-in: the test guest waiting in WFI for each of its timer
@@ -185,7 +195,7 @@ pub fn measure(
         .with_context(|| format!("the {} setup of ΔVMMcritical", setup.name()))?;
     let log = std::fs::read_to_string(&report.hypervisor_log)
         .with_context(|| format!("cannot read {}", report.hypervisor_log.display()))?;
-    Ok(Measured { setup, pcpu: 1, paths: parse(&log, 1)? })
+    Ok(Measured { setup, pcpu: 1, paths: parse(&log, 1)?, overlapped: overlapped(&log, 1) })
 }
 
 #[cfg(test)]
@@ -200,12 +210,16 @@ mod tests {
 [partita] residency: cpu 1 hyp-timer switch 1 n 5 mean 600 max 1200
 [partita] state check: ok (12 checks)
 [partita] residency: cpu 1 hvc-port-send switch 1 n 2 mean 800 max 900
+[partita] residency: cpu 1 boot switch 0 n 1 mean 90000 max 90000
+[partita] residency left out on cpu 1: 3 overlapped
 ";
         let paths = parse(log, 1).expect("parses");
         let maxima: Vec<(&str, u64)> = paths.iter().map(|p| (p.path.as_str(), p.max)).collect();
         let o = OUTSIDE;
         assert_eq!(maxima, [("hyp-timer", 1200 + o), ("hvc-port-send", 900 + o), ("hvc-port-send", 700 + o)]);
-        let measured = Measured { setup: Setup::Shared, pcpu: 1, paths };
+        assert_eq!(overlapped(log, 1), 3);
+        assert_eq!(overlapped(log, 0), 0);
+        let measured = Measured { setup: Setup::Shared, pcpu: 1, paths, overlapped: 3 };
         assert_eq!(measured.worst().map(|p| p.max), Some(1200 + o));
         assert_eq!(measured.max_by_path().get("hvc-port-send"), Some(&(900 + o)));
     }

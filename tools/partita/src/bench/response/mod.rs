@@ -21,9 +21,8 @@ use crate::build;
 use crate::paths;
 use crate::profile;
 use anyhow::{ensure, Context, Result};
-use partita_core::config::response::ResponseCosts;
+use partita_core::config::response::{Critical, PcpuKind, ResponseCosts};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 pub const NAME: &str = "response";
 pub const DEFAULT_SHIFT: u32 = 4;
@@ -208,14 +207,14 @@ impl Report {
         }
     }
 
-    /// Each path's worst stretch over every setup, for `check`.
-    pub fn critical_by_path(&self) -> BTreeMap<String, u64> {
-        let mut by_path = BTreeMap::new();
-        for (path, max) in self.critical.iter().flat_map(critical::Measured::max_by_path) {
-            let worst = by_path.entry(path).or_insert(0);
-            *worst = max.max(*worst);
+    /// Each setup's paths and their worst stretches, for `check`.
+    pub fn critical_by_path(&self) -> Vec<Critical> {
+        let mut all = Vec::new();
+        for m in &self.critical {
+            let pcpu = PcpuKind::from_name(m.setup.name()).expect("a setup is a kind of pCPU");
+            all.extend(m.max_by_path().into_iter().map(|(path, max)| Critical { pcpu, path, max }));
         }
-        by_path
+        all
     }
 
     /// The costs `check` reads.
@@ -223,7 +222,7 @@ impl Report {
         ResponseCosts {
             sched: self.sched().max,
             release: self.release.as_ref().map_or(0, |r| r.delta()),
-            critical: self.critical_by_path().into_iter().collect(),
+            critical: self.critical_by_path(),
             ns_per_instruction: self.ns_per_instruction(),
         }
     }
@@ -317,7 +316,12 @@ impl Report {
         }
         md += "## ΔVMMcritical per kind of pCPU\n\nOne boot each, the RTOS stand-in (`rt`) on pCPU 1 and only that pCPU busy. The ten longest paths of each; `switch` marks stretches that switched vCPUs.\n\n";
         for m in &self.critical {
-            md += &format!("### {}\n\n| path | switch | n | mean | max |\n|---|---|--:|--:|--:|\n", m.setup.name());
+            md += &format!(
+                "### {}\n\n{} stretch(es) left out for having overlapped another pCPU's.\n\n\
+                 | path | switch | n | mean | max |\n|---|---|--:|--:|--:|\n",
+                m.setup.name(),
+                m.overlapped
+            );
             for p in m.paths.iter().take(10) {
                 md += &format!(
                     "| {} | {} | {} | {} | {} |\n",
