@@ -513,6 +513,10 @@ static bool parse_token(const char *tok, u32 n, struct bootargs *a)
 		if (!parse_u64(v, vlen, &num) || num == 0)
 			return false;
 		a->ipc_n = num;
+	} else if (KEY("ipc_sgi")) {
+		if (!parse_u64(v, vlen, &num) || num > 1)
+			return false;
+		a->ipc_sgi = num == 1;
 	} else if (KEY("until-off")) {
 		if (!parse_u64(v, vlen, &num))
 			return false;
@@ -628,6 +632,7 @@ void bootargs_parse(const char *cmdline, struct bootargs *a)
 	a->fuzz_seed = DEFAULT_FUZZ_SEED;
 	a->ipc_bench = IPC_BENCH_NONE;
 	a->ipc_n = DEFAULT_IPC_N;
+	a->ipc_sgi = false;
 	a->acc_frames = 1;
 	a->acc_jobs = 1;
 	a->acc_wait = ACC_NO_CHANNEL;

@@ -133,6 +133,7 @@ struct bootargs {
 	u64 fuzz, fuzz_seed;		/* random hypercalls */
 	enum ipc_bench_role ipc_bench;	/* the communication benchmark (ipcbench.c) */
 	u64 ipc_n;			/* operations of each kind it measures */
+	bool ipc_sgi;			/* it also measures an SGI to itself */
 	u64 until_off;			/* tick until this partition has stopped */
 	/* Accelerators (accel.c): acc=0 leaves them off. */
 	u64 acc;			/* the interface page */

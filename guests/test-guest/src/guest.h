@@ -31,6 +31,8 @@ void spi_test(u32 intid);
 /* Sleeps in WFI until an interrupt handler sets *flag (irqtest.c). */
 void idle_until(volatile u32 *flag);
 bool irq_setup_ping_receiver(void);
+/* The SGI sgi_ping sends; sgi_pings counts those each vCPU took. */
+#define SGI_PING 1
 u32 sgi_pings(u32 cpu);
 void sgi_ping(u64 aff);
 

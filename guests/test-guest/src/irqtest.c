@@ -8,8 +8,7 @@
 #include "console.h"
 #include "gic.h"
 
-/* SGI 1 goes from vCPU 0 to 1, SGI 2 back, SGI 3 hands vCPU 1 its turn. */
-#define SGI_PING		1
+/* SGI_PING (guest.h) goes from vCPU 0 to 1, SGI 2 back, SGI 3 hands vCPU 1 its turn. */
 #define SGI_PONG		2
 #define SGI_TURN		3
 #define LR_FIRST_SGI		8
