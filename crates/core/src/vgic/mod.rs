@@ -8,11 +8,14 @@
 //!   yet, highest priority first;
 //! - [`lr`]: list-register encoding and the flush that fills them from the
 //!   queue, evicting lower-priority pending entries when all are taken;
+//! - [`direct`]: a direct partition's SGIs, checked and sent by the EL2
+//!   vector from the route each pCPU is given;
 //! - [`regs`]: the emulated distributor and redistributors, which let a
 //!   partition configure only the interrupts it owns; [`regs::v2`] the
 //!   GICv2 distributor's view of them, and [`lr::gicv2`] GICv2's list
 //!   register layout.
 
+pub mod direct;
 pub mod lr;
 pub mod queue;
 pub mod regs;
