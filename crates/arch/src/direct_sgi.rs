@@ -34,7 +34,7 @@ pub const SLOT_SHIFT: u32 = 7;
 // and `allowed` as one pair within LDP's reach, and steps by one slot.
 const _: () = assert!(TARGETS == 0);
 const _: () = assert!(offset_of!(Slot, allowed) == FORBIDDEN + 8);
-const _: () = assert!(FORBIDDEN % 8 == 0 && FORBIDDEN + 8 <= 504);
+const _: () = assert!(FORBIDDEN.is_multiple_of(8) && FORBIDDEN + 8 <= 504);
 const _: () = assert!(size_of::<Slot>() == 1 << SLOT_SHIFT);
 
 /// Every pCPU's slot. Page-aligned, so that ADRP alone yields its address
@@ -51,8 +51,9 @@ const _: () = assert!(align_of::<Routes>() == 4096);
 unsafe impl Sync for Routes {}
 
 /// All zeros (no SGI allowed, `SgiRoute::NONE`), so in .bss.
-pub(crate) static DIRECT_SGI_ROUTES: Routes =
-    Routes([const { UnsafeCell::new(Slot { targets: [0; MAX_VCPUS_PER_PARTITION], forbidden: 0, allowed: 0 }) }; MAX_CPUS]);
+pub(crate) static DIRECT_SGI_ROUTES: Routes = Routes(
+    [const { UnsafeCell::new(Slot { targets: [0; MAX_VCPUS_PER_PARTITION], forbidden: 0, allowed: 0 }) }; MAX_CPUS],
+);
 
 /// The vector answers this pCPU's vCPU's SGIs by `route` from its next
 /// entry on.
