@@ -235,6 +235,14 @@ static bool parse_token(const char *tok, u32 n, struct bootargs *a)
 		if (!parse_u64(v, vlen, &num))
 			return false;
 		a->sgi = num;
+	} else if (KEY("sgi-probe")) {
+		if (!parse_u64(v, vlen, &num) || num > 1)
+			return false;
+		a->sgi_probe = num == 1;
+	} else if (KEY("sgi-watch")) {
+		if (!parse_u64(v, vlen, &num) || num > 1)
+			return false;
+		a->sgi_watch = num == 1;
 	} else if (KEY("lr-overflow")) {
 		if (!parse_u64(v, vlen, &num) || num > 1)
 			return false;
@@ -577,6 +585,8 @@ void bootargs_parse(const char *cmdline, struct bootargs *a)
 	a->timer_hz = 0;
 	a->timer_ticks = 0;
 	a->sgi = 0;
+	a->sgi_probe = false;
+	a->sgi_watch = false;
 	a->lr_overflow = false;
 	a->spi = 0;
 	a->gicd_attack = 0;

@@ -25,6 +25,11 @@ void mask_spin(u64 ms);
 void cpuif_attack(void);
 void gicd_attack(u32 intid);
 void sgi_test(const struct dt_info *dt, u64 n, u32 peer, bool peer_ready);
+void sgi_probe(const struct dt_info *dt, u32 peer);
+/* The SGIs a vCPU took, whichever they were (sgi-watch). */
+u32 sgis_taken(u32 cpu);
+/* A write to ICC_SGI1R_EL1 from register x<rt> (sgiwrite.S). */
+u64 sgi1r_write_rt(u64 value, u64 rt);
 bool sgi_peer_ready(u32 cpu);
 void lr_overflow_test(void);
 void spi_test(u32 intid);
