@@ -77,7 +77,10 @@ pub fn enter(part: &Partition, vcpu: &Vcpu) {
 pub fn leave() {
     let me = cpu::index();
     RUNNING[me].store(0, Ordering::Relaxed);
-    if ROUTE[me].swap(NO_ROUTE, Ordering::Relaxed) != NO_ROUTE {
+    // Only this pCPU writes its entry: a load, not a read-modify-write,
+    // on every switch.
+    if ROUTE[me].load(Ordering::Relaxed) != NO_ROUTE {
+        ROUTE[me].store(NO_ROUTE, Ordering::Relaxed);
         direct_sgi::withdraw();
     }
 }
