@@ -347,16 +347,22 @@ static void send_sgi_v2(u64 aff, u32 intid)
 	mmio_write32(gicd + GICD_SGIR, v);
 }
 
-static void send_sgi_v3(u64 aff, u32 intid)
+u64 gic_sgi1r(u64 aff, u32 intid)
 {
 	u64 aff0 = aff & 0xff;
+
 	/* Target list bit and range selector together name Aff0. */
-	u64 v = (1ull << (aff0 & 0xf)) |
+	return (1ull << (aff0 & 0xf)) |
 		((aff >> 8) & 0xff) << 16 |
 		(u64)(intid & 0xf) << 24 |
 		((aff >> 16) & 0xff) << 32 |
 		(aff0 >> 4) << 44 |
 		((aff >> 32) & 0xff) << 48;
+}
+
+static void send_sgi_v3(u64 aff, u32 intid)
+{
+	u64 v = gic_sgi1r(aff, intid);
 
 	/* The target must see our earlier stores once it takes the SGI. */
 	dsb_sy();

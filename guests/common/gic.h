@@ -53,6 +53,8 @@ u32 gic_local_pending(void);
 
 /* aff is a cpu node's reg (MPIDR affinity layout). */
 void gic_send_sgi(u64 aff, u32 intid);
+/* The ICC_SGI1R_EL1 value that sends SGI intid to aff alone (GICv3). */
+u64 gic_sgi1r(u64 aff, u32 intid);
 
 u32 gic_ack(void);
 void gic_eoi(u32 iar);

@@ -12,7 +12,7 @@
 //! ([`stage_entry`]) and calls [`enter_guest`], which resets the stack and
 //! restores the staged frame instead.
 
-use crate::{MAX_CPUS, STACK_SIZE};
+use crate::{direct_sgi, MAX_CPUS, STACK_SIZE};
 use core::cell::UnsafeCell;
 pub use partita_core::partition::vcpu::Regs;
 
@@ -25,16 +25,23 @@ pub mod kind {
 }
 
 const FRAME: usize = core::mem::size_of::<Regs>();
-// The assembly moves the frame in 16-byte pairs.
+// The assembly moves the frame in 16-byte pairs, and pushes it with the
+// first pair (STP's reach: 512 bytes).
 const _: () = assert!(FRAME == 272);
+// The direct SGI path hands its value's INTID to the route check as the
+// value shifted, and leaves the frame's x0-x3 where save_caller_saved
+// puts them.
+const _: () = assert!(partita_core::vgic::direct::INTID_SHIFT == 24);
+const _: () = assert!(kind::SYNC == 0 && kind::IRQ == 1 && kind::FIQ == 2);
+/// PSTATE.SS in SPSR_EL2.
+const SPSR_SS_BIT: u32 = partita_core::trap::inject::pstate::SS.trailing_zeros();
 const _: () = assert!(MAX_CPUS * STACK_SIZE < 1 << 24);
 
 core::arch::global_asm!(
     r#"
     .macro lower_entry kind
     .balign 0x80
-    sub     sp, sp, #{frame}
-    stp     x0, x1, [sp]
+    stp     x0, x1, [sp, #-{frame}]!
     mov     x1, #\kind
     b       lower_trap
     .endm
@@ -59,7 +66,22 @@ el2_vectors:
     current_entry 1
     current_entry 2
     current_entry 3
-    lower_entry 0
+
+    // Synchronous, from AArch64: a write to ICC_SGI1R_EL1 (the syndrome
+    // minus SGI1R_WRITE leaves Rt's field alone) is offered to the direct
+    // SGI path with x0-x3 saved and Rt << 5 in x1; anything else goes on
+    // with x0 and x1 saved.
+    .balign 0x80
+    stp     x0, x1, [sp, #-{frame}]!
+    mrs     x0, esr_el2
+    ldr     w1, sgi1r_write_syndrome
+    sub     w1, w0, w1
+    tst     w1, #0xfffffc1f
+    b.ne    lower_sync
+    stp     x2, x3, [sp, #16]
+    adr     x3, sgi_rt
+    add     x3, x3, x1, lsr #2
+    br      x3
     lower_entry 1
     lower_entry 2
     lower_entry 3
@@ -67,6 +89,9 @@ el2_vectors:
     lower_entry 1
     lower_entry 2
     lower_entry 3
+
+sgi1r_write_syndrome:
+    .word   {sgi1r_write}
 
     // The registers a call may clobber, with ELR and SPSR: all a fast
     // path needs, since whatever it calls keeps x19-x29 as the guest left
@@ -96,24 +121,98 @@ el2_vectors:
     stp     x28, x29, [sp, #16 * 14]
     .endm
 
+    // With the `residency` feature, a stretch of kind x1 opens here
+    // (crate::residency); x1 comes back as it was.
+    .macro residency_begin
+    .if {residency}
+    mov     x0, x1
+    bl      hv_residency_begin
+    mov     x1, x0
+    .endif
+    .endm
+
     .macro save_rest
     save_caller_saved
     save_callee_saved
     mov     x0, sp
     .endm
 
+    // The direct SGI path (crate::direct_sgi): the value the guest wrote
+    // is checked against this pCPU's route, each target gets its physical
+    // SGI, and the guest resumes past its MSR with x0-x3 restored. It
+    // saves and calls nothing; a value the route declines, or a vCPU whose
+    // PSTATE.SS is set (the step must complete with the instruction, as
+    // the full answer arranges), goes on to lower_sync with x0-x3 as the
+    // guest left them in the frame. The only loop runs once per target
+    // bit, at most 16 times.
+    //
+    // SAFETY: it writes only x0-x3, which it saved in the frame below the
+    // stack top and restores, ELR_EL2 (past the MSR it answers) and
+    // ICC_SGI1R_EL1 with a route's target: the hypervisor offers a route
+    // only while a direct vCPU runs here, with its own partition's homes
+    // and without Partita's SGIs, and the value must name no other bit.
+    // The slot it reads is this CPU's own (`direct_sgi::Routes`).
+    //
+    // Rt's value into x0: 32 entries of two instructions, x0-x3 from the
+    // frame or the register the vector left untouched, xzr last.
+    .balign 8
+sgi_rt:
+    ldr     x0, [sp]
+    b       sgi_value
+    ldr     x0, [sp, #8]
+    b       sgi_value
+    mov     x0, x2
+    b       sgi_value
+    ldr     x0, [sp, #24]
+    b       sgi_value
+    .irp    n, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30
+    mov     x0, x\n
+    b       sgi_value
+    .endr
+    mov     x0, xzr
+sgi_value:
+    mrs     x1, tpidr_el2
+    adrp    x2, {routes}
+    add     x1, x2, x1, lsl #{slot_shift}
+    mrs     x3, spsr_el2
+    tbnz    x3, #{spsr_ss}, sgi_decline
+    ldp     x2, x3, [x1, #{forbidden}]
+    tst     x0, x2
+    b.ne    sgi_decline
+    lsr     x2, x0, #24
+    lsr     x3, x3, x2
+    tbz     x3, #0, sgi_decline
+    and     w0, w0, #0xffff
+    cbz     w0, sgi_done
+    // x0: targets left, x1: the slot, x2: the INTID.
+sgi_send:
+    rbit    w3, w0
+    clz     w3, w3
+    ldr     x3, [x1, x3, lsl #3]
+    bfi     x3, x2, #24, #4
+    msr     icc_sgi1r_el1, x3
+    sub     w3, w0, #1
+    ands    w0, w0, w3
+    b.ne    sgi_send
+sgi_done:
+    mrs     x0, elr_el2
+    add     x0, x0, #4
+    msr     elr_el2, x0
+    ldp     x2, x3, [sp, #16]
+    ldp     x0, x1, [sp], #{frame}
+    eret
+
+sgi_decline:
+    ldp     x2, x3, [sp, #16]
+
     // hv_fast(regs, kind) answers what it can without the rest of the
     // frame and returns all ones; otherwise it returns the kind, and the
     // whole frame goes to hv_trap. A synchronous exception or an IRQ can
-    // qualify; the synchronous one is asked first, at no extra cost.
-lower_trap:
+    // qualify.
+lower_sync:
     save_caller_saved
-    .if {residency}
-    mov     x0, x1
-    bl      hv_residency_begin
-    mov     x1, x0
-    .endif
-    cbnz    x1, lower_async
+    mov     x1, #{sync}
+    residency_begin
 lower_fast:
     mov     x0, sp
     bl      hv_fast
@@ -126,9 +225,12 @@ slow_trap:
     bl      hv_trap
     b       return_to_guest
 
-lower_async:
+    // x1: the kind; SYNC (from AArch32) and IRQ are below FIQ.
+lower_trap:
+    save_caller_saved
+    residency_begin
     cmp     x1, #{irq}
-    b.eq    lower_fast
+    b.ls    lower_fast
     b       slow_trap
 
     // The full frame: the registers the call kept, then the rest.
@@ -157,8 +259,7 @@ fast_return:
     ldp     x14, x15, [sp, #16 * 7]
     ldp     x16, x17, [sp, #16 * 8]
     ldr     x18, [sp, #16 * 9]
-    ldp     x0, x1, [sp]
-    add     sp, sp, #{frame}
+    ldp     x0, x1, [sp], #{frame}
     eret
 
 current_trap:
@@ -202,8 +303,14 @@ enter_guest_asm:
     "#,
     frame = const FRAME,
     stack_size = const STACK_SIZE,
+    sync = const kind::SYNC,
     irq = const kind::IRQ,
     residency = const crate::residency::ENABLED as u8,
+    sgi1r_write = const partita_core::trap::esr::SGI1R_WRITE,
+    routes = sym direct_sgi::DIRECT_SGI_ROUTES,
+    slot_shift = const direct_sgi::SLOT_SHIFT,
+    forbidden = const direct_sgi::FORBIDDEN,
+    spsr_ss = const SPSR_SS_BIT,
 );
 
 unsafe extern "C" {

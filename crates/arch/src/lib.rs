@@ -9,6 +9,7 @@ pub mod boot;
 pub mod cache;
 pub mod context;
 pub mod cpu;
+pub mod direct_sgi;
 pub mod el2;
 pub mod exception;
 pub mod firmware;

@@ -235,6 +235,14 @@ static bool parse_token(const char *tok, u32 n, struct bootargs *a)
 		if (!parse_u64(v, vlen, &num))
 			return false;
 		a->sgi = num;
+	} else if (KEY("sgi-probe")) {
+		if (!parse_u64(v, vlen, &num) || num > 1)
+			return false;
+		a->sgi_probe = num == 1;
+	} else if (KEY("sgi-watch")) {
+		if (!parse_u64(v, vlen, &num) || num > 1)
+			return false;
+		a->sgi_watch = num == 1;
 	} else if (KEY("lr-overflow")) {
 		if (!parse_u64(v, vlen, &num) || num > 1)
 			return false;
@@ -513,6 +521,10 @@ static bool parse_token(const char *tok, u32 n, struct bootargs *a)
 		if (!parse_u64(v, vlen, &num) || num == 0)
 			return false;
 		a->ipc_n = num;
+	} else if (KEY("ipc_sgi")) {
+		if (!parse_u64(v, vlen, &num) || num > 1)
+			return false;
+		a->ipc_sgi = num == 1;
 	} else if (KEY("until-off")) {
 		if (!parse_u64(v, vlen, &num))
 			return false;
@@ -573,6 +585,8 @@ void bootargs_parse(const char *cmdline, struct bootargs *a)
 	a->timer_hz = 0;
 	a->timer_ticks = 0;
 	a->sgi = 0;
+	a->sgi_probe = false;
+	a->sgi_watch = false;
 	a->lr_overflow = false;
 	a->spi = 0;
 	a->gicd_attack = 0;
@@ -628,6 +642,7 @@ void bootargs_parse(const char *cmdline, struct bootargs *a)
 	a->fuzz_seed = DEFAULT_FUZZ_SEED;
 	a->ipc_bench = IPC_BENCH_NONE;
 	a->ipc_n = DEFAULT_IPC_N;
+	a->ipc_sgi = false;
 	a->acc_frames = 1;
 	a->acc_jobs = 1;
 	a->acc_wait = ACC_NO_CHANNEL;

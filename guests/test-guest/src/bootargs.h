@@ -93,6 +93,8 @@ struct bootargs {
 	/* Interrupt tests; 0 (or false) leaves each one off. */
 	u64 timer_hz, timer_ticks;	/* periodic virtual timer, both needed */
 	u64 sgi;			/* SGIs each way between vCPU 0 and 1 */
+	bool sgi_probe;			/* then SGIs from every register, and refused ones */
+	bool sgi_watch;			/* count every SGI taken, print it at the end */
 	bool lr_overflow;
 	u32 spi;			/* an SPI INTID to own and pend */
 	u32 gicd_attack;		/* an SPI INTID not ours to tamper with */
@@ -133,6 +135,7 @@ struct bootargs {
 	u64 fuzz, fuzz_seed;		/* random hypercalls */
 	enum ipc_bench_role ipc_bench;	/* the communication benchmark (ipcbench.c) */
 	u64 ipc_n;			/* operations of each kind it measures */
+	bool ipc_sgi;			/* it also measures an SGI to itself */
 	u64 until_off;			/* tick until this partition has stopped */
 	/* Accelerators (accel.c): acc=0 leaves them off. */
 	u64 acc;			/* the interface page */

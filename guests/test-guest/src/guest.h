@@ -25,12 +25,19 @@ void mask_spin(u64 ms);
 void cpuif_attack(void);
 void gicd_attack(u32 intid);
 void sgi_test(const struct dt_info *dt, u64 n, u32 peer, bool peer_ready);
+void sgi_probe(const struct dt_info *dt, u32 peer);
+/* The SGIs a vCPU took, whichever they were (sgi-watch). */
+u32 sgis_taken(u32 cpu);
+/* A write to ICC_SGI1R_EL1 from register x<rt> (sgiwrite.S). */
+u64 sgi1r_write_rt(u64 value, u64 rt);
 bool sgi_peer_ready(u32 cpu);
 void lr_overflow_test(void);
 void spi_test(u32 intid);
 /* Sleeps in WFI until an interrupt handler sets *flag (irqtest.c). */
 void idle_until(volatile u32 *flag);
 bool irq_setup_ping_receiver(void);
+/* The SGI sgi_ping sends; sgi_pings counts those each vCPU took. */
+#define SGI_PING 1
 u32 sgi_pings(u32 cpu);
 void sgi_ping(u64 aff);
 

@@ -8,10 +8,13 @@
 #include "console.h"
 #include "gic.h"
 
-/* SGI 1 goes from vCPU 0 to 1, SGI 2 back, SGI 3 hands vCPU 1 its turn. */
-#define SGI_PING		1
+/* SGI_PING (guest.h) goes from vCPU 0 to 1, SGI 2 back, SGI 3 hands vCPU 1 its turn. */
 #define SGI_PONG		2
 #define SGI_TURN		3
+/* sgi-probe's SGI, from every register and with refused targets. */
+#define SGI_PROBE		4
+/* What a refused SGI is given to arrive anyway. */
+#define REFUSED_WAIT_MS		20
 #define LR_FIRST_SGI		8
 #define LR_SGIS			8
 /* Room for duplicates, so that a repeat shows up as one. */
@@ -25,6 +28,9 @@ static u32 vtimer_intid;
 static volatile u32 sgi_rx[MAX_CPUS][SGI_PONG + 1];
 static volatile u32 sgi_turn[MAX_CPUS];
 static volatile u32 gic_ready[MAX_CPUS];
+static volatile u32 probe_rx[MAX_CPUS];
+/* Every SGI (group 1, so the guest's) each vCPU took, for sgi-watch. */
+static volatile u32 sgi_any[MAX_CPUS];
 /* Set by vCPU 0 before it hands over the turn. */
 static volatile u32 sgi_home;
 static volatile u32 sgi_back_done;
@@ -56,6 +62,8 @@ void irq_handler(u64 now)
 
 		if (intid >= GIC_SPECIAL_INTID)
 			break;
+		if (intid < 16 && cpu < MAX_CPUS)
+			sgi_any[cpu]++;
 		if (conformance_irq(intid, now)) {
 			/* Counted there; it may claim the virtual timer too. */
 		} else if (intid == vtimer_intid)
@@ -64,6 +72,8 @@ void irq_handler(u64 now)
 			sgi_rx[cpu][intid]++;
 		else if (intid == SGI_TURN && cpu < MAX_CPUS)
 			sgi_turn[cpu] = 1;
+		else if (intid == SGI_PROBE && cpu < MAX_CPUS)
+			probe_rx[cpu]++;
 		else if (intid >= LR_FIRST_SGI && intid < LR_FIRST_SGI + LR_SGIS)
 			lr_record(intid);
 		else if (spi_owned && intid == spi_owned)
@@ -114,6 +124,11 @@ bool irq_setup_boot_cpu(const struct dt_info *dt, const struct bootargs *a)
 		return gic_setup_failed(why);
 	if (a->sgi)
 		gic_local_enable(SGI_PONG, true);
+	if (a->sgi_probe)
+		gic_local_enable(SGI_PROBE, true);
+	if (a->sgi_watch)
+		for (u32 intid = 0; intid < 16; intid++)
+			gic_local_enable(intid, true);
 	gic_ready[this_cpu()] = 1;
 	irq_unmask();
 	return true;
@@ -129,6 +144,8 @@ bool irq_setup_secondary(const struct bootargs *a)
 		gic_local_enable(SGI_PING, true);
 		gic_local_enable(SGI_TURN, true);
 	}
+	if (a->sgi_probe)
+		gic_local_enable(SGI_PROBE, true);
 	gic_ready[this_cpu()] = 1;
 	return true;
 }
@@ -230,6 +247,63 @@ void sgi_test(const struct dt_info *dt, u64 n, u32 peer, bool peer_ready)
 	 */
 	wait_count(&sgi_rx[me][SGI_PONG], n, 10 * WAIT_MS);
 	printf("sgi: sent %lu received %u\n", n, sgi_rx[me][SGI_PONG]);
+}
+
+/*
+ * After sgi_test, with the same partner: SGI_PROBE from every register, to
+ * this vCPU and to the partner by turns, each awaited; then values whose
+ * targets or SGI the partition may not name, each given time to arrive
+ * anyway. Only vCPUs 0 and 1 exist; a partition of direct-delivery cores
+ * next door (sgi-watch) takes whatever reaches it.
+ */
+void sgi_probe(const struct dt_info *dt, u32 peer)
+{
+	static const struct {
+		u64 value;
+		u32 to_me;	/* SGI_PROBEs this vCPU must take from it */
+	} refused[] = {
+		{ (u64)SGI_PROBE << 24 | 0xfffc, 0 },		/* vCPUs 2-15 */
+		{ (u64)SGI_PROBE << 24 | 1 << 16 | 0xffff, 0 },	/* Aff1 1 */
+		{ (u64)SGI_PROBE << 24 | 1ull << 32 | 0xffff, 0 },	/* Aff2 1 */
+		{ (u64)SGI_PROBE << 24 | 1ull << 44 | 0xffff, 0 },	/* RS 1: Aff0 16-31 */
+		{ (u64)15 << 24 | 0x3, 0 },			/* Partita's SGI */
+		{ (u64)SGI_PROBE << 24 | 0x9, 1 },		/* this vCPU 0, and a vCPU 3 */
+	};
+	u32 me = this_cpu(), reached = 0, kept = 0, held = 0;
+	u64 rt, k;
+
+	if (peer >= MAX_CPUS || me != 0) {
+		printf("sgi-probe: needs vcpu 0 and a partner: skipped\n");
+		return;
+	}
+	for (rt = 0; rt < 31; rt++) {
+		u32 to = rt & 1 ? peer : me;
+		u32 before = probe_rx[to];
+
+		kept += sgi1r_write_rt(gic_sgi1r(dt->cpu_mpidr[to], SGI_PROBE), rt) == 0;
+		reached += wait_change(&probe_rx[to], before, WAIT_MS);
+	}
+	/* xzr: SGI 0 to nobody. */
+	kept += sgi1r_write_rt(0, 31) == 0;
+	for (k = 0; k < sizeof(refused) / sizeof(refused[0]); k++) {
+		u32 mine = sgi_any[me], theirs = sgi_any[peer], probes = probe_rx[me];
+		u64 deadline;
+
+		/* From x2 and x3 by turns: the registers a declined write gives back. */
+		kept += sgi1r_write_rt(refused[k].value, 2 + (k & 1)) == 0;
+		deadline = counter_now() + ms_to_counts(REFUSED_WAIT_MS);
+		while ((s64)(counter_now() - deadline) < 0)
+			;
+		held += sgi_any[me] - mine == refused[k].to_me && probe_rx[me] - probes == refused[k].to_me &&
+			sgi_any[peer] == theirs;
+	}
+	printf("sgi-probe: reached %u of 31, kept %u of %lu, refused %u of %lu\n", reached, kept,
+	       32 + k, held, k);
+}
+
+u32 sgis_taken(u32 cpu)
+{
+	return cpu < MAX_CPUS ? sgi_any[cpu] : 0;
 }
 
 static u8 lr_priority(u32 k)

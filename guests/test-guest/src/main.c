@@ -312,7 +312,7 @@ static bool timer_conformance(enum arch_test t)
 
 static bool wants_gic(void)
 {
-	return (args.timer_hz && args.timer_ticks) || args.sgi || args.lr_overflow ||
+	return (args.timer_hz && args.timer_ticks) || args.sgi || args.sgi_watch || args.lr_overflow ||
 	       args.spi || args.irq_bench || timer_conformance(args.arch) || args.vcpu_ctl || args.duty_cycles || args.shm == SHM_READ ||
 	       args.sample_write || args.sample_read || args.ipc_bench == IPC_BENCH_MEASURE ||
 	       args.tio || args.tio_wave || args.tio_burst;
@@ -342,6 +342,8 @@ static void interrupt_tests(bool gic_ok)
 		return;
 	if (args.sgi)
 		sgi_test(&dt, args.sgi, sgi_peer(), sgi_peer_ready(sgi_peer()));
+	if (args.sgi && args.sgi_probe)
+		sgi_probe(&dt, sgi_peer());
 	if (args.lr_overflow)
 		lr_overflow_test();
 	if (args.spi)
@@ -425,6 +427,8 @@ void guest_main(u64 dtb)
 	if (args.arch != ARCH_NONE && !timer_conformance(args.arch))
 		arch_test(&dt, &args);
 	tick_loop();
+	if (args.sgi_watch)
+		printf("sgi-watch: taken %u\n", sgis_taken(this_cpu()));
 	if (args.end_reset) {
 		printf("resetting\n");
 		reset(dt.psci);

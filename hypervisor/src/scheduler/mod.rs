@@ -173,7 +173,7 @@ fn switch_to(sys: &'static System, me: &'static PerCpu, slot: usize) {
             return;
         }
     }
-    crate::trap::fast::enter(vcpu.partition, vcpu.index);
+    crate::trap::fast::enter(part, vcpu);
     // Traced last, so that a switch's cost in the trace includes loading.
     trace::record(Kind::VcpuIn, vcpu.partition, vcpu.index, 0);
     enter_guest()

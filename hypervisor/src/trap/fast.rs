@@ -9,15 +9,17 @@
 //! anything itself qualifies, or whose change is of its own partition's
 //! and announced like the rest: the hypercalls that always resume
 //! (`partita_core::hypercall::decode_query`), a direct partition's SGIs,
-//! which go to the physical GIC, a write to an accelerator's interface
-//! page whose device is connected, or connects by Path 1 in the trap (an
-//! idle PRR, assigned without preempting anyone), and an IRQ that is the
-//! running vCPU's own timer: forwarded to it, it wakes nobody else and
-//! leaves the scheduler's answer as it was. A vCPU's first FP/SIMD access
-//! on its pCPU, which loads its values, is answered here too. Any other IRQ, once
-//! acknowledged, is handed to the full path ([`take_acknowledged`]).
-//! With tracing on, every trap takes the full path, so the trace sees it:
-//! no vCPU is offered.
+//! which go to the physical GIC (the vector answers most of them itself,
+//! from the route [`enter`] gives it), a write to an accelerator's
+//! interface page whose device is connected, or connects by Path 1 in the
+//! trap (an idle PRR, assigned without preempting anyone), and an IRQ that
+//! is the running vCPU's own timer: forwarded to it, it wakes nobody else
+//! and leaves the scheduler's answer as it was. A vCPU's first FP/SIMD
+//! access on its pCPU, which loads its values, is answered here too. Any
+//! other IRQ, once acknowledged, is handed to the full path
+//! ([`take_acknowledged`]). With tracing on, every trap takes the full
+//! path, so the trace sees it: no vCPU is offered, and the vector is given
+//! no SGI route.
 //!
 //! Every other trap pays for the questions asked here, so the first ones
 //! look at the syndrome and x0 alone.
@@ -25,13 +27,14 @@
 use crate::partition::{Partition, Vcpu};
 use crate::state;
 use crate::{trace, vgic};
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use partita_arch::exception::{kind, Regs};
 use partita_arch::platform::{Gic, InterruptController};
-use partita_arch::{cpu, residency, MAX_CPUS};
+use partita_arch::{cpu, direct_sgi, residency, MAX_CPUS};
 use partita_core::hypercall::{self, Call};
 use partita_core::residency::path;
 use partita_core::trap::esr::{self, ec};
+use partita_core::vgic::direct::SgiRoute;
 use partita_core::vgic::is_timer;
 
 /// Per pCPU: the vCPU running there, as partition + 1 and vCPU index
@@ -49,16 +52,50 @@ static ACKNOWLEDGED: [AtomicU32; MAX_CPUS] = [const { AtomicU32::new(0) }; MAX_C
 /// HVC #0, Partita's and PSCI's calling convention.
 const HVC_0: u64 = (ec::HVC64 as u64) << 26 | 1 << 25;
 
+/// Per pCPU: whether the vector has an SGI route (`partita_arch::direct_sgi`)
+/// and whether it covers every vCPU of the partition.
+static ROUTE: [AtomicU8; MAX_CPUS] = [const { AtomicU8::new(NO_ROUTE) }; MAX_CPUS];
+const NO_ROUTE: u8 = 0;
+const ROUTE_COMPLETE: u8 = 1;
+const ROUTE_PARTIAL: u8 = 2;
+
 /// A vCPU enters this pCPU: offered to the fast path unless tracing is
-/// on, which then asks nothing more.
-pub fn enter(partition: usize, vcpu: usize) {
-    let running = if trace::enabled() { 0 } else { ((partition as u32 + 1) << 16) | vcpu as u32 };
+/// on, which then asks nothing more. A direct partition's vCPU also gets
+/// its SGIs answered from the vector.
+pub fn enter(part: &Partition, vcpu: &Vcpu) {
+    if trace::enabled() {
+        RUNNING[cpu::index()].store(0, Ordering::Relaxed);
+        return;
+    }
+    let running = ((vcpu.partition as u32 + 1) << 16) | vcpu.index as u32;
     RUNNING[cpu::index()].store(running, Ordering::Relaxed);
+    if part.direct() {
+        offer_sgi_route(part);
+    }
 }
 
 /// This pCPU's vCPU leaves it.
 pub fn leave() {
-    RUNNING[cpu::index()].store(0, Ordering::Relaxed);
+    let me = cpu::index();
+    RUNNING[me].store(0, Ordering::Relaxed);
+    // Only this pCPU writes its entry: a load, not a read-modify-write,
+    // on every switch.
+    if ROUTE[me].load(Ordering::Relaxed) != NO_ROUTE {
+        ROUTE[me].store(NO_ROUTE, Ordering::Relaxed);
+        direct_sgi::withdraw();
+    }
+}
+
+/// The vector sends `part`'s SGIs to its vCPUs' homes from now on. A home
+/// whose pCPU has not started yet has no target: the vector declines an
+/// SGI to it, and the full answer (which drops it, as before) offers the
+/// route again, so that the vector takes over once every pCPU is up.
+fn offer_sgi_route(part: &Partition) {
+    let homes = part.vcpus.iter().map(|vcpu| Gic::mpidr(vcpu.home));
+    let route = SgiRoute::new(homes, Gic::direct_reserved_sgis());
+    let state = if route.complete(part.vcpus.len()) { ROUTE_COMPLETE } else { ROUTE_PARTIAL };
+    ROUTE[cpu::index()].store(state, Ordering::Relaxed);
+    direct_sgi::offer(&route);
 }
 
 /// True when the trap was answered and the vCPU resumes. The questions
@@ -163,6 +200,9 @@ fn sgi(regs: &mut Regs, rt: u8) -> bool {
         Some((part, vcpu)) if part.direct() => {
             vgic::generate_sgi(part, vcpu.index, regs.x[usize::from(rt)]);
             regs.skip_instruction();
+            if ROUTE[cpu::index()].load(Ordering::Relaxed) == ROUTE_PARTIAL {
+                offer_sgi_route(part);
+            }
             true
         }
         _ => false,

@@ -211,8 +211,9 @@ enum Bench {
         save: bool,
     },
     /// Communication costs: a null hypercall, a queuing-port send and
-    /// receive, the round trip through an echo partition, and a doorbell;
-    /// wall-clock and under -icount. Writes <out>/bench/ipc/ipc-<date>.md.
+    /// receive, the round trip through an echo partition, a doorbell, and
+    /// a direct partition's SGI to itself (GICv3); wall-clock and under
+    /// -icount. Writes <out>/bench/ipc/ipc-<date>.md.
     Ipc {
         /// The board to run on; `both` boots each setup on qemu-virt
         /// (GICv3) and then on zcu102 (GICv2) in every run, and puts the

@@ -247,6 +247,12 @@ impl InterruptController for GicV2 {
     fn send_direct_sgi(_intid: u32, _cpu: usize) {
         no_direct()
     }
+    fn mpidr(_cpu: usize) -> Option<u64> {
+        None
+    }
+    fn direct_reserved_sgis() -> u16 {
+        u16::MAX
+    }
     fn reset_direct() {
         no_direct()
     }

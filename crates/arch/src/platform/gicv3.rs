@@ -254,6 +254,15 @@ impl InterruptController for GicV3 {
         let _ = GicCpuInterface::send_sgi(IntId::sgi(intid), sgi_target(mpidr), SgiTargetGroup::CurrentGroup1);
     }
 
+    fn mpidr(cpu: usize) -> Option<u64> {
+        let mpidr = MPIDRS.get(cpu)?.load(Ordering::Relaxed);
+        (mpidr != u64::MAX).then_some(mpidr)
+    }
+
+    fn direct_reserved_sgis() -> u16 {
+        DIRECT_OWN.iter().filter(|&&intid| intid < 16).fold(0, |mask, &intid| mask | 1 << intid)
+    }
+
     fn reset_direct() {
         let cpu = crate::cpu::index();
         let guests = !DIRECT_OWN.iter().fold(0u32, |mask, &intid| mask | 1 << intid);

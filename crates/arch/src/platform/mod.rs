@@ -134,6 +134,12 @@ pub trait InterruptController {
     fn set_direct_private(intid: u32, cpu: usize, enabled: bool, priority: u8);
     /// Sends the guest's SGI `intid` (group 1) to direct-delivery core `cpu`.
     fn send_direct_sgi(intid: u32, cpu: usize);
+    /// The MPIDR_EL1 of physical CPU `cpu` once it has started, which a
+    /// direct partition's SGI to a vCPU at home there names
+    /// (`partita_core::vgic::direct`).
+    fn mpidr(cpu: usize) -> Option<u64>;
+    /// The SGIs a direct partition may not send, bit n for SGI n: Partita's.
+    fn direct_reserved_sgis() -> u16;
     /// This direct-delivery core forgets everything its guest left in the
     /// physical GIC: its private interrupts disabled, neither pending nor
     /// active, and no active priority left on the CPU interface.

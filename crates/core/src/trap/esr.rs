@@ -119,6 +119,12 @@ fn decode_sysreg(iss: u64) -> SysRegAccess {
     }
 }
 
+/// ESR_EL2 of a trapped MSR to ICC_SGI1R_EL1 from register x0 (IL set, as
+/// for every AArch64 instruction): with `Rt << 5` added, the syndrome of
+/// any such write. The vector compares against it before it saves
+/// anything beyond two registers (`partita_arch::exception`).
+pub const SGI1R_WRITE: u32 = (ec::SYSREG as u32) << 26 | 1 << 25 | 3 << 20 | 5 << 17 | 12 << 10 | 11 << 1;
+
 /// The register `Rt` of a trapped MSR to ICC_SGI1R_EL1 (op0 3, op1 0,
 /// CRn 12, CRm 11, op2 5), from the syndrome alone: the fast path's check.
 pub const fn sgi1r_write(esr: u64) -> Option<u8> {
@@ -202,6 +208,33 @@ mod tests {
             assert_eq!(sgi1r_write(sysreg_esr(other, 3, false)), None, "{other:?}");
         }
         assert_eq!(sgi1r_write(u64::from(ec::HVC64) << 26 | (sysreg_esr(sgi1r, 3, false) & 0x1ff_ffff)), None);
+    }
+
+    /// The vector's test: the syndrome minus [`SGI1R_WRITE`] (32 bits,
+    /// wrapping) has no bit outside Rt's field exactly when the decoder
+    /// sees a write to ICC_SGI1R_EL1 with IL set.
+    #[test]
+    fn the_vectors_syndrome_test_agrees_with_the_decoder() {
+        let vector = |esr: u64| {
+            let rest = (esr as u32).wrapping_sub(SGI1R_WRITE);
+            (rest & !(0x1f << 5) == 0).then_some((rest >> 5) as u8)
+        };
+        let sgi1r = SysReg::new(3, 0, 12, 11, 5);
+        for rt in 0..32 {
+            let esr = sysreg_esr(sgi1r, rt, false);
+            assert_eq!(vector(esr), Some(rt as u8));
+            assert_eq!(sgi1r_write(esr), Some(rt as u8));
+            assert_eq!(vector(esr & !(1 << 25)), None, "IL clear");
+            assert_eq!(vector(sysreg_esr(sgi1r, rt, true)), None, "a read");
+        }
+        // Every syndrome bit flipped alone, and a sample of the rest.
+        let base = sysreg_esr(sgi1r, 9, false);
+        let flips = (0..32).filter(|b| !(5..10).contains(b)).map(|b| base ^ 1 << b);
+        let sample = (0..1u64 << 16).map(|k| (k.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) & 0xffff_ffff);
+        for esr in flips.chain(sample) {
+            let il = esr & 1 << 25 != 0;
+            assert_eq!(vector(esr).is_some(), il && sgi1r_write(esr).is_some(), "{esr:#x}");
+        }
     }
 
     #[test]

@@ -8,11 +8,14 @@
 //!   yet, highest priority first;
 //! - [`lr`]: list-register encoding and the flush that fills them from the
 //!   queue, evicting lower-priority pending entries when all are taken;
+//! - [`direct`]: a direct partition's SGIs, checked and sent by the EL2
+//!   vector from the route each pCPU is given;
 //! - [`regs`]: the emulated distributor and redistributors, which let a
 //!   partition configure only the interrupts it owns; [`regs::v2`] the
 //!   GICv2 distributor's view of them, and [`lr::gicv2`] GICv2's list
 //!   register layout.
 
+pub mod direct;
 pub mod lr;
 pub mod queue;
 pub mod regs;
@@ -36,6 +39,7 @@ mod tests {
         assert_eq!(sgi_targets((3 << 24) | 0b10, 2, 0), (3, 0b10));
         assert_eq!(sgi_targets((1 << 24) | 0b1100, 3, 0), (1, 0b100), "vCPU 3 does not exist");
         assert_eq!(sgi_targets((1 << 24) | (1 << 16) | 1, 2, 0), (1, 0), "Aff1 = 1 names nobody");
+        assert_eq!(sgi_targets((1 << 24) | (1 << 44) | 1, 2, 0), (1, 0), "RS = 1 (Aff0 16) names nobody");
         assert_eq!(sgi_targets((2 << 24) | (1 << 40), 4, 1), (2, 0b1101));
     }
 }
@@ -75,15 +79,17 @@ pub const fn timer_asserted(ctl: u64, cval: u64, now: u64) -> bool {
 }
 
 /// The SGI and the vCPUs an ICC_SGI1R_EL1 value names, as a bit mask.
-/// Partita gives vCPU `i` the affinity 0.0.0.i, so only Aff0 targets with
-/// zero higher affinity fields exist; IRM=1 means every other vCPU.
+/// Partita gives vCPU `i` the affinity 0.0.0.i, so only Aff0 targets 0-15
+/// (range selector 0) with zero higher affinity fields exist; IRM=1 means
+/// every other vCPU.
 pub fn sgi_targets(value: u64, vcpus: usize, sender: usize) -> (u32, u32) {
     let intid = ((value >> 24) & 0xf) as u32;
     let all: u32 = if vcpus >= 32 { u32::MAX } else { (1 << vcpus) - 1 };
     if value & (1 << 40) != 0 {
         return (intid, all & !(1 << sender));
     }
-    let higher_affinity = (value >> 16) & 0xff | (value >> 32) & 0xff | (value >> 48) & 0xff;
+    let range_selector = (value >> 44) & 0xf;
+    let higher_affinity = (value >> 16) & 0xff | (value >> 32) & 0xff | (value >> 48) & 0xff | range_selector;
     let list = if higher_affinity == 0 { (value & 0xffff) as u32 } else { 0 };
     (intid, list & all)
 }

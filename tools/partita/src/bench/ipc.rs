@@ -3,7 +3,9 @@
 //! null hypercall, a queuing-port send and receive with the round trip
 //! through an echo partition of lower priority on the same pCPU, and a
 //! doorbell from that partition; this module boots it wall-clock and under
-//! `-icount`, and reports medians. Reported, never asserted.
+//! `-icount`, and reports medians. Reported, never asserted. On a GICv3
+//! board a third boot, the partition alone with direct interrupt delivery,
+//! measures the SGI it sends itself, which still traps (docs/interrupts.md).
 //!
 //! With `--board zcu102` or `both` it runs on the GIC-400 board as well,
 //! each run booting on one board and then the other.
@@ -41,6 +43,8 @@ pub const KER_ONE_MHZ: f64 = 667.0;
 pub const MEASURES: [&str; 6] = ["empty", "hypercall", "send", "receive", "round-trip", "doorbell"];
 /// What it measures alone on an exclusive pCPU (no channels).
 pub const ALONE: [&str; 2] = ["empty", "hypercall"];
+/// What it measures alone with direct delivery.
+pub const DIRECT: [&str; 3] = ["empty", "hypercall", "sgi"];
 
 pub struct Options {
     pub runs: u32,
@@ -84,6 +88,13 @@ pub fn alone_config(count: u32, guest: &Path) -> RawConfig {
     RawConfig::new().cpus(2).partition(bench)
 }
 
+/// `bench` alone on pCPU 1 with direct interrupt delivery, sending itself
+/// SGIs as well.
+pub fn direct_config(count: u32, guest: &Path) -> RawConfig {
+    let args = format!("ipc-bench=bench ipc_n={count} ipc_sgi=1 ticks=1 period_ms=1");
+    RawConfig::new().cpus(2).partition(partition("bench", &args, guest).exclusive().direct())
+}
+
 /// `bench` above `echo` on pCPU 1, requests and answers as queuing ports,
 /// a shared window with a doorbell at `bench`.
 pub fn config(count: u32, guest: &Path) -> RawConfig {
@@ -118,11 +129,20 @@ fn variant(board: Board, setup: &str) -> String {
     }
 }
 
-/// One board's two configurations, assembled.
+/// One board's configurations, assembled; `direct` on a GICv3 board only.
 struct Assembled {
     board: Board,
     shared: (Config, BuildOutput),
     alone: (Config, BuildOutput),
+    direct: Option<(Config, BuildOutput)>,
+}
+
+/// The boots of one board in one pass.
+#[derive(Default)]
+struct Boots {
+    shared: Vec<Measures>,
+    alone: Vec<Measures>,
+    direct: Vec<Measures>,
 }
 
 pub fn run(opts: &Options) -> Result<Report> {
@@ -135,22 +155,33 @@ pub fn run(opts: &Options) -> Result<Report> {
         };
         let shared = generated("shared", config(opts.count, &guest))?;
         let alone = generated("alone", alone_config(opts.count, &guest))?;
-        boards.push(Assembled { board, shared, alone });
+        let direct = match board {
+            Board::QemuVirt => Some(generated("direct", direct_config(opts.count, &guest))?),
+            _ => None,
+        };
+        boards.push(Assembled { board, shared, alone, direct });
     }
     let mut passes = Vec::new();
     for pass in [Pass::WALL, Pass::icount(opts.shift)] {
-        let mut runs: Vec<(Vec<Measures>, Vec<Measures>)> = boards.iter().map(|_| Default::default()).collect();
+        let mut runs: Vec<Boots> = boards.iter().map(|_| Boots::default()).collect();
         // Board after board within a run, so that the host's load falls on both alike.
         for _ in 0..opts.runs {
-            for (assembled, (shared, alone)) in boards.iter().zip(&mut runs) {
-                shared.push(boot(&assembled.shared, pass.shift, &MEASURES)?);
-                alone.push(boot(&assembled.alone, pass.shift, &ALONE)?);
+            for (assembled, boots) in boards.iter().zip(&mut runs) {
+                boots.shared.push(boot(&assembled.shared, pass.shift, &MEASURES)?);
+                boots.alone.push(boot(&assembled.alone, pass.shift, &ALONE)?);
+                if let Some(direct) = &assembled.direct {
+                    boots.direct.push(boot(direct, pass.shift, &DIRECT)?);
+                }
             }
         }
-        for (assembled, (shared, alone)) in boards.iter().zip(&runs) {
-            let mut lines = medians(shared, &MEASURES);
-            let alone = medians(alone, &ALONE);
+        for (assembled, boots) in boards.iter().zip(&runs) {
+            let mut lines = medians(&boots.shared, &MEASURES);
+            let alone = medians(&boots.alone, &ALONE);
             lines.extend(alone.into_iter().map(|(what, line)| (format!("{what} alone"), line)));
+            if !boots.direct.is_empty() {
+                let direct = medians(&boots.direct, &DIRECT);
+                lines.extend(direct.into_iter().map(|(what, line)| (format!("{what} direct"), line)));
+            }
             passes.push((assembled.board, pass.mode, pass.shift, lines));
         }
     }
@@ -165,6 +196,12 @@ fn boot((config, output): &(Config, BuildOutput), icount: Option<u32>, measures:
     let lines = parse(&log);
     if !log.contains("ipc-bench: done") || lines.len() != measures.len() {
         bail!("the bench partition did not finish its measures; see {}", path.display());
+    }
+    if let Some((_, sgi)) = lines.iter().find(|(what, _)| what == "sgi") {
+        let taken = format!("ipc-bench: sgi taken {n} of {n}", n = sgi.n);
+        if !log.lines().any(|l| l == taken) {
+            bail!("the bench partition did not take every SGI it sent; see {}", path.display());
+        }
     }
     Ok(lines)
 }
@@ -204,7 +241,9 @@ const SIDE_COLUMNS: [Column; 7] = [
 
 /// Every row's name, in the tables' order.
 fn row_names() -> impl Iterator<Item = String> {
-    MEASURES.iter().map(|m| m.to_string()).chain(ALONE.iter().map(|m| format!("{m} alone")))
+    let alone = ALONE.iter().map(|m| format!("{m} alone"));
+    let direct = DIRECT.iter().map(|m| format!("{m} direct"));
+    MEASURES.iter().map(|m| m.to_string()).chain(alone).chain(direct)
 }
 
 impl Report {
@@ -220,7 +259,11 @@ impl Report {
 
     /// Mean minus the counter reads around it (in the same setup).
     fn net(&self, board: Board, mode: Mode, what: &str) -> Option<u64> {
-        let empty_of = if what.ends_with(" alone") { "empty alone" } else { "empty" };
+        let empty_of = match what.rsplit_once(' ') {
+            Some((_, setup)) => format!("empty {setup}"),
+            None => "empty".to_string(),
+        };
+        let empty_of = empty_of.as_str();
         let empty = self.get(board, mode, empty_of)?.mean;
         Some(self.get(board, mode, what)?.mean.saturating_sub(empty))
     }
@@ -286,6 +329,14 @@ impl Report {
         {
             let _ = writeln!(out, "Queuing-port send plus receive (16-byte message): {} instructions.", tx + rx);
         }
+        if let Some(sgi) = self.net(board, Mode::Icount, "sgi direct") {
+            let _ = writeln!(
+                out,
+                "A direct partition's SGI to itself (`sgi direct`): {sgi} instructions under -icount for the \
+                 trapped write to ICC_SGI1R_EL1, checked and sent to the physical GIC by Partita; its delivery, \
+                 from the GIC to the guest, costs what it costs natively and is not in the figure."
+            );
+        }
         out
     }
 
@@ -324,7 +375,10 @@ impl Report {
                 to the echo partition, its receive, its send (which wakes the sender, and the sender preempts \
                 it) and the switch back. The first round trip, which waits for the echo partition to boot, is not timed. `doorbell` runs from the echo partition's counter read just before it \
                 rings to the measuring partition's return from WFI after its handler (ring, injection, switch, \
-                interrupt entry and exit).\n";
+                interrupt entry and exit). The `alone` rows are the measuring partition alone on its pCPU, \
+                `direct` the same with `interrupts = \"direct\"` (GICv3 boards only): `sgi` is its write to \
+                ICC_SGI1R_EL1 naming itself, IRQs masked around it so that the SGI is taken after the second \
+                counter read.\n";
         out
     }
 }
@@ -354,5 +408,35 @@ mod tests {
         assert_eq!(bell.doorbell_intid, Some(48));
         assert!(config.partition[0].bootargs.as_deref().is_some_and(|args| args.contains("doorbell=48")));
         assert_eq!(config.channel.len(), 3);
+    }
+
+    #[test]
+    fn the_direct_setup_is_alone_on_its_pcpu_and_sends_itself_sgis() {
+        let config = direct_config(10, Path::new("guest.elf"));
+        let [bench] = &config.partition[..] else { panic!("one partition") };
+        assert_eq!(bench.exclusive, Some(true));
+        assert_eq!(bench.interrupts, Some(crate::config::raw::RawDelivery::Direct));
+        assert!(bench.bootargs.as_deref().is_some_and(|args| args.contains("ipc_sgi=1")));
+        assert!(config.channel.is_empty());
+    }
+
+    #[test]
+    fn each_setup_is_net_of_its_own_empty_loop() {
+        let line = |mean| Line { n: 10, min: mean, mean, max: mean };
+        let lines = [("empty", 2), ("hypercall", 99), ("empty alone", 3), ("hypercall alone", 100)]
+            .into_iter()
+            .chain([("empty direct", 4), ("sgi direct", 44)])
+            .map(|(what, mean)| (what.to_string(), line(mean)))
+            .collect();
+        let report = Report {
+            counter_hz: NOMINAL_HZ,
+            count: 10,
+            runs: 1,
+            boards: vec![Board::QemuVirt],
+            passes: vec![(Board::QemuVirt, Mode::Icount, Some(4), lines)],
+        };
+        let net = |what| report.net(Board::QemuVirt, Mode::Icount, what);
+        assert_eq!((net("hypercall"), net("hypercall alone"), net("sgi direct")), (Some(97), Some(97), Some(40)));
+        assert_eq!(net("hypercall direct"), None);
     }
 }
