@@ -96,6 +96,49 @@ pub fn partition_line(name: &str, bytes: &[u8]) {
     write_some(out);
 }
 
+/// A line put together piece by piece straight into the ring, for the
+/// lines a guest can make Partita write as often as it likes (the health
+/// monitor's): through `core::fmt` one of those took about 3,000
+/// instructions with interrupts masked, this way a few hundred.
+pub struct Pieces<'a> {
+    out: partita_arch::sync::MutexGuard<'a, Ring>,
+}
+
+/// Starts a line tagged `tag`; [`Pieces::end`] writes it.
+pub fn pieces(tag: &str) -> Pieces<'static> {
+    let mut out = OUT.lock();
+    out.push(b"[");
+    out.push(tag.as_bytes());
+    out.push(b"] ");
+    Pieces { out }
+}
+
+impl Pieces<'_> {
+    pub fn text(mut self, text: &str) -> Self {
+        self.out.push(text.as_bytes());
+        self
+    }
+
+    pub fn decimal(mut self, value: u64) -> Self {
+        let mut digits = [0u8; 20];
+        self.out.push(partita_core::text::decimal(value, &mut digits));
+        self
+    }
+
+    /// `0x` and the lowercase hexadecimal digits.
+    pub fn hex(mut self, value: u64) -> Self {
+        let mut digits = [0u8; 16];
+        self.out.push(b"0x");
+        self.out.push(partita_core::text::hex(value, &mut digits));
+        self
+    }
+
+    pub fn end(mut self) {
+        self.out.push(b"\n");
+        write_some(self.out);
+    }
+}
+
 /// Leaves the line for [`drain`], in a stretch of its own, where this pCPU
 /// can be kicked; at boot, before it can, writes everything at once.
 fn write_some(out: partita_arch::sync::MutexGuard<'_, Ring>) {

@@ -42,6 +42,19 @@ pub enum EventKind {
 
 impl EventKind {
     pub const COUNT: usize = 6;
+
+    /// As `{:?}` spells it, without `core::fmt`'s machinery, which the
+    /// hypervisor cannot afford on a path a guest drives at will.
+    pub const fn name(self) -> &'static str {
+        match self {
+            EventKind::Stage2Fault => "Stage2Fault",
+            EventKind::Forbidden => "Forbidden",
+            EventKind::IllegalHypercall => "IllegalHypercall",
+            EventKind::WatchdogExpired => "WatchdogExpired",
+            EventKind::BudgetOverrun => "BudgetOverrun",
+            EventKind::Reported => "Reported",
+        }
+    }
     pub const ALL: [EventKind; EventKind::COUNT] = [
         EventKind::Stage2Fault,
         EventKind::Forbidden,
@@ -146,6 +159,19 @@ impl Action {
         Action::ResetSystem,
         Action::Inject,
     ];
+
+    /// As `{:?}` spells it (see [`EventKind::name`]).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Action::Ignore => "Ignore",
+            Action::Log => "Log",
+            Action::Suspend => "Suspend",
+            Action::Restart => "Restart",
+            Action::Halt => "Halt",
+            Action::ResetSystem => "ResetSystem",
+            Action::Inject => "Inject",
+        }
+    }
 
     /// The action with this record code, if any.
     pub const fn from_code(code: u8) -> Option<Action> {
@@ -582,6 +608,15 @@ impl Watchdog {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn names_are_spelled_as_debug_spells_them() {
+        for kind in super::EventKind::ALL {
+            assert_eq!(kind.name(), alloc::format!("{kind:?}"));
+        }
+        for action in super::Action::ALL {
+            assert_eq!(action.name(), alloc::format!("{action:?}"));
+        }
+    }
 
     #[test]
     fn aborts_are_stage_2_faults_and_every_other_class_is_forbidden() {

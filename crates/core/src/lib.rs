@@ -19,6 +19,7 @@ pub mod hypercall;
 pub mod partition;
 pub mod residency;
 pub mod scheduler;
+pub mod text;
 pub mod time;
 pub mod timedio;
 pub mod trace;

@@ -11,7 +11,7 @@
 
 pub mod log;
 
-use crate::console::log;
+use crate::console::{self, log};
 use crate::partition::lifecycle::{self, Cause};
 use crate::partition::{Partition, Vcpu};
 use crate::state::{PerCpu, System};
@@ -57,13 +57,16 @@ fn record(part: &Partition, vcpu: &Vcpu, event: Event, detail: u64, time: u64, d
     };
     if let Some(seq) = log::record(report, action) {
         let us = ticks_to_us(report.time, platform::counter_frequency());
-        log!(
-            "hm: {seq} at {us} us partition {} vcpu {} {:?} detail 0x{detail:x} action {:?}",
-            part.name(),
-            vcpu.index,
-            event,
-            action
-        );
+        // `hm: <seq> at <us> us partition <name> vcpu <i> <event> detail
+        // 0x<detail> action <action>`, as `{:?}` would spell the event and
+        // the action; a guest can report as often as it likes.
+        let line = console::pieces("partita").text("hm: ").decimal(seq).text(" at ").decimal(us);
+        let line = line.text(" us partition ").text(part.name()).text(" vcpu ").decimal(vcpu.index as u64);
+        let mut line = line.text(" ").text(event.kind().name());
+        if let Event::Reported(code) = event {
+            line = line.text("(").decimal(u64::from(code)).text(")");
+        }
+        line.text(" detail ").hex(detail).text(" action ").text(action.name()).end();
     }
     trace::record(Kind::Health, vcpu.partition, vcpu.index, event.kind() as u32);
     action

@@ -33,7 +33,9 @@ fn the_terms_are_measured_and_within_the_boards_profile() {
         measured.paths.iter().map(|p| p.path.as_str()).collect()
     };
     let shared = paths_of(Setup::Shared);
-    for path in ["hvc-port-send", "hvc-port-receive", "restart-step", "health-action", "hyp-timer", "wfi", "mmio", "sgi"] {
+    for path in
+        ["hvc-port-send", "hvc-port-receive", "restart-step", "health-action", "hyp-timer", "wfi", "mmio", "sgi"]
+    {
         assert!(shared.contains(&path), "the shared pCPU's stress drove no `{path}`: {shared:?}");
     }
     assert!(paths_of(Setup::Cyclic).contains(&"slot"), "{:?}", paths_of(Setup::Cyclic));

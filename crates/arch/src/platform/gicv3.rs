@@ -241,7 +241,10 @@ impl InterruptController for GicV3 {
         // them with the driver, and `intid` is a private interrupt of the
         // guest's (checked above), so Partita's own are untouched.
         unsafe {
-            core::ptr::write_volatile((frame + GICR_IPRIORITYR + u64::from(intid)) as *mut u8, guest_priority(priority));
+            core::ptr::write_volatile(
+                (frame + GICR_IPRIORITYR + u64::from(intid)) as *mut u8,
+                guest_priority(priority),
+            );
             core::ptr::write_volatile((frame + enable) as *mut u32, 1 << intid);
         }
     }

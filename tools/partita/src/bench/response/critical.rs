@@ -120,7 +120,8 @@ pub fn parse(log: &str, pcpu: usize) -> Result<Vec<PathFigures>> {
 /// How many of the measured pCPU's stretches the hypervisor left out.
 pub fn overlapped(log: &str, pcpu: usize) -> u64 {
     let prefix = format!("{LEFT_OUT}{pcpu}: ");
-    let count = log.lines().find_map(|l| l[l.find(&prefix)? + prefix.len()..].strip_suffix(" overlapped")?.parse().ok());
+    let count =
+        log.lines().find_map(|l| l[l.find(&prefix)? + prefix.len()..].strip_suffix(" overlapped")?.parse().ok());
     count.unwrap_or(0)
 }
 
