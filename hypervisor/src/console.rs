@@ -90,9 +90,9 @@ pub fn line(tag: &str, text: fmt::Arguments) {
 /// Writes one line of a partition's console output (already sanitised).
 pub fn partition_line(name: &str, bytes: &[u8]) {
     let mut out = OUT.lock();
-    let _ = write!(out, "[{name}] ");
-    out.push(bytes);
-    out.push(b"\n");
+    for piece in [b"[", name.as_bytes(), b"] ", bytes, b"\n"] {
+        out.push(piece);
+    }
     write_some(out);
 }
 

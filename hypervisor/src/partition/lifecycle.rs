@@ -6,7 +6,7 @@
 //! power-on live here too, each once.
 
 use super::{Console, Partition, Vcpu};
-use crate::console::log;
+use crate::console::{self, log};
 use crate::selfcheck;
 use crate::state::System;
 use crate::trap::exit::Fault;
@@ -62,12 +62,16 @@ pub fn change(sys: &System, part: &Partition, change: Change, cause: Cause) -> b
     true
 }
 
+/// The console line of a change. The ones a guest can bring about again and
+/// again (its own power-off and reset, a restart by the health monitor, a
+/// stop) are put together without `core::fmt` (`console::Pieces`).
 fn announce(part: &Partition, change: Change, cause: Cause) {
     let name = part.name();
     let why = cause.why();
+    let line = || console::pieces("partita").text("partition ").text(name);
     match (change, cause) {
-        (Change::PowerOff, _) => log!("partition {name} powered off (PSCI SYSTEM_OFF)"),
-        (Change::Restart, Cause::Psci) => log!("partition {name} restarting (PSCI SYSTEM_RESET)"),
+        (Change::PowerOff, _) => line().text(" powered off (PSCI SYSTEM_OFF)").end(),
+        (Change::Restart, Cause::Psci) => line().text(" restarting (PSCI SYSTEM_RESET)").end(),
         (Change::Stop, Cause::Fault { vcpu, fault, pc }) => {
             let address = Address(fault.address);
             log!("partition {name} vcpu {vcpu} stopped: {why} (EC 0x{:02x}, ELR 0x{pc:x}{address})", fault.class)
@@ -77,9 +81,10 @@ fn announce(part: &Partition, change: Change, cause: Cause) {
         }
         (_, Cause::By(caller)) => log!("partition {}: {change:?} of partition {name}", caller.name()),
         (Change::Restart, _) => {
-            log!("partition {name} restarting (health monitor; restart {}): {why}", part.hm.lock().restarts)
+            let restarts = u64::from(part.hm.lock().restarts);
+            line().text(" restarting (health monitor; restart ").decimal(restarts).text("): ").text(why).end()
         }
-        (Change::Stop, _) => log!("partition {name} stopped: {why}"),
+        (Change::Stop, _) => line().text(" stopped: ").text(why).end(),
         (Change::Suspend, _) => log!("partition {name} suspended by the health monitor ({why})"),
         (change, _) => log!("partition {name}: {change:?} ({why})"),
     }
@@ -176,7 +181,8 @@ pub fn restart_step(sys: &System, part: &Partition) {
         Some(next) => part.reload_cursor.store(next, Ordering::Release),
         None => {
             let ticks = timer::counter() - part.reload_started.load(Ordering::Acquire);
-            log!("partition {} reloaded in {} us", part.name(), ticks_to_us(ticks, platform::counter_frequency()));
+            let us = ticks_to_us(ticks, platform::counter_frequency());
+            console::pieces("partita").text("partition ").text(part.name()).text(" reloaded in ").decimal(us).text(" us").end();
             power_on(part);
             // Cannot fail: nothing leaves Restarting but this.
             let _ = part.apply(Change::Reloaded);
