@@ -24,6 +24,9 @@ const RING: usize = 16 * 1024;
 /// Bytes a pCPU writes to the UART in one stretch: a few hundred
 /// instructions on the PL011.
 const DRAIN_BYTES: usize = 64;
+/// Pieces up to this long are copied a byte at a time.
+const SHORT: usize = 32;
+const _: () = assert!(RING.is_power_of_two() && SHORT <= RING);
 
 struct Ring {
     bytes: [u8; RING],
@@ -32,10 +35,23 @@ struct Ring {
 }
 
 impl Ring {
-    /// Appends `bytes` in at most two slice copies (a byte at a time, a
-    /// line cost ten instructions a byte), first writing out the oldest
-    /// bytes when there is no room.
+    /// Appends `bytes`, first writing out the oldest bytes when there is no
+    /// room: a short piece a byte at a time (each library copy cost some
+    /// seventy instructions however short, and a line has a dozen pieces),
+    /// a long one in at most two slice copies.
     fn push(&mut self, bytes: &[u8]) {
+        if bytes.len() <= SHORT {
+            if self.len + bytes.len() > RING {
+                self.write_out(self.len + bytes.len() - RING);
+            }
+            let mut at = (self.head + self.len) % RING;
+            for &byte in bytes {
+                self.bytes[at] = byte;
+                at = (at + 1) % RING;
+            }
+            self.len += bytes.len();
+            return;
+        }
         for chunk in bytes.chunks(RING) {
             if self.len + chunk.len() > RING {
                 self.write_out(self.len + chunk.len() - RING);

@@ -129,6 +129,7 @@ pub fn after_interrupt(sys: &System, me: &PerCpu, running: u8) {
 /// than into `run` again, whose frames would pile up on the stack at every
 /// such slot until it overflowed.
 fn switch_to(sys: &'static System, me: &'static PerCpu, slot: usize) {
+    residency::note_switch();
     let vcpu = me.vcpus[slot];
     me.set_current(Some(slot));
     if vcpu.state() == State::Boot {
