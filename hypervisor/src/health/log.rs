@@ -14,6 +14,11 @@ const MAX_ENTRIES: usize = *HM_LOG_ENTRIES.end() as usize;
 /// Records copied to a guest per step of a read, through a buffer on the
 /// stack: a read of the whole log never needs the whole log's size there.
 const RECORDS_PER_COPY: usize = 16;
+/// The most records one PARTITA_HM_READ copies: the caller asks again from
+/// the `from` it returns. The whole log (4,096 records, 128 KiB) in one
+/// call held EL2, and the log's lock every pCPU records through, for as
+/// long as 32 of the largest port messages.
+const RECORDS_PER_CALL: usize = 2 * RECORDS_PER_COPY;
 
 /// Empty (capacity 0) until `init` sizes it in place, so that it is all
 /// zeros and lives in `.bss`: not 160 KiB of the image, and never a
@@ -34,8 +39,7 @@ pub fn record(report: Report, action: Action) -> Option<u64> {
 /// PARTITA_HM_READ into the caller's buffer: x1 records, x2 the next
 /// `from`, x3 records overwritten before anyone could read them.
 pub fn read(part: &Partition, buffer: u64, size: u64, from: u64) -> Result<[u64; 3], i64> {
-    // Never more than the whole log, whatever the buffer's size.
-    let size = size.min((MAX_ENTRIES * RECORD_LEN) as u64);
+    let size = size.min((RECORDS_PER_CALL * RECORD_LEN) as u64);
     let pa = part.config.translate_buffer(buffer, size, true).ok_or(status::FAULT)?;
     let log = LOG.lock();
     let mut chunk = [0u8; RECORDS_PER_COPY * RECORD_LEN];
