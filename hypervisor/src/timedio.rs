@@ -102,11 +102,19 @@ pub fn next_alarm(sys: &System, me: &PerCpu) -> Option<u64> {
     me.timed_io.iter().filter_map(|&p| sys.partitions[p].timed_io.as_ref()?.lock().alarm()).min()
 }
 
-/// Performs every output whose alarm has come, earliest first across the
-/// queues `me` serves; called when `me`'s EL2 timer fires.
+/// Outputs one call performs at most. Each polls up to `lead`, and each
+/// brings the next within `lead` into reach, so outputs a third of their
+/// period apart kept the pCPU at EL2 for ever; the rest wait for the timer,
+/// armed again for their alarm, which has come, as the trap ends.
+const OUTPUTS_PER_CALL: usize = 4;
+
+/// Performs the outputs whose alarm has come, earliest first across the
+/// queues `me` serves, at most [`OUTPUTS_PER_CALL`]; called when `me`'s
+/// EL2 timer fires.
 pub fn serve(sys: &System, me: &PerCpu) {
     drop_if_not_running(sys, me);
-    while let Some((p, due, start)) = earliest_due(sys, me) {
+    for _ in 0..OUTPUTS_PER_CALL {
+        let Some((p, due, start)) = earliest_due(sys, me) else { return };
         let part = &sys.partitions[p];
         partita_arch::residency::note(partita_core::residency::path::TIMED_OUTPUT);
         // Interrupts are masked here, so the timer only marks an instant.
