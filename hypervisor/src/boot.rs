@@ -191,7 +191,7 @@ fn build_cpu(cpu: usize, partitions: &[Partition], plans: &Plans) -> PerCpu {
     // A pCPU that others may migrate to is shared, even while empty; a
     // budget needs WFI trapped, so idle time is not use.
     let policy = if plans.is_cyclic(cpu) {
-        Policy::cyclic()
+        Policy::cyclic(plans, cpu, &vcpus)
     } else if vcpus.len() == 1 && vcpus[0].home == cpu && vcpus[0].budget.is_none() {
         Policy::Exclusive
     } else {
@@ -216,11 +216,14 @@ fn build_cpu(cpu: usize, partitions: &[Partition], plans: &Plans) -> PerCpu {
 }
 
 /// Tells each vCPU which pCPUs list it and at which slot, so a change to
-/// it marks it for each of them.
+/// it marks it for each of them. Only a fixed-priority pCPU reads its
+/// marks (to keep its ready queue); the others look at their vCPUs
+/// themselves, and marking for them would cost every change for nothing.
 fn watch_vcpus(partitions: &[Partition], cpus: &[PerCpu]) {
     for vcpu in partitions.iter().flat_map(|p| p.vcpus.iter()) {
         let watchers = cpus
             .iter()
+            .filter(|me| matches!(me.policy, Policy::FixedPriority(_)))
             .filter_map(|me| {
                 let slot = me.vcpus.iter().position(|v| core::ptr::eq(*v, *vcpu))?;
                 Some(Watcher { dirty: me.dirty, slot })

@@ -11,7 +11,7 @@ use crate::fabric::Fabric;
 use crate::partition::{Dirty, Partition, Vcpu};
 use crate::scheduler::cyclic::{CyclicCpu, Plans};
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use partita_arch::sync::Mutex;
 use partita_core::config::limits::MAX_VCPUS_PER_PCPU;
 use partita_core::config::model::Platform;
@@ -91,6 +91,9 @@ pub struct PerCpu {
     pub timed_io: Vec<usize>,
     /// A request on another pCPU may want this pCPU's timer earlier.
     pub timed_io_rearm: AtomicBool,
+    /// The counter value its EL2 timer is armed for (`u64::MAX`: disarmed),
+    /// so that arming it again for the same instant writes nothing.
+    pub armed_at: AtomicU64,
     /// The vCPU whose FP/SIMD values its registers may hold, as a
     /// `partita_core::partition::fp::Holder`; read and written only here.
     pub fp_holder: AtomicU32,
@@ -123,8 +126,9 @@ impl Policy {
         Policy::FixedPriority(FixedPriority { ready: Mutex::new(ReadyQueue::new()), sharing: AtomicBool::new(false) })
     }
 
-    pub fn cyclic() -> Self {
-        Policy::Cyclic(CyclicCpu::new())
+    /// A cyclic pCPU, `cpu`, listing `vcpus`.
+    pub fn cyclic(plans: &Plans, cpu: usize, vcpus: &[&'static Vcpu]) -> Self {
+        Policy::Cyclic(CyclicCpu::new(plans, cpu, vcpus))
     }
 
     pub fn is_exclusive(&self) -> bool {
@@ -150,6 +154,8 @@ impl PerCpu {
             migrating: Vec::new(),
             timed_io: Vec::new(),
             timed_io_rearm: AtomicBool::new(false),
+            // Neither armed nor disarmed by Partita yet: the first arming writes.
+            armed_at: AtomicU64::new(0),
             fp_holder: AtomicU32::new(0),
         }
     }

@@ -12,7 +12,7 @@ use crate::partition::{Partition, Vcpu};
 use crate::state::{PerCpu, System};
 use crate::trace;
 use core::sync::atomic::Ordering;
-use partita_arch::platform::{Gic, InterruptController, ListRegisters, Lrs, MAX_LRS};
+use partita_arch::platform::{Gic, InterruptController, ListRegisters, Lrs, VgicContext, MAX_LRS};
 use partita_arch::{cpu, timer};
 use partita_core::trace::Kind;
 use partita_core::vgic::lr::{self, Lr, State};
@@ -98,12 +98,13 @@ pub fn refill(vcpu: &Vcpu) {
 
 /// With tracing on: the list registers `vcpu` was just loaded with are
 /// what [`note_completions`] compares against. Only the implemented ones
-/// are copied (the whole array is a library memcpy on every switch).
-pub fn note_loaded(vcpu: &Vcpu, lrs: &[u64]) {
+/// are copied (the whole array is a library memcpy on every switch), and
+/// of those the listed ones: the others were loaded empty.
+pub fn note_loaded(vcpu: &Vcpu, vgic: &VgicContext) {
     if trace::enabled() {
         let mut seen = vcpu.seen_lrs.lock();
-        for (seen, lr) in seen.iter_mut().zip(lrs).take(Lrs::count()) {
-            *seen = *lr;
+        for (n, (seen, lr)) in seen.iter_mut().zip(&vgic.lrs).take(Lrs::count()).enumerate() {
+            *seen = if vgic.listed & (1 << n) != 0 { *lr } else { 0 };
         }
     }
 }
@@ -274,6 +275,9 @@ fn unmask_timer(me: &PerCpu, intid: u32) {
 
 /// Unmasks both timer PPIs of this pCPU, for the vCPU coming onto it.
 pub fn unmask_timers(me: &PerCpu) {
+    if me.timers_masked.load(Ordering::Relaxed) == 0 {
+        return;
+    }
     for intid in TIMER_INTIDS {
         unmask_timer(me, intid);
     }
@@ -313,8 +317,12 @@ fn spi_owner(sys: &System, intid: u32) -> Option<(usize, usize)> {
 /// (one of its timers) is active on this pCPU, which the next vCPU shares.
 /// Deactivate it; a still-pending entry is dropped (the timer fires again
 /// when the vCPU is back), an active one stays as a purely virtual entry.
-pub fn release_private_hw(lrs: &mut [u64]) {
-    for value in lrs.iter_mut() {
+pub fn release_private_hw(vgic: &mut VgicContext) {
+    let mut left = vgic.listed;
+    while left != 0 {
+        let n = left.trailing_zeros() as usize;
+        left &= left - 1;
+        let value = &mut vgic.lrs[n];
         let entry = Lr(*value);
         if entry.is_free() || !entry.hw() || entry.intid() >= PRIVATE {
             continue;
@@ -333,6 +341,9 @@ pub fn release_private_hw(lrs: &mut [u64]) {
 /// and completes it, silencing the timer of every other vCPU here. It is
 /// dropped and deactivated; the timer fires again when the vCPU is back.
 pub fn release_queued_private_hw(vcpu: &Vcpu) {
+    if !vcpu.has_queued() {
+        return;
+    }
     let mut queue = vcpu.queue.lock();
     queue.retain(|virq| {
         let private_hw = virq.hw && virq.intid < PRIVATE;

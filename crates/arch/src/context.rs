@@ -43,77 +43,148 @@ pub struct El1Context {
 /// SCTLR_EL1 at reset: MMU and caches off, RES1 bits set.
 pub const SCTLR_EL1_RESET: u64 = 0x30d0_0800;
 
+// The assembly below moves the fields in pairs, by these offsets.
+const _: () = {
+    assert!(core::mem::size_of::<El1Context>() == 28 * 8);
+    assert!(core::mem::offset_of!(El1Context, cntkctl) == 176);
+    assert!(core::mem::offset_of!(El1Context, cntp_cval) == 208);
+    assert!(core::mem::offset_of!(El1Context, vmpidr) == 216);
+};
+
+// Each register is one `mrs` or `msr` and each pair of fields one `stp` or
+// `ldp`: 42 instructions either way, on every partition switch. Compiled,
+// every `msr` is a barrier to the compiler, which then loads the fields one
+// by one, a quarter more.
+//
+// VMPIDR_EL2 is Partita's, never the guest's: it is loaded, never saved.
+// Loading writes each timer's compare value before its control, so that
+// an enabled timer never compares against the previous vCPU's value.
+core::arch::global_asm!(
+    r#"
+    .section .text.el1_context, "ax"
+    .global el1_save
+el1_save:
+    mrs     x1, sctlr_el1
+    mrs     x2, cpacr_el1
+    stp     x1, x2, [x0, #0]
+    mrs     x1, ttbr0_el1
+    mrs     x2, ttbr1_el1
+    stp     x1, x2, [x0, #16]
+    mrs     x1, tcr_el1
+    mrs     x2, mair_el1
+    stp     x1, x2, [x0, #32]
+    mrs     x1, amair_el1
+    mrs     x2, vbar_el1
+    stp     x1, x2, [x0, #48]
+    mrs     x1, contextidr_el1
+    mrs     x2, tpidr_el0
+    stp     x1, x2, [x0, #64]
+    mrs     x1, tpidrro_el0
+    mrs     x2, tpidr_el1
+    stp     x1, x2, [x0, #80]
+    mrs     x1, sp_el0
+    mrs     x2, sp_el1
+    stp     x1, x2, [x0, #96]
+    mrs     x1, elr_el1
+    mrs     x2, spsr_el1
+    stp     x1, x2, [x0, #112]
+    mrs     x1, esr_el1
+    mrs     x2, far_el1
+    stp     x1, x2, [x0, #128]
+    mrs     x1, afsr0_el1
+    mrs     x2, afsr1_el1
+    stp     x1, x2, [x0, #144]
+    mrs     x1, par_el1
+    mrs     x2, csselr_el1
+    stp     x1, x2, [x0, #160]
+    mrs     x1, cntkctl_el1
+    mrs     x2, cntv_ctl_el0
+    stp     x1, x2, [x0, #176]
+    mrs     x1, cntv_cval_el0
+    mrs     x2, cntp_ctl_el0
+    stp     x1, x2, [x0, #192]
+    mrs     x1, cntp_cval_el0
+    str     x1, [x0, #208]
+    msr     cntv_ctl_el0, xzr
+    msr     cntp_ctl_el0, xzr
+    ret
+
+    .global el1_restore
+el1_restore:
+    ldp     x1, x2, [x0, #0]
+    msr     sctlr_el1, x1
+    msr     cpacr_el1, x2
+    ldp     x1, x2, [x0, #16]
+    msr     ttbr0_el1, x1
+    msr     ttbr1_el1, x2
+    ldp     x1, x2, [x0, #32]
+    msr     tcr_el1, x1
+    msr     mair_el1, x2
+    ldp     x1, x2, [x0, #48]
+    msr     amair_el1, x1
+    msr     vbar_el1, x2
+    ldp     x1, x2, [x0, #64]
+    msr     contextidr_el1, x1
+    msr     tpidr_el0, x2
+    ldp     x1, x2, [x0, #80]
+    msr     tpidrro_el0, x1
+    msr     tpidr_el1, x2
+    ldp     x1, x2, [x0, #96]
+    msr     sp_el0, x1
+    msr     sp_el1, x2
+    ldp     x1, x2, [x0, #112]
+    msr     elr_el1, x1
+    msr     spsr_el1, x2
+    ldp     x1, x2, [x0, #128]
+    msr     esr_el1, x1
+    msr     far_el1, x2
+    ldp     x1, x2, [x0, #144]
+    msr     afsr0_el1, x1
+    msr     afsr1_el1, x2
+    ldp     x1, x2, [x0, #160]
+    msr     par_el1, x1
+    msr     csselr_el1, x2
+    ldp     x1, x2, [x0, #176]
+    ldp     x3, x4, [x0, #192]
+    ldp     x5, x6, [x0, #208]
+    msr     cntkctl_el1, x1
+    msr     cntv_cval_el0, x3
+    msr     cntv_ctl_el0, x2
+    msr     cntp_cval_el0, x5
+    msr     cntp_ctl_el0, x4
+    msr     vmpidr_el2, x6
+    ret
+    "#
+);
+
+unsafe extern "C" {
+    fn el1_save(ctx: *mut El1Context);
+    fn el1_restore(ctx: *const El1Context);
+}
+
 impl El1Context {
     /// The state of a vCPU that has just been powered on.
     pub fn reset(vmpidr: u64) -> Self {
         Self { sctlr: SCTLR_EL1_RESET, vmpidr, ..Self::default() }
     }
 
-    /// Captures the running vCPU's EL1 state from the hardware.
+    /// Captures the running vCPU's EL1 state from the hardware, and stops
+    /// its timers: a descheduled vCPU's timers must not fire into the next
+    /// one.
     pub fn save(&mut self) {
-        self.sctlr = read_sysreg!("sctlr_el1");
-        self.cpacr = read_sysreg!("cpacr_el1");
-        self.ttbr0 = read_sysreg!("ttbr0_el1");
-        self.ttbr1 = read_sysreg!("ttbr1_el1");
-        self.tcr = read_sysreg!("tcr_el1");
-        self.mair = read_sysreg!("mair_el1");
-        self.amair = read_sysreg!("amair_el1");
-        self.vbar = read_sysreg!("vbar_el1");
-        self.contextidr = read_sysreg!("contextidr_el1");
-        self.tpidr_el0 = read_sysreg!("tpidr_el0");
-        self.tpidrro_el0 = read_sysreg!("tpidrro_el0");
-        self.tpidr_el1 = read_sysreg!("tpidr_el1");
-        self.sp_el0 = read_sysreg!("sp_el0");
-        self.sp_el1 = read_sysreg!("sp_el1");
-        self.elr_el1 = read_sysreg!("elr_el1");
-        self.spsr_el1 = read_sysreg!("spsr_el1");
-        self.esr = read_sysreg!("esr_el1");
-        self.far = read_sysreg!("far_el1");
-        self.afsr0 = read_sysreg!("afsr0_el1");
-        self.afsr1 = read_sysreg!("afsr1_el1");
-        self.par = read_sysreg!("par_el1");
-        self.csselr = read_sysreg!("csselr_el1");
-        self.cntkctl = read_sysreg!("cntkctl_el1");
-        self.cntv_ctl = read_sysreg!("cntv_ctl_el0");
-        self.cntv_cval = read_sysreg!("cntv_cval_el0");
-        self.cntp_ctl = read_sysreg!("cntp_ctl_el0");
-        self.cntp_cval = read_sysreg!("cntp_cval_el0");
-        self.vmpidr = read_sysreg!("vmpidr_el2");
-        // A descheduled vCPU's timers must not fire into the next one.
-        write_sysreg!("cntv_ctl_el0", 0);
-        write_sysreg!("cntp_ctl_el0", 0);
+        // SAFETY: writes the first 27 fields of `self` (216 bytes of its
+        // 224) and nothing else; reads EL1 registers, which has no side
+        // effect, and disables the EL1 timers, which belong to the vCPU
+        // being saved. Clobbers x1 and x2, which a C callee may.
+        unsafe { el1_save(self) }
     }
 
     /// Loads this vCPU's EL1 state into the hardware.
     pub fn restore(&self) {
-        write_sysreg!("sctlr_el1", self.sctlr);
-        write_sysreg!("cpacr_el1", self.cpacr);
-        write_sysreg!("ttbr0_el1", self.ttbr0);
-        write_sysreg!("ttbr1_el1", self.ttbr1);
-        write_sysreg!("tcr_el1", self.tcr);
-        write_sysreg!("mair_el1", self.mair);
-        write_sysreg!("amair_el1", self.amair);
-        write_sysreg!("vbar_el1", self.vbar);
-        write_sysreg!("contextidr_el1", self.contextidr);
-        write_sysreg!("tpidr_el0", self.tpidr_el0);
-        write_sysreg!("tpidrro_el0", self.tpidrro_el0);
-        write_sysreg!("tpidr_el1", self.tpidr_el1);
-        write_sysreg!("sp_el0", self.sp_el0);
-        write_sysreg!("sp_el1", self.sp_el1);
-        write_sysreg!("elr_el1", self.elr_el1);
-        write_sysreg!("spsr_el1", self.spsr_el1);
-        write_sysreg!("esr_el1", self.esr);
-        write_sysreg!("far_el1", self.far);
-        write_sysreg!("afsr0_el1", self.afsr0);
-        write_sysreg!("afsr1_el1", self.afsr1);
-        write_sysreg!("par_el1", self.par);
-        write_sysreg!("csselr_el1", self.csselr);
-        write_sysreg!("cntkctl_el1", self.cntkctl);
-        write_sysreg!("cntv_cval_el0", self.cntv_cval);
-        write_sysreg!("cntv_ctl_el0", self.cntv_ctl);
-        write_sysreg!("cntp_cval_el0", self.cntp_cval);
-        write_sysreg!("cntp_ctl_el0", self.cntp_ctl);
-        write_sysreg!("vmpidr_el2", self.vmpidr);
+        // SAFETY: reads exactly the 224 bytes of `self`; the registers it
+        // writes are the EL1 state of the vCPU being loaded and VMPIDR_EL2,
+        // which only its guest reads. Clobbers x1-x6, which a C callee may.
+        unsafe { el1_restore(self) }
     }
 }
 

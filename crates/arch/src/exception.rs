@@ -8,12 +8,13 @@
 //! gets it; when that returns, the whole frame (possibly changed) is
 //! restored and the guest resumes. Both are defined by the hypervisor
 //! crate.
-//! To run another vCPU the hypervisor stages that vCPU's frame
-//! ([`stage_entry`]) and calls [`enter_guest`], which resets the stack and
-//! restores the staged frame instead.
+//! To run another vCPU the hypervisor calls [`enter_guest`] with that
+//! vCPU's context locked, which resets the stack and restores the frame
+//! straight from the context.
 
+use crate::sync::ContextGuard;
 use crate::{direct_sgi, MAX_CPUS, STACK_SIZE};
-use core::cell::UnsafeCell;
+use core::sync::atomic::AtomicBool;
 pub use partita_core::partition::vcpu::Regs;
 
 /// Why the hypervisor was entered from a guest (the `kind` argument).
@@ -268,22 +269,25 @@ current_trap:
 1:  wfe
     b       1b
 
-    // x0: this CPU's staged frame. SP goes back to the stack's top, as a
-    // trap from the guest expects it; the frame is loaded from where it was
-    // staged, so nothing is copied twice.
+    // x0: the frame to enter, in a context this CPU holds locked; x1: that
+    // lock's word. SP goes back to the stack's top, as a trap from the guest
+    // expects it. The guest's x0 and x1 wait on the stack while x1 still
+    // names the lock, which is released after the frame's last load.
     .global enter_guest_asm
 enter_guest_asm:
-    mrs     x1, tpidr_el2
-    adrp    x2, __stacks
-    add     x2, x2, :lo12:__stacks
-    add     x1, x1, #1
-    mov     x3, #{stack_size}
-    madd    x2, x1, x3, x2
-    mov     sp, x2
-    ldp     x30, x1, [x0, #16 * 15]
-    msr     elr_el2, x1
-    ldr     x1, [x0, #16 * 16]
-    msr     spsr_el2, x1
+    mrs     x2, tpidr_el2
+    adrp    x3, __stacks
+    add     x3, x3, :lo12:__stacks
+    add     x2, x2, #1
+    mov     x4, #{stack_size}
+    madd    x3, x2, x4, x3
+    mov     sp, x3
+    ldp     x2, x3, [x0]
+    stp     x2, x3, [sp, #-16]!
+    ldp     x30, x2, [x0, #16 * 15]
+    msr     elr_el2, x2
+    ldr     x2, [x0, #16 * 16]
+    msr     spsr_el2, x2
     ldp     x2, x3, [x0, #16 * 1]
     ldp     x4, x5, [x0, #16 * 2]
     ldp     x6, x7, [x0, #16 * 3]
@@ -298,7 +302,8 @@ enter_guest_asm:
     ldp     x24, x25, [x0, #16 * 12]
     ldp     x26, x27, [x0, #16 * 13]
     ldp     x28, x29, [x0, #16 * 14]
-    ldp     x0, x1, [x0]
+    stlrb   wzr, [x1]
+    ldp     x0, x1, [sp], #16
     eret
     "#,
     frame = const FRAME,
@@ -314,28 +319,7 @@ enter_guest_asm:
 );
 
 unsafe extern "C" {
-    fn enter_guest_asm(regs: *const Regs) -> !;
-}
-
-/// Per CPU, the frame the next [`enter_guest`] restores: filled by
-/// [`stage_entry`] while the vCPU's context is locked, read after the lock
-/// is gone, so the registers are copied once on the way in.
-struct EntryFrames([UnsafeCell<Regs>; MAX_CPUS]);
-
-// SAFETY: each CPU reaches only its own element (indexed by TPIDR_EL2, the
-// CPU's index), from EL2 with interrupts masked, so no two accesses ever
-// overlap.
-unsafe impl Sync for EntryFrames {}
-
-static ENTRY: EntryFrames = EntryFrames([const { UnsafeCell::new(Regs::ZERO) }; MAX_CPUS]);
-
-/// The register frame the next [`enter_guest`] on this CPU restores.
-pub fn stage_entry(regs: &Regs) {
-    let staged = ENTRY.0[crate::cpu::index()].get();
-    // SAFETY: only this CPU touches its element (see `EntryFrames`), and no
-    // reference to it is alive: `enter_guest` reads it through a raw pointer
-    // and never returns.
-    copy_frame(unsafe { &mut *staged }, regs);
+    fn enter_guest_asm(regs: *const Regs, lock: *const AtomicBool) -> !;
 }
 
 /// `*dst = *src` in 17 pairs of loads and stores. The compiler calls the
@@ -373,17 +357,21 @@ pub fn copy_frame(dst: &mut Regs, src: &Regs) {
     }
 }
 
-/// Leaves the hypervisor for the guest whose registers were last given to
-/// [`stage_entry`] on this CPU, on a fresh EL2 stack. The caller has
-/// already loaded that vCPU's EL1 and stage-2 state. Nothing on the current
-/// stack survives.
-pub fn enter_guest() -> ! {
+/// Leaves the hypervisor for the guest whose registers `regs` finds in the
+/// context `guard` holds, on a fresh EL2 stack, and releases the context's
+/// lock once they are loaded: read straight from the context, they are
+/// never staged. The caller has already loaded that vCPU's EL1 and stage-2
+/// state. Nothing on the current stack survives.
+pub fn enter_guest<T>(guard: ContextGuard<'_, T>, regs: fn(&T) -> &Regs) -> ! {
     crate::residency::end();
-    let staged = ENTRY.0[crate::cpu::index()].get();
-    // SAFETY: `staged` is this CPU's entry frame, which only this CPU
-    // writes, and no reference to it is alive. The assembly loads the guest's
-    // registers from it, resets SP to this CPU's stack top and returns to
-    // EL1 through ERET; dropping the current stack contents is sound because
-    // this function never returns.
-    unsafe { enter_guest_asm(staged) }
+    let frame: *const Regs = regs(&guard);
+    let lock = guard.into_lock_word();
+    // SAFETY: `frame` points into the data `lock` guards, which this CPU
+    // holds (its guard was given up without releasing it), so nothing else
+    // reads or writes it. The assembly loads the guest's registers from it,
+    // releases the lock with a store-release after its last load (ordering
+    // every load before it), resets SP to this CPU's stack top and returns
+    // to EL1 through ERET; dropping the current stack contents is sound
+    // because this function never returns.
+    unsafe { enter_guest_asm(frame, lock) }
 }

@@ -6,6 +6,9 @@
 //! hint would keep its turn until QEMU's next round, 100 ms of guest time
 //! later, while the holder stood still.
 
+use core::cell::UnsafeCell;
+use core::ops::{Deref, DerefMut};
+use core::sync::atomic::{AtomicBool, Ordering};
 use spin::RelaxStrategy;
 
 /// The waiting strategy of every Partita lock.
@@ -21,3 +24,71 @@ pub type Mutex<T> = spin::mutex::Mutex<T, Yield>;
 pub type MutexGuard<'a, T> = spin::mutex::MutexGuard<'a, T>;
 /// First come, first served: for a lock one CPU takes again and again.
 pub type TicketMutex<T> = spin::mutex::TicketMutex<T, Yield>;
+
+/// The lock of a vCPU's context, whose guard the guest entry can consume
+/// (`exception::enter_guest`): the entry loads the registers from the
+/// context while it is locked, and the same assembly releases the lock
+/// after its last load. A lock the entry could not release itself would
+/// have the registers copied out first, on every partition switch.
+#[repr(C)]
+pub struct ContextLock<T> {
+    locked: AtomicBool,
+    data: UnsafeCell<T>,
+}
+
+// SAFETY: the data is reached only through a guard, and a guard exists only
+// while its owner holds `locked`: one CPU at a time, as with a mutex.
+unsafe impl<T: Send> Sync for ContextLock<T> {}
+
+impl<T> ContextLock<T> {
+    pub const fn new(data: T) -> Self {
+        Self { locked: AtomicBool::new(false), data: UnsafeCell::new(data) }
+    }
+
+    /// Spins, saying YIELD between tries like every Partita lock.
+    pub fn lock(&self) -> ContextGuard<'_, T> {
+        while self.locked.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {
+            while self.locked.load(Ordering::Relaxed) {
+                crate::cpu::yield_now();
+            }
+        }
+        ContextGuard { lock: self }
+    }
+}
+
+/// The lock held; released when dropped, or by the guest entry.
+pub struct ContextGuard<'a, T> {
+    lock: &'a ContextLock<T>,
+}
+
+impl<T> ContextGuard<'_, T> {
+    /// Gives up the guard without releasing the lock: the word to release,
+    /// for the entry that does.
+    pub(crate) fn into_lock_word(self) -> *const AtomicBool {
+        let word = &self.lock.locked as *const AtomicBool;
+        core::mem::forget(self);
+        word
+    }
+}
+
+impl<T> Deref for ContextGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the guard holds the lock, so no other reference to the
+        // data exists but through this guard.
+        unsafe { &*self.lock.data.get() }
+    }
+}
+
+impl<T> DerefMut for ContextGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in `deref`, and `&mut self` makes this the only one.
+        unsafe { &mut *self.lock.data.get() }
+    }
+}
+
+impl<T> Drop for ContextGuard<'_, T> {
+    fn drop(&mut self) {
+        self.lock.locked.store(false, Ordering::Release);
+    }
+}

@@ -321,6 +321,10 @@ static bool parse_token(const char *tok, u32 n, struct bootargs *a)
 			return false;
 		a->count_at_ms = num;
 		a->has_count_at = true;
+	} else if (KEY("count_gap_ticks")) {
+		if (!parse_u64(v, vlen, &num))
+			return false;
+		a->count_gap_ticks = num;
 	} else if (KEY("duty_busy_ms") || KEY("duty_busy_us")) {
 		if (!parse_u64(v, vlen, &num) || num > MAX_PERIOD_MS)
 			return false;
@@ -613,6 +617,7 @@ void bootargs_parse(const char *cmdline, struct bootargs *a)
 	a->fp_at_ms = 0;
 	a->count_at_ms = 0;
 	a->has_count_at = false;
+	a->count_gap_ticks = 0;
 	a->chan = 0;
 	a->queue_send = 0;
 	a->queue_recv = 0;

@@ -118,6 +118,7 @@ struct bootargs {
 	u64 fp_ms;			/* every vCPU checks its FP/SIMD values this long; 0: off */
 	u64 fp_at_ms;			/* the counter time, in ms, the FP/SIMD check starts at; 0: at once */
 	u64 count_at_ms;		/* start counting at this counter time */
+	u64 count_gap_ticks;		/* a batch this long or longer was off its pCPU; 0: off */
 	bool has_count_at;
 	/* Channels (ipc.c); 0 leaves each one off. */
 	u64 chan;			/* the channel index the port modes use */

@@ -18,7 +18,7 @@ use partita_arch::context::{DebugContext, El1Context, FpContext};
 use partita_arch::exception::Regs;
 use partita_arch::platform::{Gic, InterruptController, VgicContext, MAX_LRS};
 use partita_arch::stage2::{self, PagePermission, Stage2Table};
-use partita_arch::sync::Mutex;
+use partita_arch::sync::{ContextLock, Mutex};
 use partita_core::config::image::PartitionBoot;
 use partita_core::config::limits::{CONSOLE_INTID, MAX_VCPUS_PER_PCPU};
 use partita_core::config::model::{self, Range};
@@ -137,6 +137,9 @@ pub struct Vcpu {
     /// Parked in a port call: the counter value at which it gives up
     /// (`NO_DEADLINE`: none), woken like a due virtual timer.
     wake_at: AtomicU64,
+    /// When it last left its pCPU: the earliest of its armed timers and
+    /// `wake_at` (`NO_DEADLINE`: none), when a wait of its would end.
+    wake_deadline: AtomicU64,
     /// Virtual interrupts waiting for a list register; `queued` says the
     /// queue is non-empty without taking its lock on every guest entry.
     pub queue: Mutex<Queue>,
@@ -144,7 +147,9 @@ pub struct Vcpu {
     /// With tracing on: the list registers as Partita last saw them, so a
     /// trap can tell which interrupts the guest completed meanwhile.
     pub seen_lrs: Mutex<[u64; MAX_LRS]>,
-    pub context: Mutex<Context>,
+    /// Its guard can go to the guest entry, which loads the registers
+    /// from it and releases it (`partita_arch::exception::enter_guest`).
+    pub context: ContextLock<Context>,
     /// Its partition's `budget`: time used per period, for the health
     /// monitor's `budget-overrun` event.
     pub budget: Option<Mutex<BudgetMeter>>,
@@ -278,6 +283,18 @@ impl Vcpu {
 
     pub fn set_wake_at(&self, at: Option<u64>) {
         self.wake_at.store(at.unwrap_or(NO_DEADLINE), Ordering::SeqCst);
+    }
+
+    /// When its wait ends, as worked out when it left its pCPU: what that
+    /// pCPU reads at every decision while the vCPU waits, without its
+    /// context's lock. Only a vCPU's own run changes what it is.
+    pub fn wake_deadline(&self) -> Option<u64> {
+        let at = self.wake_deadline.load(Ordering::Relaxed);
+        (at != NO_DEADLINE).then_some(at)
+    }
+
+    pub fn set_wake_deadline(&self, at: Option<u64>) {
+        self.wake_deadline.store(at.unwrap_or(NO_DEADLINE), Ordering::Relaxed);
     }
 
     pub fn has_queued(&self) -> bool {
@@ -472,10 +489,11 @@ fn new_vcpu(partition: usize, index: usize, home: usize, migrate_to: Vec<usize>)
         starting: AtomicBool::new(false),
         waiting: AtomicBool::new(false),
         wake_at: AtomicU64::new(NO_DEADLINE),
+        wake_deadline: AtomicU64::new(NO_DEADLINE),
         queue: Mutex::new(Queue::new()),
         queued: AtomicBool::new(false),
         seen_lrs: Mutex::new([0; MAX_LRS]),
-        context: Mutex::new(Context {
+        context: ContextLock::new(Context {
             regs: Regs::default(),
             el1: El1Context::default(),
             fp: FpContext::default(),

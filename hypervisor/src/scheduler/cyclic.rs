@@ -9,10 +9,10 @@
 use crate::partition::Vcpu;
 use crate::trace;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use partita_arch::sync::Mutex;
-use partita_core::config::model::{CyclicCore, Plan};
-use partita_core::scheduler::cyclic::{self, Schedule, Window};
+use partita_core::config::model::{CyclicCore, Plan, Slot};
+use partita_core::scheduler::cyclic::{self, Cursor, Schedule, Timeline, Window};
 use partita_core::trace::Kind;
 
 /// Lateness beyond this many counter ticks is traced as this value.
@@ -30,15 +30,51 @@ pub struct CyclicCpu {
     /// The end of the current slot or idle gap (counter value).
     pub until: AtomicU64,
     /// The major frame it was in when it last looked, where the next look
-    /// starts searching.
+    /// starts searching (plans without a timeline).
     frame_hint: AtomicU64,
+    /// Where it was on its timeline when it last looked.
+    cycle: AtomicU64,
+    stretch: AtomicUsize,
     /// The planned start of the last slot traced, so each is traced once.
     last_slot_start: AtomicU64,
+    /// Per plan: this pCPU's part of it, placed on the counter.
+    plans: Vec<CpuPlan>,
+}
+
+/// A plan as one cyclic pCPU runs it, worked out when the plans are loaded.
+struct CpuPlan {
+    /// `None` where the pCPU has no slots in the plan (it idles), or its
+    /// timeline would be too long (it takes the exact path).
+    timeline: Option<Timeline>,
+    /// Per slot of the plan's core: its vCPU's index among the pCPU's.
+    owners: Vec<Option<usize>>,
 }
 
 impl CyclicCpu {
-    pub fn new() -> Self {
-        Self { until: AtomicU64::new(0), frame_hint: AtomicU64::new(0), last_slot_start: AtomicU64::new(u64::MAX) }
+    /// pCPU `cpu`, whose vCPUs are `vcpus`.
+    pub fn new(plans: &Plans, cpu: usize, vcpus: &[&Vcpu]) -> Self {
+        let plans = plans
+            .plans
+            .iter()
+            .map(|plan| {
+                let core = core_of(plan, cpu);
+                let owners = core.map_or(Vec::new(), |core| {
+                    let owner = |slot: &Slot| {
+                        vcpus.iter().position(|v| v.partition == slot.partition && v.index == slot.vcpu as usize)
+                    };
+                    core.slots.iter().map(owner).collect()
+                });
+                CpuPlan { timeline: core.and_then(|core| Timeline::new(core, plans.hz)), owners }
+            })
+            .collect();
+        Self {
+            until: AtomicU64::new(0),
+            frame_hint: AtomicU64::new(0),
+            cycle: AtomicU64::new(0),
+            stretch: AtomicUsize::new(0),
+            last_slot_start: AtomicU64::new(u64::MAX),
+            plans,
+        }
     }
 }
 
@@ -76,6 +112,25 @@ impl Plans {
     pub fn now(&self, cpu: usize, me: &CyclicCpu, vcpus: &[&Vcpu], now: u64) -> Now {
         let (index, origin) = self.schedule.lock().at(now);
         let Some(core) = core_of(&self.plans[index], cpu) else { return Now { owner: None, until: u64::MAX } };
+        if let Some(local) = me.plans.get(index) {
+            if let Some(timeline) = &local.timeline {
+                let mut cursor =
+                    Cursor { cycle: me.cycle.load(Ordering::Relaxed), stretch: me.stretch.load(Ordering::Relaxed) };
+                let Some(place) = timeline.at(origin, now, &mut cursor) else {
+                    return Now { owner: None, until: origin };
+                };
+                me.cycle.store(cursor.cycle, Ordering::Relaxed);
+                me.stretch.store(cursor.stretch, Ordering::Relaxed);
+                let owner = place.window.and_then(|window| {
+                    if trace::enabled() {
+                        let slot = core.slots[window.index];
+                        note_slot_start(me, index, &window, slot.partition, slot.vcpu as usize, now);
+                    }
+                    local.owners.get(window.index).copied().flatten()
+                });
+                return Now { owner, until: place.until };
+            }
+        }
         let hint = me.frame_hint.load(Ordering::Relaxed);
         let Some(position) = cyclic::position(core, origin, self.hz, now, hint) else {
             return Now { owner: None, until: cyclic::next_boundary(core, origin, self.hz, now) };

@@ -1,6 +1,8 @@
 //! Fixed-priority pCPUs: the most urgent runnable vCPU from the O(1) ready
 //! queue (`partita_core::scheduler::readyq`), round robin among equals,
-//! and vlk's migration of a vCPU out of a more urgent one's way.
+//! and vlk's migration of a vCPU out of a more urgent one's way. A trap
+//! looks at the queue once: that look decides whether its vCPU goes on,
+//! who follows it, and whether the follower's quantum runs.
 
 use super::runnable::{rank, wants_cpu};
 use crate::state::{FixedPriority, PerCpu, System};
@@ -8,29 +10,37 @@ use crate::trace;
 use partita_arch::platform::{Gic, InterruptController};
 use partita_arch::sync::MutexGuard;
 use partita_core::config::limits::MAX_VCPUS_PER_PCPU;
-use partita_core::scheduler::decide;
+use partita_core::scheduler::decide::{self, Turn};
 use partita_core::scheduler::readyq::ReadyQueue;
 use partita_core::trace::Kind;
 
 type Ready<'a> = MutexGuard<'a, ReadyQueue<MAX_VCPUS_PER_PCPU>>;
 
-/// The slot `me` should run now, taken off its ready queue.
-pub fn choose(sys: &System, me: &PerCpu, fp: &FixedPriority) -> Option<usize> {
+/// The one look at `me`'s ready queue a trap or the idle loop takes
+/// (`partita_core::scheduler::decide::turn`): `running`, the vCPU that
+/// trapped (priority, slot) when it may go on, stays, or yields to the slot
+/// that runs next. When the pCPU changes hands, vlk's migration sees who
+/// takes it; a vCPU that came back from a migration and is off every pCPU
+/// is at least as urgent, and the look is taken again with it.
+pub fn turn(sys: &System, me: &PerCpu, fp: &FixedPriority, running: Option<(u8, usize)>, quantum_over: bool) -> Turn {
     let mut ready = refresh(sys, me, fp);
-    let mut best = highest(sys, me, &mut ready);
-    // A vCPU that came back and is off every pCPU can run at once.
-    if rebalance(sys, me, best.map(|(priority, _)| priority)) {
-        drop(ready);
-        ready = refresh(sys, me, fp);
-        best = highest(sys, me, &mut ready);
+    let turn = decide::turn(&mut ready, running, quantum_over);
+    let Turn::Switch { next, .. } = turn else { return turn };
+    if me.migrating.is_empty() || !rebalance(sys, me, next.map(|(priority, _)| priority)) {
+        return turn;
     }
-    let (_, slot) = best?;
-    ready.remove(slot);
-    Some(slot)
+    if let Some((priority, slot)) = next {
+        // Back where it was taken from: it has not run.
+        let _ = ready.enqueue_front(slot, priority);
+    }
+    drop(ready);
+    decide::turn(&mut refresh(sys, me, fp), None, false)
 }
 
 /// `me`'s ready queue, brought up to date with every vCPU marked since the
 /// last look: the cost follows what changed, not how many vCPUs there are.
+/// Every entry can then run (a change since marks it again), so the queue's
+/// answers need no second look.
 fn refresh<'a>(sys: &System, me: &PerCpu, fp: &'a FixedPriority) -> Ready<'a> {
     let mut ready = fp.ready.lock();
     for slot in me.dirty.take().filter(|&slot| slot < me.vcpus.len()) {
@@ -46,31 +56,6 @@ fn refresh<'a>(sys: &System, me: &PerCpu, fp: &'a FixedPriority) -> Ready<'a> {
         }
     }
     ready
-}
-
-/// The most urgent queued vCPU, with its priority. An entry that can no
-/// longer run (it changed after it was marked and looked at) is dropped; it
-/// is marked, and queued again, when it can.
-fn highest(sys: &System, me: &PerCpu, ready: &mut Ready<'_>) -> Option<(u8, usize)> {
-    while let Some((priority, slot)) = ready.highest() {
-        if rank(sys, me, me.vcpus[slot]).is_some() {
-            return Some((priority, slot));
-        }
-        ready.remove(slot);
-    }
-    None
-}
-
-/// The priority of the most urgent vCPU waiting for `me`, besides the one
-/// running.
-pub fn contender(sys: &System, me: &PerCpu, fp: &FixedPriority) -> Option<u8> {
-    highest(sys, me, &mut refresh(sys, me, fp)).map(|(priority, _)| priority)
-}
-
-/// True when the running vCPU in `slot` shares `me` with a peer at least
-/// as urgent, so its quantum must run.
-pub fn must_share(sys: &System, me: &PerCpu, fp: &FixedPriority, slot: usize) -> bool {
-    decide::needs_quantum(sys.partition_of(me.vcpus[slot]).rank, contender(sys, me, fp))
 }
 
 /// vlk's migration, decided by a vCPU's home pCPU (`decide::migration`)

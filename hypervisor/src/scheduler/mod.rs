@@ -18,34 +18,73 @@ pub mod runnable;
 use runnable::rank;
 
 use crate::partition::{lifecycle, Context, Vcpu};
-use crate::state::{PerCpu, Policy, System};
+use crate::state::{FixedPriority, PerCpu, Policy, System};
 use crate::{health, trace, vgic};
 use core::sync::atomic::Ordering;
+use cyclic::CyclicCpu;
 use partita_arch::context::DebugContext;
-use partita_arch::exception::{copy_frame, enter_guest, stage_entry, Regs};
-use partita_arch::platform::{self, Gic, InterruptController, HYP_TIMER_INTID, MAINTENANCE_INTID, PTIMER_INTID};
+use partita_arch::exception::{copy_frame, enter_guest, Regs};
+use partita_arch::platform::{
+    self, Gic, InterruptController, ListRegisters, Lrs, HYP_TIMER_INTID, MAINTENANCE_INTID, PTIMER_INTID,
+};
 use partita_arch::{cpu, el2, residency, stage2, timer};
 use partita_core::partition::debug::Ownership;
 use partita_core::partition::lifecycle::RunState;
 use partita_core::partition::vcpu::{Op, State};
 use partita_core::residency::path;
-use partita_core::scheduler::decide;
+use partita_core::scheduler::decide::{AfterTrap, Turn};
 use partita_core::time::ticks_to_us;
 use partita_core::trace::{Kind, OutReason};
 use partita_core::vgic::{timer_armed, TIMER_INTIDS, VTIMER_INTID};
 
+/// Who runs once a vCPU has left its pCPU.
+#[derive(Clone, Copy)]
+pub enum Next {
+    /// The loop looks: it serves due timers and watchdogs, then asks the
+    /// policy.
+    Ask,
+    /// The trap already asked the policy (fixed priority, whose one look
+    /// at the ready queue answered both whether the vCPU leaves and who
+    /// follows it): this slot runs, or none; `quantum`: its round-robin
+    /// quantum runs.
+    Chosen { slot: Option<usize>, quantum: bool },
+}
+
+/// What a trap's decision comes to on its pCPU.
+pub enum Verdict {
+    /// The vCPU resumes.
+    Stay,
+    /// It leaves, and `Next` says who follows.
+    Leave(OutReason, Next),
+}
+
 /// Runs vCPUs on `me` forever.
 pub fn run(sys: &'static System, me: &'static PerCpu) -> ! {
+    // What no switch changes: the traps are the pCPU's (its policy and its
+    // delivery), and a load writes only the list registers it uses.
+    el2::set_guest_traps(!me.policy.is_exclusive(), !me.direct);
+    Lrs::clear_all();
+    run_from(sys, me, Next::Ask)
+}
+
+/// The loop, starting with `next`.
+fn run_from(sys: &'static System, me: &'static PerCpu, mut next: Next) -> ! {
     loop {
-        wake_due_timers(me);
-        health::serve_watchdogs(sys, me);
-        if let Some(slot) = choose(sys, me) {
+        let chosen = match core::mem::replace(&mut next, Next::Ask) {
+            Next::Chosen { slot, quantum } => slot.map(|slot| (slot, quantum)),
+            Next::Ask => {
+                wake_due_timers(me);
+                health::serve_watchdogs(sys, me);
+                choose(sys, me)
+            }
+        };
+        if let Some((slot, quantum)) = chosen {
             let vcpu = me.vcpus[slot];
             if vcpu.claim(me.index) {
                 let part = sys.partition_of(vcpu);
                 if part.state() != RunState::Restarting {
                     // Back only when loading outlasted a cyclic slot.
-                    switch_to(sys, me, slot);
+                    switch_to(sys, me, slot, quantum);
                     continue;
                 }
                 // One step of its reload in its place, then look again,
@@ -65,7 +104,7 @@ pub fn run(sys: &'static System, me: &'static PerCpu) -> ! {
             // would wake this core again and again.
             Gic::reset_direct();
         }
-        arm_timer(sys, me, None);
+        arm_timer(sys, me, None, false);
         residency::end();
         cpu::wait_for_interrupt();
         residency::begin(path::LOOP);
@@ -73,47 +112,106 @@ pub fn run(sys: &'static System, me: &'static PerCpu) -> ! {
     }
 }
 
-/// The slot of the vCPU `me` should run now, if any.
-fn choose(sys: &System, me: &PerCpu) -> Option<usize> {
+/// The slot of the vCPU `me` should run now, if any, and whether its
+/// quantum runs.
+fn choose(sys: &System, me: &PerCpu) -> Option<(usize, bool)> {
     match &me.policy {
-        Policy::Exclusive => rank(sys, me, me.vcpus[0]).map(|_| 0),
-        Policy::FixedPriority(fp) => fixed::choose(sys, me, fp),
+        Policy::Exclusive => rank(sys, me, me.vcpus[0]).map(|_| (0, false)),
+        Policy::FixedPriority(fp) => match fixed::turn(sys, me, fp, None, false) {
+            Turn::Switch { next, quantum } => next.map(|(_, slot)| (slot, quantum)),
+            Turn::Stay { .. } => None,
+        },
         Policy::Cyclic(state) => {
-            let now = sys.plans.now(me.index, state, &me.vcpus, timer::counter());
-            state.until.store(now.until, Ordering::Relaxed);
-            now.owner.filter(|&slot| rank(sys, me, me.vcpus[slot]).is_some())
+            let owner = cyclic_owner(sys, me, state);
+            owner.filter(|&slot| rank(sys, me, me.vcpus[slot]).is_some()).map(|slot| (slot, false))
         }
     }
 }
 
-/// The vCPU in `slot`, whose trap is done, may go on: true unless `me`'s
-/// policy wants another vCPU now (a more urgent one, or an equal one once
-/// the quantum is over; the end of its slot). The timer is re-armed for a
-/// vCPU that stays; a switch arms it for the next one anyway.
-pub fn keeps_cpu(sys: &System, me: &PerCpu, slot: usize, quantum_over: bool) -> bool {
-    let rearm = match &me.policy {
-        Policy::Exclusive => quantum_over,
+/// The slot of the vCPU that owns the cyclic pCPU `me` now, if any; notes
+/// until when that holds.
+fn cyclic_owner(sys: &System, me: &PerCpu, state: &CyclicCpu) -> Option<usize> {
+    let now = sys.plans.now(me.index, state, &me.vcpus, timer::counter());
+    state.until.store(now.until, Ordering::Relaxed);
+    now.owner
+}
+
+/// What becomes of the vCPU in `slot` once its trap decided `after`: it
+/// resumes unless it leaves anyway or `me`'s policy wants another vCPU now
+/// (a more urgent one, or an equal one once the quantum is over; the end of
+/// its slot). The timer is re-armed for a vCPU that stays when its quantum
+/// changed; a switch arms it for the next one anyway.
+pub fn after_trap(sys: &System, me: &PerCpu, slot: usize, after: AfterTrap, quantum_over: bool) -> Verdict {
+    let stays = match &me.policy {
+        Policy::FixedPriority(fp) => return after_fixed_trap(sys, me, fp, slot, after, quantum_over),
+        Policy::Exclusive => after == AfterTrap::Stay,
         Policy::Cyclic(state) => {
-            if timer::counter() >= state.until.load(Ordering::Relaxed) {
-                return false;
+            let over = timer::counter() >= state.until.load(Ordering::Relaxed);
+            if after == AfterTrap::Stay && over && quantum_over {
+                // The slot's end, seen by its timer: the trap woke the
+                // waiting vCPUs and found no watchdog due, all the loop
+                // would do before it looks at the plan. A next slot of the
+                // same vCPU is left to the loop, which sees it saved.
+                let next = match cyclic_owner(sys, me, state) {
+                    Some(owner) if owner == slot => Next::Ask,
+                    owner => {
+                        let owner = owner.filter(|&owner| rank(sys, me, me.vcpus[owner]).is_some());
+                        Next::Chosen { slot: owner, quantum: false }
+                    }
+                };
+                return Verdict::Leave(OutReason::Preempted, next);
             }
-            quantum_over
-        }
-        Policy::FixedPriority(fp) => {
-            let mine = sys.partition_of(me.vcpus[slot]).rank;
-            let contender = fixed::contender(sys, me, fp);
-            if decide::must_yield(mine, contender, quantum_over) {
-                return false;
-            }
-            // A peer that became runnable meanwhile starts the quantum,
-            // which was not running while the vCPU was alone.
-            quantum_over || (!fp.sharing.load(Ordering::Relaxed) && decide::needs_quantum(mine, contender))
+            after == AfterTrap::Stay && !over
         }
     };
-    if rearm {
-        arm_timer(sys, me, Some(slot));
+    match after {
+        AfterTrap::Leave(reason) => Verdict::Leave(reason, Next::Ask),
+        _ if !stays => Verdict::Leave(OutReason::Preempted, Next::Ask),
+        _ => {
+            if quantum_over {
+                arm_timer(sys, me, Some(slot), false);
+            }
+            Verdict::Stay
+        }
     }
-    true
+}
+
+/// [`after_trap`] on a fixed-priority pCPU: one look at the ready queue
+/// says whether the vCPU goes on and, if not, who follows it.
+fn after_fixed_trap(
+    sys: &System,
+    me: &PerCpu,
+    fp: &FixedPriority,
+    slot: usize,
+    after: AfterTrap,
+    quantum_over: bool,
+) -> Verdict {
+    let (running, reason) = match after {
+        AfterTrap::Stay => (Some((sys.partition_of(me.vcpus[slot]).rank, slot)), OutReason::Preempted),
+        AfterTrap::Leave(reason) => {
+            // An expired watchdog is served by the loop, once the vCPU is
+            // saved: its action may wait for its partition's vCPUs to leave.
+            if !me.watchdogs.is_empty() && health::watchdog_due(sys, me) {
+                return Verdict::Leave(reason, Next::Ask);
+            }
+            // What the loop would have woken before choosing.
+            wake_due_timers(me);
+            (None, reason)
+        }
+    };
+    match fixed::turn(sys, me, fp, running, quantum_over) {
+        Turn::Stay { quantum } => {
+            // A peer that became runnable meanwhile starts the quantum,
+            // which was not running while the vCPU was alone.
+            if quantum_over || (quantum && !fp.sharing.load(Ordering::Relaxed)) {
+                arm_timer(sys, me, Some(slot), quantum);
+            }
+            Verdict::Stay
+        }
+        Turn::Switch { next, quantum } => {
+            Verdict::Leave(reason, Next::Chosen { slot: next.map(|(_, slot)| slot), quantum })
+        }
+    }
 }
 
 /// After an interrupt while the vCPU of priority `running` keeps `me`: a
@@ -128,7 +226,7 @@ pub fn after_interrupt(sys: &System, me: &PerCpu, running: u8) {
 /// only when loading it outlasted its cyclic slot: to `run`'s loop rather
 /// than into `run` again, whose frames would pile up on the stack at every
 /// such slot until it overflowed.
-fn switch_to(sys: &'static System, me: &'static PerCpu, slot: usize) {
+fn switch_to(sys: &'static System, me: &'static PerCpu, slot: usize, quantum: bool) {
     residency::note_switch();
     let vcpu = me.vcpus[slot];
     me.set_current(Some(slot));
@@ -152,32 +250,34 @@ fn switch_to(sys: &'static System, me: &'static PerCpu, slot: usize) {
         crate::partition::fp::enter(me, &ctx);
         ctx.vgic.restore();
         load_debug(me, &ctx);
-        vgic::note_loaded(vcpu, &ctx.vgic.lrs);
-        stage_entry(&ctx.regs);
+        vgic::note_loaded(vcpu, &ctx.vgic);
     }
     let part = sys.partition_of(vcpu);
     stage2::activate(part.vttbr);
     refresh_tlb(me, vcpu.partition, part);
-    el2::set_guest_traps(!me.policy.is_exclusive(), !me.direct);
     if let Some(meter) = &vcpu.budget {
         meter.lock().enter(timer::counter());
     }
     vgic::unmask_timers(me);
     vgic::give_due_timers(sys, me, vcpu);
     vgic::flush(vcpu);
-    arm_timer(sys, me, Some(slot));
+    arm_timer(sys, me, Some(slot), quantum);
     if let Policy::Cyclic(state) = &me.policy {
         if timer::counter() >= state.until.load(Ordering::Relaxed) {
             // Loading outlasted the slot: the next owner's time is not ours.
             // Its registers are still the saved ones.
-            save(vcpu, None);
+            save(me, vcpu, None);
             return;
         }
     }
     crate::trap::fast::enter(part, vcpu);
     // Traced last, so that a switch's cost in the trace includes loading.
     trace::record(Kind::VcpuIn, vcpu.partition, vcpu.index, 0);
-    enter_guest()
+    // Locked again for its registers, which the entry loads straight from
+    // the context: not across the steps above, some of which take its
+    // partition's distributor lock, which a distributor access elsewhere
+    // holds while it reads a context.
+    enter_guest(vcpu.context.lock(), |ctx| &ctx.regs)
 }
 
 /// The debug registers for the vCPU of `ctx`: its own values if it has
@@ -240,18 +340,26 @@ pub fn tlb_dropped_everywhere(sys: &System, p: usize, generation: u32) -> bool {
 }
 
 /// Takes the running vCPU off its pCPU, saving everything it had loaded,
-/// and runs whatever `me` should run next: the only way a trap leaves its
-/// vCPU.
-pub fn switch_away(sys: &'static System, me: &'static PerCpu, vcpu: &Vcpu, regs: &Regs, reason: OutReason) -> ! {
+/// and runs `next`: the only way a trap leaves its vCPU.
+pub fn switch_away(
+    sys: &'static System,
+    me: &'static PerCpu,
+    vcpu: &Vcpu,
+    regs: &Regs,
+    reason: OutReason,
+    next: Next,
+) -> ! {
     trace::record(Kind::VcpuOut, vcpu.partition, vcpu.index, reason as u32);
     residency::note_switch();
-    save(vcpu, Some(regs));
-    run(sys, me)
+    save(me, vcpu, Some(regs));
+    run_from(sys, me, next)
 }
 
-/// Saves what `vcpu` had loaded on this pCPU and lets it go; `regs`, its
-/// trap frame, unless its saved registers are current.
-fn save(vcpu: &Vcpu, regs: Option<&Regs>) {
+/// Saves what `vcpu` had loaded on `me` and lets it go; `regs`, its trap
+/// frame, unless its saved registers are current. When it waits, when its
+/// timers or its parked call end the wait is worked out here, once, from
+/// what was just saved: the pCPU asks at every decision.
+fn save(me: &PerCpu, vcpu: &Vcpu, regs: Option<&Regs>) {
     crate::trap::fast::leave();
     vgic::note_completions(vcpu);
     let mut ctx = vcpu.context.lock();
@@ -259,12 +367,15 @@ fn save(vcpu: &Vcpu, regs: Option<&Regs>) {
         copy_frame(&mut ctx.regs, regs);
     }
     ctx.el1.save();
-    crate::partition::fp::leave(crate::state::system().here(), vcpu, &mut ctx);
+    let virtual_timer = timer_armed(ctx.el1.cntv_ctl).then_some(ctx.el1.cntv_cval);
+    let physical_timer = timer_armed(ctx.el1.cntp_ctl).then_some(ctx.el1.cntp_cval);
+    vcpu.set_wake_deadline(earlier(earlier(virtual_timer, physical_timer), vcpu.wake_at()));
+    crate::partition::fp::leave(me, vcpu, &mut ctx);
     ctx.vgic.save();
     if ctx.debug_owner.saves() {
         ctx.debug.save();
     }
-    vgic::release_private_hw(&mut ctx.vgic.lrs);
+    vgic::release_private_hw(&mut ctx.vgic);
     drop(ctx);
     vgic::release_queued_private_hw(vcpu);
     if let Some(meter) = &vcpu.budget {
@@ -287,18 +398,14 @@ pub fn overran(vcpu: &Vcpu) -> Option<(u64, u64)> {
     meter.overrun(now).then(|| (now, ticks_to_us(meter.used(now), platform::counter_frequency())))
 }
 
-/// When a vCPU that is off its pCPU must wake: the compare value of its
+/// True when the loaded `vcpu`, about to wait, would be woken at once: its
 /// virtual or physical timer (enabled and not masked; both count the
-/// physical counter, as CNTVOFF_EL2 is 0), or the deadline of the port call
-/// it is parked in, whichever comes first.
-fn timer_deadline(vcpu: &Vcpu) -> Option<u64> {
-    let ctx = vcpu.context.lock();
-    let virtual_timer = timer_armed(ctx.el1.cntv_ctl).then_some(ctx.el1.cntv_cval);
-    let physical_timer = timer_armed(ctx.el1.cntp_ctl).then_some(ctx.el1.cntp_cval);
-    drop(ctx);
-    // Pairwise rather than through an array's iterator, which the switch
-    // would pay a copy of on every waiting vCPU.
-    earlier(earlier(virtual_timer, physical_timer), vcpu.wake_at())
+/// physical counter, as CNTVOFF_EL2 is 0) or the deadline of the port call
+/// it parks in has come. Read from the registers, as its saved context is
+/// stale while it runs.
+pub fn own_deadline_due(vcpu: &Vcpu) -> bool {
+    let now = timer::counter();
+    timer::virtual_timer_asserted() || timer::physical_timer_asserted() || vcpu.wake_at().is_some_and(|at| at <= now)
 }
 
 /// The earlier of two optional deadlines.
@@ -310,9 +417,11 @@ fn earlier(a: Option<u64>, b: Option<u64>) -> Option<u64> {
     }
 }
 
-/// The vCPUs in WFI that `me` wakes: those here, not migrated away.
+/// The vCPUs in WFI that `me` wakes: those here, not migrated away, and
+/// off every pCPU (the one still loaded here is asked
+/// [`own_deadline_due`] instead: its saved deadline is stale).
 fn waiting_here<'a>(me: &'a PerCpu) -> impl Iterator<Item = &'static Vcpu> + 'a {
-    me.vcpus.iter().copied().filter(|v| v.is_waiting() && v.pcpu() == me.index)
+    me.vcpus.iter().copied().filter(|v| v.is_waiting() && v.pcpu() == me.index && !v.is_on_cpu())
 }
 
 /// Waiting vCPUs whose timer has expired become runnable; the timer
@@ -320,7 +429,7 @@ fn waiting_here<'a>(me: &'a PerCpu) -> impl Iterator<Item = &'static Vcpu> + 'a 
 pub fn wake_due_timers(me: &PerCpu) {
     let now = timer::counter();
     for vcpu in waiting_here(me) {
-        if timer_deadline(vcpu).is_some_and(|deadline| deadline <= now) {
+        if vcpu.wake_deadline().is_some_and(|deadline| deadline <= now) {
             vcpu.set_waiting(false);
         }
     }
@@ -328,28 +437,45 @@ pub fn wake_due_timers(me: &PerCpu) {
 
 /// Arms the EL2 timer for the earliest of: a waiting vCPU's timer; the
 /// policy's own deadline (the end of a cyclic slot or idle gap; the end of
-/// the running vCPU's quantum when a peer of equal priority could use a
-/// fixed-priority pCPU); a watchdog; the running vCPU's budget; the alarm
-/// of a timed output. Disarms it when none applies.
-fn arm_timer(sys: &System, me: &PerCpu, running: Option<usize>) {
-    let waiting = waiting_here(me).filter_map(timer_deadline).min();
-    let policy = match &me.policy {
-        Policy::Exclusive => None,
-        Policy::Cyclic(state) => Some(state.until.load(Ordering::Relaxed)),
-        Policy::FixedPriority(fp) => {
-            let shared = running.filter(|&slot| fixed::must_share(sys, me, fp, slot));
-            let quantum = shared.map(|_| timer::counter() + sys.quantum);
-            fp.sharing.store(quantum.is_some(), Ordering::Relaxed);
-            quantum
+/// the running vCPU's quantum when `quantum` says a peer of its priority
+/// could use a fixed-priority pCPU); a watchdog; the running vCPU's
+/// budget; the alarm of a timed output. Disarms it when none applies. The
+/// timer is written only when that changes the instant it fires at.
+fn arm_timer(sys: &System, me: &PerCpu, running: Option<usize>, quantum: bool) {
+    let mut deadline = u64::MAX;
+    for vcpu in me.vcpus.iter() {
+        if vcpu.is_waiting() && vcpu.pcpu() == me.index && !vcpu.is_on_cpu() {
+            deadline = deadline.min(vcpu.wake_deadline().unwrap_or(u64::MAX));
         }
-    };
-    let watchdog = health::next_watchdog(sys, me);
-    let budget =
-        running.and_then(|slot| me.vcpus[slot].budget.as_ref()).and_then(|m| m.lock().deadline(timer::counter()));
-    let output = crate::timedio::next_alarm(sys, me);
-    match waiting.into_iter().chain(policy).chain(watchdog).chain(budget).chain(output).min() {
-        Some(deadline) => timer::arm_at(deadline),
-        None => timer::disarm(),
+    }
+    match &me.policy {
+        Policy::Exclusive => {}
+        Policy::Cyclic(state) => deadline = deadline.min(state.until.load(Ordering::Relaxed)),
+        Policy::FixedPriority(fp) => {
+            let shared = running.is_some() && quantum;
+            fp.sharing.store(shared, Ordering::Relaxed);
+            if shared {
+                deadline = deadline.min(timer::counter() + sys.quantum);
+            }
+        }
+    }
+    // Each asked only where it can apply: most pCPUs have none of them.
+    if !me.watchdogs.is_empty() {
+        deadline = deadline.min(health::next_watchdog(sys, me).unwrap_or(u64::MAX));
+    }
+    if let Some(meter) = running.and_then(|slot| me.vcpus[slot].budget.as_ref()) {
+        deadline = deadline.min(meter.lock().deadline(timer::counter()).unwrap_or(u64::MAX));
+    }
+    if !me.timed_io.is_empty() {
+        deadline = deadline.min(crate::timedio::next_alarm(sys, me).unwrap_or(u64::MAX));
+    }
+    if me.armed_at.load(Ordering::Relaxed) != deadline {
+        me.armed_at.store(deadline, Ordering::Relaxed);
+        if deadline == u64::MAX {
+            timer::disarm();
+        } else {
+            timer::arm_at(deadline);
+        }
     }
 }
 
@@ -370,7 +496,11 @@ pub fn drain_interrupts(sys: &System, me: &PerCpu, running: Option<&Vcpu>) -> bo
                 // Ended first: serving outputs waits for this timer again.
                 Gic::end(intid);
                 // Its outputs first: the timer fired a lead ahead of them.
-                crate::timedio::serve(sys, me);
+                if !me.timed_io.is_empty() {
+                    crate::timedio::serve(sys, me);
+                }
+                // Disarmed here and by the outputs: the next arming writes it.
+                me.armed_at.store(u64::MAX, Ordering::Relaxed);
                 timer_fired = true;
             }
             VTIMER_INTID | PTIMER_INTID => {

@@ -162,21 +162,26 @@ fn interface_write() -> bool {
 /// The IRQ the fast path acknowledged on this pCPU and left to the full
 /// path, which takes it before asking the GIC for more.
 pub fn take_acknowledged() -> Option<u32> {
-    let intid = ACKNOWLEDGED[cpu::index()].swap(0, Ordering::Relaxed);
-    intid.checked_sub(1)
+    // Only this pCPU touches its entry, with interrupts masked: no swap.
+    let acknowledged = &ACKNOWLEDGED[cpu::index()];
+    let intid = acknowledged.load(Ordering::Relaxed).checked_sub(1)?;
+    acknowledged.store(0, Ordering::Relaxed);
+    Some(intid)
 }
 
 /// The running vCPU's timer goes to it as the full path forwards it, with
-/// its list registers filled as they would be on the way out.
+/// its list registers filled as they would be on the way out. Any other
+/// interrupt, or any with no vCPU offered, is left to the full path at
+/// once, before the vCPU is looked up.
 #[inline(never)]
 fn interrupt() -> bool {
-    let Some((_, vcpu)) = running() else { return false };
     let Some(intid) = Gic::acknowledge() else { return true };
     residency::note(path::OWN_TIMER);
-    if !is_timer(intid) {
+    let running = if is_timer(intid) { running() } else { None };
+    let Some((_, vcpu)) = running else {
         ACKNOWLEDGED[cpu::index()].store(intid + 1, Ordering::Relaxed);
         return false;
-    }
+    };
     let sys = state::system();
     vgic::forward(sys, sys.here(), intid, Some(vcpu));
     vgic::flush(vcpu);

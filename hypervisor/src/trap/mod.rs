@@ -14,7 +14,7 @@ mod mmio;
 use crate::health;
 use crate::partition::lifecycle::{self, Cause};
 use crate::partition::{Partition, Vcpu};
-use crate::scheduler::{self, runnable::runnable};
+use crate::scheduler::{self, runnable::runnable, Verdict};
 use crate::state::{self, PerCpu, System};
 use crate::{trace, vgic};
 use exit::{Exit, Fault};
@@ -99,7 +99,14 @@ fn resolve(here: &Here, regs: &mut Regs, exit: Exit, interrupt: bool) -> AfterTr
             lifecycle::change(sys, part, Change::Restart, Cause::Psci);
             return AfterTrap::Leave(decide::leaving(Change::Restart));
         }
-        Exit::Wait => true,
+        Exit::Wait => {
+            // Its wait is over before it began: leaving would only bring it
+            // back (the timer's interrupt comes as soon as it resumes).
+            if scheduler::own_deadline_due(vcpu) {
+                vcpu.set_waiting(false);
+            }
+            true
+        }
         Exit::Resume | Exit::Tick => false,
     };
     decide::after_trap(asked_to_wait, vcpu.is_waiting(), part.state(), runnable(sys, me, vcpu))
@@ -146,14 +153,13 @@ fn give_exception(regs: &mut Regs, entry: &Entry) {
 /// The one place a trap ends: back into the guest, or off the pCPU.
 fn carry_out(here: &Here, regs: &Regs, decision: AfterTrap, quantum_over: bool) {
     let Here { sys, me, slot, vcpu, .. } = *here;
-    match decision {
-        AfterTrap::Stay if scheduler::keeps_cpu(sys, me, slot, quantum_over) => {
+    match scheduler::after_trap(sys, me, slot, decision, quantum_over) {
+        Verdict::Stay => {
             // An interface page may have been disconnected meanwhile.
             scheduler::refresh_tlb(me, vcpu.partition, here.part);
             vgic::flush(vcpu)
         }
-        AfterTrap::Stay => scheduler::switch_away(sys, me, vcpu, regs, OutReason::Preempted),
-        AfterTrap::Leave(reason) => scheduler::switch_away(sys, me, vcpu, regs, reason),
+        Verdict::Leave(reason, next) => scheduler::switch_away(sys, me, vcpu, regs, reason, next),
     }
 }
 

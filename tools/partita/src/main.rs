@@ -162,10 +162,11 @@ enum Bench {
         save: bool,
     },
     /// Partition context switch (PCS) of a cyclic pCPU: two counting
-    /// partitions alternate in 1 ms slots, traced, wall-clock and under
-    /// -icount 4. Writes <out>/bench/pcs/report.md and report.json.
+    /// partitions alternate in 1 ms slots, wall-clock and under -icount 4,
+    /// traced and untraced (timed by the partitions themselves). Writes
+    /// <out>/bench/pcs/report.md and report.json.
     Pcs {
-        /// QEMU boots per mode; the table shows medians over them.
+        /// QEMU boots per mode and tracing; the table shows medians over them.
         #[arg(long, default_value_t = pcs::DEFAULT_RUNS, value_parser = clap::value_parser!(u32).range(1..))]
         runs: u32,
         /// Write the result to platforms/<board>.toml (check uses it once

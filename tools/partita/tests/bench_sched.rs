@@ -136,7 +136,8 @@ fn the_generated_configurations_are_valid() {
     let guest = Path::new("no-such-dir/test-guest.elf");
     let args = counting_bootargs(2000, 3000);
     assert_eq!(args, "count_ms=2000 count_at_ms=3000 ticks=1 period_ms=1");
-    let pcs = pcs_config(&args, guest);
+    let pcs = pcs_config(&args, guest, true);
+    assert!(pcs.trace.enabled == Some(true) && pcs_config(&args, guest, false).trace.enabled.is_none());
     let core = &pcs.plan[0].core[0];
     assert_eq!(core.major_frame_us, Micros(2000));
     assert!(core.slot.iter().all(|s| s.duration_us == Micros(1000)) && core.slot.len() == 2, "{core:?}");
@@ -159,34 +160,94 @@ fn switches_of(mean: f64, max: u64) -> Switches {
     Switches { slots: 1000, mean_ticks: mean, max_ticks: max, seen_mean_ticks: mean / 2.0 }
 }
 
+/// 1000 gaps of a 62,500-tick slot and `first` ticks beyond it on average.
+fn gaps(first: u64, longest: u64) -> Gaps {
+    Gaps { gaps: 1000, beyond_ticks: 1000 * (62_500 + first), shortest_ticks: 1290, longest_ticks: 62_500 + longest }
+}
+
 fn pcs_report() -> PcsReport {
-    let wall = |mean, max| PcsRun { start_ms: 1500, switches: switches_of(mean, max), counts: [10, 11] };
-    let icount = |mean, max| PcsRun { start_ms: 3000, switches: switches_of(mean, max), counts: [6, 6] };
+    let wall = |mean, max| PcsRun {
+        start_ms: 1500,
+        switches: Some(switches_of(mean, max)),
+        gaps: Some(gaps(200, 1000)),
+        counts: [10, 11],
+    };
+    let icount = |mean, max| PcsRun {
+        start_ms: 3000,
+        switches: Some(switches_of(mean, max)),
+        gaps: Some(gaps(1560, 1600)),
+        counts: [6, 6],
+    };
+    let untraced = |first| PcsRun { start_ms: 3000, switches: None, gaps: Some(gaps(first, 1300)), counts: [6, 6] };
     PcsReport {
         board: Board::QemuVirt,
         runs: 3,
         counter_hz: HZ,
         rows: vec![
-            PcsRow::new(Pass::WALL, vec![wall(100.0, 900), wall(62.5, 300), wall(80.0, 500)], HZ),
-            PcsRow::new(Pass::icount(4), vec![icount(1490.0, 1550), icount(1491.0, 1551), icount(1489.0, 1549)], HZ),
+            PcsRow::new(Pass::WALL, true, vec![wall(100.0, 900), wall(62.5, 300), wall(80.0, 500)], HZ),
+            PcsRow::new(
+                Pass::icount(4),
+                true,
+                vec![icount(1490.0, 1550), icount(1491.0, 1551), icount(1489.0, 1549)],
+                HZ,
+            ),
+            PcsRow::new(Pass::icount(4), false, vec![untraced(1210), untraced(1200), untraced(1190)], HZ),
         ],
         saved: None,
     }
 }
 
 #[test]
+fn a_partition_times_the_switches_into_it_from_its_own_batches() {
+    let log = "count: 500 gaps, 31937000 ticks beyond the shortest batch (1290 ticks), at most 64100\n\
+               count: 6036736 in 1000 ms\n";
+    let a = parse_gaps(log).expect("the gaps line");
+    assert_eq!(a, Gaps { gaps: 500, beyond_ticks: 31_937_000, shortest_ticks: 1290, longest_ticks: 64_100 });
+    assert_eq!(parse_count(log), Some((6_036_736, 1000)), "the gaps line is not a count");
+    assert_eq!(a.switches(62_500), Some((1374.0, 1600)));
+    let b = Gaps { gaps: 500, beyond_ticks: 31_750_000, shortest_ticks: 1285, longest_ticks: 63_000 };
+    let both = a.merge(b);
+    assert_eq!((both.gaps, both.shortest_ticks, both.longest_ticks), (1000, 1285, 64_100));
+    assert_eq!(both.switches(62_500), Some((1187.0, 1600)));
+    assert_eq!(Gaps { gaps: 0, ..a }.switches(62_500), None);
+    for bad in ["count: no gaps", "count: 5 gaps, 7 ticks", "count: 6036736 in 1000 ms", ""] {
+        assert_eq!(parse_gaps(bad), None, "{bad:?}");
+    }
+    assert_eq!(pcs_bootargs(3000, HZ), "count_ms=1000 count_at_ms=3000 ticks=1 period_ms=1 count_gap_ticks=31250");
+}
+
+#[test]
 fn the_pcs_report_shows_medians_in_both_units() {
     let report = pcs_report();
     let wall = &report.rows[0];
-    assert_eq!((wall.mean_ticks, wall.max_ticks, wall.mean, wall.max), (80.0, 500.0, 1280.0, 8000.0));
+    assert_eq!((wall.mean_ticks, wall.max_ticks, wall.mean, wall.max), (Some(80.0), Some(500.0), 1280.0, 8000.0));
     assert_eq!((report.rows[1].mean, report.rows[1].max), (1490.0, 1550.0));
+    let untraced = &report.rows[2];
+    assert_eq!((untraced.mean_ticks, untraced.first_mean_ticks), (None, Some(1200.0)));
+    assert_eq!((untraced.mean, untraced.max), (1200.0, 1300.0), "untraced, the partitions' own figure");
     let markdown = report.markdown();
     assert!(markdown.starts_with("# pcs\n"), "{markdown}");
-    assert!(markdown.contains("| wall | 1000 | 80.0 | 500 | 40.0 | 1280 ns | 8000 ns |"), "{markdown}");
-    assert!(markdown.contains("| icount 4 | 1000 | 1490.0 | 1550 | 745.0 | 1490 instructions | 1550 instructions |"));
-    assert_eq!(markdown.matches("- wall run ").count(), 3);
+    assert!(
+        markdown.contains("| wall, traced | 1000 | 80.0 | 500 | 40.0 | 200.0 | 1000 | 1280 ns | 8000 ns |"),
+        "{markdown}"
+    );
+    assert!(markdown.contains(
+        "| icount 4, traced | 1000 | 1490.0 | 1550 | 745.0 | 1560.0 | 1600 | 1490 instructions | 1550 instructions |"
+    ));
+    assert!(
+        markdown.contains(
+            "| icount 4, untraced | 1000 | - | - | - | 1200.0 | 1300 | 1200 instructions | 1300 instructions |"
+        ),
+        "{markdown}"
+    );
+    assert_eq!(markdown.matches("- wall, traced run ").count(), 3);
+    assert!(
+        markdown.contains("- icount 4, untraced run 2: untraced; 1200.0 / 1300 ticks over 1000 gaps;"),
+        "{markdown}"
+    );
     let table = report.table();
-    assert!(table.lines().any(|l| l.starts_with("icount 4") && l.contains("1490 instr")), "{table}");
+    assert!(table.lines().any(|l| l.starts_with("icount 4, traced") && l.contains("1490 instr")), "{table}");
+    assert!(table.lines().any(|l| l.starts_with("icount 4, untraced") && l.contains("1200 instr")), "{table}");
     let json = serde_json::to_string(&report).unwrap();
     assert_eq!(serde_json::from_str::<PcsReport>(&json).unwrap(), report);
 }

@@ -319,15 +319,18 @@ impl ListRegisters for GicV2 {
     fn save(ctx: &mut VgicContext) {
         Self::retire_completed();
         let empty = Self::free();
+        let mut listed = 0;
         for n in 0..list_registers() {
             ctx.lrs[n] = if empty & (1 << n) != 0 {
                 0
             } else {
                 let lr = Self::read(n);
                 write32(&GICH, lr_offset(n), 0);
+                listed |= 1 << n;
                 lr
             };
         }
+        ctx.listed = listed;
         ctx.vmcr = u64::from(read32(&GICH, GICH_VMCR));
         ctx.apr[0] = u64::from(read32(&GICH, GICH_APR));
         ctx.hcr = u64::from(read32(&GICH, GICH_HCR));
@@ -335,7 +338,9 @@ impl ListRegisters for GicV2 {
     }
 
     fn restore(ctx: &VgicContext) {
-        for n in 0..list_registers() {
+        // Every other register is free: emptied by the save that listed it,
+        // or free when that save looked.
+        for n in (0..list_registers()).filter(|n| ctx.listed & (1 << n) != 0) {
             Self::write(n, ctx.lrs[n]);
         }
         write32(&GICH, GICH_VMCR, ctx.vmcr as u32);

@@ -89,19 +89,18 @@ impl ListRegisters for IchListRegisters {
     }
 
     fn save(ctx: &mut VgicContext) {
-        // An empty register (ICH_ELRSR_EL2) holds nothing to keep: it is
-        // saved as 0 without reading it, and the next restore overwrites
-        // it. Most are empty at a switch.
-        let empty = free_list_registers();
-        for n in 0..list_registers() {
-            ctx.lrs[n] = if empty & (1 << n) != 0 {
-                0
-            } else {
-                let lr = read_lr(n);
-                write_lr(n, 0);
-                lr
-            };
+        // An empty register (ICH_ELRSR_EL2) holds nothing to keep, and the
+        // next load writes only the ones listed here.
+        let count = list_registers();
+        let listed = !free_list_registers() & ((1 << count) - 1);
+        let mut left = listed;
+        while left != 0 {
+            let n = left.trailing_zeros() as usize;
+            left &= left - 1;
+            ctx.lrs[n] = read_lr(n);
+            write_lr(n, 0);
         }
+        ctx.listed = listed;
         ctx.vmcr = read_sysreg!("S3_4_C12_C11_7");
         ctx.apr[0] = read_sysreg!("S3_4_C12_C8_0");
         ctx.apr[1] = read_sysreg!("S3_4_C12_C9_0");
@@ -110,7 +109,12 @@ impl ListRegisters for IchListRegisters {
     }
 
     fn restore(ctx: &VgicContext) {
-        for n in 0..list_registers() {
+        // Every other register is free: emptied by the save that listed it,
+        // or free when that save looked.
+        let mut left = ctx.listed;
+        while left != 0 {
+            let n = left.trailing_zeros() as usize;
+            left &= left - 1;
             write_lr(n, ctx.lrs[n]);
         }
         write_sysreg!("S3_4_C12_C11_7", ctx.vmcr);

@@ -162,7 +162,15 @@ pub trait ListRegisters {
     fn request_maintenance(refill: Refill);
     /// Saves the running vCPU's interface into `ctx` and turns it off.
     fn save(ctx: &mut VgicContext);
+    /// Writes the registers `ctx` lists; the others must be free.
     fn restore(ctx: &VgicContext);
+    /// Empties every register, whose reset value is UNKNOWN: once per
+    /// pCPU, before its first vCPU is loaded.
+    fn clear_all() {
+        for n in 0..Self::count() {
+            Self::write(n, 0);
+        }
+    }
     /// Finishes what the guest completed that the interface leaves to
     /// Partita (GICv2: the physical side of a link, see `gicv2`); the
     /// maintenance interrupt and a save call it.
@@ -202,6 +210,11 @@ pub trait Console {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct VgicContext {
     pub lrs: [u64; MAX_LRS],
+    /// Bit n set when `lrs[n]` may hold something. Only those are written
+    /// back: saving empties the ones it reads, and leaves the others as the
+    /// interface says they were, free, so a load writes what its vCPU had
+    /// and nothing else (most vCPUs have nothing listed at a switch).
+    pub listed: u64,
     pub vmcr: u64,
     pub apr: [u64; 2],
     pub hcr: u64,

@@ -12,6 +12,7 @@
 //! starts and gives up the one in which it ends.
 
 use crate::config::model::CyclicCore;
+use alloc::vec::Vec;
 
 const US_PER_S_64: u64 = 1_000_000;
 const US_PER_S: u128 = US_PER_S_64 as u128;
@@ -172,6 +173,139 @@ pub fn position(core: &CyclicCore, origin: u64, hz: u64, now: u64, hint: u64) ->
         }
     };
     Some(Position { window, until, frame: n })
+}
+
+/// Most stretches a [`Timeline`] keeps; a plan that would need more (a
+/// counter frequency that makes its cycle many frames long) takes the exact
+/// path of [`position`] at every look instead.
+pub const MAX_STRETCHES: usize = 256;
+
+/// One core's plan placed on the counter once, when the plan is loaded:
+/// every edge (a slot's start or end, a major frame's start) over a cycle
+/// of whole frames that is a whole number of ticks long. Each cycle then
+/// starts at `origin + n * cycle` exactly, and each edge is that plus a
+/// fixed offset, so finding the slot at a switch compares counter values,
+/// where [`position`] converts microseconds at every look. The offsets are
+/// [`ticks`] of the edges, so both agree to the tick.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Timeline {
+    /// Ticks in one cycle.
+    cycle: u64,
+    /// In time order, the first starting at 0: where each stretch between
+    /// two edges starts in the cycle, and the slot that owns it.
+    stretches: Vec<Stretch>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Stretch {
+    start: u64,
+    /// The slot's index and its own start and end in the cycle.
+    slot: Option<(usize, u64, u64)>,
+}
+
+/// Where a pCPU last found itself on a [`Timeline`]: the cycle and the
+/// stretch, where the next look starts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Cursor {
+    pub cycle: u64,
+    pub stretch: usize,
+}
+
+/// Where a core stands on its [`Timeline`]: the slot it is in, if any, and
+/// until when that holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Place {
+    pub window: Option<Window>,
+    pub until: u64,
+}
+
+fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+impl Timeline {
+    /// `None` for a zero frame or frequency, and for a plan whose cycle
+    /// would need more than [`MAX_STRETCHES`].
+    pub fn new(core: &CyclicCore, hz: u64) -> Option<Self> {
+        let frame_us = core.major_frame_us;
+        if frame_us == 0 || hz == 0 {
+            return None;
+        }
+        // A frame is frame_us * hz / 10^6 ticks; `frames` of them are whole.
+        let rest = (u128::from(frame_us % US_PER_S_64) * u128::from(hz % US_PER_S_64) % US_PER_S) as u64;
+        let frames = US_PER_S_64 / gcd(rest, US_PER_S_64);
+        let per_frame = 2 * core.slots.len() + 1;
+        if frames.checked_mul(per_frame as u64).is_none_or(|n| n > MAX_STRETCHES as u64) {
+            return None;
+        }
+        let cycle = u64::try_from(ticks(u128::from(frames) * u128::from(frame_us), hz)).ok()?;
+        // Relative to the cycle's start; a frame's own edges, past the cycle, saturate.
+        let at = |frame: u64, offset_us: u64| {
+            let us = u128::from(frame) * u128::from(frame_us) + u128::from(offset_us);
+            u64::try_from(ticks(us, hz)).unwrap_or(u64::MAX)
+        };
+        let mut edges = Vec::with_capacity(frames as usize * per_frame);
+        for frame in 0..frames {
+            edges.push(at(frame, 0));
+            for slot in &core.slots {
+                edges.extend([at(frame, slot.start_us), at(frame, slot.end_us())]);
+            }
+        }
+        edges.retain(|&edge| edge < cycle);
+        edges.sort_unstable();
+        edges.dedup();
+        let stretches = edges
+            .iter()
+            .map(|&start| {
+                // The frame of the cycle this edge falls in, then its slot
+                // as `window_at` finds it: the first in the plan's order.
+                let frame = (0..frames).rev().find(|&f| at(f, 0) <= start).unwrap_or(0);
+                let slot = core.slots.iter().enumerate().find_map(|(i, slot)| {
+                    let (from, to) = (at(frame, slot.start_us), at(frame, slot.end_us()));
+                    (from <= start && start < to).then_some((i, from, to))
+                });
+                Stretch { start, slot }
+            })
+            .collect();
+        Some(Timeline { cycle, stretches })
+    }
+
+    /// Where the core stands at `now` with the cycles counted from
+    /// `origin`: [`position`]'s answer, looked up from `cursor` (updated),
+    /// which at the next slot boundary is the stretch before. `None` before
+    /// the origin.
+    pub fn at(&self, origin: u64, now: u64, cursor: &mut Cursor) -> Option<Place> {
+        let elapsed = now.checked_sub(origin)?;
+        let mut base = cursor.cycle.saturating_mul(self.cycle);
+        if elapsed < base || elapsed - base >= self.cycle {
+            *cursor = Cursor { cycle: elapsed / self.cycle, stretch: 0 };
+            base = cursor.cycle * self.cycle;
+        }
+        let offset = elapsed - base;
+        let last = self.stretches.len() - 1;
+        let mut k = cursor.stretch.min(last);
+        if self.stretches[k].start > offset {
+            k = 0;
+        }
+        while k < last && self.stretches[k + 1].start <= offset {
+            k += 1;
+        }
+        cursor.stretch = k;
+        let start = origin.saturating_add(base);
+        Some(match self.stretches[k].slot {
+            Some((index, from, to)) => {
+                let window = Window { index, start: start.saturating_add(from), end: start.saturating_add(to) };
+                Place { window: Some(window), until: window.end }
+            }
+            None => {
+                let next = self.stretches.get(k + 1).map_or(self.cycle, |s| s.start);
+                Place { window: None, until: start.saturating_add(next) }
+            }
+        })
+    }
 }
 
 /// [`window_at`] as its index in `core.slots` and the counter value at
@@ -386,8 +520,80 @@ mod tests {
         found.map(|i| (i, instant(slots[i].end_us()) / US_PER_S))
     }
 
+    #[test]
+    fn a_timeline_is_a_whole_number_of_ticks_long() {
+        let c = core(2_000, vec![slot(0, 1_000), slot(1_000, 1_000)]);
+        let t = Timeline::new(&c, 62_500_000).expect("two stretches");
+        assert_eq!((t.cycle, t.stretches.len()), (125_000, 2), "one frame: 2 ms is 125,000 ticks");
+        // A frame of 333 us is 20,812.5 ticks: two make a whole cycle.
+        let c = core(333, vec![slot(0, 111), slot(111, 222)]);
+        let t = Timeline::new(&c, 62_500_000).expect("a cycle of two frames");
+        assert_eq!((t.cycle, t.stretches.len()), (41_625, 4));
+        let mut cursor = Cursor::default();
+        let at = t.at(100, 100 + 30_000, &mut cursor).expect("after the origin");
+        assert_eq!(at.window, Some(Window { index: 1, start: 100 + 27_750, end: 100 + 41_625 }), "444 us to 666 us");
+        assert_eq!(t.at(100, 99, &mut cursor), None, "before the origin");
+        assert_eq!(Timeline::new(&core(0, vec![]), 1), None, "no frame");
+        assert_eq!(Timeline::new(&c, 0), None, "no counter");
+        // 7 us at 1,000,003 Hz is whole only after 10^6 frames.
+        assert_eq!(Timeline::new(&core(7, vec![slot(0, 3)]), 1_000_003), None, "too many stretches");
+    }
+
+    #[test]
+    fn a_timeline_walks_its_slots_without_dividing_and_catches_up_after_a_jump() {
+        let c = core(10_000, vec![slot(5_000, 3_000), slot(1_000, 4_000)]);
+        let t = Timeline::new(&c, MHZ).unwrap();
+        let mut cursor = Cursor::default();
+        let walk: Vec<(Option<usize>, u64)> = [0, 1_000, 5_000, 8_000, 10_000, 11_000, 31_200]
+            .into_iter()
+            .map(|off| t.at(500, 500 + off, &mut cursor).map(|p| (p.window.map(|w| w.index), p.until)).unwrap())
+            .collect();
+        assert_eq!(
+            walk,
+            [
+                (None, 1_500),
+                (Some(1), 5_500),
+                (Some(0), 8_500),
+                (None, 10_500),
+                (None, 11_500),
+                (Some(1), 15_500),
+                (Some(1), 35_500)
+            ]
+        );
+        assert_eq!(cursor, Cursor { cycle: 3, stretch: 1 });
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() })]
+
+        #[test]
+        fn a_timeline_answers_as_the_exact_conversion_does(
+            (slots, frame_us) in slot_set(),
+            hz in frequency(),
+            origin in 0u64..1 << 40,
+            n in prop_oneof![0u64..3, 0u64..10_000_000],
+            probes in proptest::collection::vec(any::<u64>(), 16),
+            hint in any::<(u64, usize)>(),
+        ) {
+            let c = core(frame_us, slots);
+            let Some(t) = Timeline::new(&c, hz) else { return Ok(()) };
+            let start = ticks(u128::from(n) * u128::from(frame_us), hz) as u64;
+            let end = ticks(u128::from(n + 1) * u128::from(frame_us), hz) as u64;
+            let edges = c.slots.iter().flat_map(|s| {
+                let edge = |us: u64| ticks(u128::from(n * frame_us + us), hz) as u64;
+                [edge(s.start_us), edge(s.end_us())]
+            });
+            let near_edges = edges.flat_map(|e| [e.saturating_sub(1), e, e + 1]);
+            let random = probes.into_iter().map(|p| start + p % (end - start).max(1));
+            let mut cursor = Cursor { cycle: hint.0, stretch: hint.1 };
+            for t_rel in near_edges.chain(random).chain([start, end.saturating_sub(1)]).filter(|t| (start..end).contains(t)) {
+                let now = origin + t_rel;
+                let exact = position(&c, origin, hz, now, 0).expect("inside a frame");
+                let place = t.at(origin, now, &mut cursor).expect("after the origin");
+                prop_assert_eq!(place.window, exact.window, "tick {} of frame {}", t_rel, n);
+                prop_assert_eq!(place.until, exact.until, "tick {} of frame {}", t_rel, n);
+            }
+        }
 
         #[test]
         fn a_frame_places_its_offsets_as_the_exact_conversion_does(

@@ -5,6 +5,7 @@
 
 use crate::partition::lifecycle::{Change, RunState};
 use crate::partition::vcpu::State;
+use crate::scheduler::readyq::{Priority, ReadyQueue};
 use crate::trace::OutReason;
 
 /// True when a vCPU would run if it had a pCPU. A restarting partition's
@@ -27,6 +28,50 @@ pub fn must_yield(mine: u8, contender: Option<u8>, quantum_over: bool) -> bool {
 /// least as urgent as the running vCPU waits for the pCPU.
 pub fn needs_quantum(mine: u8, contender: Option<u8>) -> bool {
     contender.is_some_and(|other| other >= mine)
+}
+
+/// What a fixed-priority pCPU does once it has looked at its ready queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Turn {
+    /// The running vCPU goes on.
+    Stay {
+        /// A peer at least as urgent waits: its round-robin quantum runs.
+        quantum: bool,
+    },
+    /// The vCPU in slot `next` (taken off the queue) runs, or none does;
+    /// the one that ran, if it may go on, waits in the queue.
+    Switch {
+        next: Option<(Priority, usize)>,
+        /// The same for `next`.
+        quantum: bool,
+    },
+}
+
+/// Fixed priority: the one question a trap or the idle loop asks of the
+/// ready queue, whose every entry can run. `running` is the vCPU that
+/// trapped (priority, slot), when it may go on; it is not in the queue. It
+/// stays unless it must yield ([`must_yield`]); then it joins the queue
+/// behind its peers, and the most urgent entry runs, with what the queue
+/// holds after that saying whether its quantum runs. One look serves the
+/// choice, the preemption and the quantum, which otherwise each asked the
+/// queue again.
+pub fn turn<const SLOTS: usize>(
+    ready: &mut ReadyQueue<SLOTS>,
+    running: Option<(Priority, usize)>,
+    quantum_over: bool,
+) -> Turn {
+    let contender = ready.highest().map(|(priority, _)| priority);
+    if let Some((mine, slot)) = running {
+        if !must_yield(mine, contender, quantum_over) {
+            return Turn::Stay { quantum: needs_quantum(mine, contender) };
+        }
+        // Cannot fail: the running vCPU is never queued, and its slot is
+        // the pCPU's own.
+        let _ = ready.enqueue(slot, mine);
+    }
+    let next = ready.pop_highest();
+    let quantum = next.is_some_and(|(priority, _)| needs_quantum(priority, ready.highest().map(|(p, _)| p)));
+    Turn::Switch { next, quantum }
 }
 
 /// vlk's migration, decided by a vCPU's home pCPU: a vCPU that could run
@@ -115,6 +160,45 @@ mod tests {
         assert!(!needs_quantum(10, Some(9)));
         assert!(needs_quantum(10, Some(10)));
         assert!(needs_quantum(10, Some(200)));
+    }
+
+    type Queue = ReadyQueue<8>;
+
+    fn queue(entries: &[(usize, Priority)]) -> Queue {
+        let mut queue = Queue::new();
+        for &(slot, priority) in entries {
+            queue.enqueue(slot, priority).unwrap();
+        }
+        queue
+    }
+
+    #[test]
+    fn the_running_vcpu_stays_until_a_more_urgent_one_is_ready() {
+        let mut ready = queue(&[(1, 10), (2, 5)]);
+        assert_eq!(turn(&mut ready, Some((20, 0)), false), Turn::Stay { quantum: false });
+        assert_eq!(turn(&mut ready, Some((10, 0)), false), Turn::Stay { quantum: true }, "an equal peer waits");
+        assert_eq!(ready, queue(&[(1, 10), (2, 5)]), "staying leaves the queue as it was");
+        let preempted = turn(&mut ready, Some((7, 0)), false);
+        assert_eq!(preempted, Turn::Switch { next: Some((10, 1)), quantum: false }, "7 waits, and 7 < 10");
+        assert_eq!(ready.highest(), Some((7, 0)), "the preempted vCPU waits in the queue");
+    }
+
+    #[test]
+    fn round_robin_puts_the_running_vcpu_behind_its_equals_at_the_quantum() {
+        let mut ready = queue(&[(1, 10)]);
+        assert_eq!(turn(&mut ready, Some((10, 0)), true), Turn::Switch { next: Some((10, 1)), quantum: true });
+        assert_eq!(turn(&mut ready, Some((10, 1)), true), Turn::Switch { next: Some((10, 0)), quantum: true });
+        let mut alone = queue(&[]);
+        assert_eq!(turn(&mut alone, Some((10, 0)), true), Turn::Stay { quantum: false }, "no peer: no turn");
+    }
+
+    #[test]
+    fn with_nothing_running_the_most_urgent_runs() {
+        let mut ready = queue(&[(3, 1), (4, 200), (5, 200)]);
+        assert_eq!(turn(&mut ready, None, false), Turn::Switch { next: Some((200, 4)), quantum: true });
+        assert_eq!(turn(&mut ready, None, false), Turn::Switch { next: Some((200, 5)), quantum: false });
+        assert_eq!(turn(&mut ready, None, false), Turn::Switch { next: Some((1, 3)), quantum: false });
+        assert_eq!(turn(&mut ready, None, false), Turn::Switch { next: None, quantum: false });
     }
 
     #[test]

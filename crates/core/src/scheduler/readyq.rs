@@ -79,7 +79,7 @@ impl Fifo {
 /// Priority `p` is bit `p % 64` of `words[p / 64]`, and bit `w` of `summary`
 /// says `words[w]` is non-zero. Higher priorities sit in more significant
 /// bits, so the highest ready priority is where count-leading-zeros points.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReadyQueue<const SLOTS: usize> {
     summary: u64,
     words: [u64; WORDS],

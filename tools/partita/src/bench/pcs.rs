@@ -3,6 +3,14 @@
 //! partition loses to it, after XtratuM's counting-partition experiment
 //! (its Table 1, slots of 1000 ms down to 1 ms). Both report; neither asserts.
 //!
+//! `bench pcs` times each switch twice: from the trace, where Partita
+//! notes when it put the slot's vCPU on the pCPU, and from the incoming
+//! partition itself, which times its own loop and finds the batches a slot
+//! of the other partition interrupted ([`Gaps`]). Only the second works
+//! with tracing off, which is how a configuration usually runs, and it
+//! reaches the partition's first instruction, past the restore and the
+//! `eret` the trace's `entered` precedes.
+//!
 //! Every partition of a run counts over one window of counter time
 //! (`count_at_ms`), since under QEMU one vCPU's speed depends on what the
 //! others do: wall-clock they share the host's cores, and under `-icount`
@@ -140,6 +148,58 @@ pub fn parse_late(log: &str) -> Option<u64> {
     log.lines().find_map(|line| line.trim().strip_prefix("count: started ")?.strip_suffix(" us late")?.parse().ok())
 }
 
+/// `count: <n> gaps, <t> ticks beyond the shortest batch (<b> ticks), at
+/// most <m>`: a counting partition's batches of `count_gap_ticks` or more,
+/// each of which a slot of another partition interrupted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Gaps {
+    pub gaps: u64,
+    /// Summed over the gaps: what each took beyond the shortest batch.
+    pub beyond_ticks: u64,
+    pub shortest_ticks: u64,
+    /// The longest gap beyond the shortest batch.
+    pub longest_ticks: u64,
+}
+
+impl Gaps {
+    /// Both partitions' gaps as one set.
+    pub fn merge(self, other: Gaps) -> Gaps {
+        Gaps {
+            gaps: self.gaps + other.gaps,
+            beyond_ticks: self.beyond_ticks + other.beyond_ticks,
+            shortest_ticks: self.shortest_ticks.min(other.shortest_ticks),
+            longest_ticks: self.longest_ticks.max(other.longest_ticks),
+        }
+    }
+
+    /// The switches into the partition, mean and max in ticks: a gap is the
+    /// other partition's slot (`slot_ticks`) and the time from its planned
+    /// end to this partition's next instruction. The partition's last
+    /// instruction before it came at the end of its own slot, as the EL2
+    /// timer that ends a slot fires at that tick.
+    pub fn switches(&self, slot_ticks: u64) -> Option<(f64, u64)> {
+        (self.gaps > 0).then(|| {
+            let mean = self.beyond_ticks as f64 / self.gaps as f64 - slot_ticks as f64;
+            (mean, self.longest_ticks.saturating_sub(slot_ticks))
+        })
+    }
+}
+
+pub fn parse_gaps(log: &str) -> Option<Gaps> {
+    log.lines().find_map(|line| {
+        let rest = line.trim().strip_prefix("count: ")?;
+        let (gaps, rest) = rest.split_once(" gaps, ")?;
+        let (beyond, rest) = rest.split_once(" ticks beyond the shortest batch (")?;
+        let (shortest, longest) = rest.split_once(" ticks), at most ")?;
+        Some(Gaps {
+            gaps: gaps.parse().ok()?,
+            beyond_ticks: beyond.parse().ok()?,
+            shortest_ticks: shortest.parse().ok()?,
+            longest_ticks: longest.parse().ok()?,
+        })
+    })
+}
+
 /// A window start after `late_us` more, with a second to spare, in whole seconds.
 pub fn later_start(start_ms: u64, late_us: u64) -> u64 {
     (start_ms + late_us.div_ceil(1000) + 1000).next_multiple_of(1000)
@@ -223,15 +283,23 @@ fn machine(cpus: u32) -> RawConfig {
     RawConfig::new().cpus(cpus).trace(EVENTS_PER_CPU)
 }
 
+/// What `bench pcs`'s partitions run: counting, timing the batches that
+/// half a slot or more interrupted.
+pub fn pcs_bootargs(start_ms: u64, hz: u64) -> String {
+    let gap = ms_ticks(PCS_SLOT_MS, hz) / 2;
+    format!("{} count_gap_ticks={gap}", counting_bootargs(PCS_COUNT_MS, start_ms))
+}
+
 /// What every counting partition runs. The tick ends the guest (it then
 /// powers its partition off, and the machine once all are off).
 pub fn counting_bootargs(count_ms: u64, start_ms: u64) -> String {
     format!("count_ms={count_ms} count_at_ms={start_ms} ticks=1 period_ms=1")
 }
 
-/// `bench pcs`: `a` and `b` alternate on pCPU 1 in 1 ms slots.
-pub fn pcs_config(bootargs: &str, guest: &Path) -> RawConfig {
-    machine(2)
+/// `bench pcs`: `a` and `b` alternate on pCPU 1 in 1 ms slots, traced or not.
+pub fn pcs_config(bootargs: &str, guest: &Path, traced: bool) -> RawConfig {
+    let machine = if traced { machine(2) } else { RawConfig::new().cpus(2) };
+    machine
         .partition(partition("a", CYCLIC_CPU, bootargs, guest))
         .partition(partition("b", CYCLIC_CPU, bootargs, guest))
         .plan(alternating("a", "b", PCS_SLOT_MS))
@@ -263,38 +331,71 @@ pub fn reference_config(bootargs: &str, guest: &Path) -> RawConfig {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PcsRun {
     pub start_ms: u64,
-    pub switches: Switches,
+    /// From the trace; `None` untraced.
+    pub switches: Option<Switches>,
+    /// What `a` and `b` saw of the switches into them, together.
+    #[serde(default)]
+    pub gaps: Option<Gaps>,
     /// What `a` and `b` counted: about equal when their slots are.
     pub counts: [u64; 2],
+}
+
+fn traced() -> bool {
+    true
 }
 
 /// One pass of `bench pcs`: medians over the runs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PcsRow {
     pub pass: Pass,
-    pub mean_ticks: f64,
-    pub max_ticks: f64,
-    pub seen_mean_ticks: f64,
-    /// In [`unit`].
+    #[serde(default = "traced")]
+    pub traced: bool,
+    /// `entered - planned` from the trace, when traced.
+    pub mean_ticks: Option<f64>,
+    pub max_ticks: Option<f64>,
+    pub seen_mean_ticks: Option<f64>,
+    /// From the slot's planned start to the incoming partition's first
+    /// instruction, as the partition timed it ([`Gaps::switches`]).
+    #[serde(default)]
+    pub first_mean_ticks: Option<f64>,
+    #[serde(default)]
+    pub first_max_ticks: Option<f64>,
+    /// In [`unit`]: the trace's figure when traced, else the partition's.
     pub mean: f64,
     pub max: f64,
     pub runs: Vec<PcsRun>,
 }
 
 impl PcsRow {
-    pub fn new(pass: Pass, runs: Vec<PcsRun>, counter_hz: u64) -> Self {
-        let median_of = |pick: fn(&PcsRun) -> f64| median(runs.iter().map(pick).collect());
-        let mean_ticks = median_of(|r| r.switches.mean_ticks);
-        let max_ticks = median_of(|r| r.switches.max_ticks as f64);
+    pub fn new(pass: Pass, traced: bool, runs: Vec<PcsRun>, counter_hz: u64) -> Self {
+        let median_of = |pick: &dyn Fn(&PcsRun) -> Option<f64>| {
+            let values: Option<Vec<f64>> = runs.iter().map(pick).collect();
+            values.filter(|v| !v.is_empty()).map(median)
+        };
+        let mean_ticks = median_of(&|r| Some(r.switches?.mean_ticks));
+        let max_ticks = median_of(&|r| Some(r.switches?.max_ticks as f64));
+        let slot_ticks = ms_ticks(PCS_SLOT_MS, counter_hz);
+        let first = |r: &PcsRun| r.gaps.and_then(|g| g.switches(slot_ticks));
+        let first_mean_ticks = median_of(&|r| Some(first(r)?.0));
+        let first_max_ticks = median_of(&|r| Some(first(r)?.1 as f64));
+        let (mean, max) = if traced { (mean_ticks, max_ticks) } else { (first_mean_ticks, first_max_ticks) };
         PcsRow {
             pass,
+            traced,
             mean_ticks,
             max_ticks,
-            seen_mean_ticks: median_of(|r| r.switches.seen_mean_ticks),
-            mean: from_ticks(pass, mean_ticks, counter_hz),
-            max: from_ticks(pass, max_ticks, counter_hz),
+            seen_mean_ticks: median_of(&|r| Some(r.switches?.seen_mean_ticks)),
+            first_mean_ticks,
+            first_max_ticks,
+            mean: from_ticks(pass, mean.unwrap_or(f64::NAN), counter_hz),
+            max: from_ticks(pass, max.unwrap_or(f64::NAN), counter_hz),
             runs,
         }
+    }
+
+    /// `wall, traced`, `icount 4, untraced`.
+    pub fn label(&self) -> String {
+        format!("{}, {}", self.pass.label(), if self.traced { "traced" } else { "untraced" })
     }
 }
 
@@ -311,12 +412,14 @@ pub struct PcsReport {
     pub saved: Option<String>,
 }
 
-const PCS_COLUMNS: [Column; 7] = [
-    Column::left("mode", "mode", 10),
-    Column::right("slots", "slots a run", 7),
-    Column::right("mean ticks", "mean (ticks)", 11),
-    Column::right("max ticks", "max (ticks)", 10),
-    Column::right("seen ticks", "seen - planned, mean (ticks)", 11),
+const PCS_COLUMNS: [Column; 9] = [
+    Column::left("mode", "mode", 20),
+    Column::right("slots", "slots a run", 6),
+    Column::right("mean ticks", "entered - planned, mean (ticks)", 10),
+    Column::right("max ticks", "max (ticks)", 9),
+    Column::right("seen ticks", "seen - planned, mean (ticks)", 10),
+    Column::right("first ticks", "to first instruction, mean (ticks)", 11),
+    Column::right("max", "max (ticks)", 7),
     Column::right("mean", "PCS mean", 12),
     Column::right("max", "PCS max", 12),
 ];
@@ -325,14 +428,18 @@ impl PcsReport {
     /// Each pass's medians, the PCS in `unit`s of the pass.
     fn rows(&self, unit: fn(Pass) -> &'static str) -> Table {
         let mut table = Table::new(&PCS_COLUMNS);
+        let cell = |value: Option<f64>, decimals: usize| value.map_or("-".to_string(), |v| format!("{v:.decimals$}"));
         for row in &self.rows {
-            let slots = row.runs.first().map_or(0, |r| r.switches.slots);
+            let run = row.runs.first();
+            let slots = run.and_then(|r| r.switches.map(|s| s.slots as u64).or(r.gaps.map(|g| g.gaps)));
             table.row(vec![
-                row.pass.label(),
-                slots.to_string(),
-                format!("{:.1}", row.mean_ticks),
-                format!("{:.0}", row.max_ticks),
-                format!("{:.1}", row.seen_mean_ticks),
+                row.label(),
+                slots.unwrap_or(0).to_string(),
+                cell(row.mean_ticks, 1),
+                cell(row.max_ticks, 0),
+                cell(row.seen_mean_ticks, 1),
+                cell(row.first_mean_ticks, 1),
+                cell(row.first_max_ticks, 0),
                 format!("{:.0} {}", row.mean, unit(row.pass)),
                 format!("{:.0} {}", row.max, unit(row.pass)),
             ]);
@@ -340,8 +447,9 @@ impl PcsReport {
         table
     }
 
+    /// The traced row of `mode`: what the profile keeps.
     fn row(&self, mode: Mode) -> Option<&PcsRow> {
-        self.rows.iter().find(|r| r.pass.mode == mode)
+        self.rows.iter().find(|r| r.pass.mode == mode && r.traced)
     }
 
     /// What `--save` writes, when both passes ran.
@@ -384,10 +492,13 @@ impl PcsReport {
         let mut out = format!(
             "# pcs\n\nOn {} ({}, board `{}`).\n\nPartition context switch (PCS) of a cyclic pCPU: partitions `a` and `b` alternate on pCPU 1 \
              in back-to-back {PCS_SLOT_MS} ms slots (major frame {} ms), both counting (`count_ms={PCS_COUNT_MS}`) \
-             over one window of counter time, with tracing on. For every slot instance planned inside the window, \
-             the trace gives `planned` (the slot's start by the plan), `seen` (when Partita noticed it) and \
-             `entered` (when the slot's vCPU was put on the pCPU); PCS is the mean of `entered - planned`, the \
-             time the incoming partition does not get. Each figure is the median over {} runs of that run's \
+             over one window of counter time, with tracing on and then off. For every slot instance planned inside \
+             the window, the trace gives `planned` (the slot's start by the plan), `seen` (when Partita noticed it) \
+             and `entered` (when the slot's vCPU was put on the pCPU); traced, PCS is the mean of `entered - \
+             planned`, the time the incoming partition does not get. Each partition also times its own batches of \
+             iterations (`count_gap_ticks`): a batch that a slot of the other interrupted took that slot plus the \
+             time from its planned end to the partition's next instruction, the column `to first instruction`, \
+             which needs no trace; untraced, PCS is that. Each figure is the median over {} runs of that run's \
              mean or max; the counter runs at {} MHz.\n\n",
             self.board.machine(),
             self.board.gic(),
@@ -397,17 +508,24 @@ impl PcsReport {
             self.counter_hz as f64 / 1e6
         );
         out += &self.rows(unit).markdown();
-        out += "\nPer run (mean / max ticks, counts of `a` and `b`, window start):\n\n";
+        out += "\nPer run (entered - planned and to the first instruction, mean / max ticks over the slots; counts of \
+                `a` and `b`, window start):\n\n";
+        let slot_ticks = ms_ticks(PCS_SLOT_MS, self.counter_hz);
         for row in &self.rows {
             for (i, run) in row.runs.iter().enumerate() {
+                let traced = run.switches.map_or_else(
+                    || "untraced".to_string(),
+                    |s| format!("{:.1} / {} ticks over {} slots", s.mean_ticks, s.max_ticks, s.slots),
+                );
+                let first = run.gaps.and_then(|g| Some((g.gaps, g.switches(slot_ticks)?))).map_or_else(
+                    || "no gaps".to_string(),
+                    |(n, (mean, max))| format!("{mean:.1} / {max} ticks over {n} gaps"),
+                );
                 let _ = writeln!(
                     out,
-                    "- {} run {}: {:.1} / {} ticks over {} slots; counts {} and {}; window from {} ms",
-                    row.pass.label(),
+                    "- {} run {}: {traced}; {first}; counts {} and {}; window from {} ms",
+                    row.label(),
                     i + 1,
-                    run.switches.mean_ticks,
-                    run.switches.max_ticks,
-                    run.switches.slots,
                     run.counts[0],
                     run.counts[1],
                     run.start_ms
@@ -418,7 +536,8 @@ impl PcsReport {
                 idles), so a tick of guest time is 2^shift ns of that vCPU's instructions: with shift 4, one tick is \
                 one instruction, and the PCS is counted in instructions of Partita's switch path plus QEMU's timer \
                 delivery, independent of the host. `entered` is recorded before the incoming vCPU's registers are \
-                loaded, so the restore and the `eret` are not in it.\n";
+                loaded, so the restore and the `eret` are not in it; `to first instruction` includes them. The \
+                profile (`--save`) keeps the traced figures.\n";
         if let Some(saved) = &self.saved {
             let _ = writeln!(out, "\nSaved to `{saved}`.");
         }
@@ -819,7 +938,8 @@ pub fn profile_path(board: Board) -> PathBuf {
 
 pub fn pcs(opts: &PcsOptions) -> Result<PcsReport> {
     ensure!(opts.runs >= 1, "--runs must be at least 1");
-    let passes = [Pass::WALL, Pass::icount(opts.shift)];
+    let icount = Pass::icount(opts.shift);
+    let passes = [(Pass::WALL, true), (icount, true), (Pass::WALL, false), (icount, false)];
     let mut runner = Runner::new(passes.len() * opts.runs as usize, opts.board)?;
     let measured = measure_pcs(&mut runner, opts, &passes);
     runner.finish();
@@ -838,32 +958,48 @@ pub fn pcs(opts: &PcsOptions) -> Result<PcsReport> {
     Ok(report)
 }
 
-fn measure_pcs(runner: &mut Runner, opts: &PcsOptions, passes: &[Pass]) -> Result<(u64, Vec<PcsRow>)> {
+fn measure_pcs(runner: &mut Runner, opts: &PcsOptions, passes: &[(Pass, bool)]) -> Result<(u64, Vec<PcsRow>)> {
+    // Both boards' counters run at the nominal rate; an untraced boot has no
+    // trace to say otherwise.
     let mut counter_hz = NOMINAL_HZ;
     let mut rows = Vec::new();
-    for &pass in passes {
+    for &(pass, traced) in passes {
         let mut start_ms = guess(PCS_START_MS, pass);
         let mut runs = Vec::new();
+        let label = format!("{}{}", pass.label(), if traced { "" } else { ", untraced" });
         for run in 1..=opts.runs {
-            runner.progress.set_message(format!("{} run {run}/{}", pass.label(), opts.runs));
+            runner.progress.set_message(format!("{label} run {run}/{}", opts.runs));
             let guest = runner.guest.clone();
-            let variant = match opts.board {
+            let mut variant = match opts.board {
                 Board::QemuVirt => pass.mode.name().to_string(),
                 other => format!("{}-{}", other.name(), pass.mode.name()),
             };
+            if !traced {
+                variant += "-untraced";
+            }
+            let hz = counter_hz;
             let boot = runner.counted(PCS_NAME, &variant, &mut start_ms, pass.shift, |start| {
-                pcs_config(&counting_bootargs(PCS_COUNT_MS, start), &guest).board(opts.board.name())
+                pcs_config(&pcs_bootargs(start, hz), &guest, traced).board(opts.board.name())
             })?;
-            let (meta, trace) = boot.trace()?;
-            counter_hz = trace.counter_hz;
-            let from = ms_ticks(start_ms, counter_hz);
-            let to = from + ms_ticks(PCS_COUNT_MS, counter_hz);
-            let switches = switches(&slots::slot_runs(meta, trace), CYCLIC_CPU as usize, from, to)
-                .with_context(|| format!("no slot entered in the window; see {}", boot.dir.display()))?;
-            runs.push(PcsRun { start_ms, switches, counts: [boot.count("a")?, boot.count("b")?] });
+            let switches = if traced {
+                let (meta, trace) = boot.trace()?;
+                counter_hz = trace.counter_hz;
+                let from = ms_ticks(start_ms, counter_hz);
+                let to = from + ms_ticks(PCS_COUNT_MS, counter_hz);
+                let found = switches(&slots::slot_runs(meta, trace), CYCLIC_CPU as usize, from, to)
+                    .with_context(|| format!("no slot entered in the window; see {}", boot.dir.display()))?;
+                Some(found)
+            } else {
+                None
+            };
+            let gaps = match (parse_gaps(boot.log("a")), parse_gaps(boot.log("b"))) {
+                (Some(a), Some(b)) => Some(a.merge(b)),
+                (a, b) => a.or(b),
+            };
+            runs.push(PcsRun { start_ms, switches, gaps, counts: [boot.count("a")?, boot.count("b")?] });
             runner.progress.inc(1);
         }
-        rows.push(PcsRow::new(pass, runs, counter_hz));
+        rows.push(PcsRow::new(pass, traced, runs, counter_hz));
     }
     Ok((counter_hz, rows))
 }
