@@ -122,7 +122,9 @@ impl Plans {
                 me.cycle.store(cursor.cycle, Ordering::Relaxed);
                 me.stretch.store(cursor.stretch, Ordering::Relaxed);
                 let owner = place.window.and_then(|window| {
-                    if trace::enabled() {
+                    // A build that keeps residency files the slot's start
+                    // as the trace does; the product asks neither.
+                    if trace::enabled() || partita_arch::residency::ENABLED {
                         let slot = core.slots[window.index];
                         note_slot_start(me, index, &window, slot.partition, slot.vcpu as usize, now);
                     }
