@@ -5,12 +5,14 @@
 //! emulated console.
 //!
 //! A line goes into one ring, in the order lines are written on every pCPU,
-//! and leaves it for the UART [`DRAIN_BYTES`] at a time: writing a 200-byte
-//! line in one go kept a trap at EL2 for several thousand instructions with
-//! interrupts masked (`partita bench response`, paths `mmio`,
-//! `health-action`). After it writes a chunk, a pCPU that sees more waiting
-//! sends itself the kick SGI, so the next chunk goes out in a stretch of
-//! its own once any more urgent interrupt has been taken.
+//! and leaves it for the UART a line at a time: writing a line in the trap
+//! that ended it, with its formatting, kept that trap at EL2 for several
+//! thousand instructions with interrupts masked (`partita bench response`,
+//! paths `mmio`, `health-action`). The line's writer sends its pCPU the
+//! kick SGI, and the kick's stretch writes the oldest line; a pCPU that
+//! sees more waiting kicks itself again, so each line goes out in a stretch
+//! of its own once any more urgent interrupt has been taken. Whole lines,
+//! so that a run stopped between two stretches never logs half of one.
 
 use core::fmt::{self, Write};
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -21,9 +23,6 @@ use partita_arch::{cpu, MAX_CPUS};
 /// Room for bursts (the boot's lines, a restart's); a line that does not
 /// fit pushes the oldest bytes out to the UART at once, so none is lost.
 const RING: usize = 16 * 1024;
-/// Bytes a pCPU writes to the UART in one stretch: a few hundred
-/// instructions on the PL011.
-const DRAIN_BYTES: usize = 64;
 /// Pieces up to this long are copied a byte at a time.
 const SHORT: usize = 32;
 const _: () = assert!(RING.is_power_of_two() && SHORT <= RING);
@@ -62,6 +61,13 @@ impl Ring {
             self.bytes[..chunk.len() - first].copy_from_slice(&chunk[first..]);
             self.len += chunk.len();
         }
+    }
+
+    /// The bytes up to and with the oldest newline (all, if none): a
+    /// stretch writes one whole line, so that a run stopped between two
+    /// stretches never leaves half a line in the logs.
+    fn line_len(&self) -> usize {
+        (0..self.len).find(|&i| self.bytes[(self.head + i) % RING] == b'\n').map_or(self.len, |i| i + 1)
     }
 
     /// Writes up to `max` of the oldest bytes to the UART.
@@ -186,7 +192,8 @@ fn kick_for_more(out: partita_arch::sync::MutexGuard<'_, Ring>) {
 pub fn drain() {
     if WAITING.load(Ordering::Acquire) {
         let mut out = OUT.lock();
-        out.write_out(DRAIN_BYTES);
+        let line = out.line_len();
+        out.write_out(line);
         kick_for_more(out);
     }
 }
