@@ -563,6 +563,24 @@ mod tests {
         assert_eq!(cursor, Cursor { cycle: 3, stretch: 1 });
     }
 
+    /// The ticks of frame `n` from the origin: its start and its end.
+    fn frame_ticks(n: u64, frame_us: u64, hz: u64) -> (u64, u64) {
+        let at = |k: u64| ticks(u128::from(k) * u128::from(frame_us), hz) as u64;
+        (at(n), at(n + 1))
+    }
+
+    /// Ticks worth probing in frame `n`: each slot edge and its neighbours,
+    /// and `probes` spread over the frame.
+    fn probe_ticks(c: &CyclicCore, n: u64, hz: u64, probes: Vec<u64>) -> (Vec<u64>, Vec<u64>) {
+        let frame_us = c.major_frame_us;
+        let (start, end) = frame_ticks(n, frame_us, hz);
+        let edge = |us: u64| ticks(u128::from(n * frame_us + us), hz) as u64;
+        let edges = c.slots.iter().flat_map(|s| [edge(s.start_us), edge(s.end_us())]);
+        let near_edges = edges.flat_map(|e| [e.saturating_sub(1), e, e + 1]).collect();
+        let random = probes.into_iter().map(|p| start + p % (end - start).max(1)).collect();
+        (near_edges, random)
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() })]
 
@@ -577,16 +595,10 @@ mod tests {
         ) {
             let c = core(frame_us, slots);
             let Some(t) = Timeline::new(&c, hz) else { return Ok(()) };
-            let start = ticks(u128::from(n) * u128::from(frame_us), hz) as u64;
-            let end = ticks(u128::from(n + 1) * u128::from(frame_us), hz) as u64;
-            let edges = c.slots.iter().flat_map(|s| {
-                let edge = |us: u64| ticks(u128::from(n * frame_us + us), hz) as u64;
-                [edge(s.start_us), edge(s.end_us())]
-            });
-            let near_edges = edges.flat_map(|e| [e.saturating_sub(1), e, e + 1]);
-            let random = probes.into_iter().map(|p| start + p % (end - start).max(1));
+            let (start, end) = frame_ticks(n, frame_us, hz);
+            let (near_edges, random) = probe_ticks(&c, n, hz, probes);
             let mut cursor = Cursor { cycle: hint.0, stretch: hint.1 };
-            for t_rel in near_edges.chain(random).chain([start, end.saturating_sub(1)]).filter(|t| (start..end).contains(t)) {
+            for t_rel in near_edges.into_iter().chain(random).chain([start, end.saturating_sub(1)]).filter(|t| (start..end).contains(t)) {
                 let now = origin + t_rel;
                 let exact = position(&c, origin, hz, now, 0).expect("inside a frame");
                 let place = t.at(origin, now, &mut cursor).expect("after the origin");
@@ -618,15 +630,9 @@ mod tests {
             probes in proptest::collection::vec(any::<u64>(), 16),
         ) {
             let c = core(frame_us, slots);
-            let start = ticks(u128::from(n) * u128::from(frame_us), hz) as u64;
-            let end = ticks(u128::from(n + 1) * u128::from(frame_us), hz) as u64;
-            let edges = c.slots.iter().flat_map(|s| {
-                let edge = |us: u64| ticks(u128::from(n * frame_us + us), hz) as u64;
-                [edge(s.start_us), edge(s.end_us())]
-            });
-            let near_edges = edges.flat_map(|e| [e.saturating_sub(1), e, e + 1]);
-            let random = probes.into_iter().map(|p| start + p % (end - start).max(1));
-            for t in near_edges.chain(random).chain([start, end.saturating_sub(1)]).filter(|t| (start..end).contains(t)) {
+            let (start, end) = frame_ticks(n, frame_us, hz);
+            let (near_edges, random) = probe_ticks(&c, n, hz, probes);
+            for t in near_edges.into_iter().chain(random).chain([start, end.saturating_sub(1)]).filter(|t| (start..end).contains(t)) {
                 let now = origin + t;
                 let expected = owner(&c.slots, frame_us, hz, n, t).map(|(i, end)| (i, origin + end as u64));
                 prop_assert_eq!(slot_at(&c, origin, hz, now), expected, "tick {} of frame {}", t, n);
