@@ -658,7 +658,14 @@ fn read_lines(child: &mut Child, raw: File) -> (Receiver<String>, JoinHandle<std
     (rx, reader)
 }
 
-/// Splits a byte stream into lines; a last line without a newline still counts.
+/// What follows a last line that had no newline when the stream ended:
+/// Partita ends every line it writes, so such a line was cut short, most
+/// often by the time limit stopping QEMU halfway through writing it. The
+/// mark keeps it from passing for whole in a log, or in a test's reading.
+pub const CUT_SHORT: &str = " [cut short: the output ended here]";
+
+/// Splits a byte stream into lines; a last line without a newline still
+/// counts, marked [`CUT_SHORT`].
 pub fn pump(mut input: impl Read, mut raw: impl Write, lines: Sender<String>) -> std::io::Result<()> {
     let mut splitter = guest_console::LineSplitter::default();
     let mut buffer = [0u8; 4096];
@@ -676,7 +683,7 @@ pub fn pump(mut input: impl Read, mut raw: impl Write, lines: Sender<String>) ->
         }
     }
     if let Some(line) = splitter.rest() {
-        let _ = lines.send(line);
+        let _ = lines.send(line + CUT_SHORT);
     }
     Ok(())
 }
