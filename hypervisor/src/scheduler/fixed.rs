@@ -54,6 +54,7 @@ pub fn turn(
 /// `decide::turn` to run at once if it preempts. The vCPU loaded here
 /// (`current`) is for the trap to decide: its mark is kept for the first
 /// look after it leaves.
+#[inline(always)]
 fn refresh<'a>(
     sys: &System,
     me: &PerCpu,

@@ -61,6 +61,7 @@ pub enum Turn {
 /// priority's FIFO first. When it is more urgent than every entry (the
 /// wake-up that preempts) and runs, it never enters the queue at all, which
 /// spares the queue an insertion and a removal.
+#[inline]
 pub fn turn<const SLOTS: usize>(
     ready: &mut ReadyQueue<SLOTS>,
     running: Option<(Priority, usize)>,
@@ -88,6 +89,7 @@ pub fn turn<const SLOTS: usize>(
 }
 
 /// [`turn`] with every contender queued.
+#[inline]
 fn turn_queued<const SLOTS: usize>(
     ready: &mut ReadyQueue<SLOTS>,
     running: Option<(Priority, usize)>,
