@@ -145,8 +145,12 @@ fn note_each_completion(vcpu: &Vcpu) {
 /// that waits with interrupts masked would find a stale pending timer at
 /// every WFI.
 pub fn resample_timer() {
+    let listed = listed();
+    if listed == 0 {
+        return;
+    }
     for intid in TIMER_INTIDS.into_iter().filter(|&intid| !loaded_timer_asserted(intid)) {
-        for n in 0..Lrs::count() {
+        for n in bits(listed) {
             let entry = Lr(Lrs::read(n));
             if entry.hw() && entry.intid() == intid && entry.state() == State::Pending {
                 Lrs::write(n, 0);
@@ -154,6 +158,23 @@ pub fn resample_timer() {
             }
         }
     }
+}
+
+/// The list registers that hold something (the others are free, and most
+/// are at any time): what is worth reading.
+fn listed() -> u64 {
+    !Lrs::free() & ((1 << Lrs::count()) - 1)
+}
+
+/// The indices of the bits set in `mask`, lowest first.
+fn bits(mut mask: u64) -> impl Iterator<Item = usize> {
+    core::iter::from_fn(move || {
+        (mask != 0).then(|| {
+            let n = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            n
+        })
+    })
 }
 
 /// The line of the loaded vCPU's timer `intid`.
@@ -168,7 +189,7 @@ fn loaded_timer_asserted(intid: u32) -> bool {
 /// True when the vCPU has an interrupt to take: queued, or pending in a
 /// list register (a WFI must then complete at once).
 pub fn has_pending(vcpu: &Vcpu) -> bool {
-    let listed = (0..Lrs::count()).any(|n| {
+    let listed = bits(listed()).any(|n| {
         let state = Lr(Lrs::read(n)).state();
         state == State::Pending || state == State::PendingActive
     });
@@ -212,7 +233,7 @@ fn forward_timer(sys: &System, me: &PerCpu, intid: u32, running: Option<&Vcpu>) 
 /// one more exit when the PPI fires as soon as the guest runs. A
 /// direct-delivery core's guest takes its timer from the GIC itself.
 pub fn give_due_timers(sys: &System, me: &PerCpu, vcpu: &Vcpu) {
-    if me.direct {
+    if me.direct || !(timer::virtual_timer_asserted() || timer::physical_timer_asserted()) {
         return;
     }
     for intid in TIMER_INTIDS {
@@ -293,7 +314,8 @@ fn list_now(vcpu: &Vcpu, virq: Virq) -> bool {
     }
     let count = Lrs::count();
     let free = Lrs::free() & ((1 << count) - 1);
-    if free == 0 || (0..count).any(|n| free & (1 << n) == 0 && Lr(Lrs::read(n)).intid() == virq.intid) {
+    let taken = !free & ((1 << count) - 1);
+    if free == 0 || bits(taken).any(|n| Lr(Lrs::read(n)).intid() == virq.intid) {
         return false;
     }
     let n = free.trailing_zeros() as usize;

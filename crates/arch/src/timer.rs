@@ -40,6 +40,12 @@ pub fn arm_at(deadline: u64) {
     write_sysreg!("cnthp_ctl_el2", 1);
 }
 
+/// True when the EL2 timer is armed and its deadline has come: its
+/// interrupt is pending, or about to be.
+pub fn fired() -> bool {
+    read_sysreg!("cnthp_ctl_el2") & 0b101 == 0b101
+}
+
 pub fn disarm() {
     write_sysreg!("cnthp_ctl_el2", 0);
 }

@@ -18,9 +18,12 @@
 #define DEFAULT_IPC_N 1000
 #define DEFAULT_ARCH_ROUNDS 40
 #define DEFAULT_PTIMER_MS 5
+#define DEFAULT_IRQ_BENCH_DELAY 200
 #define DEFAULT_PTIMER_ROUNDS 20
 /* Keeps period_ms * CNTFRQ / 1000 far from 64-bit overflow. */
 #define MAX_PERIOD_MS 0xffffffffull
+/* irq-bench's delays, a span of 1001 ticks from this: at most 1 ms, well inside its 100 ms timeout. */
+#define MAX_IRQ_BENCH_DELAY 62500
 
 static bool is_space(char c)
 {
@@ -271,6 +274,14 @@ static bool parse_token(const char *tok, u32 n, struct bootargs *a)
 		if (!parse_u64(v, vlen, &num) || num > 1)
 			return false;
 		a->irq_bench_wait = num;
+	} else if (KEY("irq-bench-delay")) {
+		if (!parse_u64(v, vlen, &num) || num > MAX_IRQ_BENCH_DELAY)
+			return false;
+		a->irq_bench_delay = num;
+	} else if (KEY("irq-bench-at-ms")) {
+		if (!parse_u64(v, vlen, &num) || num > MAX_PERIOD_MS)
+			return false;
+		a->irq_bench_at_ms = num;
 	} else if (KEY("ptimer_ms")) {
 		if (!parse_u64(v, vlen, &num) || num == 0 || num > 1000)
 			return false;
@@ -598,6 +609,8 @@ void bootargs_parse(const char *cmdline, struct bootargs *a)
 	a->cpuif_attack = false;
 	a->irq_bench = 0;
 	a->irq_bench_wait = false;
+	a->irq_bench_delay = DEFAULT_IRQ_BENCH_DELAY;
+	a->irq_bench_at_ms = 0;
 	a->ptimer_ms = DEFAULT_PTIMER_MS;
 	a->ptimer_rounds = DEFAULT_PTIMER_ROUNDS;
 	a->vcpu_ctl = false;

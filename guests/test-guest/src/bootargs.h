@@ -102,6 +102,8 @@ struct bootargs {
 	bool cpuif_attack;		/* reach for Partita's group 0, then mask everything */
 	u64 irq_bench;			/* one-shot timer samples */
 	bool irq_bench_wait;		/* irq-bench waits in WFI instead of spinning */
+	u64 irq_bench_delay;		/* irq-bench's shortest delay, in counter ticks */
+	u64 irq_bench_at_ms;		/* irq-bench starts at this counter time; 0: at once */
 	u64 ptimer_ms, ptimer_rounds;	/* arch=ptimer: each round's delay, and how many */
 	/* Hypercall tests (control.c); 0 leaves each one off. */
 	bool vcpu_ctl;			/* own vCPU 1: start, suspend, resume, halt */

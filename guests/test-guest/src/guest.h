@@ -58,7 +58,7 @@ void delay_ms(u64 ms);
 void timer_setup(u32 intid);
 void timer_irq(u64 now);
 void timer_periodic_test(u64 hz, u64 n);
-void irq_bench(u64 n, bool wait);
+void irq_bench(u64 n, bool wait, u64 delay);
 void duty_test(u64 busy_us, u64 idle_us, u64 cycles);
 void timer_sleep_until(u64 t);
 

@@ -9,8 +9,7 @@
 
 #define CNTV_CTL_ENABLE		1
 #define TIMER_PRIORITY		0x80
-#define BENCH_MIN_DELAY		200
-#define BENCH_DELAY_SPAN	1001	/* delays 200..1200 counter ticks */
+#define BENCH_DELAY_SPAN	1001	/* delays of irq-bench-delay (200) + 0..1000 ticks */
 #define BENCH_TIMEOUT_MS	100
 #define HIST_BUCKETS		16
 
@@ -174,7 +173,7 @@ static u64 lcg_next(u64 *state)
  * in WFI instead: on a shared core the other vCPU runs meanwhile, and a
  * sample measures the preemption that brings this one back for its timer.
  */
-void irq_bench(u64 n, bool wait)
+void irq_bench(u64 n, bool wait, u64 delay)
 {
 	struct latency lat;
 	u64 seed = 0x5eed, i, missed = 0, width;
@@ -184,7 +183,7 @@ void irq_bench(u64 n, bool wait)
 	mode = TIMER_BENCH;
 	timer_irq_enable(true);
 	for (i = 0; i < n; i++) {
-		u64 cval = counter_now() + BENCH_MIN_DELAY + lcg_next(&seed) % BENCH_DELAY_SPAN;
+		u64 cval = counter_now() + delay + lcg_next(&seed) % BENCH_DELAY_SPAN;
 		u64 deadline = cval + ms_to_counts(BENCH_TIMEOUT_MS);
 
 		bench_fired = 0;

@@ -266,6 +266,18 @@ impl Vcpu {
         }
     }
 
+    /// [`Vcpu::mark`] by the pCPU whose marks are `own`: its own mark, if
+    /// `own_too`, in its own words.
+    fn mark_from(&self, own: &Dirty, own_too: bool) {
+        for watcher in self.watchers.get().into_iter().flatten() {
+            if !core::ptr::eq(watcher.dirty, own) {
+                watcher.dirty.mark(watcher.slot);
+            } else if own_too {
+                own.mark_own(watcher.slot);
+            }
+        }
+    }
+
     pub fn is_waiting(&self) -> bool {
         self.waiting.load(Ordering::SeqCst)
     }
@@ -273,6 +285,12 @@ impl Vcpu {
     pub fn set_waiting(&self, waiting: bool) {
         self.waiting.store(waiting, Ordering::SeqCst);
         self.mark();
+    }
+
+    /// Ends its wait, from the pCPU whose marks are `own`.
+    pub fn wake_from(&self, own: &Dirty) {
+        self.waiting.store(false, Ordering::SeqCst);
+        self.mark_from(own, true);
     }
 
     /// When a parked port call times out.
@@ -323,6 +341,14 @@ impl Vcpu {
     pub fn release(&self) {
         self.on_cpu.store(false, Ordering::SeqCst);
         self.mark();
+    }
+
+    /// [`Vcpu::release`] by the pCPU whose marks are `own`, which needs no
+    /// mark of its own when its last look already queued the vCPU if it
+    /// could run (`requeued`) and kept every mark of it since for later.
+    pub fn release_from(&self, own: &Dirty, requeued: bool) {
+        self.on_cpu.store(false, Ordering::SeqCst);
+        self.mark_from(own, !requeued);
     }
 
     /// Takes the vCPU for pCPU `cpu`: false if another pCPU has it loaded,
@@ -377,32 +403,45 @@ pub struct Watcher {
 /// One bit per slot of a pCPU: set by any pCPU when something that
 /// decides whether that vCPU can run changed, cleared only by the pCPU
 /// itself when it looks. Its scheduler's cost follows what changed, not
-/// how many vCPUs it lists.
-pub struct Dirty([AtomicU64; MAX_VCPUS_PER_PCPU / 64]);
+/// how many vCPUs it lists. A change the pCPU makes itself goes into its
+/// own words, which no other pCPU touches: a plain store where the shared
+/// ones take an atomic read-modify-write.
+pub struct Dirty {
+    shared: [AtomicU64; MAX_VCPUS_PER_PCPU / 64],
+    own: [AtomicU64; MAX_VCPUS_PER_PCPU / 64],
+}
 
 impl Dirty {
     /// Everything is looked at once, at the first decision.
     pub const fn all() -> Self {
-        Self([const { AtomicU64::new(u64::MAX) }; MAX_VCPUS_PER_PCPU / 64])
+        Self {
+            shared: [const { AtomicU64::new(u64::MAX) }; MAX_VCPUS_PER_PCPU / 64],
+            own: [const { AtomicU64::new(0) }; MAX_VCPUS_PER_PCPU / 64],
+        }
     }
 
     /// Asks the pCPU to look at `slot` again.
     pub fn mark(&self, slot: usize) {
-        self.0[slot / 64].fetch_or(1 << (slot % 64), Ordering::SeqCst);
+        self.shared[slot / 64].fetch_or(1 << (slot % 64), Ordering::SeqCst);
     }
 
-    /// The slots marked since the last call, each once.
-    pub fn take(&self) -> impl Iterator<Item = usize> + '_ {
-        self.0.iter().enumerate().flat_map(|(w, word)| {
-            let mut bits = word.swap(0, Ordering::SeqCst);
-            core::iter::from_fn(move || {
-                (bits != 0).then(|| {
-                    let bit = bits.trailing_zeros() as usize;
-                    bits &= bits - 1;
-                    w * 64 + bit
-                })
-            })
-        })
+    /// The same, from the pCPU itself.
+    pub fn mark_own(&self, slot: usize) {
+        let word = &self.own[slot / 64];
+        word.store(word.load(Ordering::Relaxed) | 1 << (slot % 64), Ordering::Relaxed);
+    }
+
+    /// The slots `64 * w ..` marked since the last call, each once; only
+    /// an atomic exchange where another pCPU marked one.
+    pub fn take(&self, w: usize) -> u64 {
+        let mut bits = self.own[w].load(Ordering::Relaxed);
+        if bits != 0 {
+            self.own[w].store(0, Ordering::Relaxed);
+        }
+        if self.shared[w].load(Ordering::SeqCst) != 0 {
+            bits |= self.shared[w].swap(0, Ordering::SeqCst);
+        }
+        bits
     }
 }
 

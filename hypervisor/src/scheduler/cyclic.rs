@@ -111,7 +111,6 @@ impl Plans {
     /// how late that is.
     pub fn now(&self, cpu: usize, me: &CyclicCpu, vcpus: &[&Vcpu], now: u64) -> Now {
         let (index, origin) = self.schedule.lock().at(now);
-        let Some(core) = core_of(&self.plans[index], cpu) else { return Now { owner: None, until: u64::MAX } };
         if let Some(local) = me.plans.get(index) {
             if let Some(timeline) = &local.timeline {
                 let mut cursor =
@@ -125,14 +124,16 @@ impl Plans {
                     // A build that keeps residency files the slot's start
                     // as the trace does; the product asks neither.
                     if trace::enabled() || partita_arch::residency::ENABLED {
-                        let slot = core.slots[window.index];
-                        note_slot_start(me, index, &window, slot.partition, slot.vcpu as usize, now);
+                        if let Some(slot) = core_of(&self.plans[index], cpu).map(|core| core.slots[window.index]) {
+                            note_slot_start(me, index, &window, slot.partition, slot.vcpu as usize, now);
+                        }
                     }
                     local.owners.get(window.index).copied().flatten()
                 });
                 return Now { owner, until: place.until };
             }
         }
+        let Some(core) = core_of(&self.plans[index], cpu) else { return Now { owner: None, until: u64::MAX } };
         let hint = me.frame_hint.load(Ordering::Relaxed);
         let Some(position) = cyclic::position(core, origin, self.hz, now, hint) else {
             return Now { owner: None, until: cyclic::next_boundary(core, origin, self.hz, now) };

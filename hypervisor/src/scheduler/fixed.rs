@@ -19,12 +19,20 @@ type Ready<'a> = MutexGuard<'a, ReadyQueue<MAX_VCPUS_PER_PCPU>>;
 /// The one look at `me`'s ready queue a trap or the idle loop takes
 /// (`partita_core::scheduler::decide::turn`): `running`, the vCPU that
 /// trapped (priority, slot) when it may go on, stays, or yields to the slot
-/// that runs next. When the pCPU changes hands, vlk's migration sees who
-/// takes it; a vCPU that came back from a migration and is off every pCPU
-/// is at least as urgent, and the look is taken again with it.
-pub fn turn(sys: &System, me: &PerCpu, fp: &FixedPriority, running: Option<(u8, usize)>, quantum_over: bool) -> Turn {
-    let mut ready = refresh(sys, me, fp);
-    let turn = decide::turn(&mut ready, running, quantum_over);
+/// that runs next; `current`, the slot loaded here, if any. When the pCPU
+/// changes hands, vlk's migration sees who takes it; a vCPU that came back
+/// from a migration and is off every pCPU is at least as urgent, and the
+/// look is taken again with it.
+pub fn turn(
+    sys: &System,
+    me: &PerCpu,
+    fp: &FixedPriority,
+    current: Option<usize>,
+    running: Option<(u8, usize)>,
+    quantum_over: bool,
+) -> Turn {
+    let (mut ready, newcomer) = refresh(sys, me, fp, current);
+    let turn = decide::turn(&mut ready, running, newcomer, quantum_over);
     let Turn::Switch { next, .. } = turn else { return turn };
     if me.migrating.is_empty() || !rebalance(sys, me, next.map(|(priority, _)| priority)) {
         return turn;
@@ -34,28 +42,57 @@ pub fn turn(sys: &System, me: &PerCpu, fp: &FixedPriority, running: Option<(u8, 
         let _ = ready.enqueue_front(slot, priority);
     }
     drop(ready);
-    decide::turn(&mut refresh(sys, me, fp), None, false)
+    let (mut ready, newcomer) = refresh(sys, me, fp, current);
+    decide::turn(&mut ready, None, newcomer, false)
 }
 
 /// `me`'s ready queue, brought up to date with every vCPU marked since the
 /// last look: the cost follows what changed, not how many vCPUs there are.
 /// Every entry can then run (a change since marks it again), so the queue's
-/// answers need no second look.
-fn refresh<'a>(sys: &System, me: &PerCpu, fp: &'a FixedPriority) -> Ready<'a> {
+/// answers need no second look. One vCPU that became able to run, when it
+/// is the only one marked, is given back rather than queued, for
+/// `decide::turn` to run at once if it preempts. The vCPU loaded here
+/// (`current`) is for the trap to decide: its mark is kept for the first
+/// look after it leaves.
+#[inline(always)]
+fn refresh<'a>(
+    sys: &System,
+    me: &PerCpu,
+    fp: &'a FixedPriority,
+    current: Option<usize>,
+) -> (Ready<'a>, Option<(u8, usize)>) {
+    const { assert!(MAX_VCPUS_PER_PCPU == 128, "two words of marks") };
     let mut ready = fp.ready.lock();
-    for slot in me.dirty.take().filter(|&slot| slot < me.vcpus.len()) {
-        match rank(sys, me, me.vcpus[slot]) {
-            Some(priority) if !ready.contains(slot) => {
-                // Cannot fail: the slot is in range and not queued.
-                let _ = ready.enqueue(slot, priority);
-            }
-            Some(_) => {}
-            None => {
-                ready.remove(slot);
+    let mut marked = [me.dirty.take(0), if me.vcpus.len() > 64 { me.dirty.take(1) } else { 0 }];
+    if let Some(slot) = current {
+        let bit = 1 << (slot % 64);
+        if marked[slot / 64 % 2] & bit != 0 {
+            marked[slot / 64 % 2] &= !bit;
+            me.dirty.mark_own(slot);
+        }
+    }
+    let all = marked[0] | marked[1];
+    let alone = all != 0 && all & (all - 1) == 0 && (marked[0] == 0 || marked[1] == 0);
+    let mut newcomer = None;
+    for (base, mut bits) in [(0, marked[0]), (64, marked[1])] {
+        while bits != 0 {
+            let slot = base + bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            let Some(&vcpu) = me.vcpus.get(slot) else { break };
+            match rank(sys, me, vcpu) {
+                Some(priority) if !ready.contains(slot) && alone => newcomer = Some((priority, slot)),
+                Some(priority) if !ready.contains(slot) => {
+                    // Cannot fail: the slot is in range and not queued.
+                    let _ = ready.enqueue(slot, priority);
+                }
+                Some(_) => {}
+                None => {
+                    ready.remove(slot);
+                }
             }
         }
     }
-    ready
+    (ready, newcomer)
 }
 
 /// vlk's migration, decided by a vCPU's home pCPU (`decide::migration`)

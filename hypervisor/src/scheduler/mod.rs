@@ -71,7 +71,18 @@ pub fn run(sys: &'static System, me: &'static PerCpu) -> ! {
 fn run_from(sys: &'static System, me: &'static PerCpu, mut next: Next) -> ! {
     loop {
         let chosen = match core::mem::replace(&mut next, Next::Ask) {
-            Next::Chosen { slot, quantum } => slot.map(|slot| (slot, quantum)),
+            // Unless the EL2 timer fired since the choice: what it brings
+            // (a wake-up, typically) is taken now, before a vCPU is loaded
+            // only to leave again at once.
+            Next::Chosen { slot, quantum } if !timer::fired() => slot.map(|slot| (slot, quantum)),
+            Next::Chosen { slot, .. } => {
+                // The choice took it off the ready queue: looked at again.
+                if let Some(slot) = slot {
+                    me.dirty.mark_own(slot);
+                }
+                drain_interrupts(sys, me, None);
+                continue;
+            }
             Next::Ask => {
                 wake_due_timers(me);
                 health::serve_watchdogs(sys, me);
@@ -117,7 +128,7 @@ fn run_from(sys: &'static System, me: &'static PerCpu, mut next: Next) -> ! {
 fn choose(sys: &System, me: &PerCpu) -> Option<(usize, bool)> {
     match &me.policy {
         Policy::Exclusive => rank(sys, me, me.vcpus[0]).map(|_| (0, false)),
-        Policy::FixedPriority(fp) => match fixed::turn(sys, me, fp, None, false) {
+        Policy::FixedPriority(fp) => match fixed::turn(sys, me, fp, None, None, false) {
             Turn::Switch { next, quantum } => next.map(|(_, slot)| (slot, quantum)),
             Turn::Stay { .. } => None,
         },
@@ -199,7 +210,7 @@ fn after_fixed_trap(
             (None, reason)
         }
     };
-    match fixed::turn(sys, me, fp, running, quantum_over) {
+    match fixed::turn(sys, me, fp, Some(slot), running, quantum_over) {
         Turn::Stay { quantum } => {
             // A peer that became runnable meanwhile starts the quantum,
             // which was not running while the vCPU was alone.
@@ -241,9 +252,7 @@ fn switch_to(sys: &'static System, me: &'static PerCpu, slot: usize, quantum: bo
     // Every link of a vCPU to this pCPU's timer PPIs was released when it
     // left, so an activation still here is stale; left alone, it would keep
     // the incoming vCPU's timer from ever firing.
-    for intid in TIMER_INTIDS {
-        Gic::deactivate(intid);
-    }
+    Gic::deactivate_both(TIMER_INTIDS[0], TIMER_INTIDS[1]);
     {
         let ctx = vcpu.context.lock();
         ctx.el1.restore();
@@ -266,9 +275,18 @@ fn switch_to(sys: &'static System, me: &'static PerCpu, slot: usize, quantum: bo
         if timer::counter() >= state.until.load(Ordering::Relaxed) {
             // Loading outlasted the slot: the next owner's time is not ours.
             // Its registers are still the saved ones.
-            save(me, vcpu, None);
+            save(me, vcpu, None, false);
             return;
         }
+    }
+    if timer::fired() && wake_due(me) {
+        // A waiting vCPU's deadline came while this one was loaded: the
+        // wake-up, which may preempt it, is looked at now, as entering
+        // would only exit again at once. Its registers are still the saved
+        // ones. (Any other deadline, its own budget's say, is the trap's.)
+        save(me, vcpu, None, false);
+        drain_interrupts(sys, me, None);
+        return;
     }
     crate::trap::fast::enter(part, vcpu);
     // Traced last, so that a switch's cost in the trace includes loading.
@@ -351,15 +369,17 @@ pub fn switch_away(
 ) -> ! {
     trace::record(Kind::VcpuOut, vcpu.partition, vcpu.index, reason as u32);
     residency::note_switch();
-    save(me, vcpu, Some(regs));
+    // A choice made in the trap queued the vCPU if it can run.
+    save(me, vcpu, Some(regs), matches!(next, Next::Chosen { .. }));
     run_from(sys, me, next)
 }
 
 /// Saves what `vcpu` had loaded on `me` and lets it go; `regs`, its trap
-/// frame, unless its saved registers are current. When it waits, when its
-/// timers or its parked call end the wait is worked out here, once, from
-/// what was just saved: the pCPU asks at every decision.
-fn save(me: &PerCpu, vcpu: &Vcpu, regs: Option<&Regs>) {
+/// frame, unless its saved registers are current; `requeued`, see
+/// `Vcpu::release_from`. When it waits, when its timers or its parked call
+/// end the wait is worked out here, once, from what was just saved: the
+/// pCPU asks at every decision.
+fn save(me: &PerCpu, vcpu: &Vcpu, regs: Option<&Regs>, requeued: bool) {
     crate::trap::fast::leave();
     vgic::note_completions(vcpu);
     let mut ctx = vcpu.context.lock();
@@ -381,7 +401,7 @@ fn save(me: &PerCpu, vcpu: &Vcpu, regs: Option<&Regs>) {
     if let Some(meter) = &vcpu.budget {
         meter.lock().leave(timer::counter());
     }
-    vcpu.release();
+    vcpu.release_from(me.dirty, requeued);
     // It moved while it ran here: its pCPU now may load it.
     let pcpu = vcpu.pcpu();
     if pcpu != cpu::index() {
@@ -424,13 +444,19 @@ fn waiting_here<'a>(me: &'a PerCpu) -> impl Iterator<Item = &'static Vcpu> + 'a 
     me.vcpus.iter().copied().filter(|v| v.is_waiting() && v.pcpu() == me.index && !v.is_on_cpu())
 }
 
+/// True when a waiting vCPU of `me` is due to wake.
+fn wake_due(me: &PerCpu) -> bool {
+    let now = timer::counter();
+    waiting_here(me).any(|vcpu| vcpu.wake_deadline().is_some_and(|deadline| deadline <= now))
+}
+
 /// Waiting vCPUs whose timer has expired become runnable; the timer
 /// interrupt itself arrives once they are back on the pCPU.
 pub fn wake_due_timers(me: &PerCpu) {
     let now = timer::counter();
     for vcpu in waiting_here(me) {
         if vcpu.wake_deadline().is_some_and(|deadline| deadline <= now) {
-            vcpu.set_waiting(false);
+            vcpu.wake_from(me.dirty);
         }
     }
 }

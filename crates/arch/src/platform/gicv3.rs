@@ -122,11 +122,31 @@ impl InterruptController for GicV3 {
         GicCpuInterface::end_interrupt(intid_of(intid), own_group());
     }
 
+    /// Both at once, asking once which group is Partita's here.
+    fn end(intid: u32) {
+        if DIRECT[crate::cpu::index()].load(Ordering::Relaxed) {
+            GicCpuInterface::end_interrupt(intid_of(intid), InterruptGroup::Group0);
+        } else {
+            GicCpuInterface::end_interrupt(intid_of(intid), InterruptGroup::Group1);
+            crate::cpu::write_sysreg!("S3_0_C12_C11_1", u64::from(intid));
+            crate::cpu::isb();
+        }
+    }
+
     /// Deactivates an interrupt (ICC_DIR_EL1). On a direct-delivery core
     /// the EOI did already.
     fn deactivate(intid: u32) {
         if !DIRECT[crate::cpu::index()].load(Ordering::Relaxed) {
             crate::cpu::write_sysreg!("S3_0_C12_C11_1", u64::from(intid));
+            crate::cpu::isb();
+        }
+    }
+
+    /// With one question of the group and one barrier.
+    fn deactivate_both(first: u32, second: u32) {
+        if !DIRECT[crate::cpu::index()].load(Ordering::Relaxed) {
+            crate::cpu::write_sysreg!("S3_0_C12_C11_1", u64::from(first));
+            crate::cpu::write_sysreg!("S3_0_C12_C11_1", u64::from(second));
             crate::cpu::isb();
         }
     }

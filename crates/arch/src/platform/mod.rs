@@ -104,6 +104,11 @@ pub trait InterruptController {
         Self::drop_priority(intid);
         Self::deactivate(intid);
     }
+    /// [`InterruptController::deactivate`] of two interrupts.
+    fn deactivate_both(first: u32, second: u32) {
+        Self::deactivate(first);
+        Self::deactivate(second);
+    }
     /// A passthrough SPI: `priority`, level, disabled, routed to `cpu`.
     fn configure_spi(intid: u32, priority: u8, cpu: usize);
     /// Enables or disables a private interrupt (SGI or PPI) of `cpu`.

@@ -55,7 +55,42 @@ pub enum Turn {
 /// holds after that saying whether its quantum runs. One look serves the
 /// choice, the preemption and the quantum, which otherwise each asked the
 /// queue again.
+///
+/// `newcomer` is a vCPU that has just become able to run and is not
+/// queued: the answer is the one it would be had it joined the back of its
+/// priority's FIFO first. When it is more urgent than every entry (the
+/// wake-up that preempts) and runs, it never enters the queue at all, which
+/// spares the queue an insertion and a removal.
+#[inline]
 pub fn turn<const SLOTS: usize>(
+    ready: &mut ReadyQueue<SLOTS>,
+    running: Option<(Priority, usize)>,
+    newcomer: Option<(Priority, usize)>,
+    quantum_over: bool,
+) -> Turn {
+    let queued = ready.highest().map(|(priority, _)| priority);
+    let Some((first, slot)) = newcomer.filter(|&(p, _)| queued.is_none_or(|q| p > q)) else {
+        if let Some((priority, slot)) = newcomer {
+            // Cannot fail: a newcomer is not queued.
+            let _ = ready.enqueue(slot, priority);
+        }
+        return turn_queued(ready, running, quantum_over);
+    };
+    // Queued, it would be alone at the head of the most urgent FIFO.
+    if let Some((mine, running)) = running {
+        if !must_yield(mine, Some(first), quantum_over) {
+            let _ = ready.enqueue(slot, first);
+            return Turn::Stay { quantum: needs_quantum(mine, Some(first)) };
+        }
+        let _ = ready.enqueue(running, mine);
+    }
+    let quantum = needs_quantum(first, ready.highest().map(|(p, _)| p));
+    Turn::Switch { next: Some((first, slot)), quantum }
+}
+
+/// [`turn`] with every contender queued.
+#[inline]
+fn turn_queued<const SLOTS: usize>(
     ready: &mut ReadyQueue<SLOTS>,
     running: Option<(Priority, usize)>,
     quantum_over: bool,
@@ -175,10 +210,10 @@ mod tests {
     #[test]
     fn the_running_vcpu_stays_until_a_more_urgent_one_is_ready() {
         let mut ready = queue(&[(1, 10), (2, 5)]);
-        assert_eq!(turn(&mut ready, Some((20, 0)), false), Turn::Stay { quantum: false });
-        assert_eq!(turn(&mut ready, Some((10, 0)), false), Turn::Stay { quantum: true }, "an equal peer waits");
+        assert_eq!(turn(&mut ready, Some((20, 0)), None, false), Turn::Stay { quantum: false });
+        assert_eq!(turn(&mut ready, Some((10, 0)), None, false), Turn::Stay { quantum: true }, "an equal peer waits");
         assert_eq!(ready, queue(&[(1, 10), (2, 5)]), "staying leaves the queue as it was");
-        let preempted = turn(&mut ready, Some((7, 0)), false);
+        let preempted = turn(&mut ready, Some((7, 0)), None, false);
         assert_eq!(preempted, Turn::Switch { next: Some((10, 1)), quantum: false }, "7 waits, and 7 < 10");
         assert_eq!(ready.highest(), Some((7, 0)), "the preempted vCPU waits in the queue");
     }
@@ -186,19 +221,43 @@ mod tests {
     #[test]
     fn round_robin_puts_the_running_vcpu_behind_its_equals_at_the_quantum() {
         let mut ready = queue(&[(1, 10)]);
-        assert_eq!(turn(&mut ready, Some((10, 0)), true), Turn::Switch { next: Some((10, 1)), quantum: true });
-        assert_eq!(turn(&mut ready, Some((10, 1)), true), Turn::Switch { next: Some((10, 0)), quantum: true });
+        assert_eq!(turn(&mut ready, Some((10, 0)), None, true), Turn::Switch { next: Some((10, 1)), quantum: true });
+        assert_eq!(turn(&mut ready, Some((10, 1)), None, true), Turn::Switch { next: Some((10, 0)), quantum: true });
         let mut alone = queue(&[]);
-        assert_eq!(turn(&mut alone, Some((10, 0)), true), Turn::Stay { quantum: false }, "no peer: no turn");
+        assert_eq!(turn(&mut alone, Some((10, 0)), None, true), Turn::Stay { quantum: false }, "no peer: no turn");
     }
 
     #[test]
     fn with_nothing_running_the_most_urgent_runs() {
         let mut ready = queue(&[(3, 1), (4, 200), (5, 200)]);
-        assert_eq!(turn(&mut ready, None, false), Turn::Switch { next: Some((200, 4)), quantum: true });
-        assert_eq!(turn(&mut ready, None, false), Turn::Switch { next: Some((200, 5)), quantum: false });
-        assert_eq!(turn(&mut ready, None, false), Turn::Switch { next: Some((1, 3)), quantum: false });
-        assert_eq!(turn(&mut ready, None, false), Turn::Switch { next: None, quantum: false });
+        assert_eq!(turn(&mut ready, None, None, false), Turn::Switch { next: Some((200, 4)), quantum: true });
+        assert_eq!(turn(&mut ready, None, None, false), Turn::Switch { next: Some((200, 5)), quantum: false });
+        assert_eq!(turn(&mut ready, None, None, false), Turn::Switch { next: Some((1, 3)), quantum: false });
+        assert_eq!(turn(&mut ready, None, None, false), Turn::Switch { next: None, quantum: false });
+    }
+
+    proptest::proptest! {
+        /// Whatever the queue, the running vCPU and the quantum, a newcomer
+        /// kept out of the queue gets the answer it would get queued.
+        #[test]
+        fn a_newcomer_is_answered_as_if_it_had_been_queued(
+            entries in proptest::collection::vec((0..6usize, 0..4u8), 0..6),
+            running in proptest::option::of(0..4u8),
+            newcomer in 0..4u8,
+            quantum_over in proptest::bool::ANY,
+        ) {
+            let mut queued = Queue::new();
+            for &(slot, priority) in &entries {
+                let _ = queued.enqueue(slot, priority);
+            }
+            let (running, newcomer) = (running.map(|p| (p, 6)), Some((newcomer, 7)));
+            let mut fast = queued.clone();
+            let answer = turn(&mut fast, running, newcomer, quantum_over);
+            let mut slow = queued;
+            slow.enqueue(7, newcomer.unwrap().0).unwrap();
+            proptest::prop_assert_eq!(answer, turn(&mut slow, running, None, quantum_over));
+            proptest::prop_assert_eq!(fast, slow);
+        }
     }
 
     #[test]

@@ -102,6 +102,7 @@ impl<const SLOTS: usize> ReadyQueue<SLOTS> {
     }
 
     /// Queues `slot` behind the others of its priority: round robin.
+    #[inline]
     pub fn enqueue(&mut self, slot: usize, priority: Priority) -> Result<(), QueueError> {
         let slot = self.vacant(slot)?;
         let fifo = &mut self.fifos[usize::from(priority)];
@@ -117,6 +118,7 @@ impl<const SLOTS: usize> ReadyQueue<SLOTS> {
 
     /// Queues `slot` ahead of the others of its priority, so a preempted
     /// vCPU resumes before its peers and round robin stays fair.
+    #[inline]
     pub fn enqueue_front(&mut self, slot: usize, priority: Priority) -> Result<(), QueueError> {
         let slot = self.vacant(slot)?;
         let fifo = &mut self.fifos[usize::from(priority)];
@@ -132,6 +134,7 @@ impl<const SLOTS: usize> ReadyQueue<SLOTS> {
 
     /// Takes `slot` out wherever it is; the priority it had, or `None` if it
     /// was not queued.
+    #[inline]
     pub fn remove(&mut self, slot: usize) -> Option<Priority> {
         let priority = self.priority_of(slot)?;
         self.unlink(slot, priority);
@@ -139,6 +142,7 @@ impl<const SLOTS: usize> ReadyQueue<SLOTS> {
     }
 
     /// The slot that should run: the head of the highest non-empty FIFO.
+    #[inline]
     pub fn highest(&self) -> Option<(Priority, usize)> {
         let priority = self.top()?;
         let head = self.fifos[usize::from(priority)].head?;
@@ -146,6 +150,7 @@ impl<const SLOTS: usize> ReadyQueue<SLOTS> {
     }
 
     /// [`Self::highest`], taken out of the queue.
+    #[inline]
     pub fn pop_highest(&mut self) -> Option<(Priority, usize)> {
         let (priority, slot) = self.highest()?;
         self.unlink(slot, priority);
@@ -156,15 +161,18 @@ impl<const SLOTS: usize> ReadyQueue<SLOTS> {
         self.summary == 0
     }
 
+    #[inline]
     pub fn contains(&self, slot: usize) -> bool {
         self.priority_of(slot).is_some()
     }
 
     /// The priority `slot` is queued at, if it is.
+    #[inline]
     pub fn priority_of(&self, slot: usize) -> Option<Priority> {
         self.links.get(slot)?.priority
     }
 
+    #[inline]
     fn vacant(&self, slot: usize) -> Result<u16, QueueError> {
         let link = self.links.get(slot).ok_or(QueueError::NoSuchSlot)?;
         if link.priority.is_some() {
@@ -174,6 +182,7 @@ impl<const SLOTS: usize> ReadyQueue<SLOTS> {
         u16::try_from(slot).map_err(|_| QueueError::NoSuchSlot)
     }
 
+    #[inline]
     fn unlink(&mut self, slot: usize, priority: Priority) {
         let Link { prev, next, .. } = self.links[slot];
         let fifo = &mut self.fifos[usize::from(priority)];
@@ -191,6 +200,7 @@ impl<const SLOTS: usize> ReadyQueue<SLOTS> {
         }
     }
 
+    #[inline]
     fn top(&self) -> Option<Priority> {
         let word = highest_bit(self.summary)?;
         let bit = highest_bit(self.words[word])?;
@@ -198,12 +208,14 @@ impl<const SLOTS: usize> ReadyQueue<SLOTS> {
         Priority::try_from(word * WORD_BITS + bit).ok()
     }
 
+    #[inline]
     fn mark(&mut self, priority: Priority) {
         let (word, bit) = position(priority);
         self.words[word] |= bit;
         self.summary |= 1 << word;
     }
 
+    #[inline]
     fn unmark(&mut self, priority: Priority) {
         let (word, bit) = position(priority);
         self.words[word] &= !bit;

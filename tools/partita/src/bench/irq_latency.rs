@@ -43,6 +43,16 @@ const MEASURED: &str = "rt";
 /// What `gpos` does on the shared core: spin with interrupts masked for ten
 /// minutes, far longer than any run.
 const HOG_BOOTARGS: &str = "mask-spin=600000 ticks=1";
+/// The preempt setup's shortest delay, in counter ticks (80 µs): longer than
+/// `rt`'s way out to `gpos` (its WFI, the switch), so that every timer
+/// comes due while `gpos` spins and each sample is the preemption. With
+/// the default 200 most came due while Partita was still switching to
+/// `gpos`, and the row timed the rest of that switch as well.
+const PREEMPT_DELAY_TICKS: u64 = 5000;
+/// When the preempt setup's samples start, in counter ms: after `gpos`'s
+/// boot (its set/way clean traps line by line), which `rt` sleeps through,
+/// so that `gpos` spins rather than traps when a timer comes due.
+const PREEMPT_START_MS: u64 = 3000;
 
 /// What to run; [`Options::default`] is what the command line does without flags.
 #[derive(Clone, Debug)]
@@ -263,7 +273,9 @@ impl Target {
             _ => {
                 let mut args = bootargs(opts.samples);
                 if setup == Setup::Preempt {
-                    args.push_str(" irq-bench-wait=1");
+                    args.push_str(&format!(
+                        " irq-bench-wait=1 irq-bench-delay={PREEMPT_DELAY_TICKS} irq-bench-at-ms={PREEMPT_START_MS}"
+                    ));
                 }
                 let config = config(setup, &args, &guests::image("test-guest.elf")).board(board.name());
                 Some(qemu::generated(&opts.name, &variant, &config, hypervisor)?)
@@ -564,7 +576,10 @@ const SETUPS: &str = "
   shared pCPU, not time-slicing.
 - preempt: the same pair, but `rt` waits in WFI for each sample (`irq-bench-wait=1`), so `gpos` runs until
   `rt`'s timer comes due: each sample is the RTOS preempting the GPOS (Partita's EL2 timer, the switch from
-  `gpos` to `rt`, then `rt`'s own timer interrupt). Its ratio is against the native row, which spins.
+  `gpos` to `rt`, then `rt`'s own timer interrupt). So that `gpos` spins when a timer comes due, rather than
+  traps or is still being switched to, `rt` starts at 3000 ms, after `gpos`'s boot (`irq-bench-at-ms`), and
+  its delays start at 5000 ticks rather than 200 (`irq-bench-delay`). Its ratio is against the native row,
+  which spins.
 ";
 
 const BOARDS: &str = "
