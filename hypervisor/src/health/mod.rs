@@ -120,7 +120,10 @@ fn watched<'s>(sys: &'s System, me: &'s PerCpu) -> impl Iterator<Item = &'s Part
 
 /// Raises every expired watchdog `me` watches and carries out its action.
 /// Called from the scheduler loop with no vCPU loaded here, so a restart
-/// may wait for the partition's vCPUs to leave other pCPUs.
+/// may wait for the partition's vCPUs to leave other pCPUs. Never inlined:
+/// its lines' formatting would cost the loop's every entry (a switch's)
+/// the setting up of their buffers.
+#[inline(never)]
 pub fn serve_watchdogs(sys: &System, me: &PerCpu) {
     let now = timer::counter();
     for part in watched(sys, me) {

@@ -166,6 +166,7 @@ fn begin_reload(part: &Partition) {
 /// One step of a restart, by the pCPU that holds vCPU 0 (so only one at a
 /// time); nothing while another of its vCPUs is still on a pCPU. The last
 /// step powers it on again.
+#[inline(never)]
 pub fn restart_step(sys: &System, part: &Partition) {
     if part.vcpus[1..].iter().any(|v| v.is_on_cpu()) {
         return;

@@ -17,7 +17,7 @@ pub mod runnable;
 
 use runnable::rank;
 
-use crate::partition::{lifecycle, Context, Vcpu};
+use crate::partition::{lifecycle, Context, Partition, Vcpu};
 use crate::state::{FixedPriority, PerCpu, Policy, System};
 use crate::{health, trace, vgic};
 use core::sync::atomic::Ordering;
@@ -85,7 +85,9 @@ fn run_from(sys: &'static System, me: &'static PerCpu, mut next: Next) -> ! {
             }
             Next::Ask => {
                 wake_due_timers(me);
-                health::serve_watchdogs(sys, me);
+                if !me.watchdogs.is_empty() {
+                    health::serve_watchdogs(sys, me);
+                }
                 choose(sys, me)
             }
         };
@@ -95,7 +97,7 @@ fn run_from(sys: &'static System, me: &'static PerCpu, mut next: Next) -> ! {
                 let part = sys.partition_of(vcpu);
                 if part.state() != RunState::Restarting {
                     // Back only when loading outlasted a cyclic slot.
-                    switch_to(sys, me, slot, quantum);
+                    switch_to(sys, me, part, slot, quantum);
                     continue;
                 }
                 // One step of its reload in its place, then look again,
@@ -151,10 +153,11 @@ fn cyclic_owner(sys: &System, me: &PerCpu, state: &CyclicCpu) -> Option<usize> {
 /// resumes unless it leaves anyway or `me`'s policy wants another vCPU now
 /// (a more urgent one, or an equal one once the quantum is over; the end of
 /// its slot). The timer is re-armed for a vCPU that stays when its quantum
-/// changed; a switch arms it for the next one anyway.
-pub fn after_trap(sys: &System, me: &PerCpu, slot: usize, after: AfterTrap, quantum_over: bool) -> Verdict {
+/// changed; a switch arms it for the next one anyway. `priority`: its
+/// partition's rank.
+pub fn after_trap(sys: &System, me: &PerCpu, slot: usize, priority: u8, after: AfterTrap, quantum_over: bool) -> Verdict {
     let stays = match &me.policy {
-        Policy::FixedPriority(fp) => return after_fixed_trap(sys, me, fp, slot, after, quantum_over),
+        Policy::FixedPriority(fp) => return after_fixed_trap(sys, me, fp, (priority, slot), after, quantum_over),
         Policy::Exclusive => after == AfterTrap::Stay,
         Policy::Cyclic(state) => {
             let over = timer::counter() >= state.until.load(Ordering::Relaxed);
@@ -188,17 +191,19 @@ pub fn after_trap(sys: &System, me: &PerCpu, slot: usize, after: AfterTrap, quan
 }
 
 /// [`after_trap`] on a fixed-priority pCPU: one look at the ready queue
-/// says whether the vCPU goes on and, if not, who follows it.
+/// says whether the vCPU (`trapped`: priority, slot) goes on and, if not,
+/// who follows it.
 fn after_fixed_trap(
     sys: &System,
     me: &PerCpu,
     fp: &FixedPriority,
-    slot: usize,
+    trapped: (u8, usize),
     after: AfterTrap,
     quantum_over: bool,
 ) -> Verdict {
+    let slot = trapped.1;
     let (running, reason) = match after {
-        AfterTrap::Stay => (Some((sys.partition_of(me.vcpus[slot]).rank, slot)), OutReason::Preempted),
+        AfterTrap::Stay => (Some(trapped), OutReason::Preempted),
         AfterTrap::Leave(reason) => {
             // An expired watchdog is served by the loop, once the vCPU is
             // saved: its action may wait for its partition's vCPUs to leave.
@@ -228,6 +233,9 @@ fn after_fixed_trap(
 /// After an interrupt while the vCPU of priority `running` keeps `me`: a
 /// vCPU that woke here may have to move away (vlk's migration).
 pub fn after_interrupt(sys: &System, me: &PerCpu, running: u8) {
+    if me.migrating.is_empty() {
+        return;
+    }
     if let Policy::FixedPriority(_) = me.policy {
         let _ = fixed::rebalance(sys, me, Some(running));
     }
@@ -237,7 +245,7 @@ pub fn after_interrupt(sys: &System, me: &PerCpu, running: u8) {
 /// only when loading it outlasted its cyclic slot: to `run`'s loop rather
 /// than into `run` again, whose frames would pile up on the stack at every
 /// such slot until it overflowed.
-fn switch_to(sys: &'static System, me: &'static PerCpu, slot: usize, quantum: bool) {
+fn switch_to(sys: &'static System, me: &'static PerCpu, part: &Partition, slot: usize, quantum: bool) {
     residency::note_switch();
     let vcpu = me.vcpus[slot];
     me.set_current(Some(slot));
@@ -261,7 +269,6 @@ fn switch_to(sys: &'static System, me: &'static PerCpu, slot: usize, quantum: bo
         load_debug(me, &ctx);
         vgic::note_loaded(vcpu, &ctx.vgic);
     }
-    let part = sys.partition_of(vcpu);
     stage2::activate(part.vttbr);
     refresh_tlb(me, vcpu.partition, part);
     if let Some(meter) = &vcpu.budget {

@@ -10,14 +10,15 @@ pub fn wants_cpu(part: &Partition, vcpu: &Vcpu) -> bool {
     decide::wants_cpu(part.state(), vcpu.state(), vcpu.is_waiting(), vcpu.index)
 }
 
-/// True when `vcpu` may run on `me`: it wants a pCPU and has not moved to
-/// another one.
-pub fn runnable(sys: &System, me: &PerCpu, vcpu: &Vcpu) -> bool {
-    wants_cpu(sys.partition_of(vcpu), vcpu) && vcpu.pcpu() == me.index
+/// True when `vcpu` (of `part`) may run on `me`: it wants a pCPU and has
+/// not moved to another one.
+pub fn runnable(part: &Partition, me: &PerCpu, vcpu: &Vcpu) -> bool {
+    wants_cpu(part, vcpu) && vcpu.pcpu() == me.index
 }
 
 /// The priority of a vCPU `me` could load now (runnable here and not
 /// still loaded on the pCPU it is coming back from).
 pub fn rank(sys: &System, me: &PerCpu, vcpu: &Vcpu) -> Option<u8> {
-    (runnable(sys, me, vcpu) && !vcpu.is_on_cpu()).then(|| sys.partition_of(vcpu).rank)
+    let part = sys.partition_of(vcpu);
+    (runnable(part, me, vcpu) && !vcpu.is_on_cpu()).then_some(part.rank)
 }

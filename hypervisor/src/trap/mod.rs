@@ -109,7 +109,7 @@ fn resolve(here: &Here, regs: &mut Regs, exit: Exit, interrupt: bool) -> AfterTr
         }
         Exit::Resume | Exit::Tick => false,
     };
-    decide::after_trap(asked_to_wait, vcpu.is_waiting(), part.state(), runnable(sys, me, vcpu))
+    decide::after_trap(asked_to_wait, vcpu.is_waiting(), part.state(), runnable(part, me, vcpu))
 }
 
 /// Tells the health monitor of `fault` and does to the guest's registers
@@ -153,7 +153,7 @@ fn give_exception(regs: &mut Regs, entry: &Entry) {
 /// The one place a trap ends: back into the guest, or off the pCPU.
 fn carry_out(here: &Here, regs: &Regs, decision: AfterTrap, quantum_over: bool) {
     let Here { sys, me, slot, vcpu, .. } = *here;
-    match scheduler::after_trap(sys, me, slot, decision, quantum_over) {
+    match scheduler::after_trap(sys, me, slot, here.part.rank, decision, quantum_over) {
         Verdict::Stay => {
             // An interface page may have been disconnected meanwhile.
             scheduler::refresh_tlb(me, vcpu.partition, here.part);
