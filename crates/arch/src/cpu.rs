@@ -32,6 +32,16 @@ macro_rules! write_sysreg {
 pub(crate) use write_sysreg;
 
 /// Where the exception being handled will return to (ELR_EL2).
+/// True when a physical IRQ or FIQ waits for this pCPU (ISR_EL1, which at
+/// EL2 shows the interrupts routed here): one register read, for a point
+/// on a long path to look for interrupts without acknowledging any.
+pub fn interrupt_pending() -> bool {
+    read_sysreg!("isr_el1") & (ISR_I | ISR_F) != 0
+}
+
+const ISR_I: u64 = 1 << 7;
+const ISR_F: u64 = 1 << 6;
+
 pub fn exception_return_address() -> u64 {
     read_sysreg!("elr_el2")
 }
