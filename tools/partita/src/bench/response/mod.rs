@@ -310,7 +310,7 @@ impl Report {
         md += "ΔVMMsched is the `preempt` setup of `bench irq-latency` (the RTOS waits in WFI while a GPOS spins on its pCPU; each sample is \
                the counter in the RTOS's IRQ vector minus the compare value) less the native timer's own latency \
                (";
-        md += &format!("{} instructions). ΔVMMcritical is each EL2 stretch from the exception's entry to its `eret` (or to a WFI, or to a point where a long piece of work looks for interrupts), kept per path by a hypervisor built with its `residency` feature, plus the {} instructions of entry and exit outside the hooks.\n\n", self.native_timer.min, critical::OUTSIDE);
+        md += &format!("{} instructions). ΔVMMcritical is each EL2 stretch from the exception's entry to its `eret` (or to a WFI, or to a point where a long piece of work looks for interrupts), kept per path by a hypervisor built with its `residency` feature, plus the {} instructions of entry and exit outside the hooks; in its row, min is the shortest of the kinds of pCPU's longest stretches, mean the highest mean of a longest path, max the longest stretch of all.\n\n", self.native_timer.min, critical::OUTSIDE);
         if let Some(release) = &self.release {
             md += &release.markdown();
         }
