@@ -71,25 +71,7 @@ pub fn run(sys: &'static System, me: &'static PerCpu) -> ! {
 fn run_from(sys: &'static System, me: &'static PerCpu, mut next: Next) -> ! {
     loop {
         let chosen = match core::mem::replace(&mut next, Next::Ask) {
-            // Unless an interrupt came since the choice (the EL2 timer's,
-            // say, with a wake-up): what it brings is taken now, before a
-            // vCPU is loaded only to leave again at once. Either way
-            // interrupts were looked at between the save and the load, so
-            // a more urgent vCPU waits for one of the two, never for both
-            // (the two stretches `partita bench response` measures).
-            Next::Chosen { slot, quantum } if !timer::fired() && !cpu::interrupt_pending() => {
-                residency::checkpoint(path::LOOP);
-                slot.map(|slot| (slot, quantum))
-            }
-            Next::Chosen { slot, .. } => {
-                // The choice took it off the ready queue: looked at again.
-                if let Some(slot) = slot {
-                    me.dirty.mark_own(slot);
-                }
-                drain_interrupts(sys, me, None);
-                residency::checkpoint(path::LOOP);
-                continue;
-            }
+            Next::Chosen { slot, quantum } => slot.map(|slot| (slot, quantum)),
             Next::Ask => {
                 wake_due_timers(me);
                 if !me.watchdogs.is_empty() {
@@ -385,7 +367,28 @@ pub fn switch_away(
     residency::note_switch();
     // A choice made in the trap queued the vCPU if it can run.
     save(me, vcpu, Some(regs), matches!(next, Next::Chosen { .. }));
-    run_from(sys, me, next)
+    run_from(sys, me, look_for_interrupts(sys, me, next))
+}
+
+/// Between a switch's save and its load: an interrupt that came since the
+/// trap's choice (the EL2 timer's, say, with a wake-up) is taken now,
+/// before a vCPU is loaded only to leave again at once, and the choice is
+/// made again. Either way interrupts were looked at here, so a more urgent
+/// vCPU waits for one half of a switch, never for both (the two stretches
+/// `partita bench response` measures).
+fn look_for_interrupts(sys: &System, me: &PerCpu, next: Next) -> Next {
+    residency::checkpoint(path::LOOP);
+    if !timer::fired() && !cpu::interrupt_pending() {
+        return next;
+    }
+    // The choice took it off the ready queue: looked at again.
+    if let Next::Chosen { slot: Some(slot), .. } = next {
+        me.dirty.mark_own(slot);
+    }
+    drain_interrupts(sys, me, None);
+    // What the interrupts brought is served; a new one is looked for.
+    residency::checkpoint(path::LOOP);
+    Next::Ask
 }
 
 /// Saves what `vcpu` had loaded on `me` and lets it go; `regs`, its trap
