@@ -221,15 +221,16 @@ fn build_cpu(cpu: usize, partitions: &[Partition], plans: &Plans) -> PerCpu {
 /// themselves, and marking for them would cost every change for nothing.
 fn watch_vcpus(partitions: &[Partition], cpus: &[PerCpu]) {
     for vcpu in partitions.iter().flat_map(|p| p.vcpus.iter()) {
-        let watchers = cpus
+        let watching: Vec<(usize, Watcher)> = cpus
             .iter()
             .filter(|me| matches!(me.policy, Policy::FixedPriority(_)))
             .filter_map(|me| {
                 let slot = me.vcpus.iter().position(|v| core::ptr::eq(*v, *vcpu))?;
-                Some(Watcher { dirty: me.dirty, slot })
+                Some((me.index, Watcher { dirty: me.dirty, slot }))
             })
             .collect();
-        vcpu.watch(watchers);
+        let home_slot = watching.iter().find(|(cpu, _)| *cpu == vcpu.home).map(|(_, w)| w.slot);
+        vcpu.watch(watching.into_iter().map(|(_, w)| w).collect(), home_slot);
     }
 }
 

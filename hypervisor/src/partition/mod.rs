@@ -111,6 +111,9 @@ pub struct Context {
     pub debug_owner: Ownership,
 }
 
+/// `Vcpu::home_slot` of a vCPU whose home reads no marks.
+const UNWATCHED: usize = usize::MAX;
+
 pub struct Vcpu {
     pub partition: usize,
     pub index: usize,
@@ -124,6 +127,9 @@ pub struct Vcpu {
     /// The pCPUs that list it, with its slot there: a change here marks it
     /// for each of them (set once at boot).
     watchers: Once<Vec<Watcher>>,
+    /// Its slot on its home pCPU when that pCPU reads marks (it has a fixed
+    /// priority), else [`UNWATCHED`]; set once at boot, with `watchers`.
+    home_slot: AtomicUsize,
     /// A [`State`], changed only through [`Vcpu::apply`].
     state: AtomicU8,
     /// True while a pCPU has this vCPU's state loaded in its registers.
@@ -254,7 +260,9 @@ impl Vcpu {
     }
 
     /// Records which pCPUs list this vCPU, and where (boot, once).
-    pub fn watch(&self, watchers: Vec<Watcher>) {
+    /// `home_slot`: its slot on its home, if that pCPU is one of them.
+    pub fn watch(&self, watchers: Vec<Watcher>, home_slot: Option<usize>) {
+        self.home_slot.store(home_slot.unwrap_or(UNWATCHED), Ordering::Relaxed);
         self.watchers.call_once(|| watchers);
     }
 
@@ -269,6 +277,16 @@ impl Vcpu {
     /// [`Vcpu::mark`] by the pCPU whose marks are `own`: its own mark, if
     /// `own_too`, in its own words.
     fn mark_from(&self, own: &Dirty, own_too: bool) {
+        // Only its home lists a vCPU that never migrates, and only its home
+        // marks it from there: the list need not be read (every switch
+        // and wake-up comes here).
+        if self.migrate_to.is_empty() && self.home == partita_arch::cpu::index() {
+            let slot = self.home_slot.load(Ordering::Relaxed);
+            if own_too && slot != UNWATCHED {
+                own.mark_own(slot);
+            }
+            return;
+        }
         for watcher in self.watchers.get().into_iter().flatten() {
             if !core::ptr::eq(watcher.dirty, own) {
                 watcher.dirty.mark(watcher.slot);
@@ -523,6 +541,7 @@ fn new_vcpu(partition: usize, index: usize, home: usize, migrate_to: Vec<usize>)
         pcpu: AtomicUsize::new(home),
         migrate_to,
         watchers: Once::new(),
+        home_slot: AtomicUsize::new(UNWATCHED),
         state: AtomicU8::new(State::Off as u8),
         on_cpu: AtomicBool::new(false),
         starting: AtomicBool::new(false),
