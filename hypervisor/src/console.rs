@@ -5,14 +5,17 @@
 //! emulated console.
 //!
 //! A line goes into one ring, in the order lines are written on every pCPU,
-//! and leaves it for the UART a line at a time: writing a line in the trap
-//! that ended it, with its formatting, kept that trap at EL2 for several
-//! thousand instructions with interrupts masked (`partita bench response`,
-//! paths `mmio`, `health-action`). The line's writer sends its pCPU the
-//! kick SGI, and the kick's stretch writes the oldest line; a pCPU that
-//! sees more waiting kicks itself again, so each line goes out in a stretch
-//! of its own once any more urgent interrupt has been taken. Whole lines,
-//! so that a run stopped between two stretches never logs half of one.
+//! and leaves it for the UART in chunks of [`CHUNK`] bytes: writing a line
+//! in the trap that ended it, with its formatting, kept that trap at EL2
+//! for several thousand instructions with interrupts masked (`partita bench
+//! response`, paths `mmio`, `health-action`), and so did writing a whole
+//! line of up to 235 bytes in one kick's stretch (path `kick`). The line's
+//! writer sends its pCPU the kick SGI, and the kick's stretch writes the
+//! oldest chunk; a pCPU that sees more waiting kicks itself again, so each
+//! chunk goes out in a stretch of its own once any more urgent interrupt
+//! has been taken. A run stopped between two stretches may end halfway
+//! through a line: the host marks such a last line as cut short, and the
+//! power-off's [`flush`] writes everything, so no byte is lost.
 
 use core::fmt::{self, Write};
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -25,6 +28,10 @@ use partita_arch::{cpu, MAX_CPUS};
 const RING: usize = 16 * 1024;
 /// Pieces up to this long are copied a byte at a time.
 const SHORT: usize = 32;
+/// Bytes one kick's stretch writes out: about five instructions a byte
+/// with QEMU's UART, so the stretch stays a few hundred instructions over
+/// the kick's own handling; four FIFOs' worth on a PL011.
+const CHUNK: usize = 64;
 const _: () = assert!(RING.is_power_of_two() && SHORT <= RING);
 
 struct Ring {
@@ -61,13 +68,6 @@ impl Ring {
             self.bytes[..chunk.len() - first].copy_from_slice(&chunk[first..]);
             self.len += chunk.len();
         }
-    }
-
-    /// The bytes up to and with the oldest newline (all, if none): a
-    /// stretch writes one whole line, so that a run stopped between two
-    /// stretches never leaves half a line in the logs.
-    fn line_len(&self) -> usize {
-        (0..self.len).find(|&i| self.bytes[(self.head + i) % RING] == b'\n').map_or(self.len, |i| i + 1)
     }
 
     /// Writes up to `max` of the oldest bytes to the UART.
@@ -192,8 +192,7 @@ fn kick_for_more(out: partita_arch::sync::MutexGuard<'_, Ring>) {
 pub fn drain() {
     if WAITING.load(Ordering::Acquire) {
         let mut out = OUT.lock();
-        let line = out.line_len();
-        out.write_out(line);
+        out.write_out(CHUNK);
         kick_for_more(out);
     }
 }
