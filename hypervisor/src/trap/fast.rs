@@ -15,7 +15,9 @@
 //! trap (an idle PRR, assigned without preempting anyone), and an IRQ that
 //! is the running vCPU's own timer: forwarded to it, it wakes nobody else
 //! and leaves the scheduler's answer as it was. A vCPU's first FP/SIMD
-//! access on its pCPU, which loads its values, is answered here too. Any
+//! access on its pCPU, which loads its values, is answered here too, and
+//! so is a set/way operation, which cleans a step of its own partition's
+//! RAM (with the full path's questions, a step cost twice its work). Any
 //! other IRQ, once acknowledged, is handed to the full path
 //! ([`take_acknowledged`]). With tracing on, every trap takes the full
 //! path, so the trace sees it: no vCPU is offered, and the vector is given
@@ -115,6 +117,9 @@ pub fn handle(regs: &mut Regs, trap_kind: u64) -> bool {
     } else if esr::class(esr) == ec::FP_ACCESS {
         residency::note(path::FP);
         fp_access()
+    } else if esr::set_way(esr) {
+        residency::note(path::SET_WAY);
+        set_way(regs)
     } else {
         residency::note(path::SGI);
         matches!(esr::sgi1r_write(esr), Some(rt) if rt < SAVED && sgi(regs, rt))
@@ -157,6 +162,17 @@ fn interface_write() -> bool {
     let Some((partition, _)) = running_indices() else { return false };
     let syndrome = cpu::syndrome();
     fabric.connect_in_trap(sys, partition, esr::fault_ipa(syndrome.hpfar, syndrome.far))
+}
+
+/// A set/way operation: one step of its slice, stepped over once the
+/// slice is done (`Partition::clean_step`).
+#[inline(never)]
+fn set_way(regs: &mut Regs) -> bool {
+    let Some((part, vcpu)) = running() else { return false };
+    if part.clean_step(vcpu) {
+        regs.skip_instruction();
+    }
+    true
 }
 
 /// The IRQ the fast path acknowledged on this pCPU and left to the full
