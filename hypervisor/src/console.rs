@@ -26,13 +26,11 @@ use partita_arch::{cpu, MAX_CPUS};
 /// Room for bursts (the boot's lines, a restart's); a line that does not
 /// fit pushes the oldest bytes out to the UART at once, so none is lost.
 const RING: usize = 16 * 1024;
-/// Pieces up to this long are copied a byte at a time.
-const SHORT: usize = 32;
 /// Bytes one kick's stretch writes out: about five instructions a byte
 /// with QEMU's UART, so the stretch stays a few hundred instructions over
 /// the kick's own handling; four FIFOs' worth on a PL011.
 const CHUNK: usize = 64;
-const _: () = assert!(RING.is_power_of_two() && SHORT <= RING);
+const _: () = assert!(RING.is_power_of_two());
 
 struct Ring {
     bytes: [u8; RING],
@@ -41,24 +39,24 @@ struct Ring {
 }
 
 impl Ring {
-    /// Appends `bytes`: a short piece that fits a byte at a time, inline
-    /// (each library copy cost some seventy instructions however short,
-    /// and a call with its registers saved some thirty more, for each of a
-    /// line's dozen pieces); anything else in [`Ring::push_long`].
+    /// Appends `bytes`: where they fit before the ring's end, in one copy
+    /// inline (`partita_arch::bytes`, eight bytes a move); anything else in
+    /// [`Ring::push_long`]. A byte at a time, with the wrap of each, an
+    /// `hm:` line's dozen pieces cost about 1,000 instructions; a library
+    /// copy costs some seventy however short.
     #[inline(always)]
     fn push(&mut self, bytes: &[u8]) {
-        if bytes.len() > SHORT || self.len + bytes.len() > RING {
+        let tail = (self.head + self.len) % RING;
+        let Some(room) = self.bytes.get_mut(tail..tail + bytes.len()) else { return self.push_long(bytes) };
+        if self.len + bytes.len() > RING {
             return self.push_long(bytes);
         }
-        let tail = self.head + self.len;
-        for (i, &byte) in bytes.iter().enumerate() {
-            self.bytes[(tail + i) % RING] = byte;
-        }
+        partita_arch::bytes::copy(room, bytes);
         self.len += bytes.len();
     }
 
     /// Appends `bytes`, first writing out the oldest bytes when there is no
-    /// room, in at most two slice copies per ring's worth.
+    /// room, in at most two copies per ring's worth.
     #[inline(never)]
     fn push_long(&mut self, bytes: &[u8]) {
         for chunk in bytes.chunks(RING) {
@@ -67,8 +65,8 @@ impl Ring {
             }
             let tail = (self.head + self.len) % RING;
             let first = chunk.len().min(RING - tail);
-            self.bytes[tail..tail + first].copy_from_slice(&chunk[..first]);
-            self.bytes[..chunk.len() - first].copy_from_slice(&chunk[first..]);
+            partita_arch::bytes::copy(&mut self.bytes[tail..tail + first], &chunk[..first]);
+            partita_arch::bytes::copy(&mut self.bytes[..chunk.len() - first], &chunk[first..]);
             self.len += chunk.len();
         }
     }
@@ -123,8 +121,8 @@ pub fn partition_line(name: &str, bytes: &[u8]) {
 
 /// A line put together piece by piece straight into the ring, for the
 /// lines a guest can make Partita write as often as it likes (the health
-/// monitor's): through `core::fmt` one of those took about 3,000
-/// instructions with interrupts masked, this way a few hundred.
+/// monitor's, a restart's): through `core::fmt` one of those took about
+/// 3,000 instructions with interrupts masked.
 pub struct Pieces<'a> {
     out: partita_arch::sync::MutexGuard<'a, Ring>,
 }
