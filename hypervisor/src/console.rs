@@ -5,14 +5,17 @@
 //! emulated console.
 //!
 //! A line goes into one ring, in the order lines are written on every pCPU,
-//! and leaves it for the UART a line at a time: writing a line in the trap
-//! that ended it, with its formatting, kept that trap at EL2 for several
-//! thousand instructions with interrupts masked (`partita bench response`,
-//! paths `mmio`, `health-action`). The line's writer sends its pCPU the
-//! kick SGI, and the kick's stretch writes the oldest line; a pCPU that
-//! sees more waiting kicks itself again, so each line goes out in a stretch
-//! of its own once any more urgent interrupt has been taken. Whole lines,
-//! so that a run stopped between two stretches never logs half of one.
+//! and leaves it for the UART in chunks of [`CHUNK`] bytes: writing a line
+//! in the trap that ended it, with its formatting, kept that trap at EL2
+//! for several thousand instructions with interrupts masked (`partita bench
+//! response`, paths `mmio`, `health-action`), and so did writing a whole
+//! line of up to 235 bytes in one kick's stretch (path `kick`). The line's
+//! writer sends its pCPU the kick SGI, and the kick's stretch writes the
+//! oldest chunk; a pCPU that sees more waiting kicks itself again, so each
+//! chunk goes out in a stretch of its own once any more urgent interrupt
+//! has been taken. A run stopped between two stretches may end halfway
+//! through a line: the host marks such a last line as cut short, and the
+//! power-off's [`flush`] writes everything, so no byte is lost.
 
 use core::fmt::{self, Write};
 use core::sync::atomic::{AtomicBool, Ordering};
@@ -23,9 +26,11 @@ use partita_arch::{cpu, MAX_CPUS};
 /// Room for bursts (the boot's lines, a restart's); a line that does not
 /// fit pushes the oldest bytes out to the UART at once, so none is lost.
 const RING: usize = 16 * 1024;
-/// Pieces up to this long are copied a byte at a time.
-const SHORT: usize = 32;
-const _: () = assert!(RING.is_power_of_two() && SHORT <= RING);
+/// Bytes one kick's stretch writes out: about five instructions a byte
+/// with QEMU's UART, so the stretch stays a few hundred instructions over
+/// the kick's own handling; four FIFOs' worth on a PL011.
+const CHUNK: usize = 64;
+const _: () = assert!(RING.is_power_of_two());
 
 struct Ring {
     bytes: [u8; RING],
@@ -34,40 +39,36 @@ struct Ring {
 }
 
 impl Ring {
-    /// Appends `bytes`, first writing out the oldest bytes when there is no
-    /// room: a short piece a byte at a time (each library copy cost some
-    /// seventy instructions however short, and a line has a dozen pieces),
-    /// a long one in at most two slice copies.
+    /// Appends `bytes`: where they fit before the ring's end, in one copy
+    /// inline (`partita_arch::bytes`, eight bytes a move); anything else in
+    /// [`Ring::push_long`]. A byte at a time, with the wrap of each, an
+    /// `hm:` line's dozen pieces cost about 1,000 instructions; a library
+    /// copy costs some seventy however short.
+    #[inline(always)]
     fn push(&mut self, bytes: &[u8]) {
-        if bytes.len() <= SHORT {
-            if self.len + bytes.len() > RING {
-                self.write_out(self.len + bytes.len() - RING);
-            }
-            let mut at = (self.head + self.len) % RING;
-            for &byte in bytes {
-                self.bytes[at] = byte;
-                at = (at + 1) % RING;
-            }
-            self.len += bytes.len();
-            return;
+        let tail = (self.head + self.len) % RING;
+        let Some(room) = self.bytes.get_mut(tail..tail + bytes.len()) else { return self.push_long(bytes) };
+        if self.len + bytes.len() > RING {
+            return self.push_long(bytes);
         }
+        partita_arch::bytes::copy(room, bytes);
+        self.len += bytes.len();
+    }
+
+    /// Appends `bytes`, first writing out the oldest bytes when there is no
+    /// room, in at most two copies per ring's worth.
+    #[inline(never)]
+    fn push_long(&mut self, bytes: &[u8]) {
         for chunk in bytes.chunks(RING) {
             if self.len + chunk.len() > RING {
                 self.write_out(self.len + chunk.len() - RING);
             }
             let tail = (self.head + self.len) % RING;
             let first = chunk.len().min(RING - tail);
-            self.bytes[tail..tail + first].copy_from_slice(&chunk[..first]);
-            self.bytes[..chunk.len() - first].copy_from_slice(&chunk[first..]);
+            partita_arch::bytes::copy(&mut self.bytes[tail..tail + first], &chunk[..first]);
+            partita_arch::bytes::copy(&mut self.bytes[..chunk.len() - first], &chunk[first..]);
             self.len += chunk.len();
         }
-    }
-
-    /// The bytes up to and with the oldest newline (all, if none): a
-    /// stretch writes one whole line, so that a run stopped between two
-    /// stretches never leaves half a line in the logs.
-    fn line_len(&self) -> usize {
-        (0..self.len).find(|&i| self.bytes[(self.head + i) % RING] == b'\n').map_or(self.len, |i| i + 1)
     }
 
     /// Writes up to `max` of the oldest bytes to the UART.
@@ -120,8 +121,8 @@ pub fn partition_line(name: &str, bytes: &[u8]) {
 
 /// A line put together piece by piece straight into the ring, for the
 /// lines a guest can make Partita write as often as it likes (the health
-/// monitor's): through `core::fmt` one of those took about 3,000
-/// instructions with interrupts masked, this way a few hundred.
+/// monitor's, a restart's): through `core::fmt` one of those took about
+/// 3,000 instructions with interrupts masked.
 pub struct Pieces<'a> {
     out: partita_arch::sync::MutexGuard<'a, Ring>,
 }
@@ -192,8 +193,7 @@ fn kick_for_more(out: partita_arch::sync::MutexGuard<'_, Ring>) {
 pub fn drain() {
     if WAITING.load(Ordering::Acquire) {
         let mut out = OUT.lock();
-        let line = out.line_len();
-        out.write_out(line);
+        out.write_out(CHUNK);
         kick_for_more(out);
     }
 }

@@ -6,6 +6,7 @@
 extern crate alloc;
 
 pub mod boot;
+pub mod bytes;
 pub mod cache;
 pub mod context;
 pub mod cpu;

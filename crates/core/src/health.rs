@@ -273,6 +273,17 @@ impl PartitionHm {
         }
         action
     }
+
+    /// [`PartitionHm::decide`] for an event with no exception, when the
+    /// partition goes on after it (the action is `log` or `ignore`):
+    /// `None`, with nothing counted, for any other action. The hypervisor's
+    /// fast path answers such a call without the scheduler.
+    pub fn decide_going_on(&mut self, event: Event) -> Option<Action> {
+        match self.policy.action(event).consequence() {
+            Consequence::GoOn => Some(self.decide(event, false)),
+            _ => None,
+        }
+    }
 }
 
 /// What the hypervisor tells the log about one event.
@@ -750,6 +761,17 @@ mod tests {
         hm.restarts = u32::MAX;
         hm.decide(Event::WatchdogExpired, false);
         assert_eq!(hm.restarts, u32::MAX);
+    }
+
+    #[test]
+    fn only_actions_that_go_on_are_decided_going_on() {
+        for action in Action::ALL {
+            let mut hm = PartitionHm::new(Policy::DEFAULT.with(EventKind::Reported, action));
+            let decided = hm.decide_going_on(Event::Reported(7));
+            let goes_on = action.consequence() == Consequence::GoOn;
+            assert_eq!(decided, goes_on.then_some(action), "{action:?}");
+            assert_eq!(hm.restarts, 0);
+        }
     }
 
     #[test]

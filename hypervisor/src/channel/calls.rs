@@ -68,15 +68,43 @@ pub fn send(sys: &System, part: &Partition, vcpu: &Vcpu, index: u64, ipa: u64, l
         }
         let pa = buffer(part, ipa, len, false)?;
         Ok(match &channel.state {
-            State::Sampling(port) => {
-                let result =
-                    port.lock().write_with(len as usize, timer::counter(), |slot| guest_memory::read(pa, slot));
-                result.map_or_else(error, |()| Reply::Done(status::OK, [0; 3]))
-            }
+            State::Sampling(port) => write_sample(port, pa, len),
             State::Queuing(queue) => send_queued(sys, channel, queue, vcpu, Transfer { pa, len, deadline }),
             State::SharedMemory => unreachable!("max_message is None for shared memory"),
         })
     })())
+}
+
+/// PORT_SEND answered on the fast path (`trap::fast`), when all it changes
+/// is the port: a sampling message, or a queued one with room and no
+/// receiver parked. `None` when the full path must answer: the call parks
+/// its caller or wakes a receiver (the scheduler's business), or it is
+/// refused (the health monitor's); nothing has been done then.
+pub fn send_at_once(sys: &System, part: &Partition, vcpu: &Vcpu, index: u64, ipa: u64, len: u64) -> Option<Reply> {
+    let (channel, max) = port(sys, vcpu, index, true).ok()?;
+    if len > max {
+        return None;
+    }
+    let pa = buffer(part, ipa, len, false).ok()?;
+    match &channel.state {
+        State::Sampling(port) => Some(write_sample(port, pa, len)),
+        State::Queuing(queue) => {
+            let mut q = queue.lock();
+            if q.receivers != 0 || q.port.is_full() {
+                return None;
+            }
+            let result = q.port.send_with(len as usize, |slot| guest_memory::read(pa, slot));
+            drop(q);
+            vcpu.set_wake_at(None);
+            Some(result.map_or_else(error, |()| Reply::Done(status::OK, [0; 3])))
+        }
+        State::SharedMemory => None,
+    }
+}
+
+fn write_sample(port: &Mutex<SamplingPort<'static>>, pa: u64, len: u64) -> Reply {
+    let result = port.lock().write_with(len as usize, timer::counter(), |slot| guest_memory::read(pa, slot));
+    result.map_or_else(error, |()| Reply::Done(status::OK, [0; 3]))
 }
 
 /// A queuing call's guest buffer (checked, at physical address `pa`) and

@@ -48,6 +48,21 @@ pub fn raise_at(part: &Partition, vcpu: &Vcpu, event: Event, detail: u64, time: 
 
 fn record(part: &Partition, vcpu: &Vcpu, event: Event, detail: u64, time: u64, deliverable: bool) -> Action {
     let action = part.hm.lock().decide(event, deliverable);
+    log_event(part, vcpu, event, detail, time, action);
+    action
+}
+
+/// Raises `event` when its action lets the vCPU go on, for the fast path
+/// (`trap::fast`); false, with nothing raised, when the full path must
+/// carry the action out.
+pub fn raise_going_on(part: &Partition, vcpu: &Vcpu, event: Event, detail: u64) -> bool {
+    let Some(action) = part.hm.lock().decide_going_on(event) else { return false };
+    log_event(part, vcpu, event, detail, timer::counter(), action);
+    true
+}
+
+/// Into the log and on the console, as `action` says.
+fn log_event(part: &Partition, vcpu: &Vcpu, event: Event, detail: u64, time: u64, action: Action) {
     let report = Report {
         time,
         partition: u8::try_from(vcpu.partition).unwrap_or(u8::MAX),
@@ -69,7 +84,6 @@ fn record(part: &Partition, vcpu: &Vcpu, event: Event, detail: u64, time: u64, d
         line.text(" detail ").hex(detail).text(" action ").text(action.name()).end();
     }
     trace::record(Kind::Health, vcpu.partition, vcpu.index, event.kind() as u32);
-    action
 }
 
 /// Raises `event` for a hypercall whose result is already in the

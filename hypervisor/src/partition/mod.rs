@@ -67,7 +67,7 @@ pub struct Partition {
     pub gic: Mutex<PartitionGic>,
     /// Scheduling rank (its priority): a higher one's vCPU runs first.
     pub rank: u8,
-    /// Where the next trapped set/way operation cleans (see `clean_slice`).
+    /// Where the next trapped set/way operation cleans (see `clean_step`).
     setway_cursor: AtomicU64,
     /// Writes to interrupts it does not own, reported so far.
     pub denied_reports: AtomicU32,
@@ -80,7 +80,8 @@ pub struct Partition {
     /// Virtual SPIs with no physical twin: the doorbells of its
     /// shared-memory channels and the signals of its virtual devices.
     pub virtual_spis: Vec<u32>,
-    /// What a reload zeroes and cleans (its RAM) and copies (its loads).
+    /// Its RAM, host-physical: what a reload zeroes and cleans and a
+    /// set/way operation cleans.
     reload_regions: Vec<Range>,
     reload_loads: Vec<reload::Load>,
     /// Where a restart's reload has got to, and when it began.
@@ -159,6 +160,9 @@ pub struct Vcpu {
     /// Its partition's `budget`: time used per period, for the health
     /// monitor's `budget-overrun` event.
     pub budget: Option<Mutex<BudgetMeter>>,
+    /// Bytes its set/way operation under way still has to clean (see
+    /// `Partition::clean_step`); only its own pCPU touches it.
+    setway_owed: AtomicU64,
 }
 
 impl Partition {
@@ -409,6 +413,8 @@ impl Vcpu {
         self.set_queued(false);
         self.set_wake_at(None);
         self.set_waiting(false);
+        // An operation cut short by the reset would count for a whole one.
+        self.setway_owed.store(0, Ordering::Relaxed);
     }
 }
 
@@ -561,6 +567,7 @@ fn new_vcpu(partition: usize, index: usize, home: usize, migrate_to: Vec<usize>)
             debug_owner: Ownership::Untouched,
         }),
         budget: None,
+        setway_owed: AtomicU64::new(0),
     }
 }
 
@@ -619,16 +626,18 @@ fn interface_permission(table: &Stage2Table, ipa: u64) -> PagePermission {
 }
 
 impl Partition {
-    /// One trapped set/way operation: cleans and invalidates the next slice
-    /// of the partition's RAM by address, so a whole sweep covers all of it
-    /// while no single trap keeps interrupts masked for long.
-    pub fn clean_slice(&self) {
-        let regions: heapless::Vec<Range, 8> = self.config.memory.iter().map(|r| r.host()).collect();
-        let total = regions.iter().map(|r| r.size).sum();
+    /// One trap of `vcpu`'s set/way operation: cleans and invalidates the
+    /// next step of the partition's RAM by address, so that a whole sweep
+    /// covers all of it while no trap keeps interrupts masked for long.
+    /// True once the operation's slice is done and the instruction may be
+    /// stepped over; until then it traps again.
+    pub fn clean_step(&self, vcpu: &Vcpu) -> bool {
         let cursor = self.setway_cursor.load(Ordering::Relaxed);
-        if let Some((pa, len, next)) = sysreg::setway_step(&regions, cursor, sysreg::setway_slice(total)) {
-            partita_arch::cache::clean_invalidate(pa, len);
-            self.setway_cursor.store(next, Ordering::Relaxed);
-        }
+        let owed = vcpu.setway_owed.load(Ordering::Relaxed);
+        let Some(step) = sysreg::setway_trap(&self.reload_regions, cursor, owed) else { return true };
+        partita_arch::cache::clean_invalidate(step.pa, step.len);
+        self.setway_cursor.store(step.cursor, Ordering::Relaxed);
+        vcpu.setway_owed.store(step.owed, Ordering::Relaxed);
+        step.owed == 0
     }
 }

@@ -14,8 +14,13 @@
 //! interface page whose device is connected, or connects by Path 1 in the
 //! trap (an idle PRR, assigned without preempting anyone), and an IRQ that
 //! is the running vCPU's own timer: forwarded to it, it wakes nobody else
-//! and leaves the scheduler's answer as it was. A vCPU's first FP/SIMD
-//! access on its pCPU, which loads its values, is answered here too. Any
+//! and leaves the scheduler's answer as it was. A port send that changes
+//! only its port (no receiver to wake, no caller to park) qualifies too,
+//! so does a reported error whose action goes on (`log`, `ignore`: its
+//! console line is announced by a kick like any other), and so does a
+//! set/way operation, which cleans a step of its own partition's RAM:
+//! with the full path's questions, each cost about twice its own work. A vCPU's first FP/SIMD access on its pCPU,
+//! which loads its values, is answered here too. Any
 //! other IRQ, once acknowledged, is handed to the full path
 //! ([`take_acknowledged`]). With tracing on, every trap takes the full
 //! path, so the trace sees it: no vCPU is offered, and the vector is given
@@ -26,11 +31,13 @@
 
 use crate::partition::{Partition, Vcpu};
 use crate::state;
+use crate::trap::exit::Reply;
 use crate::{trace, vgic};
 use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use partita_arch::exception::{kind, Regs};
 use partita_arch::platform::{Gic, InterruptController};
 use partita_arch::{cpu, direct_sgi, residency, MAX_CPUS};
+use partita_core::health::Event;
 use partita_core::hypercall::{self, Call};
 use partita_core::residency::path;
 use partita_core::trap::esr::{self, ec};
@@ -108,6 +115,11 @@ pub fn handle(regs: &mut Regs, trap_kind: u64) -> bool {
     let esr = cpu::esr();
     if esr & 0xffff_ffff == HVC_0 {
         residency::note(partita_core::residency::hypercall(regs.x[0]));
+        match regs.x[0] {
+            hypercall::id::PORT_SEND => return port_send(regs),
+            hypercall::id::HM_REPORT => return hm_report(regs),
+            _ => {}
+        }
         matches!(hypercall::decode_query(regs.x[0], regs.x[1]), Some(call) if query(regs, call))
     } else if esr::class(esr) == ec::DABT_LOWER {
         residency::note(path::ACCEL_REQUEST);
@@ -115,6 +127,9 @@ pub fn handle(regs: &mut Regs, trap_kind: u64) -> bool {
     } else if esr::class(esr) == ec::FP_ACCESS {
         residency::note(path::FP);
         fp_access()
+    } else if esr::set_way(esr) {
+        residency::note(path::SET_WAY);
+        set_way(regs)
     } else {
         residency::note(path::SGI);
         matches!(esr::sgi1r_write(esr), Some(rt) if rt < SAVED && sgi(regs, rt))
@@ -148,6 +163,33 @@ fn query(regs: &mut Regs, call: Call) -> bool {
     true
 }
 
+/// PORT_SEND when all it changes is the port (`channel::calls::send_at_once`).
+#[inline(never)]
+fn port_send(regs: &mut Regs) -> bool {
+    let Some((part, vcpu)) = running() else { return false };
+    let sys = state::system();
+    let Some(Reply::Done(status, values)) =
+        crate::channel::calls::send_at_once(sys, part, vcpu, regs.x[1], regs.x[2], regs.x[3])
+    else {
+        return false;
+    };
+    regs.x[0] = status as u64;
+    regs.x[1..4].copy_from_slice(&values);
+    true
+}
+
+/// HM_REPORT when the partition's policy lets it go on (`log`, `ignore`).
+#[inline(never)]
+fn hm_report(regs: &mut Regs) -> bool {
+    let Some((part, vcpu)) = running() else { return false };
+    let code = regs.x[1];
+    if !crate::health::raise_going_on(part, vcpu, Event::Reported(code as u32), code) {
+        return false;
+    }
+    regs.x[0] = hypercall::status::OK as u64;
+    true
+}
+
 /// A write to an accelerator's interface page whose device is connected,
 /// or connects at once by Path 1: it runs again, as written.
 #[inline(never)]
@@ -157,6 +199,17 @@ fn interface_write() -> bool {
     let Some((partition, _)) = running_indices() else { return false };
     let syndrome = cpu::syndrome();
     fabric.connect_in_trap(sys, partition, esr::fault_ipa(syndrome.hpfar, syndrome.far))
+}
+
+/// A set/way operation: one step of its slice, stepped over once the
+/// slice is done (`Partition::clean_step`).
+#[inline(never)]
+fn set_way(regs: &mut Regs) -> bool {
+    let Some((part, vcpu)) = running() else { return false };
+    if part.clean_step(vcpu) {
+        regs.skip_instruction();
+    }
+    true
 }
 
 /// The IRQ the fast path acknowledged on this pCPU and left to the full

@@ -232,7 +232,9 @@ fn system_register(here: &Here, regs: &mut Regs, access: esr::SysRegAccess) -> E
     let rt = usize::from(access.rt);
     match sysreg::policy(&access.reg, access.read) {
         Policy::GenerateSgi if !access.read => vgic::generate_sgi(part, vcpu.index, regs.get(rt)),
-        Policy::SetWay => part.clean_slice(),
+        // Not stepped over until its slice is clean: it traps again.
+        Policy::SetWay if !part.clean_step(vcpu) => return Exit::Resume,
+        Policy::SetWay => {}
         Policy::IdRegister => regs.set(rt, id_register(&access.reg)),
         // Not stepped over: the access runs again, on the hardware.
         Policy::Debug if scheduler::give_debug(me, vcpu) => return Exit::Resume,

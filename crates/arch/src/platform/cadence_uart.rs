@@ -1,7 +1,7 @@
 //! Partita's console on a Cadence UART (the ZynqMP's UART0 and UART1):
 //! polled transmit, like [`super::pl011`].
 
-use super::Console;
+use super::{Console, Polled};
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 /// Control register.
@@ -14,8 +14,12 @@ const FIFO: usize = 0x30;
 /// boot firmware of a real board leaves them so; QEMU's reset value does
 /// not, so Partita sets them rather than relying on what came before.
 const CR_TX_RX_ENABLE: u32 = 0x14;
+/// SR.TXEMPTY.
+const SR_TXEMPTY: u32 = 1 << 3;
 /// SR.TXFULL.
 const SR_TXFULL: u32 = 1 << 4;
+/// The ZynqMP's UART TX FIFO.
+const FIFO_DEPTH: usize = 64;
 
 static BASE: AtomicUsize = AtomicUsize::new(0);
 
@@ -34,6 +38,8 @@ impl Console for CadenceUart {
 
     /// Writes bytes, waiting for FIFO room. Does nothing before `init`.
     fn write_bytes(bytes: &[u8]) {
-        super::write_polled(BASE.load(Ordering::Relaxed), SR, SR_TXFULL, FIFO, bytes);
+        let base = BASE.load(Ordering::Relaxed);
+        let uart = Polled { base, status: SR, empty: SR_TXEMPTY, full: SR_TXFULL, data: FIFO, depth: FIFO_DEPTH };
+        super::write_polled(&uart, bytes);
     }
 }

@@ -182,21 +182,49 @@ pub trait ListRegisters {
     fn retire_completed() {}
 }
 
-/// Writes `bytes` to the UART at `base` (0: not set up yet, nothing is
-/// written), waiting while its `status` register shows `full`, each byte a
-/// word store to its `data` register: the loop the board's consoles share.
-fn write_polled(base: usize, status: usize, full: u32, data: usize, bytes: &[u8]) {
-    if base == 0 {
+/// A polled transmitter's registers, as the board's console UARTs share
+/// them: a status register with "TX FIFO empty" and "TX FIFO full" bits and
+/// a data register taking one byte per word store.
+struct Polled {
+    /// 0: not set up yet, nothing is written.
+    base: usize,
+    status: usize,
+    empty: u32,
+    full: u32,
+    data: usize,
+    /// Bytes the TX FIFO takes once it shows empty.
+    depth: usize,
+}
+
+/// Writes `bytes`, waiting for room: an empty FIFO takes a run of `depth`
+/// bytes with no status read between them, otherwise one byte once it is
+/// not full. Reading the status for every byte cost as much as writing it,
+/// in the kick stretches that write the console's ring out.
+fn write_polled(uart: &Polled, bytes: &[u8]) {
+    if uart.base == 0 {
         return;
     }
-    for &byte in bytes {
+    let status = (uart.base + uart.status) as *const u32;
+    let data = (uart.base + uart.data) as *mut u32;
+    let mut rest = bytes;
+    while !rest.is_empty() {
         // SAFETY: `base` is the console UART its driver was given at init,
-        // mapped as device memory; `status` and `data` are that UART's
-        // status and transmit registers, whose accesses have no other effect.
-        unsafe {
-            while core::ptr::read_volatile((base + status) as *const u32) & full != 0 {}
-            core::ptr::write_volatile((base + data) as *mut u32, u32::from(byte));
+        // mapped as device memory; reading its status has no effect.
+        let flags = unsafe { core::ptr::read_volatile(status) };
+        let room = if flags & uart.empty != 0 {
+            uart.depth
+        } else if flags & uart.full == 0 {
+            1
+        } else {
+            continue;
+        };
+        let (run, more) = rest.split_at(room.min(rest.len()));
+        for &byte in run {
+            // SAFETY: the same UART's transmit register, which the status
+            // just read shows has room for this byte.
+            unsafe { core::ptr::write_volatile(data, u32::from(byte)) };
         }
+        rest = more;
     }
 }
 

@@ -138,6 +138,15 @@ pub const fn sgi1r_write(esr: u64) -> Option<u8> {
     }
 }
 
+/// A trapped set/way operation (DC ISW, CSW or CISW, whatever its
+/// register), from the syndrome alone: the fast path's check.
+pub const fn set_way(esr: u64) -> bool {
+    const RT: u64 = 0x1f << 5;
+    const DC_SW: u64 = 1 << 20 | 2 << 17 | 7 << 10;
+    let iss = iss(esr);
+    class(esr) == ec::SYSREG && matches!(iss & !RT, x if x == DC_SW | 6 << 1 || x == DC_SW | 10 << 1 || x == DC_SW | 14 << 1)
+}
+
 /// The instruction-specific syndrome: ESR's low 25 bits.
 const fn iss(esr: u64) -> u64 {
     esr & 0x1ff_ffff
@@ -208,6 +217,30 @@ mod tests {
             assert_eq!(sgi1r_write(sysreg_esr(other, 3, false)), None, "{other:?}");
         }
         assert_eq!(sgi1r_write(u64::from(ec::HVC64) << 26 | (sysreg_esr(sgi1r, 3, false) & 0x1ff_ffff)), None);
+    }
+
+    #[test]
+    fn the_set_way_check_agrees_with_the_policy() {
+        use crate::trap::sysreg::{policy, Policy};
+        for op0 in 0..4 {
+            for op1 in [0, 3] {
+                for crn in [7, 12] {
+                    for crm in 0..16 {
+                        for op2 in 0..8 {
+                            let reg = SysReg::new(op0, op1, crn, crm, op2);
+                            for read in [false, true] {
+                                let esr = sysreg_esr(reg, 5, read);
+                                let expected = !read && policy(&reg, read) == Policy::SetWay;
+                                assert_eq!(set_way(esr), expected, "{reg:?} read {read}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let cisw = sysreg_esr(SysReg::new(1, 0, 7, 14, 2), 30, false);
+        assert!(set_way(cisw));
+        assert!(!set_way(u64::from(ec::HVC64) << 26 | (cisw & 0x1ff_ffff)));
     }
 
     /// The vector's test: the syndrome minus [`SGI1R_WRITE`] (32 bits,
