@@ -172,12 +172,6 @@ pub fn restart_step(sys: &System, part: &Partition) {
         return;
     }
     let cursor = part.reload_cursor.load(Ordering::Acquire);
-    if cursor == 0 {
-        // Translations of its previous life must go: each pCPU drops them
-        // before it next runs one of its vCPUs.
-        part.tlb_generation.fetch_add(1, Ordering::SeqCst);
-        reset_devices(part);
-    }
     match reload_step(part, cursor, sys.data) {
         Some(next) => part.reload_cursor.store(next, Ordering::Release),
         None => {
@@ -200,7 +194,6 @@ pub fn restart_step(sys: &System, part: &Partition) {
 /// Loads a partition at boot: every step of a reload at once, then it
 /// powers on.
 pub fn first_boot(part: &Partition, data: &[u8]) {
-    reset_devices(part);
     let mut cursor = 0;
     while let Some(next) = reload_step(part, cursor, data) {
         cursor = next;
@@ -231,6 +224,12 @@ fn reset_devices(part: &Partition) {
 fn reload_step(part: &Partition, cursor: u64, data: &[u8]) -> Option<u64> {
     let (step, next) = reload::step(&part.reload_regions, &part.reload_loads, cursor, RELOAD_CHUNK)?;
     match step {
+        Step::Reset => {
+            // Translations of its previous life must go: each pCPU drops
+            // them before it next runs one of its vCPUs.
+            part.tlb_generation.fetch_add(1, Ordering::SeqCst);
+            reset_devices(part);
+        }
         Step::Zero { pa, len } => partita_arch::cache::zero(pa, len),
         // BootTable::check proved the load inside the data and its RAM.
         Step::Copy { pa, offset, len } => {

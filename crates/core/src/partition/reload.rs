@@ -5,15 +5,19 @@
 //! more urgent vCPU on that pCPU waits for one chunk at most, not for the
 //! whole memory.
 //!
-//! The work is one sequence of bytes, indexed by a cursor: the regions
-//! (zero), then the loads (copy), one unit for the device tree's seeds
-//! (`partition::seed`), then the regions again (clean).
+//! The work is one sequence of bytes, indexed by a cursor: one unit for
+//! the reset of its virtual devices, the regions (zero), then the loads
+//! (copy), one unit for the device tree's seeds (`partition::seed`), then
+//! the regions again (clean).
 
 use crate::config::model::Range;
 
 /// One bounded piece of a reload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Step {
+    /// Reset its virtual devices and drop its previous life's
+    /// translations: a step of its own, being as long as a chunk.
+    Reset,
     /// Zero `[pa, pa + len)`.
     Zero { pa: u64, len: u64 },
     /// Copy `len` bytes from `offset` in the payload's data to `pa`.
@@ -35,10 +39,21 @@ pub struct Load {
 
 /// The cursor units the seed step takes.
 const SEED_UNITS: u64 = 1;
+/// The cursor units the reset step takes.
+const RESET_UNITS: u64 = 1;
 
 /// The step at `cursor`, at most `chunk` bytes and never crossing a region
 /// or a load, and the cursor after it; `None` once all is done.
 pub fn step(regions: &[Range], loads: &[Load], cursor: u64, chunk: u64) -> Option<(Step, u64)> {
+    if cursor < RESET_UNITS {
+        return Some((Step::Reset, RESET_UNITS));
+    }
+    let (step, next) = step_after_reset(regions, loads, cursor - RESET_UNITS, chunk)?;
+    Some((step, next + RESET_UNITS))
+}
+
+/// [`step`] with the cursor counted from the end of the reset.
+fn step_after_reset(regions: &[Range], loads: &[Load], cursor: u64, chunk: u64) -> Option<(Step, u64)> {
     let chunk = chunk.max(1);
     let memory: u64 = regions.iter().map(|r| r.size).sum();
     let images: u64 = loads.iter().map(|l| l.len).sum();
@@ -104,6 +119,7 @@ mod tests {
         assert_eq!(
             steps,
             [
+                Step::Reset,
                 Step::Zero { pa: 0x1000, len: 0x1000 },
                 Step::Zero { pa: 0x2000, len: 0x1000 },
                 Step::Zero { pa: 0x3000, len: 0x800 },
@@ -131,16 +147,19 @@ mod tests {
             assert_eq!(total(|s| if let Step::Copy { len, .. } = s { *len } else { 0 }), 4326);
             assert_eq!(total(|s| if let Step::Clean { len, .. } = s { *len } else { 0 }), 10_777);
             assert_eq!(steps.iter().filter(|s| **s == Step::Seed).count(), 1);
+            assert_eq!(steps[0], Step::Reset, "the devices are reset first");
+            assert_eq!(steps.iter().filter(|s| **s == Step::Reset).count(), 1);
             assert!(steps.iter().all(|s| match *s {
                 Step::Zero { len, .. } | Step::Copy { len, .. } | Step::Clean { len, .. } => len <= chunk && len > 0,
-                Step::Seed => true,
+                Step::Seed | Step::Reset => true,
             }));
         }
     }
 
     #[test]
-    fn nothing_but_the_seeds_to_do_is_one_step() {
-        assert_eq!(step(&[], &[], 0, 4096), Some((Step::Seed, 1)));
-        assert_eq!(step(&[], &[], 1, 4096), None);
+    fn nothing_but_the_reset_and_the_seeds_to_do_is_two_steps() {
+        assert_eq!(step(&[], &[], 0, 4096), Some((Step::Reset, 1)));
+        assert_eq!(step(&[], &[], 1, 4096), Some((Step::Seed, 2)));
+        assert_eq!(step(&[], &[], 2, 4096), None);
     }
 }
