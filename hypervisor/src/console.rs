@@ -127,12 +127,11 @@ pub struct Pieces<'a> {
     out: partita_arch::sync::MutexGuard<'a, Ring>,
 }
 
-/// Starts a line tagged `tag`; [`Pieces::end`] writes it.
-pub fn pieces(tag: &str) -> Pieces<'static> {
+/// Starts a line of Partita's own (`[partita] `); [`Pieces::end`] writes
+/// it.
+pub fn pieces() -> Pieces<'static> {
     let mut out = OUT.lock();
-    out.push(b"[");
-    out.push(tag.as_bytes());
-    out.push(b"] ");
+    out.push(b"[partita] ");
     Pieces { out }
 }
 
@@ -150,9 +149,8 @@ impl Pieces<'_> {
 
     /// `0x` and the lowercase hexadecimal digits.
     pub fn hex(mut self, value: u64) -> Self {
-        let mut digits = [0u8; 16];
-        self.out.push(b"0x");
-        self.out.push(partita_core::text::hex(value, &mut digits));
+        let mut text = [0u8; 18];
+        self.out.push(partita_core::text::hex(value, &mut text));
         self
     }
 

@@ -75,7 +75,7 @@ fn log_event(part: &Partition, vcpu: &Vcpu, event: Event, detail: u64, time: u64
         // `hm: <seq> at <us> us partition <name> vcpu <i> <event> detail
         // 0x<detail> action <action>`, as `{:?}` would spell the event and
         // the action; a guest can report as often as it likes.
-        let line = console::pieces("partita").text("hm: ").decimal(seq).text(" at ").decimal(us);
+        let line = console::pieces().text("hm: ").decimal(seq).text(" at ").decimal(us);
         let line = line.text(" us partition ").text(part.name()).text(" vcpu ").decimal(vcpu.index as u64);
         let mut line = line.text(" ").text(event.kind().name());
         if let Event::Reported(code) = event {

@@ -68,7 +68,7 @@ pub fn change(sys: &System, part: &Partition, change: Change, cause: Cause) -> b
 fn announce(part: &Partition, change: Change, cause: Cause) {
     let name = part.name();
     let why = cause.why();
-    let line = || console::pieces("partita").text("partition ").text(name);
+    let line = || console::pieces().text("partition ").text(name);
     match (change, cause) {
         (Change::PowerOff, _) => line().text(" powered off (PSCI SYSTEM_OFF)").end(),
         (Change::Restart, Cause::Psci) => line().text(" restarting (PSCI SYSTEM_RESET)").end(),
@@ -177,7 +177,7 @@ pub fn restart_step(sys: &System, part: &Partition) {
         None => {
             let ticks = timer::counter() - part.reload_started.load(Ordering::Acquire);
             let us = ticks_to_us(ticks, platform::counter_frequency());
-            console::pieces("partita")
+            console::pieces()
                 .text("partition ")
                 .text(part.name())
                 .text(" reloaded in ")
@@ -276,7 +276,7 @@ fn power_on(part: &Partition) {
     }
     // Every restart's last step writes it: without `core::fmt`, which
     // cost some 2,000 instructions of that step.
-    console::pieces("partita")
+    console::pieces()
         .text("partition ")
         .text(part.name())
         .text(" starts: ")
