@@ -237,6 +237,8 @@ fn reload_step(part: &Partition, cursor: u64, data: &[u8]) -> Option<u64> {
         }
         Step::Seed => seed_device_tree(part),
         Step::Clean { pa, len } => partita_arch::cache::clean_invalidate(pa, len),
+        // Off the pCPUs all the while: nothing loads or saves it.
+        Step::Context => part.vcpus[0].reset(part.boot.entry, part.boot.dtb),
     }
     Some(next)
 }
@@ -261,14 +263,13 @@ fn seed_device_tree(part: &Partition) {
     }
 }
 
-/// vCPU 0 starts at the entry point with x0 = device tree; the others
-/// wait for PSCI CPU_ON.
+/// vCPU 0 starts at the entry point with x0 = device tree (the reload's
+/// `Step::Context` set its registers so); the others wait for PSCI CPU_ON.
 fn power_on(part: &Partition) {
     for vcpu in &part.vcpus {
         vcpu.power_down();
         vcpu.move_to(vcpu.home);
     }
-    part.vcpus[0].reset(part.boot.entry, part.boot.dtb);
     part.vcpus[0].apply(Op::Start).expect("a vCPU that is off can start");
     if let Some(period_us) = part.config.health.watchdog_us {
         let period = us_to_ticks(period_us, platform::counter_frequency());

@@ -7,8 +7,8 @@
 //!
 //! The work is one sequence of bytes, indexed by a cursor: one unit for
 //! the reset of its virtual devices, the regions (zero), then the loads
-//! (copy), one unit for the device tree's seeds (`partition::seed`), then
-//! the regions again (clean).
+//! (copy), one unit for the device tree's seeds (`partition::seed`), the
+//! regions again (clean), and one unit for vCPU 0's registers.
 
 use crate::config::model::Range;
 
@@ -27,6 +27,9 @@ pub enum Step {
     Seed,
     /// Clean and invalidate `[pa, pa + len)` to memory.
     Clean { pa: u64, len: u64 },
+    /// Put vCPU 0's registers in their reset state, at the image's entry:
+    /// a step of its own, being as long as a chunk.
+    Context,
 }
 
 /// A load as the reload copies it: host-physical target, data offset, length.
@@ -41,6 +44,8 @@ pub struct Load {
 const SEED_UNITS: u64 = 1;
 /// The cursor units the reset step takes.
 const RESET_UNITS: u64 = 1;
+/// The cursor units the context step takes.
+const CONTEXT_UNITS: u64 = 1;
 
 /// The step at `cursor`, at most `chunk` bytes and never crossing a region
 /// or a load, and the cursor after it; `None` once all is done.
@@ -68,6 +73,8 @@ fn step_after_reset(regions: &[Range], loads: &[Load], cursor: u64, chunk: u64) 
         let pieces = regions.iter().map(|r| (r.base, 0, r.size));
         let start = memory + images + SEED_UNITS;
         (start, piece(pieces, cursor - start, chunk, |pa, _, len| Step::Clean { pa, len }))
+    } else if cursor == 2 * memory + images + SEED_UNITS {
+        return Some((Step::Context, cursor + CONTEXT_UNITS));
     } else {
         return None;
     };
@@ -132,6 +139,7 @@ mod tests {
                 Step::Clean { pa: 0x2000, len: 0x1000 },
                 Step::Clean { pa: 0x3000, len: 0x800 },
                 Step::Clean { pa: 0x9000, len: 0x800 },
+                Step::Context,
             ]
         );
     }
@@ -149,17 +157,19 @@ mod tests {
             assert_eq!(steps.iter().filter(|s| **s == Step::Seed).count(), 1);
             assert_eq!(steps[0], Step::Reset, "the devices are reset first");
             assert_eq!(steps.iter().filter(|s| **s == Step::Reset).count(), 1);
+            assert_eq!(steps.last(), Some(&Step::Context), "vCPU 0's registers last");
             assert!(steps.iter().all(|s| match *s {
                 Step::Zero { len, .. } | Step::Copy { len, .. } | Step::Clean { len, .. } => len <= chunk && len > 0,
-                Step::Seed | Step::Reset => true,
+                Step::Seed | Step::Reset | Step::Context => true,
             }));
         }
     }
 
     #[test]
-    fn nothing_but_the_reset_and_the_seeds_to_do_is_two_steps() {
+    fn nothing_but_the_reset_the_seeds_and_the_context_to_do_is_three_steps() {
         assert_eq!(step(&[], &[], 0, 4096), Some((Step::Reset, 1)));
         assert_eq!(step(&[], &[], 1, 4096), Some((Step::Seed, 2)));
-        assert_eq!(step(&[], &[], 2, 4096), None);
+        assert_eq!(step(&[], &[], 2, 4096), Some((Step::Context, 3)));
+        assert_eq!(step(&[], &[], 3, 4096), None);
     }
 }
