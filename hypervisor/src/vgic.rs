@@ -12,7 +12,7 @@ use crate::partition::{Partition, Vcpu};
 use crate::state::{PerCpu, System};
 use crate::trace;
 use core::sync::atomic::Ordering;
-use partita_arch::platform::{Gic, InterruptController, ListRegisters, Lrs, VgicContext, MAX_LRS};
+use partita_arch::platform::{DirectPrivate, Gic, InterruptController, ListRegisters, Lrs, VgicContext, MAX_LRS};
 use partita_arch::{cpu, timer};
 use partita_core::trace::Kind;
 use partita_core::vgic::lr::{self, Lr, State};
@@ -446,10 +446,49 @@ pub fn mmio(me: &PerCpu, part: &Partition, vcpu: usize, frame: Frame, size: u8, 
             Frame::Redistributor(offset) => gic.redistributor(Access { offset, size, value }, &mut sink, &line),
         }
     };
+    let mut private = DirectChanges::default();
     for effect in effects {
-        apply(me, part, effect);
+        match effect {
+            Effect::PrivateChanged { vcpu, intid } if part.direct() => private.add(part, vcpu, intid),
+            _ => apply(me, part, effect),
+        }
     }
+    private.flush(part);
     result
+}
+
+/// The private interrupts of one vCPU of a direct partition that an access
+/// changed, followed on the physical GIC together (see
+/// `InterruptController::set_direct_privates`).
+#[derive(Default)]
+struct DirectChanges {
+    vcpu: usize,
+    intids: u32,
+}
+
+impl DirectChanges {
+    fn add(&mut self, part: &Partition, vcpu: usize, intid: u32) {
+        if self.intids != 0 && vcpu != self.vcpu {
+            self.flush(part);
+        }
+        self.vcpu = vcpu;
+        self.intids |= 1 << (intid % 32);
+    }
+
+    fn flush(&mut self, part: &Partition) {
+        let intids = core::mem::take(&mut self.intids);
+        let Some(target) = part.vcpus.get(self.vcpu).filter(|_| intids != 0) else { return };
+        let mut changes: heapless::Vec<DirectPrivate, 32> = heapless::Vec::new();
+        {
+            let gic = part.gic.lock();
+            for intid in (0..32).filter(|n| intids & 1 << n != 0) {
+                if let Some(c) = gic.config(self.vcpu, intid) {
+                    let _ = changes.push(DirectPrivate { intid, enabled: c.enabled, priority: c.priority });
+                }
+            }
+        }
+        Gic::set_direct_privates(target.home, &changes);
+    }
 }
 
 /// Whether the physical line behind a partition's interrupt is asserted:
@@ -488,14 +527,6 @@ fn apply(me: &PerCpu, part: &Partition, effect: Effect) {
                 Gic::send_direct_sgi(intid, target.home);
             }
         }
-        Effect::PrivateChanged { vcpu, intid } if part.direct() => {
-            if let Some(target) = part.vcpus.get(vcpu) {
-                let config = part.gic.lock().config(vcpu, intid).copied();
-                if let Some(config) = config {
-                    Gic::set_direct_private(intid, target.home, config.enabled, config.priority);
-                }
-            }
-        }
         Effect::PrivateChanged { .. } => {}
         Effect::Pend { vcpu, intid } => {
             if let Some(target) = part.vcpus.get(vcpu) {
@@ -506,8 +537,12 @@ fn apply(me: &PerCpu, part: &Partition, effect: Effect) {
         // Only a software pending state: a HW entry stands for a physical
         // interrupt that stays active until the guest completes it.
         Effect::Unpend { vcpu, intid } => {
-            if let Some(target) = part.vcpus.get(vcpu) {
-                target.queue.lock().retain(|virq| virq.intid != intid || virq.hw);
+            // A guest clears every pending bit at boot, 32 to a write: the
+            // queue is locked only when it holds something.
+            if let Some(target) = part.vcpus.get(vcpu).filter(|target| target.has_queued()) {
+                let mut queue = target.queue.lock();
+                queue.retain(|virq| virq.intid != intid || virq.hw);
+                target.set_queued(!queue.is_empty());
             }
         }
         // A doorbell or a signal is purely virtual: its physical namesake

@@ -241,7 +241,7 @@ impl InterruptController for GicV2 {
     fn make_direct(_cpu: usize) {
         no_direct()
     }
-    fn set_direct_private(_intid: u32, _cpu: usize, _enabled: bool, _priority: u8) {
+    fn set_direct_privates(_cpu: usize, _changes: &[super::DirectPrivate]) {
         no_direct()
     }
     fn send_direct_sgi(_intid: u32, _cpu: usize) {

@@ -246,26 +246,40 @@ impl InterruptController for GicV3 {
         }
     }
 
-    fn set_direct_private(intid: u32, cpu: usize, enabled: bool, priority: u8) {
-        if intid >= SPI_BASE || DIRECT_OWN.contains(&intid) {
-            return;
-        }
-        // Two register writes of its own: through the driver each change
-        // cost a few hundred instructions, and a guest's write to a
-        // priority or enable register makes up to 32 of them in one trap.
+    fn set_direct_privates(cpu: usize, changes: &[super::DirectPrivate]) {
+        // Register writes of its own: through the driver each change cost
+        // a few hundred instructions. A priority byte each, and the enables
+        // in one write to each of the set and clear registers.
         let frame = GICR_BASE.load(Ordering::Relaxed) + cpu as u64 * GICR_STRIDE + GICR_SGI_FRAME;
-        let enable = if enabled { GICR_ISENABLER0 } else { GICR_ICENABLER0 };
+        let (mut enable, mut disable) = (0u32, 0u32);
         let _gic = GIC.get().expect("GIC not initialised").lock();
-        // SAFETY: the byte and the word lie in `cpu`'s redistributor SGI
-        // frame, mapped as device memory at EL2; the GIC lock serialises
-        // them with the driver, and `intid` is a private interrupt of the
-        // guest's (checked above), so Partita's own are untouched.
-        unsafe {
-            core::ptr::write_volatile(
-                (frame + GICR_IPRIORITYR + u64::from(intid)) as *mut u8,
-                guest_priority(priority),
-            );
-            core::ptr::write_volatile((frame + enable) as *mut u32, 1 << intid);
+        for change in changes {
+            let intid = change.intid;
+            if intid >= SPI_BASE || DIRECT_OWN.contains(&intid) {
+                continue;
+            }
+            // SAFETY: the byte lies in `cpu`'s redistributor SGI frame,
+            // mapped as device memory at EL2; the GIC lock serialises it
+            // with the driver, and `intid` is a private interrupt of the
+            // guest's (checked above), so Partita's own are untouched.
+            unsafe {
+                core::ptr::write_volatile(
+                    (frame + GICR_IPRIORITYR + u64::from(intid)) as *mut u8,
+                    guest_priority(change.priority),
+                );
+            }
+            if change.enabled {
+                enable |= 1 << intid;
+            } else {
+                disable |= 1 << intid;
+            }
+        }
+        for (register, bits) in [(GICR_ISENABLER0, enable), (GICR_ICENABLER0, disable)] {
+            if bits != 0 {
+                // SAFETY: as above; only the guest's own private bits are
+                // set in `bits`, and a zero bit changes nothing.
+                unsafe { core::ptr::write_volatile((frame + register) as *mut u32, bits) };
+            }
         }
     }
 

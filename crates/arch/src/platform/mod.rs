@@ -78,6 +78,15 @@ pub trait Platform {
     fn own_devices(platform: &model::Platform) -> Vec<Range>;
 }
 
+/// One private interrupt of a direct-delivery guest, as its vGIC now has
+/// it (see `InterruptController::set_direct_privates`).
+#[derive(Clone, Copy, Debug)]
+pub struct DirectPrivate {
+    pub intid: u32,
+    pub enabled: bool,
+    pub priority: u8,
+}
+
 /// The physical interrupt controller. Partita owns it; guests only see
 /// virtual interrupts. Priority drop and deactivation are separate, so a
 /// guest can deactivate a hardware interrupt it was given.
@@ -133,10 +142,12 @@ pub trait InterruptController {
     /// other private interrupts group 1, disabled. The primary CPU calls it
     /// before `cpu` starts, so no kick is ever sent in the wrong group.
     fn make_direct(cpu: usize);
-    /// Follows the guest on a direct-delivery core: enables or disables one
-    /// of its private interrupts on `cpu`, at `priority` as the guest
-    /// ranks it, scaled below Partita's own.
-    fn set_direct_private(intid: u32, cpu: usize, enabled: bool, priority: u8);
+    /// Follows the guest on a direct-delivery core: enables or disables
+    /// its private interrupts on `cpu`, each at its priority as the guest
+    /// ranks it, scaled below Partita's own. All the changes of one trap at
+    /// once: a guest's write to an enable or priority register changes up
+    /// to 32.
+    fn set_direct_privates(cpu: usize, changes: &[DirectPrivate]);
     /// Sends the guest's SGI `intid` (group 1) to direct-delivery core `cpu`.
     fn send_direct_sgi(intid: u32, cpu: usize);
     /// The MPIDR_EL1 of physical CPU `cpu` once it has started, which a

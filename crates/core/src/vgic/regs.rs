@@ -134,6 +134,12 @@ enum Field {
 }
 
 impl Field {
+    /// A write changes only the INTIDs whose bits are ones (the set and
+    /// clear registers).
+    const fn acts_on_ones(self) -> bool {
+        matches!(self, Field::SetEnable | Field::ClearEnable | Field::SetPending | Field::ClearPending | Field::Active)
+    }
+
     const fn bits(self) -> u32 {
         match self {
             Field::Priority => 8,
@@ -141,6 +147,28 @@ impl Field {
             _ => 1,
         }
     }
+}
+
+/// One bit per field of `bits` bits in `value`'s first `count`: set where
+/// the field is not zero.
+fn ones_of(value: u64, bits: u32, count: u32) -> u64 {
+    if bits == 1 {
+        return if count >= 64 { value } else { value & ((1u64 << count) - 1) };
+    }
+    let field = (1u64 << bits) - 1;
+    (0..count).filter(|n| (value >> (n * bits)) & field != 0).fold(0, |ones, n| ones | 1 << n)
+}
+
+/// The indices of the bits set in `bits`, lowest first.
+fn set_bits(mut bits: u64) -> impl Iterator<Item = u32> {
+    core::iter::from_fn(move || {
+        if bits == 0 {
+            return None;
+        }
+        let n = bits.trailing_zeros();
+        bits &= bits - 1;
+        Some(n)
+    })
 }
 
 /// The per-interrupt register banks, at the same offsets in GICD and in a
@@ -295,6 +323,10 @@ impl PartitionGic {
     }
 
     /// Reads or writes every INTID an access to a per-interrupt bank covers.
+    /// Only the INTIDs the partition has are visited, and of a set or
+    /// clear register's write only those whose bit is set: a guest's sweep
+    /// of a 32-interrupt register (a stock kernel clears every enable and
+    /// pending bit at boot) costs what it changes, not 32 lookups.
     fn bank_access(
         &mut self,
         vcpu: usize,
@@ -307,8 +339,17 @@ impl PartitionGic {
         let bits = field.bits();
         let count = u32::from(access.size) * 8 / bits;
         let mask = (1u64 << bits) - 1;
+        let owned = self.owned(vcpu, first, count);
         let mut result = 0;
-        for n in 0..count {
+        let visit = match access.value {
+            Some(value) if field.acts_on_ones() => {
+                let ones = ones_of(value, bits, count);
+                self.deny_raises(field, first, ones & !owned, effects);
+                ones & owned
+            }
+            _ => owned,
+        };
+        for n in set_bits(visit) {
             let intid = first + n;
             let shift = n * bits;
             match access.value {
@@ -317,6 +358,31 @@ impl PartitionGic {
             }
         }
         result
+    }
+
+    /// Which of the `count` INTIDs from `first` the partition has, one bit
+    /// each: all of a vCPU's private ones, and the SPIs it was given.
+    fn owned(&self, vcpu: usize, first: u32, count: u32) -> u64 {
+        let all = if count >= 64 { u64::MAX } else { (1u64 << count) - 1 };
+        if first < PRIVATE {
+            return if vcpu < self.private.len() { all } else { 0 };
+        }
+        let ids = first..first + count;
+        self.spis.iter().filter(|s| ids.contains(&s.intid)).fold(0, |owned, s| owned | 1 << (s.intid - first))
+    }
+
+    /// Only enabling or raising another's interrupt is reported: a stock
+    /// kernel's distributor set-up disables, clears, deactivates, routes
+    /// and configures every SPI that GICD_TYPER covers, and that sweep is
+    /// not an attack. Either way, nothing changes.
+    fn deny_raises(&self, field: Field, first: u32, others: u64, effects: &mut impl FnMut(Effect)) {
+        if matches!(field, Field::SetEnable | Field::SetPending) {
+            for n in set_bits(others) {
+                if first + n >= SPI_BASE {
+                    effects(Effect::Denied { intid: first + n });
+                }
+            }
+        }
     }
 
     fn read_field(&self, vcpu: usize, field: Field, intid: u32, line: &impl Line) -> u64 {
@@ -341,21 +407,13 @@ impl PartitionGic {
 
     fn write_field(&mut self, vcpu: usize, field: Field, intid: u32, value: u64, effects: &mut impl FnMut(Effect)) {
         let target = self.target(vcpu, intid);
-        let Some(c) = self.config_mut(vcpu, intid) else {
-            // Only enabling or raising another's interrupt is reported: a
-            // stock kernel's distributor set-up disables, clears,
-            // deactivates, routes and configures every SPI that GICD_TYPER
-            // covers, and that sweep is not an attack. Either way, nothing
-            // changes.
-            let raises = value != 0 && matches!(field, Field::SetEnable | Field::SetPending);
-            if raises && intid >= SPI_BASE {
-                effects(Effect::Denied { intid });
-            }
-            return;
-        };
+        // `bank_access` visits only the INTIDs the partition has.
+        let Some(c) = self.config_mut(vcpu, intid) else { return };
         match field {
             Field::Group => c.group1 = value != 0,
-            Field::SetEnable if value != 0 => {
+            // Only a change has effects: a guest's clean slate at boot
+            // disables 32 interrupts that are all disabled already.
+            Field::SetEnable if value != 0 && !c.enabled => {
                 c.enabled = true;
                 if core::mem::take(&mut c.latched) {
                     effects(Effect::Pend { vcpu: target, intid });
@@ -369,7 +427,7 @@ impl PartitionGic {
                     effects(Effect::PrivateChanged { vcpu, intid });
                 }
             }
-            Field::ClearEnable if value != 0 => {
+            Field::ClearEnable if value != 0 && c.enabled => {
                 c.enabled = false;
                 if intid >= SPI_BASE {
                     effects(Effect::SpiEnable { intid, enabled: false });
@@ -519,6 +577,25 @@ mod tests {
     }
 
     #[test]
+    fn a_register_sweep_acts_on_the_owned_ones_alone() {
+        let mut gic = PartitionGic::new(1, &[(40, 0), (63, 0)], &[]);
+        let (_, effects) = run(&mut gic, write(0x104, u32::MAX.into()), false);
+        let denied = (32..64).filter(|i| ![40, 63].contains(i)).map(|intid| Effect::Denied { intid });
+        let enabled = [40, 63].map(|intid| Effect::SpiEnable { intid, enabled: true });
+        let mut expected: Vec<Effect> = denied.collect();
+        expected.extend(enabled);
+        assert_eq!(effects, expected, "every other raise reported, each owned one enabled");
+        assert_eq!(run(&mut gic, read(0x104), false).0, 1 << 8 | 1 << 31);
+        // Zeros in a set or clear register change nothing.
+        assert_eq!(run(&mut gic, write(0x184, 1 << 31), false).1, [Effect::SpiEnable { intid: 63, enabled: false }]);
+        assert_eq!(run(&mut gic, read(0x104), false).0, 1 << 8);
+        // A group write's zeros do change the owned ones.
+        run(&mut gic, write(0x084, u32::MAX.into()), false);
+        run(&mut gic, write(0x084, 1 << 8), false);
+        assert_eq!(run(&mut gic, read(0x084), false).0, 1 << 8);
+    }
+
+    #[test]
     fn priorities_by_byte_and_by_word() {
         let mut gic = PartitionGic::new(1, &[(40, 0)], &[]);
         run(&mut gic, Access { offset: 0x400 + 40, size: 1, value: Some(0x30) }, false);
@@ -547,7 +624,13 @@ mod tests {
     fn a_private_interrupt_s_enable_and_priority_changes_are_reported() {
         let mut gic = PartitionGic::new(2, &[(40, 0)], &[]);
         let (_, effects) = run(&mut gic, write(GICR_FRAME + SGI_BASE + 0x180, 1 << 3), true);
+        assert_eq!(effects, [], "disabling a disabled one changes nothing");
+        let (_, effects) = run(&mut gic, write(GICR_FRAME + SGI_BASE + 0x100, 1 << 3), true);
         assert_eq!(effects, [Effect::PrivateChanged { vcpu: 1, intid: 3 }]);
+        let (_, effects) = run(&mut gic, write(GICR_FRAME + SGI_BASE + 0x100, 1 << 3), true);
+        assert_eq!(effects, [], "nor enabling an enabled one");
+        let (_, effects) = run(&mut gic, write(GICR_FRAME + SGI_BASE + 0x180, u32::MAX.into()), true);
+        assert_eq!(effects, [Effect::PrivateChanged { vcpu: 1, intid: 3 }], "a sweep reports the one it disables");
         let (_, effects) = run(&mut gic, Access { offset: SGI_BASE + 0x400 + 27, size: 1, value: Some(0x40) }, true);
         assert_eq!(effects, [Effect::PrivateChanged { vcpu: 0, intid: 27 }]);
         let (_, effects) = run(&mut gic, Access { offset: SGI_BASE + 0x400 + 27, size: 1, value: Some(0x40) }, true);
