@@ -10,7 +10,8 @@
 //! and announced like the rest: the hypercalls that always resume
 //! (`partita_core::hypercall::decode_query`), a direct partition's SGIs,
 //! which go to the physical GIC (the vector answers most of them itself,
-//! from the route [`enter`] gives it), a write to an accelerator's
+//! from the route [`enter`] gives it), an access to its emulated console
+//! (a whole line kicks the pCPU), a write to an accelerator's
 //! interface page whose device is connected, or connects by Path 1 in the
 //! trap (an idle PRR, assigned without preempting anyone), and an IRQ that
 //! is the running vCPU's own timer: forwarded to it, it wakes nobody else
@@ -41,6 +42,7 @@ use partita_core::health::Event;
 use partita_core::hypercall::{self, Call};
 use partita_core::residency::path;
 use partita_core::trap::esr::{self, ec};
+use partita_core::trap::vuart;
 use partita_core::vgic::direct::SgiRoute;
 use partita_core::vgic::is_timer;
 
@@ -122,8 +124,7 @@ pub fn handle(regs: &mut Regs, trap_kind: u64) -> bool {
         }
         matches!(hypercall::decode_query(regs.x[0], regs.x[1]), Some(call) if query(regs, call))
     } else if esr::class(esr) == ec::DABT_LOWER {
-        residency::note(path::ACCEL_REQUEST);
-        interface_write()
+        data_abort(regs)
     } else if esr::class(esr) == ec::FP_ACCESS {
         residency::note(path::FP);
         fp_access()
@@ -190,15 +191,29 @@ fn hm_report(regs: &mut Regs) -> bool {
     true
 }
 
-/// A write to an accelerator's interface page whose device is connected,
-/// or connects at once by Path 1: it runs again, as written.
+/// An access to the partition's emulated console, which changes nothing
+/// but the console (a whole line kicks this pCPU, like any change that
+/// wants the full path), or a write to an accelerator's interface page
+/// whose device is connected, or connects at once by Path 1: it runs
+/// again, as written.
 #[inline(never)]
-fn interface_write() -> bool {
+fn data_abort(regs: &mut Regs) -> bool {
+    let Some((part, _)) = running() else { return false };
+    let syndrome = cpu::syndrome();
+    let ipa = esr::fault_ipa(syndrome.hpfar, syndrome.far);
+    let offset = ipa.wrapping_sub(part.config.console);
+    if offset < vuart::PAGE_SIZE {
+        residency::note(path::MMIO);
+        let Some(access) = esr::data_access(syndrome.esr).filter(|a| a.rt < SAVED) else { return false };
+        crate::trap::mmio::console_access(regs, part, access, offset);
+        regs.skip_instruction();
+        return true;
+    }
+    residency::note(path::ACCEL_REQUEST);
     let sys = state::system();
     let Some(fabric) = &sys.fabric else { return false };
     let Some((partition, _)) = running_indices() else { return false };
-    let syndrome = cpu::syndrome();
-    fabric.connect_in_trap(sys, partition, esr::fault_ipa(syndrome.hpfar, syndrome.far))
+    fabric.connect_in_trap(sys, partition, ipa)
 }
 
 /// A set/way operation: one step of its slice, stepped over once the

@@ -43,7 +43,7 @@ fn gic_access(me: &PerCpu, regs: &mut Regs, part: &Partition, access: MmioAccess
     }
 }
 
-fn console_access(regs: &mut Regs, part: &Partition, access: MmioAccess, offset: u64) {
+pub fn console_access(regs: &mut Regs, part: &Partition, access: MmioAccess, offset: u64) {
     let rt = usize::from(access.rt);
     if access.write {
         let value = regs.get(rt) as u32;
