@@ -447,7 +447,9 @@ pub fn mmio(me: &PerCpu, part: &Partition, vcpu: usize, frame: Frame, size: u8, 
         }
     };
     let mut private = DirectChanges::default();
-    for effect in effects {
+    // By reference: moving the vector into its iterator copied all of its
+    // 64 entries, used or not.
+    for &effect in &effects {
         match effect {
             Effect::PrivateChanged { vcpu, intid } if part.direct() => private.add(part, vcpu, intid),
             _ => apply(me, part, effect),
