@@ -149,14 +149,13 @@ impl Field {
     }
 }
 
-/// One bit per field of `bits` bits in `value`'s first `count`: set where
-/// the field is not zero.
-fn ones_of(value: u64, bits: u32, count: u32) -> u64 {
-    if bits == 1 {
-        return if count >= 64 { value } else { value & ((1u64 << count) - 1) };
+/// The first `count` bits of a 1-bit register's `value`.
+fn first_bits(value: u64, count: u32) -> u64 {
+    if count >= 64 {
+        value
+    } else {
+        value & ((1u64 << count) - 1)
     }
-    let field = (1u64 << bits) - 1;
-    (0..count).filter(|n| (value >> (n * bits)) & field != 0).fold(0, |ones, n| ones | 1 << n)
 }
 
 /// The indices of the bits set in `bits`, lowest first.
@@ -343,7 +342,7 @@ impl PartitionGic {
         let mut result = 0;
         let visit = match access.value {
             Some(value) if field.acts_on_ones() => {
-                let ones = ones_of(value, bits, count);
+                let ones = first_bits(value, count);
                 self.deny_raises(field, first, ones & !owned, effects);
                 ones & owned
             }
