@@ -16,7 +16,7 @@ use partita_arch::platform::{Gic, InterruptController, ListRegisters, Lrs, VgicC
 use partita_arch::{cpu, timer};
 use partita_core::trace::Kind;
 use partita_core::vgic::lr::{self, Lr, State};
-use partita_core::vgic::regs::{Access, Effect};
+use partita_core::vgic::regs::{Access, Effect, MAX_EFFECTS};
 use partita_core::vgic::{is_timer, sgi_targets, timer_asserted, Virq, PRIVATE, SPI_BASE, TIMER_INTIDS, VTIMER_INTID};
 
 /// Reports of writes to interrupts a partition does not own are capped per
@@ -433,7 +433,7 @@ pub fn frame(sys: &System, part: &Partition, ipa: u64) -> Option<Frame> {
 /// A trapped access by `vcpu` to the emulated distributor or a
 /// redistributor.
 pub fn mmio(me: &PerCpu, part: &Partition, vcpu: usize, frame: Frame, size: u8, value: Option<u64>) -> u64 {
-    let mut effects: heapless::Vec<Effect, 64> = heapless::Vec::new();
+    let mut effects: heapless::Vec<Effect, MAX_EFFECTS> = heapless::Vec::new();
     let line = |vcpu, intid| line_asserted(me, part, vcpu, intid);
     let result = {
         let mut gic = part.gic.lock();
@@ -483,38 +483,39 @@ fn apply(me: &PerCpu, part: &Partition, effect: Effect) {
             trace::record(Kind::Health, 0xff, 0xff, intid);
         }
         // A direct partition's SGI pended through its redistributor.
-        Effect::Pend { vcpu, intid } if part.direct() => {
+        Effect::Pend { vcpu, intid, .. } if part.direct() => {
             if let Some(target) = part.vcpus.get(vcpu) {
                 Gic::send_direct_sgi(intid, target.home);
             }
         }
-        Effect::PrivateChanged { vcpu, intid } if part.direct() => {
+        Effect::PrivateEnable { vcpu, mask, enabled } if part.direct() => {
             if let Some(target) = part.vcpus.get(vcpu) {
-                let config = part.gic.lock().config(vcpu, intid).copied();
-                if let Some(config) = config {
-                    Gic::set_direct_private(intid, target.home, config.enabled, config.priority);
-                }
+                Gic::set_direct_enables(target.home, mask, enabled);
             }
         }
-        Effect::PrivateChanged { .. } => {}
-        Effect::Pend { vcpu, intid } => {
+        Effect::PrivatePriority { vcpu, intid, priority } if part.direct() => {
             if let Some(target) = part.vcpus.get(vcpu) {
-                let priority = part.gic.lock().config(vcpu, intid).map_or(0xa0, |c| c.priority);
+                Gic::set_direct_priority(intid, target.home, priority);
+            }
+        }
+        Effect::PrivateEnable { .. } | Effect::PrivatePriority { .. } => {}
+        Effect::Pend { vcpu, intid, priority } => {
+            if let Some(target) = part.vcpus.get(vcpu) {
                 queue(target, Virq { intid, priority, hw: false });
             }
         }
         // Only a software pending state: a HW entry stands for a physical
         // interrupt that stays active until the guest completes it.
-        Effect::Unpend { vcpu, intid } => {
+        Effect::Unpend { vcpu, first, mask } => {
             if let Some(target) = part.vcpus.get(vcpu) {
-                target.queue.lock().retain(|virq| virq.intid != intid || virq.hw);
+                let named = |intid: u32| intid.wrapping_sub(first) < 32 && mask >> (intid - first) & 1 != 0;
+                target.queue.lock().retain(|virq| virq.hw || !named(virq.intid));
             }
         }
-        // A doorbell or a signal is purely virtual: its physical namesake
-        // stays untouched.
-        Effect::SpiEnable { intid, .. } | Effect::SpiRoute { intid, .. } if part.virtual_spis.contains(&intid) => {}
-        Effect::SpiEnable { intid, enabled } => Gic::enable_spi(intid, enabled),
-        Effect::SpiPending { intid, pending } => Gic::set_spi_pending(intid, pending),
+        // The distributor names only passthrough SPIs here: a doorbell's or
+        // a signal's physical namesake stays untouched.
+        Effect::SpiEnable { first, mask, enabled } => Gic::enable_spis(first, mask, enabled),
+        Effect::SpiPending { first, mask, pending } => Gic::set_spis_pending(first, mask, pending),
         Effect::TimerEnabled { vcpu, intid } => {
             // Only the vCPU loaded here has its timer PPIs on this pCPU.
             let running = me.current_vcpu();
