@@ -166,9 +166,10 @@ pub fn flush(lrs: &mut [Lr], queue: &mut Queue) -> Refill {
     // An INTID listed already that cannot take another pending state yet
     // (an active HW entry) is passed over: it neither gets a second list
     // register nor blocks the others.
-    while let Some(next) = queue.most_urgent(|v| !blocked(lrs, v.intid)) {
+    while let Some(at) = queue.most_urgent(|v| !blocked(lrs, v.intid)) {
+        let next = queue.get(at);
         if merge_into_existing(lrs, next) {
-            queue.remove(next.intid);
+            queue.take(at);
             continue;
         }
         let slot = match lrs.iter().position(|lr| lr.is_free()) {
@@ -181,7 +182,7 @@ pub fn flush(lrs: &mut [Lr], queue: &mut Queue) -> Refill {
                 }
             },
         };
-        queue.remove(next.intid);
+        queue.take(at);
         if !lrs[slot].is_free() {
             // Cannot overflow: `next` just left the queue.
             let _ = queue.push(lrs[slot].virq());
