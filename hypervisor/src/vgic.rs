@@ -7,16 +7,16 @@
 //! which priority?), then into the target vCPU's queue; the queue is
 //! flushed into the list registers every time that vCPU enters the guest.
 
-use crate::console::log;
+use crate::console;
 use crate::partition::{Partition, Vcpu};
 use crate::state::{PerCpu, System};
 use crate::trace;
 use core::sync::atomic::Ordering;
-use partita_arch::platform::{DirectPrivate, Gic, InterruptController, ListRegisters, Lrs, VgicContext, MAX_LRS};
+use partita_arch::platform::{Gic, InterruptController, ListRegisters, Lrs, VgicContext, MAX_LRS};
 use partita_arch::{cpu, timer};
 use partita_core::trace::Kind;
 use partita_core::vgic::lr::{self, Lr, State};
-use partita_core::vgic::regs::{Access, Effect};
+use partita_core::vgic::regs::{Access, Effect, MAX_EFFECTS};
 use partita_core::vgic::{is_timer, sgi_targets, timer_asserted, Virq, PRIVATE, SPI_BASE, TIMER_INTIDS, VTIMER_INTID};
 
 /// Reports of writes to interrupts a partition does not own are capped per
@@ -34,16 +34,28 @@ pub fn inject(part: &Partition, index: usize, intid: u32, hw: bool) -> bool {
 }
 
 fn queue(vcpu: &Vcpu, virq: Virq) {
-    if vcpu.queue.lock().push(virq).is_err() {
-        log!(
-            "vCPU {} of partition {}: virtual interrupt {} dropped, queue full",
-            vcpu.index,
-            vcpu.partition,
-            virq.intid
-        );
+    let pushed = {
+        let mut queue = vcpu.queue.lock();
+        let pushed = queue.push(virq);
+        // Under the lock: a refill that took it before has seen the entry
+        // or will see this.
+        if pushed.is_ok() {
+            vcpu.set_queued(true);
+        }
+        pushed
+    };
+    if pushed.is_err() {
+        console::pieces()
+            .text("vCPU ")
+            .decimal(vcpu.index as u64)
+            .text(" of partition ")
+            .decimal(vcpu.partition as u64)
+            .text(": virtual interrupt ")
+            .decimal(u64::from(virq.intid))
+            .text(" dropped, queue full")
+            .end();
         return;
     }
-    vcpu.set_queued(true);
     wake(vcpu);
 }
 
@@ -60,40 +72,45 @@ pub fn wake(vcpu: &Vcpu) {
 }
 
 /// Fills the running vCPU's list registers from its queue, just before it
-/// enters the guest. Costs one atomic load when nothing is queued.
+/// enters the guest. Costs one atomic load when nothing is queued, and
+/// one register read when the last refill found no room and neither has
+/// a list register become free nor been queued since: nothing else makes
+/// room (a listed entry the guest takes becomes active, which is evicted
+/// no more than pending, and its completion frees the register).
 pub fn flush(vcpu: &Vcpu) {
-    if vcpu.has_queued() {
+    if vcpu.has_queued() && !(vcpu.is_stuck() && Lrs::free() & implemented() == 0) {
         refill(vcpu);
     }
 }
 
 /// Fills the list registers and sets when to be asked again. The
 /// maintenance interrupt calls this directly: the interrupt stays asserted
-/// until the list registers or the request change.
+/// until the list registers or the request change. Only the registers
+/// that hold something are read, and only those that changed written.
 pub fn refill(vcpu: &Vcpu) {
     Lrs::retire_completed();
     let mut queue = vcpu.queue.lock();
     let count = Lrs::count();
     let mut lrs = [Lr::default(); MAX_LRS];
-    for (n, lr) in lrs.iter_mut().enumerate().take(count) {
-        *lr = Lr(Lrs::read(n));
+    for n in bits(listed()) {
+        lrs[n] = Lr(Lrs::read(n));
     }
-    let before = lrs;
-    let refill = lr::flush(&mut lrs[..count], &mut queue);
+    let flushed = lr::flush(&mut lrs[..count], &mut queue);
     if trace::enabled() {
         let mut seen = vcpu.seen_lrs.lock();
         for (seen, lr) in seen.iter_mut().zip(&lrs[..count]) {
             *seen = lr.0;
         }
     }
-    for n in 0..count {
-        if lrs[n] != before[n] {
-            Lrs::write(n, lrs[n].0);
-            trace::record(Kind::IrqInjected, vcpu.partition, vcpu.index, lrs[n].intid());
-        }
+    for n in bits(u64::from(flushed.changed)) {
+        Lrs::write(n, lrs[n].0);
+        trace::record(Kind::IrqInjected, vcpu.partition, vcpu.index, lrs[n].intid());
     }
-    Lrs::request_maintenance(refill);
+    Lrs::request_maintenance(flushed.refill);
+    // What stays queued found no room, or waits for its own entry to be
+    // completed: either way, for a register to become free.
     vcpu.set_queued(!queue.is_empty());
+    vcpu.set_stuck(!queue.is_empty());
 }
 
 /// With tracing on: the list registers `vcpu` was just loaded with are
@@ -163,7 +180,12 @@ pub fn resample_timer() {
 /// The list registers that hold something (the others are free, and most
 /// are at any time): what is worth reading.
 fn listed() -> u64 {
-    !Lrs::free() & ((1 << Lrs::count()) - 1)
+    !Lrs::free() & implemented()
+}
+
+/// The implemented list registers, bit n for register n.
+fn implemented() -> u64 {
+    (1 << Lrs::count()) - 1
 }
 
 /// The indices of the bits set in `mask`, lowest first.
@@ -433,7 +455,7 @@ pub fn frame(sys: &System, part: &Partition, ipa: u64) -> Option<Frame> {
 /// A trapped access by `vcpu` to the emulated distributor or a
 /// redistributor.
 pub fn mmio(me: &PerCpu, part: &Partition, vcpu: usize, frame: Frame, size: u8, value: Option<u64>) -> u64 {
-    let mut effects: heapless::Vec<Effect, 64> = heapless::Vec::new();
+    let mut effects: heapless::Vec<Effect, MAX_EFFECTS> = heapless::Vec::new();
     let line = |vcpu, intid| line_asserted(me, part, vcpu, intid);
     let result = {
         let mut gic = part.gic.lock();
@@ -446,51 +468,12 @@ pub fn mmio(me: &PerCpu, part: &Partition, vcpu: usize, frame: Frame, size: u8, 
             Frame::Redistributor(offset) => gic.redistributor(Access { offset, size, value }, &mut sink, &line),
         }
     };
-    let mut private = DirectChanges::default();
-    // By reference: moving the vector into its iterator copied all of its
-    // 64 entries, used or not.
+    // By reference: moving the vector into an iterator copied all its
+    // room, about 900 instructions for an access with one effect.
     for &effect in &effects {
-        match effect {
-            Effect::PrivateChanged { vcpu, intid } if part.direct() => private.add(part, vcpu, intid),
-            _ => apply(me, part, effect),
-        }
+        apply(me, part, effect);
     }
-    private.flush(part);
     result
-}
-
-/// The private interrupts of one vCPU of a direct partition that an access
-/// changed, followed on the physical GIC together (see
-/// `InterruptController::set_direct_privates`).
-#[derive(Default)]
-struct DirectChanges {
-    vcpu: usize,
-    intids: u32,
-}
-
-impl DirectChanges {
-    fn add(&mut self, part: &Partition, vcpu: usize, intid: u32) {
-        if self.intids != 0 && vcpu != self.vcpu {
-            self.flush(part);
-        }
-        self.vcpu = vcpu;
-        self.intids |= 1 << (intid % 32);
-    }
-
-    fn flush(&mut self, part: &Partition) {
-        let intids = core::mem::take(&mut self.intids);
-        let Some(target) = part.vcpus.get(self.vcpu).filter(|_| intids != 0) else { return };
-        let mut changes: heapless::Vec<DirectPrivate, 32> = heapless::Vec::new();
-        {
-            let gic = part.gic.lock();
-            for intid in (0..32).filter(|n| intids & 1 << n != 0) {
-                if let Some(c) = gic.config(self.vcpu, intid) {
-                    let _ = changes.push(DirectPrivate { intid, enabled: c.enabled, priority: c.priority });
-                }
-            }
-        }
-        Gic::set_direct_privates(target.home, &changes);
-    }
 }
 
 /// Whether the physical line behind a partition's interrupt is asserted:
@@ -519,39 +502,50 @@ fn apply(me: &PerCpu, part: &Partition, effect: Effect) {
     match effect {
         Effect::Denied { intid } => {
             if part.denied_reports.fetch_add(1, Ordering::Relaxed) < DENIED_REPORTS {
-                log!("partition {} wrote to interrupt {intid}, which it does not own: ignored", part.name());
+                console::pieces()
+                    .text("partition ")
+                    .text(part.name())
+                    .text(" wrote to interrupt ")
+                    .decimal(u64::from(intid))
+                    .text(", which it does not own: ignored")
+                    .end();
             }
             trace::record(Kind::Health, 0xff, 0xff, intid);
         }
         // A direct partition's SGI pended through its redistributor.
-        Effect::Pend { vcpu, intid } if part.direct() => {
+        Effect::Pend { vcpu, intid, .. } if part.direct() => {
             if let Some(target) = part.vcpus.get(vcpu) {
                 Gic::send_direct_sgi(intid, target.home);
             }
         }
-        Effect::PrivateChanged { .. } => {}
-        Effect::Pend { vcpu, intid } => {
+        Effect::PrivateEnable { vcpu, mask, enabled } if part.direct() => {
             if let Some(target) = part.vcpus.get(vcpu) {
-                let priority = part.gic.lock().config(vcpu, intid).map_or(0xa0, |c| c.priority);
+                Gic::set_direct_enables(target.home, mask, enabled);
+            }
+        }
+        Effect::PrivatePriority { vcpu, intid, priority } if part.direct() => {
+            if let Some(target) = part.vcpus.get(vcpu) {
+                Gic::set_direct_priority(intid, target.home, priority);
+            }
+        }
+        Effect::PrivateEnable { .. } | Effect::PrivatePriority { .. } => {}
+        Effect::Pend { vcpu, intid, priority } => {
+            if let Some(target) = part.vcpus.get(vcpu) {
                 queue(target, Virq { intid, priority, hw: false });
             }
         }
         // Only a software pending state: a HW entry stands for a physical
         // interrupt that stays active until the guest completes it.
-        Effect::Unpend { vcpu, intid } => {
-            // A guest clears every pending bit at boot, 32 to a write: the
-            // queue is locked only when it holds something.
-            if let Some(target) = part.vcpus.get(vcpu).filter(|target| target.has_queued()) {
-                let mut queue = target.queue.lock();
-                queue.retain(|virq| virq.intid != intid || virq.hw);
-                target.set_queued(!queue.is_empty());
+        Effect::Unpend { vcpu, first, mask } => {
+            if let Some(target) = part.vcpus.get(vcpu) {
+                let named = |intid: u32| intid.wrapping_sub(first) < 32 && mask >> (intid - first) & 1 != 0;
+                target.queue.lock().retain(|virq| virq.hw || !named(virq.intid));
             }
         }
-        // A doorbell or a signal is purely virtual: its physical namesake
-        // stays untouched.
-        Effect::SpiEnable { intid, .. } | Effect::SpiRoute { intid, .. } if part.virtual_spis.contains(&intid) => {}
-        Effect::SpiEnable { intid, enabled } => Gic::enable_spi(intid, enabled),
-        Effect::SpiPending { intid, pending } => Gic::set_spi_pending(intid, pending),
+        // The distributor names only passthrough SPIs here: a doorbell's or
+        // a signal's physical namesake stays untouched.
+        Effect::SpiEnable { first, mask, enabled } => Gic::enable_spis(first, mask, enabled),
+        Effect::SpiPending { first, mask, pending } => Gic::set_spis_pending(first, mask, pending),
         Effect::TimerEnabled { vcpu, intid } => {
             // Only the vCPU loaded here has its timer PPIs on this pCPU.
             let running = me.current_vcpu();

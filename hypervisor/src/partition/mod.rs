@@ -151,6 +151,9 @@ pub struct Vcpu {
     /// queue is non-empty without taking its lock on every guest entry.
     pub queue: Mutex<Queue>,
     queued: AtomicBool,
+    /// Its last refill found no list register to take what stays queued,
+    /// and nothing has been queued since (`vgic::flush`).
+    stuck: AtomicBool,
     /// With tracing on: the list registers as Partita last saw them, so a
     /// trap can tell which interrupts the guest completed meanwhile.
     pub seen_lrs: Mutex<[u64; MAX_LRS]>,
@@ -341,8 +344,21 @@ impl Vcpu {
         self.queued.load(Ordering::SeqCst)
     }
 
+    /// Also says something new is queued, worth a refill even if the last
+    /// found no room.
     pub fn set_queued(&self, queued: bool) {
         self.queued.store(queued, Ordering::SeqCst);
+        if queued {
+            self.stuck.store(false, Ordering::SeqCst);
+        }
+    }
+
+    pub fn is_stuck(&self) -> bool {
+        self.stuck.load(Ordering::SeqCst)
+    }
+
+    pub fn set_stuck(&self, stuck: bool) {
+        self.stuck.store(stuck, Ordering::SeqCst);
     }
 
     pub fn is_on_cpu(&self) -> bool {
@@ -556,6 +572,7 @@ fn new_vcpu(partition: usize, index: usize, home: usize, migrate_to: Vec<usize>)
         wake_deadline: AtomicU64::new(NO_DEADLINE),
         queue: Mutex::new(Queue::new()),
         queued: AtomicBool::new(false),
+        stuck: AtomicBool::new(false),
         seen_lrs: Mutex::new([0; MAX_LRS]),
         context: ContextLock::new(Context {
             regs: Regs::default(),

@@ -4,7 +4,7 @@
 mod host_fixtures;
 
 use host_fixtures::scratch;
-use partita::run::{pump, CUT_SHORT, supervise, Console, Ending, Painter, RunOptions, Source, Splitter};
+use partita::run::{pump, supervise, Console, Ending, Painter, RunOptions, Source, Splitter, CUT_SHORT};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -212,8 +212,8 @@ impl InterruptController for GicV2 {
         write32(&GICD, word, mask);
     }
 
-    fn enable_spi(intid: u32, enable: bool) {
-        let (word, mask) = bit(if enable { GICD_ISENABLER } else { GICD_ICENABLER }, intid);
+    fn enable_spis(first: u32, mask: u32, enable: bool) {
+        let (word, _) = bit(if enable { GICD_ISENABLER } else { GICD_ICENABLER }, first);
         write32(&GICD, word, mask);
     }
 
@@ -222,8 +222,8 @@ impl InterruptController for GicV2 {
         read32(&GICD, word) & mask != 0
     }
 
-    fn set_spi_pending(intid: u32, pending: bool) {
-        let (word, mask) = bit(if pending { GICD_ISPENDR } else { GICD_ICPENDR }, intid);
+    fn set_spis_pending(first: u32, mask: u32, pending: bool) {
+        let (word, _) = bit(if pending { GICD_ISPENDR } else { GICD_ICPENDR }, first);
         write32(&GICD, word, mask);
     }
 
@@ -241,7 +241,10 @@ impl InterruptController for GicV2 {
     fn make_direct(_cpu: usize) {
         no_direct()
     }
-    fn set_direct_privates(_cpu: usize, _changes: &[super::DirectPrivate]) {
+    fn set_direct_enables(_cpu: usize, _mask: u32, _enabled: bool) {
+        no_direct()
+    }
+    fn set_direct_priority(_intid: u32, _cpu: usize, _priority: u8) {
         no_direct()
     }
     fn send_direct_sgi(_intid: u32, _cpu: usize) {

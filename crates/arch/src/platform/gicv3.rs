@@ -40,6 +40,10 @@ const DIRECT_GUEST_FLOOR: u8 = 0x80;
 /// Partita's private interrupts on a direct-delivery core; the guest owns
 /// the others.
 const DIRECT_OWN: [u32; 3] = [KICK_SGI, HYP_TIMER_INTID, MAINTENANCE_INTID];
+const DIRECT_OWN_MASK: u32 = 1 << KICK_SGI | 1 << HYP_TIMER_INTID | 1 << MAINTENANCE_INTID;
+/// GICD_ISENABLER<n> and GICD_ICENABLER<n>.
+const GICD_ISENABLER: u64 = 0x100;
+const GICD_ICENABLER: u64 = 0x180;
 
 /// The driver holds raw MMIO pointers; one lock serialises all users.
 struct Shared(Driver<'static>);
@@ -154,7 +158,7 @@ impl InterruptController for GicV3 {
     /// GICR_ISACTIVER0 of this CPU's redistributor: a write sets only the
     /// bits written, so no lock is needed against the driver.
     fn activate_private(intid: u32) {
-        let frame = GICR_BASE.load(Ordering::Relaxed) + crate::cpu::index() as u64 * GICR_STRIDE + GICR_SGI_FRAME;
+        let frame = redistributor_sgi(crate::cpu::index());
         // SAFETY: the word lies in this CPU's redistributor SGI frame, mapped
         // as device memory at EL2; setting one private interrupt's active
         // bit touches no other interrupt and no other CPU.
@@ -179,10 +183,14 @@ impl InterruptController for GicV3 {
         let _ = gic.0.enable_interrupt(intid_of(intid), Some(cpu), enable);
     }
 
-    /// Enables or disables a passthrough SPI, following its guest.
-    fn enable_spi(intid: u32, enable: bool) {
-        let mut gic = GIC.get().expect("GIC not initialised").lock();
-        let _ = gic.0.enable_interrupt(intid_of(intid), None, enable);
+    /// GICD_ISENABLER<n> or GICD_ICENABLER<n>: a write changes only the
+    /// bits written, so no lock is needed against the driver.
+    fn enable_spis(first: u32, mask: u32, enable: bool) {
+        let word = pending_word(if enable { GICD_ISENABLER } else { GICD_ICENABLER }, first);
+        // SAFETY: the word lies in the distributor frame, mapped as device
+        // memory at EL2; writing ones enables or disables only the SPIs
+        // they name, which the caller's partition owns.
+        unsafe { core::ptr::write_volatile(word, mask) };
     }
 
     /// Reads the SPI's bit of GICD_ISPENDR, which for a level interrupt
@@ -196,13 +204,13 @@ impl InterruptController for GicV3 {
         bits & (1 << (intid % 32)) != 0
     }
 
-    /// Writes the SPI's bit of GICD_ISPENDR or GICD_ICPENDR.
-    fn set_spi_pending(intid: u32, pending: bool) {
-        let _gic = GIC.get().expect("GIC not initialised").lock();
-        let word = pending_word(if pending { GICD_ISPENDR } else { GICD_ICPENDR }, intid);
-        // SAFETY: as in `spi_pending`; writing one bit changes only that
-        // interrupt's pending latch.
-        unsafe { core::ptr::write_volatile(word, 1 << (intid % 32)) };
+    /// Writes the SPIs' bits of GICD_ISPENDR or GICD_ICPENDR: a write
+    /// changes only the bits written, so no lock is needed.
+    fn set_spis_pending(first: u32, mask: u32, pending: bool) {
+        let word = pending_word(if pending { GICD_ISPENDR } else { GICD_ICPENDR }, first);
+        // SAFETY: as in `spi_pending`; writing ones changes only the
+        // pending latches of the SPIs they name.
+        unsafe { core::ptr::write_volatile(word, mask) };
     }
 
     /// Routes an SPI to physical CPU `cpu`.
@@ -246,40 +254,34 @@ impl InterruptController for GicV3 {
         }
     }
 
-    fn set_direct_privates(cpu: usize, changes: &[super::DirectPrivate]) {
-        // Register writes of its own: through the driver each change cost
-        // a few hundred instructions. A priority byte each, and the enables
-        // in one write to each of the set and clear registers.
-        let frame = GICR_BASE.load(Ordering::Relaxed) + cpu as u64 * GICR_STRIDE + GICR_SGI_FRAME;
-        let (mut enable, mut disable) = (0u32, 0u32);
-        let _gic = GIC.get().expect("GIC not initialised").lock();
-        for change in changes {
-            let intid = change.intid;
-            if intid >= SPI_BASE || DIRECT_OWN.contains(&intid) {
-                continue;
-            }
-            // SAFETY: the byte lies in `cpu`'s redistributor SGI frame,
-            // mapped as device memory at EL2; the GIC lock serialises it
-            // with the driver, and `intid` is a private interrupt of the
-            // guest's (checked above), so Partita's own are untouched.
-            unsafe {
-                core::ptr::write_volatile(
-                    (frame + GICR_IPRIORITYR + u64::from(intid)) as *mut u8,
-                    guest_priority(change.priority),
-                );
-            }
-            if change.enabled {
-                enable |= 1 << intid;
-            } else {
-                disable |= 1 << intid;
-            }
+    /// GICR_ISENABLER0 or GICR_ICENABLER0 of `cpu`: one write for a
+    /// guest's whole register, and no lock, as a write changes only the
+    /// bits written.
+    fn set_direct_enables(cpu: usize, mask: u32, enabled: bool) {
+        let mask = mask & !DIRECT_OWN_MASK;
+        if mask == 0 {
+            return;
         }
-        for (register, bits) in [(GICR_ISENABLER0, enable), (GICR_ICENABLER0, disable)] {
-            if bits != 0 {
-                // SAFETY: as above; only the guest's own private bits are
-                // set in `bits`, and a zero bit changes nothing.
-                unsafe { core::ptr::write_volatile((frame + register) as *mut u32, bits) };
-            }
+        let enable = if enabled { GICR_ISENABLER0 } else { GICR_ICENABLER0 };
+        // SAFETY: the word lies in `cpu`'s redistributor SGI frame, mapped
+        // as device memory at EL2; the mask spares Partita's own
+        // interrupts, so only the guest's change.
+        unsafe { core::ptr::write_volatile((redistributor_sgi(cpu) + enable) as *mut u32, mask) };
+    }
+
+    fn set_direct_priority(intid: u32, cpu: usize, priority: u8) {
+        if intid >= SPI_BASE || DIRECT_OWN_MASK & 1 << intid != 0 {
+            return;
+        }
+        // SAFETY: the byte lies in `cpu`'s redistributor SGI frame, mapped
+        // as device memory at EL2, and is a private interrupt of the
+        // guest's (checked above), so Partita's own are untouched. A byte
+        // store changes no other interrupt's priority, so no lock is needed.
+        unsafe {
+            core::ptr::write_volatile(
+                (redistributor_sgi(cpu) + GICR_IPRIORITYR + u64::from(intid)) as *mut u8,
+                guest_priority(priority),
+            );
         }
     }
 
@@ -302,8 +304,8 @@ impl InterruptController for GicV3 {
 
     fn reset_direct() {
         let cpu = crate::cpu::index();
-        let guests = !DIRECT_OWN.iter().fold(0u32, |mask, &intid| mask | 1 << intid);
-        let frame = GICR_BASE.load(Ordering::Relaxed) + cpu as u64 * GICR_STRIDE + GICR_SGI_FRAME;
+        let guests = !DIRECT_OWN_MASK;
+        let frame = redistributor_sgi(cpu);
         let _gic = GIC.get().expect("GIC not initialised").lock();
         for bank in [GICR_ICENABLER0, GICR_ICPENDR0, GICR_ICACTIVER0] {
             // SAFETY: the word lies in this CPU's redistributor SGI frame,
@@ -343,6 +345,11 @@ fn sgi_target(mpidr: u64) -> SgiTarget {
 }
 
 /// The distributor word of the bank at `bank` that holds `intid`'s bit.
+/// The SGI frame of `cpu`'s redistributor.
+fn redistributor_sgi(cpu: usize) -> u64 {
+    GICR_BASE.load(Ordering::Relaxed) + cpu as u64 * GICR_STRIDE + GICR_SGI_FRAME
+}
+
 fn pending_word(bank: u64, intid: u32) -> *mut u32 {
     (GICD_BASE.load(Ordering::Relaxed) + bank + 4 * u64::from(intid / 32)) as *mut u32
 }

@@ -78,15 +78,6 @@ pub trait Platform {
     fn own_devices(platform: &model::Platform) -> Vec<Range>;
 }
 
-/// One private interrupt of a direct-delivery guest, as its vGIC now has
-/// it (see `InterruptController::set_direct_privates`).
-#[derive(Clone, Copy, Debug)]
-pub struct DirectPrivate {
-    pub intid: u32,
-    pub enabled: bool,
-    pub priority: u8,
-}
-
 /// The physical interrupt controller. Partita owns it; guests only see
 /// virtual interrupts. Priority drop and deactivation are separate, so a
 /// guest can deactivate a hardware interrupt it was given.
@@ -123,12 +114,21 @@ pub trait InterruptController {
     /// Enables or disables a private interrupt (SGI or PPI) of `cpu`.
     fn enable_private(intid: u32, cpu: usize, enable: bool);
     /// Enables or disables a passthrough SPI, following its guest.
-    fn enable_spi(intid: u32, enable: bool);
+    fn enable_spi(intid: u32, enable: bool) {
+        Self::enable_spis(intid & !31, 1 << (intid % 32), enable);
+    }
+    /// The same for the SPIs `mask` names in the 32 from `first` (a
+    /// multiple of 32): one register write for a guest's whole one.
+    fn enable_spis(first: u32, mask: u32, enable: bool);
     /// A passthrough SPI's pending state: its latch or its asserted line.
     fn spi_pending(intid: u32) -> bool;
     /// Sets or clears a passthrough SPI's pending latch, following its guest
     /// (a level line still asserted keeps it pending).
-    fn set_spi_pending(intid: u32, pending: bool);
+    fn set_spi_pending(intid: u32, pending: bool) {
+        Self::set_spis_pending(intid & !31, 1 << (intid % 32), pending);
+    }
+    /// The same for the SPIs `mask` names in the 32 from `first`.
+    fn set_spis_pending(first: u32, mask: u32, pending: bool);
     fn route_spi(intid: u32, cpu: usize);
     /// Sends [`KICK_SGI`] to physical CPU `cpu`.
     fn kick(cpu: usize);
@@ -143,11 +143,12 @@ pub trait InterruptController {
     /// before `cpu` starts, so no kick is ever sent in the wrong group.
     fn make_direct(cpu: usize);
     /// Follows the guest on a direct-delivery core: enables or disables
-    /// its private interrupts on `cpu`, each at its priority as the guest
-    /// ranks it, scaled below Partita's own. All the changes of one trap at
-    /// once: a guest's write to an enable or priority register changes up
-    /// to 32.
-    fn set_direct_privates(cpu: usize, changes: &[DirectPrivate]);
+    /// the private interrupts `mask` names on `cpu` (Partita's own among
+    /// them are left alone).
+    fn set_direct_enables(cpu: usize, mask: u32, enabled: bool);
+    /// The same for one private interrupt's priority, as the guest ranks
+    /// it, scaled below Partita's own.
+    fn set_direct_priority(intid: u32, cpu: usize, priority: u8);
     /// Sends the guest's SGI `intid` (group 1) to direct-delivery core `cpu`.
     fn send_direct_sgi(intid: u32, cpu: usize);
     /// The MPIDR_EL1 of physical CPU `cpu` once it has started, which a

@@ -153,6 +153,15 @@ pub enum Refill {
     WhenFewListed,
 }
 
+/// What a flush did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Flushed {
+    pub refill: Refill,
+    /// The list registers it changed, bit n for `lrs[n]`: the only ones
+    /// worth writing back.
+    pub changed: u32,
+}
+
 /// Moves the most urgent queued interrupts into the list registers. When all
 /// are taken, a pending (not active) entry of lower priority than the next
 /// queued one goes back to the queue to make room, so the guest always
@@ -160,62 +169,65 @@ pub enum Refill {
 ///
 /// Bounded: each round takes one entry out of the queue for good or stops;
 /// an eviction puts back a strictly less urgent entry than the one listed,
-/// so no entry cycles.
-pub fn flush(lrs: &mut [Lr], queue: &mut Queue) -> Refill {
+/// so no entry cycles. Each round looks at the queue's entries from the
+/// most urgent on, passing over at most one per list register (those
+/// listed and active with HW set).
+pub fn flush(lrs: &mut [Lr], queue: &mut Queue) -> Flushed {
+    let mut changed = 0;
+    let mut free = lrs.iter().enumerate().filter(|(_, lr)| lr.is_free()).fold(0u32, |m, (n, _)| m | 1 << n);
     let mut no_room = false;
     // An INTID listed already that cannot take another pending state yet
     // (an active HW entry) is passed over: it neither gets a second list
     // register nor blocks the others.
-    while let Some(next) = queue.most_urgent(|v| !blocked(lrs, v.intid)) {
-        if merge_into_existing(lrs, next) {
-            queue.remove(next.intid);
+    while let Some(at) = queue.most_urgent(|v| !blocked(lrs, v.intid)) {
+        let next = queue.get(at);
+        // An INTID already in a list register is not listed twice: a
+        // pending one stays as it is, an active one becomes pending and
+        // active.
+        if let Some(n) = listed(lrs, next.intid) {
+            if lrs[n].state() == State::Active {
+                lrs[n] = lrs[n].also_pending();
+                changed |= 1 << n;
+            }
+            queue.take(at);
             continue;
         }
-        let slot = match lrs.iter().position(|lr| lr.is_free()) {
-            Some(free) => free,
-            None => match least_urgent_pending(lrs, next.priority) {
-                Some(victim) => victim,
-                None => {
-                    no_room = true;
-                    break;
-                }
-            },
+        let slot = if free != 0 {
+            free.trailing_zeros() as usize
+        } else if let Some(victim) = least_urgent_pending(lrs, next.priority) {
+            victim
+        } else {
+            no_room = true;
+            break;
         };
-        queue.remove(next.intid);
+        queue.take(at);
         if !lrs[slot].is_free() {
             // Cannot overflow: `next` just left the queue.
             let _ = queue.push(lrs[slot].virq());
         }
         lrs[slot] = Lr::pending(next);
+        free &= !(1 << slot);
+        changed |= 1 << slot;
     }
-    if !no_room {
+    let refill = if !no_room {
         Refill::NotNeeded
     } else if lrs.iter().any(|lr| lr.state() == State::Pending) {
         Refill::WhenNonePending
     } else {
         Refill::WhenFewListed
-    }
+    };
+    Flushed { refill, changed }
 }
 
 /// The list register holding `intid`, if any.
-fn listed(lrs: &[Lr], intid: u32) -> Option<&Lr> {
-    lrs.iter().find(|lr| !lr.is_free() && lr.intid() == intid)
+fn listed(lrs: &[Lr], intid: u32) -> Option<usize> {
+    lrs.iter().position(|lr| !lr.is_free() && lr.intid() == intid)
 }
 
 /// A HW entry cannot be pending and active at once: a re-trigger of an
 /// active one waits in the queue until the guest completes it.
 fn blocked(lrs: &[Lr], intid: u32) -> bool {
-    listed(lrs, intid).is_some_and(|lr| lr.hw() && lr.state() == State::Active)
-}
-
-/// An INTID already in a list register is not listed twice: a pending one
-/// stays as it is, an active one becomes pending and active.
-fn merge_into_existing(lrs: &mut [Lr], virq: Virq) -> bool {
-    let Some(lr) = lrs.iter_mut().find(|lr| !lr.is_free() && lr.intid() == virq.intid) else { return false };
-    if lr.state() == State::Active {
-        *lr = lr.also_pending();
-    }
-    true
+    listed(lrs, intid).is_some_and(|n| lrs[n].hw() && lrs[n].state() == State::Active)
 }
 
 fn least_urgent_pending(lrs: &[Lr], than: u8) -> Option<usize> {
@@ -273,7 +285,7 @@ mod tests {
             q.push(virq(intid, priority)).unwrap();
         }
         let mut lrs = [Lr::default(); 4];
-        assert_eq!(flush(&mut lrs, &mut q), Refill::WhenNonePending, "two stay queued");
+        assert_eq!(flush(&mut lrs, &mut q).refill, Refill::WhenNonePending, "two stay queued");
         let mut listed: Vec<u32> = lrs.iter().map(|lr| lr.intid()).collect();
         listed.sort();
         assert_eq!(listed, [9, 10, 12, 13]);
@@ -287,13 +299,28 @@ mod tests {
         lrs[2] = Lr(Lr::pending(virq(3, 0xf0)).0 ^ (3 << 62) | (2 << 62)); // active, low priority
         lrs[3] = Lr::pending(virq(4, 0x80));
         q.push(virq(5, 0x10)).unwrap();
-        assert_eq!(flush(&mut lrs, &mut q), Refill::WhenNonePending);
+        assert_eq!(flush(&mut lrs, &mut q).refill, Refill::WhenNonePending);
         assert_eq!(lrs[1].intid(), 5, "the pending 0x90 entry made room");
         assert_eq!(lrs[2].intid(), 3, "an active entry is never evicted");
         assert_eq!(q.peek(), Some(virq(2, 0x90)));
         // Nothing less urgent than the queued entry is pending now: it waits.
-        assert_eq!(flush(&mut lrs, &mut q), Refill::WhenNonePending);
+        assert_eq!(flush(&mut lrs, &mut q).refill, Refill::WhenNonePending);
         assert_eq!(q.len(), 1);
+    }
+
+    #[test]
+    fn only_the_list_registers_changed_are_named() {
+        let mut q = Queue::new();
+        let mut lrs = [Lr::pending(virq(1, 0x40)), Lr(0), Lr::pending(virq(2, 0x90)), Lr(0)];
+        q.push(virq(3, 0x50)).unwrap();
+        assert_eq!(flush(&mut lrs, &mut q), Flushed { refill: Refill::NotNeeded, changed: 0b10 });
+        q.push(virq(4, 0x50)).unwrap();
+        q.push(virq(5, 0x10)).unwrap();
+        let flushed = flush(&mut lrs, &mut q);
+        assert_eq!(flushed, Flushed { refill: Refill::WhenNonePending, changed: 0b1100 }, "one free, one evicted");
+        assert_eq!((lrs[2].intid(), lrs[3].intid()), (4, 5));
+        assert_eq!(q.peek(), Some(virq(2, 0x90)));
+        assert_eq!(flush(&mut lrs, &mut q).changed, 0, "nothing to do: nothing to write");
     }
 
     #[test]
@@ -303,7 +330,7 @@ mod tests {
         let mut q = Queue::new();
         q.push(virq(1, 0x40)).unwrap();
         q.push(virq(2, 0x40)).unwrap();
-        assert_eq!(flush(&mut lrs, &mut q), Refill::NotNeeded);
+        assert_eq!(flush(&mut lrs, &mut q).refill, Refill::NotNeeded);
         assert_eq!(lrs[0].state(), State::PendingActive);
         assert_eq!(lrs[1].state(), State::Pending);
     }
@@ -315,7 +342,7 @@ mod tests {
         let mut q = Queue::new();
         q.push(hw).unwrap();
         q.push(virq(30, 0xc0)).unwrap();
-        assert_eq!(flush(&mut lrs, &mut q), Refill::NotNeeded, "the re-trigger waits for its own entry");
+        assert_eq!(flush(&mut lrs, &mut q).refill, Refill::NotNeeded, "the re-trigger waits for its own entry");
         assert_eq!(lrs[1].intid(), 30, "and does not block a less urgent one");
         assert_eq!(q.peek(), Some(hw));
     }
@@ -326,7 +353,7 @@ mod tests {
         let mut lrs = [active(1), active(2)];
         let mut q = Queue::new();
         q.push(virq(3, 0x80)).unwrap();
-        assert_eq!(flush(&mut lrs, &mut q), Refill::WhenFewListed);
+        assert_eq!(flush(&mut lrs, &mut q).refill, Refill::WhenFewListed);
         assert_eq!(q.len(), 1);
     }
 }

@@ -4,6 +4,8 @@
 //! Written here rather than taken from a crate: no published crate manages
 //! GICv3 list registers or emulates a distributor for a guest.
 //!
+//! - [`bank`]: 32 interrupts' configuration in words, as the
+//!   distributor's registers lay it out, and what a write to each does;
 //! - [`queue`]: a vCPU's pending interrupts that are not in a list register
 //!   yet, highest priority first;
 //! - [`lr`]: list-register encoding and the flush that fills them from the
@@ -15,6 +17,7 @@
 //!   GICv2 distributor's view of them, and [`lr::gicv2`] GICv2's list
 //!   register layout.
 
+pub mod bank;
 pub mod direct;
 pub mod lr;
 pub mod queue;

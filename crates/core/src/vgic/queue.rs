@@ -4,55 +4,124 @@ use super::Virq;
 
 /// Enough for every private INTID plus the SPIs one partition may own.
 pub const CAPACITY: usize = 96;
+/// INTIDs the membership bitmap covers: SGIs, PPIs and every SPI.
+const INTIDS: usize = 1024;
 
-/// At most one entry per INTID; taking the highest priority is a scan of at
-/// most [`CAPACITY`] entries, so every path through it is bounded.
-#[derive(Clone, Debug, Default)]
+/// At most one entry per INTID, kept in order of urgency with the most
+/// urgent last: a refill takes entries from the end, usually the very
+/// last, rather than scanning them all for the next one, which under a
+/// full queue was most of a maintenance interrupt's time at EL2. Every
+/// path through it is bounded by [`CAPACITY`].
+#[derive(Clone, Debug)]
 pub struct Queue {
+    /// Least urgent first: highest priority value, then highest INTID.
     entries: heapless::Vec<Virq, CAPACITY>,
+    /// Bit per INTID queued, so that asking whether one is, the common
+    /// question as an interrupt is queued, costs no scan.
+    present: [u64; INTIDS / 64],
+}
+
+impl Default for Queue {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// The queue was full: the interrupt was dropped (a health-monitor event).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Overflow(pub u32);
 
+/// The order of urgency: lowest priority value, then lowest INTID, first.
+fn urgency(virq: &Virq) -> (u8, u32) {
+    (virq.priority, virq.intid)
+}
+
 impl Queue {
     pub const fn new() -> Self {
-        Self { entries: heapless::Vec::new() }
+        Self { entries: heapless::Vec::new(), present: [0; INTIDS / 64] }
+    }
+
+    /// Whether `intid` may be queued (answers true beyond the bitmap,
+    /// where only a scan can tell).
+    fn maybe_present(&self, intid: u32) -> bool {
+        self.present.get(intid as usize / 64).is_none_or(|word| word & 1 << (intid % 64) != 0)
+    }
+
+    fn mark(&mut self, intid: u32, present: bool) {
+        if let Some(word) = self.present.get_mut(intid as usize / 64) {
+            if present {
+                *word |= 1 << (intid % 64);
+            } else {
+                *word &= !(1 << (intid % 64));
+            }
+        }
     }
 
     /// Makes `virq` pending. An INTID already waiting keeps one entry, with
     /// the newer priority.
     pub fn push(&mut self, virq: Virq) -> Result<(), Overflow> {
-        if let Some(entry) = self.entries.iter_mut().find(|e| e.intid == virq.intid) {
-            *entry = virq;
-            return Ok(());
+        if self.maybe_present(virq.intid) {
+            self.remove(virq.intid);
         }
-        self.entries.push(virq).map_err(|v| Overflow(v.intid))
+        if self.entries.is_full() {
+            return Err(Overflow(virq.intid));
+        }
+        // Among the entries less urgent than it, after the last: a search
+        // from the end, where the urgent ones are.
+        let at = self.entries.iter().rposition(|e| urgency(e) > urgency(&virq)).map_or(0, |i| i + 1);
+        // Cannot fail: not full.
+        let _ = self.entries.insert(at, virq);
+        self.mark(virq.intid, true);
+        Ok(())
     }
 
     /// The most urgent entry: lowest priority value, then lowest INTID.
     pub fn peek(&self) -> Option<Virq> {
-        self.entries.iter().copied().min_by_key(|v| (v.priority, v.intid))
+        self.entries.last().copied()
     }
 
-    /// The most urgent entry among those `eligible` accepts.
-    pub fn most_urgent(&self, eligible: impl Fn(&Virq) -> bool) -> Option<Virq> {
-        self.entries.iter().filter(|v| eligible(v)).copied().min_by_key(|v| (v.priority, v.intid))
+    /// The position of the most urgent entry among those `eligible`
+    /// accepts, for [`Queue::get`] and [`Queue::take`]: as many looks as
+    /// more urgent entries it passes over.
+    pub fn most_urgent(&self, eligible: impl Fn(&Virq) -> bool) -> Option<usize> {
+        self.entries.iter().rposition(eligible)
+    }
+
+    pub fn get(&self, position: usize) -> Virq {
+        self.entries[position]
+    }
+
+    /// Takes the entry at `position` out of the queue.
+    pub fn take(&mut self, position: usize) -> Virq {
+        let virq = self.entries.remove(position);
+        self.mark(virq.intid, false);
+        virq
     }
 
     pub fn remove(&mut self, intid: u32) -> Option<Virq> {
-        let index = self.entries.iter().position(|e| e.intid == intid)?;
-        Some(self.entries.swap_remove(index))
+        if !self.maybe_present(intid) {
+            return None;
+        }
+        let position = self.entries.iter().rposition(|e| e.intid == intid)?;
+        Some(self.take(position))
     }
 
     /// Keeps only the entries `keep` accepts.
-    pub fn retain(&mut self, keep: impl FnMut(&Virq) -> bool) {
-        self.entries.retain(keep);
+    pub fn retain(&mut self, mut keep: impl FnMut(&Virq) -> bool) {
+        let present = &mut self.present;
+        self.entries.retain(|virq| {
+            let kept = keep(virq);
+            if !kept {
+                if let Some(word) = present.get_mut(virq.intid as usize / 64) {
+                    *word &= !(1 << (virq.intid % 64));
+                }
+            }
+            kept
+        });
     }
 
     pub fn contains(&self, intid: u32) -> bool {
-        self.entries.iter().any(|e| e.intid == intid)
+        self.maybe_present(intid) && self.entries.iter().any(|e| e.intid == intid)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -65,6 +134,7 @@ impl Queue {
 
     pub fn clear(&mut self) {
         self.entries.clear();
+        self.present = [0; INTIDS / 64];
     }
 }
 
@@ -101,6 +171,24 @@ mod tests {
         }
         assert_eq!(q.push(virq(999, 0)), Err(Overflow(999)));
         assert!(q.contains(7));
+    }
+
+    #[test]
+    fn the_most_urgent_eligible_entry_is_found_from_the_end() {
+        let mut q = Queue::new();
+        for (intid, priority) in [(40, 0x80), (3, 0x10), (27, 0x10), (41, 0x80), (5, 0xf0)] {
+            q.push(virq(intid, priority)).unwrap();
+        }
+        let order: Vec<u32> = (0..q.len()).map(|i| q.get(i).intid).collect();
+        assert_eq!(order, [5, 41, 40, 27, 3], "least urgent first");
+        let at = q.most_urgent(|v| v.intid != 3).unwrap();
+        assert_eq!(q.take(at), virq(27, 0x10));
+        assert!(!q.contains(27) && q.contains(3));
+        q.push(virq(5, 0x00)).unwrap();
+        assert_eq!(q.peek(), Some(virq(5, 0x00)), "a new priority moves it");
+        assert_eq!(q.len(), 4);
+        q.clear();
+        assert!(!q.contains(5) && q.remove(5).is_none());
     }
 
     #[test]

@@ -1,8 +1,14 @@
 //! The distributor (GICD) and redistributors (GICR) a partition sees, as
 //! trapped MMIO. A partition reads and configures only the interrupts it
 //! owns: its vCPUs' SGIs and PPIs, and the SPIs of its devices. Everything
-//! else reads as zero and ignores writes, and a write that tries to change
+//! else reads as zero and ignores writes, and a write that tries to raise
 //! an interrupt it does not own is reported.
+//!
+//! The configuration is kept in [`Bank`]s of 32 interrupts, as the
+//! registers lay it out: one per vCPU for its private interrupts, one per
+//! 32 SPIs up to the highest the partition owns, so finding an interrupt's
+//! state is an index, and an access is a few operations per bank it
+//! covers.
 //!
 //! Pending and active state lives in the vCPUs' queues and list registers,
 //! not here. An interrupt backed by a physical line (a timer PPI, a
@@ -12,7 +18,10 @@
 //! are latched while disabled and delivered once enabled. ISACTIVER reads
 //! as zero, and writes become [`Effect`]s the hypervisor carries out.
 
-use super::{is_timer, DEFAULT_PRIORITY, PRIVATE, PTIMER_INTID, SPI_BASE, VTIMER_INTID};
+use super::bank::{config_of, edges_of, ones, span, Bank, WIDTH};
+use super::{DEFAULT_PRIORITY, PRIVATE, PTIMER_INTID, SPI_BASE, VTIMER_INTID};
+use crate::config::limits::MAX_VCPUS_PER_PARTITION;
+use alloc::vec;
 use alloc::vec::Vec;
 
 pub mod v2;
@@ -30,6 +39,12 @@ const CTLR_ARE: u32 = 1 << 4;
 const CTLR_DS: u32 = 1 << 6;
 const CTLR_ENABLES: u32 = 0b11;
 
+/// The most effects one access yields: an 8-byte write to ISENABLER
+/// covering a vCPU's bank and an SPI bank (GICv2), every interrupt of both
+/// latched. Per bank: one pending interrupt each (32), the report of
+/// unowned ones, the enable that follows and the two timers.
+pub const MAX_EFFECTS: usize = 2 * (WIDTH as usize + 3);
+
 /// How a guest configured one virtual interrupt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IrqConfig {
@@ -38,46 +53,43 @@ pub struct IrqConfig {
     pub group1: bool,
     /// Edge-triggered (ICFGR 0b10) rather than level.
     pub edge: bool,
-    /// Backed by a physical interrupt whose own pending state is the truth:
-    /// a level line that has dropped by the time the guest enables the
-    /// interrupt must not be delivered.
+    /// Backed by a physical interrupt (see [`Bank::hw`]).
     pub hw: bool,
-    /// Made pending while disabled (by a write to ISPENDR, or for a purely
-    /// virtual interrupt by its source): delivered once enabled.
+    /// Made pending while disabled: delivered once enabled.
     pub latched: bool,
 }
 
-impl IrqConfig {
-    const fn reset(edge: bool, hw: bool) -> Self {
-        Self { enabled: false, priority: DEFAULT_PRIORITY, group1: true, edge, hw, latched: false }
-    }
-}
-
-/// What a guest access asks the hypervisor to do.
+/// What a guest access asks the hypervisor to do. Those that concern
+/// several interrupts name a bank by its first INTID and the interrupts
+/// in it by a mask, bit n for INTID `first + n`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Effect {
-    /// The guest wrote to an interrupt it does not own (ignored).
+    /// The guest tried to enable or make pending an interrupt it does not
+    /// own, `intid` the first of an access (ignored).
     Denied { intid: u32 },
-    /// Make `intid` pending on `vcpu` (GICD_ISPENDR, GICR_ISPENDR0, or a
-    /// latched interrupt that was just enabled).
-    Pend { vcpu: usize, intid: u32 },
-    /// Withdraw a pending `intid` from `vcpu`.
-    Unpend { vcpu: usize, intid: u32 },
-    /// An SPI was enabled or disabled: its physical twin follows.
-    SpiEnable { intid: u32, enabled: bool },
-    /// An SPI now targets `vcpu`.
+    /// Make `intid` pending on `vcpu` at `priority` (GICD_ISPENDR,
+    /// GICR_ISPENDR0, or a latched interrupt that was just enabled).
+    Pend { vcpu: usize, intid: u32, priority: u8 },
+    /// Withdraw the software pending state of `mask` from `vcpu`.
+    Unpend { vcpu: usize, first: u32, mask: u32 },
+    /// Passthrough SPIs were enabled or disabled: their physical twins
+    /// follow.
+    SpiEnable { first: u32, mask: u32, enabled: bool },
+    /// A passthrough SPI now targets `vcpu`.
     SpiRoute { intid: u32, vcpu: usize },
-    /// Set or clear the pending state of a passthrough SPI's physical twin:
+    /// Set or clear the pending state of passthrough SPIs' physical twins:
     /// the physical distributor holds it until the interrupt is enabled and
     /// taken, as for any level interrupt.
-    SpiPending { intid: u32, pending: bool },
+    SpiPending { first: u32, mask: u32, pending: bool },
     /// `vcpu` enabled the interrupt of one of its timers (`intid`): if the
     /// physical PPI was masked while the virtual one was off, unmask it, so
     /// that a line still asserted fires again and a dropped one does not.
     TimerEnabled { vcpu: usize, intid: u32 },
-    /// `vcpu` changed whether its private `intid` is enabled, or its
-    /// priority: on a direct-delivery core the physical one follows.
-    PrivateChanged { vcpu: usize, intid: u32 },
+    /// `vcpu` enabled or disabled its private interrupts `mask`: on a
+    /// direct-delivery core the physical ones follow.
+    PrivateEnable { vcpu: usize, mask: u32, enabled: bool },
+    /// `vcpu` changed the priority of its private `intid`: the same.
+    PrivatePriority { vcpu: usize, intid: u32, priority: u8 },
 }
 
 /// Whether the physical line behind a virtual interrupt is asserted, for
@@ -93,14 +105,6 @@ impl<F: Fn(usize, u32) -> bool> Line for F {
     }
 }
 
-/// One SPI a partition owns.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Spi {
-    intid: u32,
-    config: IrqConfig,
-    vcpu: usize,
-}
-
 /// A guest MMIO access: `value` is the data of a write, `None` for a read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Access {
@@ -113,9 +117,10 @@ pub struct Access {
 #[derive(Clone, Debug)]
 pub struct PartitionGic {
     ctlr: u32,
-    spis: Vec<Spi>,
+    /// INTIDs 32 onwards, a bank per 32 up to the highest owned SPI's.
+    spis: Vec<Bank>,
     /// Per vCPU: its 32 private interrupts and whether it asked to sleep.
-    private: Vec<([IrqConfig; PRIVATE as usize], bool)>,
+    private: Vec<(Bank, bool)>,
 }
 
 /// Which register an offset names, and the first INTID it covers.
@@ -134,12 +139,6 @@ enum Field {
 }
 
 impl Field {
-    /// A write changes only the INTIDs whose bits are ones (the set and
-    /// clear registers).
-    const fn acts_on_ones(self) -> bool {
-        matches!(self, Field::SetEnable | Field::ClearEnable | Field::SetPending | Field::ClearPending | Field::Active)
-    }
-
     const fn bits(self) -> u32 {
         match self {
             Field::Priority => 8,
@@ -147,27 +146,6 @@ impl Field {
             _ => 1,
         }
     }
-}
-
-/// The first `count` bits of a 1-bit register's `value`.
-fn first_bits(value: u64, count: u32) -> u64 {
-    if count >= 64 {
-        value
-    } else {
-        value & ((1u64 << count) - 1)
-    }
-}
-
-/// The indices of the bits set in `bits`, lowest first.
-fn set_bits(mut bits: u64) -> impl Iterator<Item = u32> {
-    core::iter::from_fn(move || {
-        if bits == 0 {
-            return None;
-        }
-        let n = bits.trailing_zeros();
-        bits &= bits - 1;
-        Some(n)
-    })
 }
 
 /// The per-interrupt register banks, at the same offsets in GICD and in a
@@ -187,66 +165,118 @@ fn bank(offset: u64) -> Option<(Field, u32)> {
     Some((field, ((offset - base) * 8 / bits) as u32))
 }
 
+/// Which INTIDs a frame's banks reach: a GICv3 distributor's the SPIs
+/// only (with affinity routing its view of SGIs and PPIs is reserved), a
+/// redistributor's the private ones only, a GICv2 distributor's both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reach {
+    Spis,
+    Private,
+    Both,
+}
+
+impl Reach {
+    const fn covers(self, intid: u32) -> bool {
+        match self {
+            Reach::Spis => intid >= SPI_BASE,
+            Reach::Private => intid < PRIVATE,
+            Reach::Both => true,
+        }
+    }
+}
+
+/// The part of one access that falls in one bank.
+#[derive(Clone, Copy, Debug)]
+struct Chunk {
+    /// The bank's first INTID.
+    base: u32,
+    /// The first interrupt's bit in the bank, and how many it covers.
+    n: u32,
+    count: u32,
+    /// The written value, its first interrupt's field at bit 0.
+    value: Option<u64>,
+}
+
+impl Chunk {
+    fn mask(self) -> u32 {
+        span(self.n, self.count)
+    }
+
+    /// A 1-bit register's written bits, in place in the bank.
+    fn bits(self) -> u32 {
+        (self.value.unwrap_or(0) as u32) << self.n & self.mask()
+    }
+
+    /// ICFGR's written edge bits, in place in the bank.
+    fn edges(self) -> u32 {
+        let value = self.value.unwrap_or(0);
+        (edges_of(value as u32) | edges_of((value >> 32) as u32) << 16) << self.n & self.mask()
+    }
+}
+
 impl PartitionGic {
     /// `devices`: the passthrough SPIs the partition owns, each with the
     /// vCPU it targets first; `virtual_spis`: the purely virtual ones
     /// (doorbells, signals), which target vCPU 0 first.
     pub fn new(vcpus: usize, devices: &[(u32, usize)], virtual_spis: &[u32]) -> Self {
-        let mut private = [IrqConfig::reset(false, false); PRIVATE as usize];
-        for sgi in private.iter_mut().take(16) {
-            sgi.edge = true;
+        let virtuals = virtual_spis.iter().map(|&intid| (intid, 0, false));
+        // A passthrough SPI also listed as virtual stays passthrough.
+        let spis = virtuals.chain(devices.iter().map(|&(intid, vcpu)| (intid, vcpu, true)));
+        let spis: Vec<_> = spis.filter(|&(intid, ..)| intid >= SPI_BASE).collect();
+        let highest = spis.iter().map(|&(intid, ..)| intid).max().unwrap_or(SPI_BASE - 1);
+        let mut banks = vec![Bank::EMPTY; (highest / WIDTH) as usize];
+        for (intid, vcpu, hw) in spis {
+            banks[(intid / WIDTH - 1) as usize].own(intid % WIDTH, hw, vcpu as u8, DEFAULT_PRIORITY);
         }
-        for timer in [VTIMER_INTID, PTIMER_INTID] {
-            private[timer as usize].hw = true;
-        }
-        let spi = |intid, vcpu, hw| Spi { intid, config: IrqConfig::reset(false, hw), vcpu };
-        let passthrough = devices.iter().map(|&(intid, vcpu)| spi(intid, vcpu, true));
-        Self {
-            ctlr: 0,
-            spis: passthrough.chain(virtual_spis.iter().map(|&intid| spi(intid, 0, false))).collect(),
-            private: (0..vcpus).map(|_| (private, false)).collect(),
+        let private = Bank::private(1 << VTIMER_INTID | 1 << PTIMER_INTID, DEFAULT_PRIORITY);
+        Self { ctlr: 0, spis: banks, private: vec![(private, false); vcpus] }
+    }
+
+    /// The bank holding `intid` as `vcpu` sees it (private ones per vCPU,
+    /// SPIs shared), and `intid`'s bit in it.
+    fn bank(&self, vcpu: usize, intid: u32) -> Option<(&Bank, u32)> {
+        let bank =
+            if intid < PRIVATE { &self.private.get(vcpu)?.0 } else { self.spis.get((intid / WIDTH - 1) as usize)? };
+        Some((bank, intid % WIDTH))
+    }
+
+    fn bank_mut(&mut self, vcpu: usize, intid: u32) -> Option<&mut Bank> {
+        if intid < PRIVATE {
+            self.private.get_mut(vcpu).map(|(bank, _)| bank)
+        } else {
+            self.spis.get_mut((intid / WIDTH - 1) as usize)
         }
     }
 
     /// True when this partition owns SPI `intid`.
     pub fn owns_spi(&self, intid: u32) -> bool {
-        self.spis.iter().any(|s| s.intid == intid)
+        intid >= SPI_BASE && self.bank(0, intid).is_some_and(|(bank, n)| bank.owned & 1 << n != 0)
     }
 
     /// The vCPU an owned SPI targets.
     pub fn spi_target(&self, intid: u32) -> Option<usize> {
-        self.spis.iter().find(|s| s.intid == intid).map(|s| s.vcpu)
+        let (bank, n) = self.bank(0, intid).filter(|_| intid >= SPI_BASE)?;
+        (bank.owned & 1 << n != 0).then(|| usize::from(bank.target[n as usize]))
     }
 
     /// How `vcpu` sees `intid` (private ones per vCPU, SPIs shared).
-    pub fn config(&self, vcpu: usize, intid: u32) -> Option<&IrqConfig> {
-        if intid < PRIVATE {
-            self.private.get(vcpu).map(|(irqs, _)| &irqs[intid as usize])
-        } else {
-            self.spis.iter().find(|s| s.intid == intid).map(|s| &s.config)
-        }
+    pub fn config(&self, vcpu: usize, intid: u32) -> Option<IrqConfig> {
+        let (bank, n) = self.bank(vcpu, intid)?;
+        let has = |mask: u32| mask & 1 << n != 0;
+        has(bank.owned).then(|| IrqConfig {
+            enabled: has(bank.enabled),
+            priority: bank.priority[n as usize],
+            group1: has(bank.group1),
+            edge: has(bank.edge),
+            hw: has(bank.hw),
+            latched: has(bank.latched),
+        })
     }
 
-    fn config_mut(&mut self, vcpu: usize, intid: u32) -> Option<&mut IrqConfig> {
-        if intid < PRIVATE {
-            self.private.get_mut(vcpu).map(|(irqs, _)| &mut irqs[intid as usize])
-        } else {
-            self.spis.iter_mut().find(|s| s.intid == intid).map(|s| &mut s.config)
-        }
-    }
-
-    /// Decides whether an interrupt that fired is delivered now: an enabled
-    /// one returns its priority. A disabled one is not: a purely virtual
-    /// one is latched until enabled, while one backed by a physical line
-    /// is left to that line (still asserted once enabled, it fires again).
+    /// Decides whether an interrupt that fired is delivered now (see
+    /// [`Bank::fire`]).
     pub fn fire(&mut self, vcpu: usize, intid: u32) -> Option<u8> {
-        let config = self.config_mut(vcpu, intid)?;
-        if config.enabled {
-            Some(config.priority)
-        } else {
-            config.latched |= !config.hw;
-            None
-        }
+        self.bank_mut(vcpu, intid)?.fire(intid % WIDTH)
     }
 
     /// A trapped access to the distributor page. `line` says whether the
@@ -265,9 +295,7 @@ impl PartitionGic {
             (0xffe8, None) => u64::from(PIDR2_GICV3),
             (0x6000..0x8000, _) => self.irouter(access, effects),
             _ => match bank(offset) {
-                // With affinity routing, the distributor's view of SGIs and
-                // PPIs is reserved: the redistributors own them.
-                Some((field, first)) if first >= SPI_BASE => self.bank_access(0, field, first, access, effects, line),
+                Some((field, first)) => self.bank_access(0, Reach::Spis, field, first, access, effects, line),
                 _ => 0,
             },
         }
@@ -294,7 +322,7 @@ impl PartitionGic {
             }
             (0xffe8, None) => u64::from(PIDR2_GICV3),
             (SGI_BASE.., _) => match bank(local.offset) {
-                Some((field, first)) if first < PRIVATE => self.bank_access(vcpu, field, first, local, effects, line),
+                Some((field, first)) => self.bank_access(vcpu, Reach::Private, field, first, local, effects, line),
                 _ => 0,
             },
             _ => 0,
@@ -303,8 +331,7 @@ impl PartitionGic {
 
     /// ITLinesNumber covers the highest owned SPI; IDbits says 10 bits.
     fn typer(&self) -> u32 {
-        let highest = self.spis.iter().map(|s| s.intid).max().unwrap_or(SPI_BASE - 1);
-        (9 << 19) | (highest / 32)
+        (9 << 19) | self.spis.len() as u32
     }
 
     /// Affinity (Aff0 = vCPU index), processor number, and Last on the last frame.
@@ -321,14 +348,14 @@ impl PartitionGic {
         }
     }
 
-    /// Reads or writes every INTID an access to a per-interrupt bank covers.
-    /// Only the INTIDs the partition has are visited, and of a set or
-    /// clear register's write only those whose bit is set: a guest's sweep
-    /// of a 32-interrupt register (a stock kernel clears every enable and
-    /// pending bit at boot) costs what it changes, not 32 lookups.
+    /// Reads or writes every INTID an access to a per-interrupt register
+    /// covers, a bank at a time: at most two (an 8-byte access to a 1-bit
+    /// register).
+    #[allow(clippy::too_many_arguments)]
     fn bank_access(
         &mut self,
         vcpu: usize,
+        reach: Reach,
         field: Field,
         first: u32,
         access: Access,
@@ -337,138 +364,126 @@ impl PartitionGic {
     ) -> u64 {
         let bits = field.bits();
         let count = u32::from(access.size) * 8 / bits;
-        let mask = (1u64 << bits) - 1;
-        let owned = self.owned(vcpu, first, count);
         let mut result = 0;
-        let visit = match access.value {
-            Some(value) if field.acts_on_ones() => {
-                let ones = first_bits(value, count);
-                self.deny_raises(field, first, ones & !owned, effects);
-                ones & owned
+        let mut done = 0;
+        while done < count {
+            let intid = first + done;
+            let n = intid % WIDTH;
+            let here = (WIDTH - n).min(count - done);
+            let shift = done * bits;
+            if reach.covers(intid) {
+                let chunk = Chunk { base: intid - n, n, count: here, value: access.value.map(|v| v >> shift) };
+                result |= self.chunk(vcpu, field, chunk, effects, line) << shift;
             }
-            _ => owned,
-        };
-        for n in set_bits(visit) {
-            let intid = first + n;
-            let shift = n * bits;
-            match access.value {
-                None => result |= self.read_field(vcpu, field, intid, line) << shift,
-                Some(value) => self.write_field(vcpu, field, intid, (value >> shift) & mask, effects),
-            }
+            done += here;
         }
         result
     }
 
-    /// Which of the `count` INTIDs from `first` the partition has, one bit
-    /// each: all of a vCPU's private ones, and the SPIs it was given.
-    fn owned(&self, vcpu: usize, first: u32, count: u32) -> u64 {
-        let all = if count >= 64 { u64::MAX } else { (1u64 << count) - 1 };
-        if first < PRIVATE {
-            return if vcpu < self.private.len() { all } else { 0 };
-        }
-        let ids = first..first + count;
-        self.spis.iter().filter(|s| ids.contains(&s.intid)).fold(0, |owned, s| owned | 1 << (s.intid - first))
-    }
-
-    /// Only enabling or raising another's interrupt is reported: a stock
-    /// kernel's distributor set-up disables, clears, deactivates, routes
-    /// and configures every SPI that GICD_TYPER covers, and that sweep is
-    /// not an attack. Either way, nothing changes.
-    fn deny_raises(&self, field: Field, first: u32, others: u64, effects: &mut impl FnMut(Effect)) {
-        if matches!(field, Field::SetEnable | Field::SetPending) {
-            for n in set_bits(others) {
-                if first + n >= SPI_BASE {
-                    effects(Effect::Denied { intid: first + n });
-                }
+    fn chunk(
+        &mut self,
+        vcpu: usize,
+        field: Field,
+        chunk: Chunk,
+        effects: &mut impl FnMut(Effect),
+        line: &impl Line,
+    ) -> u64 {
+        let Chunk { base, n, count, value } = chunk;
+        let private = base < SPI_BASE;
+        let Some(bank) = self.bank_mut(vcpu, base) else {
+            // Past the highest owned SPI: nothing here is the partition's.
+            if let (Field::SetEnable | Field::SetPending, Some(_), false) = (field, value, private) {
+                deny(chunk.bits(), base, effects);
             }
+            return 0;
+        };
+        let mask = chunk.mask();
+        if value.is_none() {
+            let owned = bank.owned & mask;
+            return match field {
+                Field::Group => u64::from((bank.group1 & owned) >> n),
+                Field::SetEnable | Field::ClearEnable => u64::from((bank.enabled & owned) >> n),
+                Field::SetPending | Field::ClearPending => {
+                    let target = |b: u32| if private { vcpu } else { usize::from(bank.target[b as usize]) };
+                    u64::from(bank.pending(mask, |b| line.asserted(target(b), base + b)) >> n)
+                }
+                Field::Active => 0,
+                Field::Priority => (0..count).fold(0, |r, k| r | u64::from(bank.read_priority(n + k)) << (8 * k)),
+                Field::Config => {
+                    let edges = (bank.edge & owned) >> n;
+                    u64::from(config_of(edges)) | u64::from(config_of(edges >> 16)) << 32
+                }
+            };
         }
-    }
-
-    fn read_field(&self, vcpu: usize, field: Field, intid: u32, line: &impl Line) -> u64 {
-        let Some(c) = self.config(vcpu, intid) else { return 0 };
+        let bits = chunk.bits();
         match field {
-            Field::Group => u64::from(c.group1),
-            Field::SetEnable | Field::ClearEnable => u64::from(c.enabled),
-            Field::SetPending | Field::ClearPending => {
-                u64::from(c.latched || (c.hw && line.asserted(self.target(vcpu, intid), intid)))
-            }
-            Field::Active => 0,
-            Field::Priority => u64::from(c.priority),
-            Field::Config => {
-                if c.edge {
-                    0b10
-                } else {
-                    0
+            Field::Group => bank.write_group(bits, mask),
+            Field::SetEnable => {
+                let done = bank.set_enable(bits);
+                if !private {
+                    deny(done.denied, base, effects);
                 }
-            }
-        }
-    }
-
-    fn write_field(&mut self, vcpu: usize, field: Field, intid: u32, value: u64, effects: &mut impl FnMut(Effect)) {
-        let target = self.target(vcpu, intid);
-        // `bank_access` visits only the INTIDs the partition has.
-        let Some(c) = self.config_mut(vcpu, intid) else { return };
-        match field {
-            Field::Group => c.group1 = value != 0,
-            // Only a change has effects: a guest's clean slate at boot
-            // disables 32 interrupts that are all disabled already.
-            Field::SetEnable if value != 0 && !c.enabled => {
-                c.enabled = true;
-                if core::mem::take(&mut c.latched) {
-                    effects(Effect::Pend { vcpu: target, intid });
-                }
-                if intid >= SPI_BASE {
-                    effects(Effect::SpiEnable { intid, enabled: true });
-                } else {
-                    if is_timer(intid) {
-                        effects(Effect::TimerEnabled { vcpu, intid });
+                pend(bank, done.deliver, base, vcpu, effects);
+                if private {
+                    for timer in ones(done.enabled & bank.hw) {
+                        effects(Effect::TimerEnabled { vcpu, intid: timer });
                     }
-                    effects(Effect::PrivateChanged { vcpu, intid });
+                    if done.enabled != 0 {
+                        effects(Effect::PrivateEnable { vcpu, mask: done.enabled, enabled: true });
+                    }
+                } else if done.enabled & bank.hw != 0 {
+                    effects(Effect::SpiEnable { first: base, mask: done.enabled & bank.hw, enabled: true });
                 }
             }
-            Field::ClearEnable if value != 0 && c.enabled => {
-                c.enabled = false;
-                if intid >= SPI_BASE {
-                    effects(Effect::SpiEnable { intid, enabled: false });
-                } else {
-                    effects(Effect::PrivateChanged { vcpu, intid });
+            Field::ClearEnable => {
+                let disabled = bank.clear_enable(bits);
+                if private && disabled != 0 {
+                    effects(Effect::PrivateEnable { vcpu, mask: disabled, enabled: false });
+                } else if !private && disabled & bank.hw != 0 {
+                    effects(Effect::SpiEnable { first: base, mask: disabled & bank.hw, enabled: false });
                 }
             }
-            // A passthrough SPI's pending state is the physical one's.
-            Field::SetPending | Field::ClearPending if value != 0 && c.hw && intid >= SPI_BASE => {
-                effects(Effect::SpiPending { intid, pending: field == Field::SetPending });
+            Field::SetPending => {
+                let done = bank.set_pending(bits);
+                if !private {
+                    deny(done.denied, base, effects);
+                }
+                if done.physical != 0 {
+                    effects(Effect::SpiPending { first: base, mask: done.physical, pending: true });
+                }
+                pend(bank, done.pend, base, vcpu, effects);
             }
-            Field::SetPending if value != 0 => {
-                if c.enabled {
-                    effects(Effect::Pend { vcpu: target, intid });
-                } else {
-                    c.latched = true;
+            Field::ClearPending => {
+                let done = bank.clear_pending(bits);
+                if done.physical != 0 {
+                    effects(Effect::SpiPending { first: base, mask: done.physical, pending: false });
+                }
+                if private && done.unpend != 0 {
+                    effects(Effect::Unpend { vcpu, first: base, mask: done.unpend });
+                } else if !private {
+                    // Each SPI is in the queue of the vCPU it targets.
+                    let mut left = done.unpend;
+                    while left != 0 {
+                        let target = bank.target[left.trailing_zeros() as usize];
+                        let mask = bank.targeting(left, target);
+                        effects(Effect::Unpend { vcpu: usize::from(target), first: base, mask });
+                        left &= !mask;
+                    }
                 }
             }
-            Field::ClearPending if value != 0 => {
-                c.latched = false;
-                effects(Effect::Unpend { vcpu: target, intid });
-            }
+            Field::Active => {}
             Field::Priority => {
-                let changed = c.priority != value as u8;
-                c.priority = value as u8;
-                if changed && intid < SPI_BASE {
-                    effects(Effect::PrivateChanged { vcpu, intid });
+                let value = value.unwrap_or(0);
+                for k in 0..count {
+                    let priority = (value >> (8 * k)) as u8;
+                    if bank.write_priority(n + k, priority) && private {
+                        effects(Effect::PrivatePriority { vcpu, intid: base + n + k, priority });
+                    }
                 }
             }
-            // SGIs are always edge-triggered.
-            Field::Config if intid >= 16 => c.edge = value & 0b10 != 0,
-            _ => {}
+            Field::Config => bank.write_edges(chunk.edges(), mask),
         }
-    }
-
-    /// The vCPU an interrupt is delivered to: its own for private ones.
-    fn target(&self, vcpu: usize, intid: u32) -> usize {
-        if intid < PRIVATE {
-            vcpu
-        } else {
-            self.spi_target(intid).unwrap_or(0)
-        }
+        0
     }
 
     /// GICD_IROUTER<n>: 64-bit per SPI; Aff0 names the vCPU. "Any" routing
@@ -479,22 +494,55 @@ impl PartitionGic {
         let vcpus = self.private.len();
         // Routing another's SPI changes nothing and, like the rest of the
         // set-up sweep, is not reported.
-        let Some(spi) = self.spis.iter_mut().find(|s| s.intid == intid) else { return 0 };
+        let Some(target) = self.spi_target(intid) else { return 0 };
         match access.value {
             None if high => 0,
-            None => spi.vcpu as u64,
+            None => target as u64,
             Some(_) if high => 0,
             Some(value) => {
                 let aff0 = (value & 0xff) as usize;
                 let any = value & (1 << 31) != 0;
-                spi.vcpu = if any || value & 0xff_ffff_ff00 != 0 || aff0 >= vcpus { 0 } else { aff0 };
-                effects(Effect::SpiRoute { intid, vcpu: spi.vcpu });
+                let vcpu = if any || value & 0xff_ffff_ff00 != 0 || aff0 >= vcpus { 0 } else { aff0 };
+                self.route(intid, vcpu, effects);
                 0
             }
         }
     }
+
+    /// Makes owned SPI `intid` target `vcpu`; a passthrough one's physical
+    /// twin follows, a virtual one's namesake is not the partition's.
+    fn route(&mut self, intid: u32, vcpu: usize, effects: &mut impl FnMut(Effect)) {
+        let Some(bank) = self.bank_mut(0, intid) else { return };
+        let n = intid % WIDTH;
+        bank.target[n as usize] = vcpu as u8;
+        if bank.hw & 1 << n != 0 {
+            effects(Effect::SpiRoute { intid, vcpu });
+        }
+    }
 }
 
+/// Reports a write that tried to raise `denied` (bits of the bank at
+/// `base`): only enabling or making pending another's SPI, as a stock
+/// kernel's distributor set-up disables, clears, deactivates, routes and
+/// configures every SPI that GICD_TYPER covers, and that sweep is not an
+/// attack. One report per bank: what matters is that it tried.
+fn deny(denied: u32, base: u32, effects: &mut impl FnMut(Effect)) {
+    if denied != 0 {
+        effects(Effect::Denied { intid: base + denied.trailing_zeros() });
+    }
+}
+
+/// Makes the interrupts `mask` names in `bank` (at `base`) pending, each
+/// on the vCPU it targets: `vcpu` for a private bank.
+fn pend(bank: &Bank, mask: u32, base: u32, vcpu: usize, effects: &mut impl FnMut(Effect)) {
+    for n in ones(mask) {
+        let target = if base < SPI_BASE { vcpu } else { usize::from(bank.target[n as usize]) };
+        effects(Effect::Pend { vcpu: target, intid: base + n, priority: bank.priority[n as usize] });
+    }
+}
+
+// Targets are kept in a byte.
+const _: () = assert!(MAX_VCPUS_PER_PARTITION <= u8::MAX as usize);
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -544,7 +592,7 @@ mod tests {
     fn enabling_an_owned_spi_follows_to_the_physical_one() {
         let mut gic = PartitionGic::new(1, &[(40, 0)], &[]);
         let (_, effects) = run(&mut gic, write(0x104, 1 << 8), false);
-        assert_eq!(effects, [Effect::SpiEnable { intid: 40, enabled: true }]);
+        assert_eq!(effects, [Effect::SpiEnable { first: 32, mask: 1 << 8, enabled: true }]);
         assert_eq!(run(&mut gic, read(0x104), false).0, 1 << 8);
         assert_eq!(run(&mut gic, read(0x184), false).0, 1 << 8);
     }
@@ -576,25 +624,6 @@ mod tests {
     }
 
     #[test]
-    fn a_register_sweep_acts_on_the_owned_ones_alone() {
-        let mut gic = PartitionGic::new(1, &[(40, 0), (63, 0)], &[]);
-        let (_, effects) = run(&mut gic, write(0x104, u32::MAX.into()), false);
-        let denied = (32..64).filter(|i| ![40, 63].contains(i)).map(|intid| Effect::Denied { intid });
-        let enabled = [40, 63].map(|intid| Effect::SpiEnable { intid, enabled: true });
-        let mut expected: Vec<Effect> = denied.collect();
-        expected.extend(enabled);
-        assert_eq!(effects, expected, "every other raise reported, each owned one enabled");
-        assert_eq!(run(&mut gic, read(0x104), false).0, 1 << 8 | 1 << 31);
-        // Zeros in a set or clear register change nothing.
-        assert_eq!(run(&mut gic, write(0x184, 1 << 31), false).1, [Effect::SpiEnable { intid: 63, enabled: false }]);
-        assert_eq!(run(&mut gic, read(0x104), false).0, 1 << 8);
-        // A group write's zeros do change the owned ones.
-        run(&mut gic, write(0x084, u32::MAX.into()), false);
-        run(&mut gic, write(0x084, 1 << 8), false);
-        assert_eq!(run(&mut gic, read(0x084), false).0, 1 << 8);
-    }
-
-    #[test]
     fn priorities_by_byte_and_by_word() {
         let mut gic = PartitionGic::new(1, &[(40, 0)], &[]);
         run(&mut gic, Access { offset: 0x400 + 40, size: 1, value: Some(0x30) }, false);
@@ -610,28 +639,24 @@ mod tests {
         assert_eq!(gic.fire(1, 5), None);
         assert_eq!(run(&mut gic, read(GICR_FRAME + SGI_BASE + 0x200), true).0, 1 << 5);
         let (_, effects) = run(&mut gic, write(GICR_FRAME + SGI_BASE + 0x100, 1 << 5), true);
-        assert_eq!(effects, [Effect::Pend { vcpu: 1, intid: 5 }, Effect::PrivateChanged { vcpu: 1, intid: 5 }]);
+        let pend = Effect::Pend { vcpu: 1, intid: 5, priority: DEFAULT_PRIORITY };
+        assert_eq!(effects, [pend, Effect::PrivateEnable { vcpu: 1, mask: 1 << 5, enabled: true }]);
         assert_eq!(gic.fire(1, 5), Some(DEFAULT_PRIORITY));
         assert_eq!(gic.fire(0, 5), None, "vCPU 0's SGI is its own");
         // A doorbell rung while disabled, as well.
         assert_eq!(gic.fire(0, 48), None);
         assert_eq!(run(&mut gic, read(0x204), false).0, 1 << 16);
-        assert_eq!(run(&mut gic, write(0x104, 1 << 16), false).1[0], Effect::Pend { vcpu: 0, intid: 48 });
+        let pend = Effect::Pend { vcpu: 0, intid: 48, priority: DEFAULT_PRIORITY };
+        assert_eq!(run(&mut gic, write(0x104, 1 << 16), false).1, [pend], "a virtual SPI has no physical twin");
     }
 
     #[test]
     fn a_private_interrupt_s_enable_and_priority_changes_are_reported() {
         let mut gic = PartitionGic::new(2, &[(40, 0)], &[]);
         let (_, effects) = run(&mut gic, write(GICR_FRAME + SGI_BASE + 0x180, 1 << 3), true);
-        assert_eq!(effects, [], "disabling a disabled one changes nothing");
-        let (_, effects) = run(&mut gic, write(GICR_FRAME + SGI_BASE + 0x100, 1 << 3), true);
-        assert_eq!(effects, [Effect::PrivateChanged { vcpu: 1, intid: 3 }]);
-        let (_, effects) = run(&mut gic, write(GICR_FRAME + SGI_BASE + 0x100, 1 << 3), true);
-        assert_eq!(effects, [], "nor enabling an enabled one");
-        let (_, effects) = run(&mut gic, write(GICR_FRAME + SGI_BASE + 0x180, u32::MAX.into()), true);
-        assert_eq!(effects, [Effect::PrivateChanged { vcpu: 1, intid: 3 }], "a sweep reports the one it disables");
+        assert_eq!(effects, [Effect::PrivateEnable { vcpu: 1, mask: 1 << 3, enabled: false }]);
         let (_, effects) = run(&mut gic, Access { offset: SGI_BASE + 0x400 + 27, size: 1, value: Some(0x40) }, true);
-        assert_eq!(effects, [Effect::PrivateChanged { vcpu: 0, intid: 27 }]);
+        assert_eq!(effects, [Effect::PrivatePriority { vcpu: 0, intid: 27, priority: 0x40 }]);
         let (_, effects) = run(&mut gic, Access { offset: SGI_BASE + 0x400 + 27, size: 1, value: Some(0x40) }, true);
         assert_eq!(effects, [], "an unchanged priority");
         let (_, effects) = run(&mut gic, Access { offset: 0x400 + 40, size: 1, value: Some(0x40) }, false);
@@ -648,8 +673,10 @@ mod tests {
             let (pending, _) = run_with_lines(&mut gic, ispendr0, true, &[(1, timer)]);
             assert_eq!(pending, 1 << timer, "the line shows while the interrupt is disabled");
             let (_, effects) = run(&mut gic, write(GICR_FRAME + SGI_BASE + 0x100, 1 << timer), true);
-            let enabled =
-                [Effect::TimerEnabled { vcpu: 1, intid: timer }, Effect::PrivateChanged { vcpu: 1, intid: timer }];
+            let enabled = [
+                Effect::TimerEnabled { vcpu: 1, intid: timer },
+                Effect::PrivateEnable { vcpu: 1, mask: 1 << timer, enabled: true },
+            ];
             assert_eq!(effects, enabled, "no latched delivery");
             assert_eq!(gic.fire(1, timer), Some(DEFAULT_PRIORITY));
         }
@@ -657,9 +684,9 @@ mod tests {
         run(&mut gic, write(SGI_BASE + 0x200, 1 << 30), true);
         let (_, effects) = run(&mut gic, write(SGI_BASE + 0x100, 1 << 30), true);
         let enabled = [
-            Effect::Pend { vcpu: 0, intid: 30 },
+            Effect::Pend { vcpu: 0, intid: 30, priority: DEFAULT_PRIORITY },
             Effect::TimerEnabled { vcpu: 0, intid: 30 },
-            Effect::PrivateChanged { vcpu: 0, intid: 30 },
+            Effect::PrivateEnable { vcpu: 0, mask: 1 << 30, enabled: true },
         ];
         assert_eq!(effects, enabled);
     }
@@ -671,22 +698,102 @@ mod tests {
         assert_eq!(run(&mut gic, read(0x204), false).0, 0, "not latched while disabled");
         assert_eq!(run_with_lines(&mut gic, read(0x204), false, &[(1, 34)]).0, 1 << 2, "the line, at its vCPU");
         let (_, effects) = run(&mut gic, write(0x104, 1 << 2), false);
-        assert_eq!(effects, [Effect::SpiEnable { intid: 34, enabled: true }], "no latched delivery");
-        assert_eq!(run(&mut gic, write(0x204, 1 << 2), false).1, [Effect::SpiPending { intid: 34, pending: true }]);
-        assert_eq!(run(&mut gic, write(0x284, 1 << 2), false).1, [Effect::SpiPending { intid: 34, pending: false }]);
+        assert_eq!(effects, [Effect::SpiEnable { first: 32, mask: 1 << 2, enabled: true }], "no latched delivery");
+        let set = Effect::SpiPending { first: 32, mask: 1 << 2, pending: true };
+        assert_eq!(run(&mut gic, write(0x204, 1 << 2), false).1, [set]);
+        let clear = Effect::SpiPending { first: 32, mask: 1 << 2, pending: false };
+        assert_eq!(run(&mut gic, write(0x284, 1 << 2), false).1, [clear]);
     }
 
     #[test]
     fn spi_pending_goes_to_its_routed_vcpu() {
-        let mut gic = PartitionGic::new(2, &[], &[40]);
+        let mut gic = PartitionGic::new(2, &[(41, 0)], &[40]);
         let (_, effects) = run(&mut gic, write(0x6000 + 40 * 8, 1), false);
-        assert_eq!(effects, [Effect::SpiRoute { intid: 40, vcpu: 1 }]);
+        assert_eq!(effects, [], "a virtual SPI's physical namesake is not the partition's");
         run(&mut gic, write(0x104, 1 << 8), false);
         let (_, effects) = run(&mut gic, write(0x204, 1 << 8), false);
-        assert_eq!(effects, [Effect::Pend { vcpu: 1, intid: 40 }]);
+        assert_eq!(effects, [Effect::Pend { vcpu: 1, intid: 40, priority: DEFAULT_PRIORITY }]);
         assert_eq!(run(&mut gic, read(0x6000 + 40 * 8), false).0, 1);
-        let (_, effects) = run(&mut gic, write(0x6000 + 40 * 8, 1 << 31), false);
-        assert_eq!(effects, [Effect::SpiRoute { intid: 40, vcpu: 0 }]);
+        run(&mut gic, write(0x6000 + 40 * 8, 1 << 31), false);
+        assert_eq!(gic.spi_target(40), Some(0));
+        let (_, effects) = run(&mut gic, write(0x6000 + 41 * 8, 1), false);
+        assert_eq!(effects, [Effect::SpiRoute { intid: 41, vcpu: 1 }]);
+    }
+
+    #[test]
+    fn a_whole_bank_write_is_one_effect_per_bank() {
+        let mut gic = PartitionGic::new(2, &[(34, 0), (35, 1)], &[40]);
+        let all = u64::from(u32::MAX);
+        let (_, effects) = run(&mut gic, write(GICR_FRAME + SGI_BASE + 0x180, all), true);
+        assert_eq!(effects, [Effect::PrivateEnable { vcpu: 1, mask: u32::MAX, enabled: false }]);
+        let (_, effects) = run(&mut gic, write(0x184, all), false);
+        assert_eq!(effects, [Effect::SpiEnable { first: 32, mask: 0b1100, enabled: false }], "passthrough ones only");
+        let (_, effects) = run(&mut gic, write(0x104, all), false);
+        let enabled = [Effect::Denied { intid: 32 }, Effect::SpiEnable { first: 32, mask: 0b1100, enabled: true }];
+        assert_eq!(effects, enabled, "one report for the bank");
+        assert_eq!(run(&mut gic, read(0x104), false).0, 0b1100 | 1 << 8);
+    }
+
+    #[test]
+    fn clearing_pending_spis_withdraws_each_from_its_vcpu() {
+        let mut gic = PartitionGic::new(2, &[(34, 0)], &[40, 41, 42]);
+        run(&mut gic, write(0x6000 + 41 * 8, 1), false);
+        let (_, effects) = run(&mut gic, write(0x284, u64::from(u32::MAX)), false);
+        let cleared = [
+            Effect::SpiPending { first: 32, mask: 1 << 2, pending: false },
+            Effect::Unpend { vcpu: 0, first: 32, mask: 1 << 8 | 1 << 10 },
+            Effect::Unpend { vcpu: 1, first: 32, mask: 1 << 9 },
+        ];
+        assert_eq!(effects, cleared);
+        let (_, effects) = run(&mut gic, write(SGI_BASE + 0x280, 0b11), true);
+        assert_eq!(effects, [Effect::Unpend { vcpu: 0, first: 0, mask: 0b11 }]);
+    }
+
+    #[test]
+    fn configurations_are_two_bits_per_interrupt() {
+        let mut gic = PartitionGic::new(1, &[(34, 0), (63, 0)], &[]);
+        run(&mut gic, write(0xc08, 0b10 << 4), false);
+        assert!(gic.config(0, 34).unwrap().edge);
+        assert_eq!(run(&mut gic, read(0xc08), false).0, 0b10 << 4, "only the owned one");
+        run(&mut gic, write(0xc0c, u64::from(u32::MAX)), false);
+        assert_eq!(run(&mut gic, read(0xc0c), false).0, 0b10 << 30, "INTID 63");
+        assert_eq!(run(&mut gic, Access { offset: 0xc08, size: 8, value: None }, false).0, 0b10 << 62 | 0b10 << 4);
+        run(&mut gic, write(SGI_BASE + 0xc04, u64::from(u32::MAX)), true);
+        assert_eq!(run(&mut gic, read(SGI_BASE + 0xc04), true).0, 0xaaaa_aaaa, "PPIs configurable");
+        run(&mut gic, write(SGI_BASE + 0xc00, 0), true);
+        assert_eq!(run(&mut gic, read(SGI_BASE + 0xc00), true).0, 0xaaaa_aaaa, "SGIs stay edge");
+    }
+
+    #[test]
+    fn sub_word_and_double_word_accesses_cover_their_interrupts() {
+        let mut gic = PartitionGic::new(1, &[(40, 0), (70, 0)], &[]);
+        let byte = Access { offset: 0x105, size: 1, value: Some(1) };
+        assert_eq!(run(&mut gic, byte, false).1, [Effect::SpiEnable { first: 32, mask: 1 << 8, enabled: true }]);
+        let both = Access { offset: 0x104, size: 8, value: Some(1 << 38) };
+        let (_, effects) = run(&mut gic, both, false);
+        assert_eq!(effects, [Effect::SpiEnable { first: 64, mask: 1 << 6, enabled: true }]);
+        assert_eq!(run(&mut gic, Access { offset: 0x104, size: 8, value: None }, false).0, 1 << 8 | 1 << 38);
+        assert_eq!(run(&mut gic, Access { offset: 0x105, size: 1, value: None }, false).0, 1);
+        // A redistributor's 8-byte access reaches no SPI.
+        let (value, effects) = run(&mut gic, Access { offset: SGI_BASE + 0x100, size: 8, value: Some(!0) }, true);
+        assert_eq!((value, effects.len()), (0, 3), "two timers and the private enable: {effects:?}");
+        assert_eq!(run(&mut gic, Access { offset: SGI_BASE + 0x100, size: 8, value: None }, true).0, 0xffff_ffff);
+        assert!(!gic.config(0, 33).is_some_and(|c| c.enabled));
+    }
+
+    #[test]
+    fn the_worst_access_fits_the_effects_the_hypervisor_keeps() {
+        let mut gic = PartitionGic::new(1, &[], &(32..64).collect::<Vec<_>>());
+        for intid in 0..64 {
+            gic.fire(0, intid);
+        }
+        run(&mut gic, write(0x6000 + 40 * 8, 0), false);
+        let mut effects = vec![];
+        let worst = Access { offset: 0x100, size: 8, value: Some(u64::MAX) };
+        gic.distributor_v2(0, worst, &mut |e| effects.push(e), &|_: usize, _: u32| false);
+        let pends = effects.iter().filter(|e| matches!(e, Effect::Pend { .. })).count();
+        assert_eq!(pends, 62, "all latched but the timers");
+        assert!(effects.len() <= MAX_EFFECTS, "{}", effects.len());
     }
 
     #[test]

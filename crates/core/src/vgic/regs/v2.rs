@@ -5,7 +5,7 @@
 //! than a system register. The state, the ownership rules and the effects
 //! are [`PartitionGic`]'s, unchanged.
 
-use super::{bank, Access, Effect, Line, PartitionGic, CTLR_ENABLES, IIDR_ARM};
+use super::{bank, Access, Effect, Line, PartitionGic, Reach, CTLR_ENABLES, IIDR_ARM};
 use crate::vgic::PRIVATE;
 
 /// GICD_PIDR2: architecture version 2.
@@ -61,7 +61,7 @@ impl PartitionGic {
             (offset, _) if IGROUPR.contains(&offset) => 0,
             (offset, _) if ITARGETSR.contains(&offset) => self.itargetsr(vcpu, access, effects),
             (offset, _) => match bank(offset) {
-                Some((field, first)) => self.bank_access(vcpu, field, first, access, effects, line),
+                Some((field, first)) => self.bank_access(vcpu, Reach::Both, field, first, access, effects, line),
                 None => 0,
             },
         }
@@ -85,16 +85,19 @@ impl PartitionGic {
             let intid = first + n;
             let byte = access.value.map(|v| (v >> (8 * n)) as u32 & 0xff);
             let bit = if intid < PRIVATE {
-                Some(vcpu)
+                vcpu
             } else {
-                let Some(spi) = self.spis.iter_mut().find(|s| s.intid == intid) else { continue };
-                if let Some(mask) = byte.map(|b| b & ((1 << vcpus) - 1)).filter(|&m| m != 0) {
-                    spi.vcpu = mask.trailing_zeros() as usize;
-                    effects(Effect::SpiRoute { intid, vcpu: spi.vcpu });
+                let Some(target) = self.spi_target(intid) else { continue };
+                match byte.map(|b| b & ((1 << vcpus) - 1)).filter(|&m| m != 0) {
+                    Some(mask) => {
+                        let lowest = mask.trailing_zeros() as usize;
+                        self.route(intid, lowest, effects);
+                        lowest
+                    }
+                    None => target,
                 }
-                Some(spi.vcpu)
             };
-            if let Some(bit) = bit.filter(|&b| b < MAX_CPUS) {
+            if bit < MAX_CPUS {
                 result |= 1u64 << bit << (8 * n);
             }
         }
@@ -110,11 +113,8 @@ impl PartitionGic {
     fn send_sgi(&mut self, sender: usize, value: u32, effects: &mut impl FnMut(Effect)) {
         let (intid, mask) = sgir_targets(value, self.private.len(), sender);
         for target in (0..self.private.len().min(MAX_CPUS)).filter(|t| mask & (1 << t) != 0) {
-            let config = &mut self.private[target].0[intid as usize];
-            if config.enabled {
-                effects(Effect::Pend { vcpu: target, intid });
-            } else {
-                config.latched = true;
+            if let Some(priority) = self.private[target].0.fire(intid) {
+                effects(Effect::Pend { vcpu: target, intid, priority });
             }
         }
     }
@@ -180,12 +180,22 @@ mod tests {
             access(&mut gic, vcpu, 0x100, 4, Some(1 << 5));
         }
         let (_, effects) = access(&mut gic, 0, 0xf00, 4, Some(1 << 24 | 5));
-        assert_eq!(effects, [Effect::Pend { vcpu: 2, intid: 5 }], "every other: vCPU 1 has it disabled");
+        assert_eq!(
+            effects,
+            [Effect::Pend { vcpu: 2, intid: 5, priority: 0xa0 }],
+            "every other: vCPU 1 has it disabled"
+        );
         assert!(gic.config(1, 5).unwrap().latched);
         let (_, effects) = access(&mut gic, 1, 0x100, 4, Some(1 << 5));
-        assert!(effects.contains(&Effect::Pend { vcpu: 1, intid: 5 }), "delivered once enabled: {effects:?}");
+        assert!(
+            effects.contains(&Effect::Pend { vcpu: 1, intid: 5, priority: 0xa0 }),
+            "delivered once enabled: {effects:?}"
+        );
         assert_eq!(access(&mut gic, 2, 0xf00, 4, Some(0b101 << 16 | 5)).1.len(), 2, "by list");
-        assert_eq!(access(&mut gic, 2, 0xf00, 4, Some(2 << 24 | 5)).1, [Effect::Pend { vcpu: 2, intid: 5 }]);
+        assert_eq!(
+            access(&mut gic, 2, 0xf00, 4, Some(2 << 24 | 5)).1,
+            [Effect::Pend { vcpu: 2, intid: 5, priority: 0xa0 }]
+        );
     }
 
     #[test]
