@@ -22,6 +22,12 @@
  *   demo: t=S tio_done=D tio_max=E tio_mean=A tio_err=X accel_jobs=J accel_bad=B
  *         accel_wait_max_us=W accel=qam16 accel_held=H
  *
+ * and, after them, one line per job that missed its deadline since the
+ * previous report (at most LATE_KEPT a second; `dropped` counts the rest),
+ * its window in counter ticks, for the host to attribute from the trace:
+ *
+ *   demo: late job=K release=R start=S end=E dropped=D
+ *
  * `late` is how long after its release a job started, `resp` how long after
  * its release it ended; cpu_pct the share of the vCPU the four tasks used
  * over the last second; `full` the periods whose message waited because
@@ -87,6 +93,37 @@ static volatile long tio_err;
 /* Counter ticks the tasks ran, for cpu_pct. */
 static volatile uint64_t busy_control, busy_accel, busy_report;
 
+static inline void barrier(void)
+{
+	__asm__ volatile("dmb sy" ::: "memory");
+}
+
+/*
+ * The late jobs the report task has not printed yet: the control task
+ * writes entry `late_head % LATE_KEPT` then advances the head; the report
+ * task reads up to the head and advances the tail. A job finding the ring
+ * full is counted in `late_dropped` only.
+ */
+#define LATE_KEPT	16u
+static struct late_job {
+	uint64_t job, release, start, end;
+} late_jobs[LATE_KEPT];
+static volatile uint32_t late_head, late_tail;
+static volatile uint64_t late_dropped;
+
+static void keep_late(uint64_t job, uint64_t release, uint64_t start, uint64_t end)
+{
+	uint32_t head = late_head;
+
+	if (head - late_tail >= LATE_KEPT) {
+		late_dropped++;
+		return;
+	}
+	late_jobs[head % LATE_KEPT] = (struct late_job){ job, release, start, end };
+	barrier();
+	late_head = head + 1;
+}
+
 static volatile uint64_t *ring;
 static uint8_t accel_in[ACCEL_IN] __attribute__((aligned(16)));
 static uint8_t accel_out[ACCEL_OUT] __attribute__((aligned(16)));
@@ -99,11 +136,6 @@ static inline uint64_t cntv_cval(void)
 
 	__asm__ volatile("mrs %0, cntv_cval_el0" : "=r"(v));
 	return v;
-}
-
-static inline void barrier(void)
-{
-	__asm__ volatile("dmb sy" ::: "memory");
 }
 
 static uint64_t us_to_counts(uint64_t us)
@@ -205,8 +237,10 @@ static void control_main(void *arg)
 			late_max = start - release;
 		if (end > release && end - release > resp_max)
 			resp_max = end - release;
-		if (end > release + deadline)
+		if (end > release + deadline) {
 			misses++;
+			keep_late(k, release, start, end);
+		}
 		jobs = k + 1;
 	}
 }
@@ -365,6 +399,19 @@ static void report_main(void *arg)
 		put_kv(&l, "accel_held",
 		       acc.page ? *(volatile uint32_t *)(uintptr_t)(acc.page + PARTITA_ACC_STAT) & 1u : 0);
 		emit(&l);
+		while (late_tail != late_head) {
+			const struct late_job *j = &late_jobs[late_tail % LATE_KEPT];
+
+			put_str(&l, "demo: late");
+			put_kv(&l, "job", j->job);
+			put_kv(&l, "release", j->release);
+			put_kv(&l, "start", j->start);
+			put_kv(&l, "end", j->end);
+			put_kv(&l, "dropped", late_dropped);
+			barrier();
+			late_tail++;
+			emit(&l);
+		}
 		print_last = rtos_counter() - now;
 		busy_last = busy;
 		last = now;

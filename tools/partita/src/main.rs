@@ -18,6 +18,11 @@ use std::process::ExitCode;
 /// The shell's convention for "stopped by SIGINT".
 const EXIT_INTERRUPTED: u8 = 130;
 const DEMO_SECONDS: u64 = 30;
+/// The -icount shift of guest-time runs: one instruction per nanosecond,
+/// a 1 GHz core, so that the demo's work fits its deadlines as on a board
+/// (at shift 2, four cores taking turns on one host thread each get a
+/// quarter of 250 MIPS).
+const GUEST_TIME_SHIFT: &str = "0";
 const SOAK_MINUTES: u64 = 60;
 const SOAK_TRACE_EVERY: std::time::Duration = std::time::Duration::from_secs(20);
 
@@ -64,9 +69,25 @@ enum Cmd {
     /// a Gantt chart and an interrupt-latency histogram.
     Trace { out_dir: PathBuf },
     /// Boot configs/demo.toml and show every partition's console live.
+    ///
+    /// On a host with fewer cores than the configuration's pCPUs plus one,
+    /// it runs in guest time (`--icount`) unless `--wall` is given: there
+    /// QEMU's threads would wait for the host's cores, and the guests'
+    /// deadlines would measure the host.
     Demo {
+        /// Wall-clock seconds to run.
         #[arg(long, default_value_t = DEMO_SECONDS)]
         seconds: u64,
+        /// Guest time: QEMU -icount shift=SHIFT (default 0, one
+        /// instruction per nanosecond), one host thread running every
+        /// emulated core in turns; the host's load cannot make a guest late.
+        #[arg(long, value_name = "SHIFT", num_args = 0..=1, default_missing_value = GUEST_TIME_SHIFT,
+              value_parser = clap::value_parser!(u32).range(0..=10), conflicts_with = "wall")]
+        icount: Option<u32>,
+        /// The host's clock, whatever the host: every emulated core a host
+        /// thread of its own.
+        #[arg(long)]
+        wall: bool,
         /// Do not isolate the critical partition's emulated core. By
         /// default its vCPU thread gets a host core of its own and
         /// SCHED_FIFO, and QEMU's other threads the remaining cores: a
@@ -84,6 +105,11 @@ enum Cmd {
         /// Seconds instead of minutes (short soaks, tests).
         #[arg(long, conflicts_with = "minutes", value_parser = clap::value_parser!(u64).range(10..))]
         seconds: Option<u64>,
+        /// Guest time: QEMU -icount shift=SHIFT (default 0). The minutes
+        /// are the host's; the report says how much guest time they covered.
+        #[arg(long, value_name = "SHIFT", num_args = 0..=1, default_missing_value = GUEST_TIME_SHIFT,
+              value_parser = clap::value_parser!(u32).range(0..=10))]
+        icount: Option<u32>,
         /// The largest timed-output error allowed, in counter ticks; without
         /// it E is reported only (guest time is the host's wall clock).
         #[arg(long, value_name = "TICKS")]
@@ -374,10 +400,14 @@ fn execute(command: Cmd) -> Result<ExitCode> {
             println!("{}", trace::draw(&out_dir)?);
             Ok(ExitCode::SUCCESS)
         }
-        Cmd::Demo { seconds, no_isolate } => {
+        Cmd::Demo { seconds, no_isolate, icount, wall } => {
             let demo = paths::source().join("configs").join("demo.toml");
             let (config, output) = prepare(&demo)?;
-            let opts = RunOptions { seconds: Some(seconds), live: true, isolate: !no_isolate, ..RunOptions::default() };
+            let cpus = config.system.platform.cpus;
+            let icount = if wall { None } else { icount.or_else(|| guest_time_by_default(cpus)) };
+            println!("{}", summary::clock_line(icount, cpus));
+            let isolate = !no_isolate && icount.is_none();
+            let opts = RunOptions { seconds: Some(seconds), live: true, icount, isolate, ..RunOptions::default() };
             let report = run::run(&output, &config.system, &opts)?;
             // The demo leaves its trace drawn, not just recorded, and a page to open.
             let out = output.out_dir.clone();
@@ -387,15 +417,17 @@ fn execute(command: Cmd) -> Result<ExitCode> {
             let page = summary::Run {
                 title: "Partita demo",
                 seconds,
-                tio_target: None,
+                icount,
+                tio_target: icount.map(|_| GUEST_TIME_TIO_TARGET),
                 isolation: report.isolation.as_deref(),
             };
             let (path, _) = summary::write(&page, &config.system, &out, summary::SUMMARY_FILE, report.stream.as_ref())?;
             println!("summary: {}", paths::shown(&path).display());
             Ok(exit_code(report.ending))
         }
-        Cmd::Soak { minutes, seconds, tio_target, no_isolate } => {
-            soak_run(seconds.unwrap_or(minutes * 60), tio_target, !no_isolate)
+        Cmd::Soak { minutes, seconds, tio_target, no_isolate, icount } => {
+            let tio_target = tio_target.or(icount.map(|_| GUEST_TIME_TIO_TARGET));
+            soak_run(seconds.unwrap_or(minutes * 60), tio_target, !no_isolate && icount.is_none(), icount)
         }
         Cmd::Test => Ok(if testcmd::test()? { ExitCode::SUCCESS } else { ExitCode::FAILURE }),
         Cmd::Bench { what: Bench::IrqLatency { board, icount, runs, samples } } => {
@@ -576,9 +608,21 @@ fn exit_code(ending: Ending) -> ExitCode {
     }
 }
 
+/// The largest timed-output error a guest-time run allows, in counter
+/// ticks: there Partita writes each output on its tick.
+const GUEST_TIME_TIO_TARGET: u64 = 1;
+
+/// The demo runs in guest time where the host has fewer cores than the
+/// emulated ones and QEMU's main loop: there its threads would take turns
+/// on the host's cores, and the guests' clocks would count the waits.
+fn guest_time_by_default(emulated: u32) -> Option<u32> {
+    let host = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (host < emulated as usize + 1).then(|| GUEST_TIME_SHIFT.parse().expect("a shift"))
+}
+
 /// The demo's system under the name `soak` (so <out>/soak/), for `seconds`,
 /// with no live view; then the checks, printed and written to report.md.
-fn soak_run(seconds: u64, tio_target: Option<u64>, isolate: bool) -> Result<ExitCode> {
+fn soak_run(seconds: u64, tio_target: Option<u64>, isolate: bool, icount: Option<u32>) -> Result<ExitCode> {
     let demo = paths::source().join("configs").join("demo.toml");
     let mut config = checked(&demo)?;
     config.system.name = "soak".into();
@@ -587,9 +631,15 @@ fn soak_run(seconds: u64, tio_target: Option<u64>, isolate: bool) -> Result<Exit
         "soak: {seconds} s of configs/demo.toml under hackbench, logs in {}",
         paths::shown(&output.out_dir).display()
     );
+    println!("{}", summary::clock_line(icount, config.system.platform.cpus));
     // The rings hold about a minute of the RTOS's pCPU: copied every 20 s, none is lost.
-    let opts =
-        RunOptions { seconds: Some(seconds), trace_every: Some(SOAK_TRACE_EVERY), isolate, ..RunOptions::default() };
+    let opts = RunOptions {
+        seconds: Some(seconds),
+        trace_every: Some(SOAK_TRACE_EVERY),
+        isolate,
+        icount,
+        ..RunOptions::default()
+    };
     let report = run::run(&output, &config.system, &opts)?;
     if report.ending == Ending::Interrupted {
         println!("soak: interrupted, nothing checked");
@@ -599,7 +649,8 @@ fn soak_run(seconds: u64, tio_target: Option<u64>, isolate: bool) -> Result<Exit
     if out.join("trace.bin").exists() {
         trace::draw(&out)?;
     }
-    let page = summary::Run { title: "Partita soak", seconds, tio_target, isolation: report.isolation.as_deref() };
+    let page =
+        summary::Run { title: "Partita soak", seconds, icount, tio_target, isolation: report.isolation.as_deref() };
     let (path, analysis) = summary::write(&page, &config.system, &out, "report.md", report.stream.as_ref())?;
     let checks = analysis.checks(tio_target);
     for check in &checks {
@@ -608,7 +659,10 @@ fn soak_run(seconds: u64, tio_target: Option<u64>, isolate: bool) -> Result<Exit
     println!("trace: {} copies merged, {} lost event(s)", analysis.copies, analysis.lost_total());
     // Repeated here so the verdict's context shows how the host ran it.
     println!("{}", summary::host_cores(config.system.platform.cpus));
-    println!("{}", report.isolation.as_deref().unwrap_or("isolation: off (--no-isolate)"));
+    println!("{}", summary::isolation_line(report.isolation.as_deref(), icount));
+    if let Some(covered) = analysis.guest_seconds() {
+        println!("guest time: {covered:.1} s");
+    }
     println!("report: {}", paths::shown(&path).display());
     println!("{}", soak::verdict(&checks));
     Ok(if checks.iter().all(|c| c.ok) { ExitCode::SUCCESS } else { ExitCode::FAILURE })

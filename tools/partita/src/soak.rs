@@ -61,6 +61,8 @@ pub struct Analysis {
     pub copies: u32,
     /// Per partition: times Partita switched one of its vCPUs out.
     pub switched_out: Vec<u64>,
+    /// Counter ticks between the trace's first event and its last.
+    pub span_ticks: u64,
     /// Connections timed from before their device's previous connection,
     /// which answered every request made until then: a stale request time.
     pub mistimed: usize,
@@ -104,6 +106,9 @@ impl Analysis {
     fn add_trace(&mut self, partitions: &[String], trace: &Trace, system: &System) {
         self.lost_events = trace.lost.clone();
         self.counter_hz = trace.counter_hz;
+        let first = trace.cpus.iter().filter_map(|events| events.first()).map(|e| e.time).min();
+        let last = trace.cpus.iter().filter_map(|events| events.last()).map(|e| e.time).max();
+        self.span_ticks = last.zip(first).map_or(0, |(last, first)| last.saturating_sub(first));
         let costs = profile::for_board(&system.platform.board).ok().and_then(|p| p.accel);
         let bounds = device_latencies(system, costs.as_ref());
         // The analysed L_alloc(WCET) in counter ticks, rounded up.
@@ -299,6 +304,11 @@ impl Analysis {
         ticks as f64 * 1e6 / self.counter_hz as f64
     }
 
+    /// The guest time the trace covers, in seconds.
+    pub fn guest_seconds(&self) -> Option<f64> {
+        (self.counter_hz > 0 && self.span_ticks > 0).then(|| self.span_ticks as f64 / self.counter_hz as f64)
+    }
+
     pub fn lost_total(&self) -> u64 {
         self.lost_events.iter().sum()
     }
@@ -343,6 +353,7 @@ mod tests {
             copies: 0,
             switched_out: vec![1, 5],
             mistimed: 0,
+            span_ticks: 62_500_000,
         }
     }
 

@@ -42,6 +42,11 @@ pub fn parse_counters(text: &str) -> Option<Vec<(String, String)>> {
     (!pairs.is_empty()).then_some(pairs)
 }
 
+/// True for a late job's line (`demo: late ...`).
+fn is_late_line(text: &str) -> bool {
+    text.split_whitespace().take(3).any(|word| word == "late")
+}
+
 /// `text` without the ANSI control sequences (`ESC [ params letter`) it
 /// starts with.
 fn skip_escapes(mut text: &str) -> &str {
@@ -62,6 +67,24 @@ pub fn parse_hm(text: &str) -> Option<(String, String, String)> {
     Some((partition, event, after("action")?))
 }
 
+/// A job a guest reported late (`demo: late job=K release=R start=S
+/// end=E`): its window in counter ticks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LateJob {
+    pub job: u64,
+    pub release: u64,
+    pub start: u64,
+    pub end: u64,
+}
+
+impl LateJob {
+    /// A late-job line's words, if it is one.
+    fn parse(pairs: &[(String, String)]) -> Option<Self> {
+        let get = |key: &str| pairs.iter().find(|(k, _)| k == key).and_then(|(_, v)| v.parse().ok());
+        Some(Self { job: get("job")?, release: get("release")?, start: get("start")?, end: get("end")? })
+    }
+}
+
 /// The latest counters of every partition, and its health events.
 #[derive(Clone, Debug, Default)]
 pub struct Counters {
@@ -73,6 +96,8 @@ pub struct Counters {
     /// Per partition: health-monitor events, and the last (event, action).
     pub hm_events: Vec<u64>,
     pub last_hm: Vec<Option<(String, String)>>,
+    /// Per partition: the late jobs it reported, in order.
+    pub late_jobs: Vec<Vec<LateJob>>,
 }
 
 impl Counters {
@@ -84,12 +109,18 @@ impl Counters {
             lines: vec![0; n],
             hm_events: vec![0; n],
             last_hm: vec![None; n],
+            late_jobs: vec![Vec::new(); n],
         }
     }
 
     /// A line partition `index` printed; true if it was a counter line.
     pub fn guest_text(&mut self, index: usize, text: &str) -> bool {
         let Some(pairs) = parse_counters(text) else { return false };
+        if is_late_line(text) {
+            // Its keys are the job's, not counters to show.
+            self.late_jobs[index].extend(LateJob::parse(&pairs));
+            return true;
+        }
         self.values[index].extend(pairs);
         self.lines[index] += 1;
         true
@@ -267,6 +298,17 @@ mod tests {
         assert_eq!(after_prompt[1], ("received".to_string(), "64".to_string()));
         assert_eq!(parse_counters("partita-linux: demo: t=1"), None);
         assert_eq!(parse_counters("hello t=1"), None);
+    }
+
+    #[test]
+    fn late_job_lines_are_kept_apart_from_the_counters() {
+        let mut counters = Counters::new(&["rtos".to_string()]);
+        counters.guest_text(0, "demo: t=1 jobs=200 misses=1");
+        assert!(counters.guest_text(0, "demo: late job=17 release=1000 start=1200 end=9000 dropped=0"));
+        counters.guest_text(0, "demo: late job=18 release=x start=1 end=2 dropped=0");
+        assert_eq!(counters.late_jobs[0], [LateJob { job: 17, release: 1000, start: 1200, end: 9000 }]);
+        assert_eq!(counters.get(0, "job"), None, "not a counter");
+        assert_eq!(counters.number(0, "jobs"), Some(200));
     }
 
     #[test]

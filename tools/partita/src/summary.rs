@@ -15,10 +15,35 @@ pub const SUMMARY_FILE: &str = "summary.md";
 /// What the page is about: a demo of `seconds`, or a soak.
 pub struct Run<'a> {
     pub title: &'a str,
+    /// Wall-clock seconds it ran.
     pub seconds: u64,
+    /// The -icount shift of a guest-time run.
+    pub icount: Option<u32>,
     pub tio_target: Option<u64>,
     /// How the critical vCPU threads ran on the host ([`crate::isolate`]).
     pub isolation: Option<&'a str>,
+}
+
+/// One line saying how the run keeps time, for the top of its output.
+pub fn clock_line(icount: Option<u32>, emulated: u32) -> String {
+    let host = std::thread::available_parallelism().map_or(1, |n| n.get());
+    match icount {
+        Some(shift) => format!(
+            "clock: guest time (QEMU -icount shift={shift}): one host thread runs the {emulated} emulated cores in \
+             turns and the guests' clock counts their instructions, so this host's {host} core(s) and its load cannot \
+             make a guest late; `--wall` runs on the host's clock"
+        ),
+        None => format!("clock: the host's (wall-clock time), {host} host core(s) for {emulated} emulated core(s)"),
+    }
+}
+
+/// The isolation line, or why there is none.
+pub fn isolation_line(isolation: Option<&str>, icount: Option<u32>) -> String {
+    match (isolation, icount) {
+        (Some(line), _) => line.to_string(),
+        (None, Some(_)) => "isolation: off (guest time: one host thread runs every emulated core)".into(),
+        (None, None) => "isolation: off (--no-isolate)".into(),
+    }
 }
 
 /// How many host cores this process may use against the emulated ones
@@ -46,27 +71,32 @@ fn cores_line(host: usize, emulated: u32) -> String {
 pub fn markdown(run: &Run, system: &System, analysis: &Analysis, out_dir: &Path) -> String {
     let checks = analysis.checks(run.tio_target);
     let mut text = format!("# {}\n\n", run.title);
+    let time = time_text(run, analysis);
     let _ = writeln!(
         text,
-        "Configuration `{}`, {} s of wall-clock time, {} partition(s) on {} pCPU(s). {}.\n",
+        "Configuration `{}`, {time}, {} partition(s) on {} pCPU(s). {}.\n",
         system.name,
-        run.seconds,
         system.partitions.len(),
         system.platform.cpus,
         soak::verdict(&checks).replace("soak: ", "Verdict: ")
     );
     text += "## Host\n\n";
-    let _ = writeln!(text, "{}\n", host_cores(system.platform.cpus));
+    let _ = writeln!(text, "{}\n", clock_line(run.icount, system.platform.cpus));
+    if run.icount.is_none() {
+        let _ = writeln!(text, "{}\n", host_cores(system.platform.cpus));
+    }
     let _ = writeln!(
         text,
         "{}\n\nUnder QEMU an emulated core is a host thread. Isolation gives the critical partitions' vCPU \
          threads a host core of their own and SCHED_FIFO: a host thread's priority, not a separate core (QEMU's \
          big lock, the host's interrupts and memory are still shared). Without it, deadline misses and late \
-         allocations measure the host's scheduling as much as Partita's.\n",
-        run.isolation.unwrap_or("isolation: off (--no-isolate)")
+         allocations measure the host's scheduling as much as Partita's. In guest time there is one thread, and \
+         nothing to isolate.\n",
+        isolation_line(run.isolation, run.icount)
     );
     text += "## Checks\n\n";
     text += &soak::markdown(&checks);
+    text += &late_jobs(analysis);
     text += "\n## Each partition's last counters\n\n| partition | counter lines | health events | last values |\n|---|--:|--:|---|\n";
     let counters = &analysis.counters;
     for (i, name) in counters.names.iter().enumerate() {
@@ -104,6 +134,45 @@ pub fn markdown(run: &Run, system: &System, analysis: &Analysis, out_dir: &Path)
     text
 }
 
+/// How long the run went, and in which time.
+fn time_text(run: &Run, analysis: &Analysis) -> String {
+    match (run.icount, analysis.guest_seconds()) {
+        (Some(shift), covered) => format!(
+            "{} s of host time in guest time (QEMU -icount shift={shift}), covering {} of guest time",
+            run.seconds,
+            covered.map_or("an unknown length".into(), |s| format!("{s:.1} s"))
+        ),
+        (None, _) => format!("{} s of wall-clock time", run.seconds),
+    }
+}
+
+/// Every job a partition reported late, with its window: none is left out.
+fn late_jobs(analysis: &Analysis) -> String {
+    let counters = &analysis.counters;
+    if counters.late_jobs.iter().all(Vec::is_empty) {
+        return String::new();
+    }
+    let us = |ticks: u64| if analysis.counter_hz == 0 { 0.0 } else { ticks as f64 * 1e6 / analysis.counter_hz as f64 };
+    let mut text = String::from(
+        "\n## Late jobs\n\nEach job that missed its deadline, as its partition reported it (counter ticks at its \
+         release; how long after it the job started and ended).\n\n| partition | job | release (ticks) | start after (us) | end after (us) |\n|---|--:|--:|--:|--:|\n",
+    );
+    for (i, jobs) in counters.late_jobs.iter().enumerate() {
+        for job in jobs {
+            let _ = writeln!(
+                text,
+                "| {} | {} | {} | {:.1} | {:.1} |",
+                counters.names[i],
+                job.job,
+                job.release,
+                us(job.start.saturating_sub(job.release)),
+                us(job.end.saturating_sub(job.release))
+            );
+        }
+    }
+    text
+}
+
 /// Writes `summary.md` (or `name`) into `out_dir`; returns its path and the analysis.
 pub fn write(
     run: &Run,
@@ -127,5 +196,33 @@ mod tests {
     fn the_host_line_says_when_cores_are_too_few() {
         assert_eq!(cores_line(8, 4), "host: 8 core(s) for 4 emulated core(s) and QEMU's main loop");
         assert!(cores_line(2, 4).contains("fewer than 5"), "{}", cores_line(2, 4));
+    }
+
+    fn analysis_with(rtos_log: &str) -> Analysis {
+        let mut counters = crate::status::Counters::new(&["rtos".to_string()]);
+        counters.guest_log(0, rtos_log);
+        Analysis { counters, counter_hz: 62_500_000, span_ticks: 125_000_000, ..Analysis::default() }
+    }
+
+    #[test]
+    fn a_guest_time_page_says_how_much_guest_time_its_host_time_covered() {
+        let run = Run { title: "t", seconds: 60, icount: Some(0), tio_target: Some(1), isolation: None };
+        let analysis = analysis_with("demo: t=2 jobs=400 misses=0");
+        let text = time_text(&run, &analysis);
+        assert_eq!(text, "60 s of host time in guest time (QEMU -icount shift=0), covering 2.0 s of guest time");
+        assert!(isolation_line(None, Some(0)).starts_with("isolation: off (guest time"));
+        assert!(late_jobs(&analysis).is_empty());
+        let wall = Run { icount: None, ..run };
+        assert_eq!(time_text(&wall, &analysis), "60 s of wall-clock time");
+    }
+
+    #[test]
+    fn every_late_job_is_listed_with_its_window() {
+        let log = "demo: t=1 jobs=200 misses=2\n\
+                   demo: late job=7 release=1000000 start=1375000 end=1375100 dropped=0\n\
+                   demo: late job=9 release=2000000 start=2062500 end=2400000 dropped=0";
+        let text = late_jobs(&analysis_with(log));
+        assert!(text.contains("| rtos | 7 | 1000000 | 6000.0 | 6001.6 |"), "{text}");
+        assert!(text.contains("| rtos | 9 | 2000000 | 1000.0 | 6400.0 |"), "{text}");
     }
 }
