@@ -51,6 +51,7 @@ pub fn primary() -> ! {
     el2::init_cpu();
     stage2::init_cpu();
     crate::trace::init(platform.cpus as usize, table.system.hypervisor.trace_events);
+    watch_critical_pcpus(&table.system);
     crate::health::log::init(table.system.hypervisor.hm_log_entries);
     let sys = state::publish(build_system(table, data));
     log!("{} partition(s) loaded; boot heap in use: {} KiB", sys.partitions.len(), heap::used() / 1024);
@@ -65,6 +66,18 @@ pub fn primary() -> ! {
     start_plans(sys);
     start_secondaries(sys.cpus.len());
     work(sys, 0)
+}
+
+/// The pCPUs a high-criticality vCPU may run on trace their EL2 stretches,
+/// so that a late job of it can be set against Partita's share.
+fn watch_critical_pcpus(system: &partita_core::config::model::System) {
+    use partita_core::config::model::Criticality;
+    for part in system.partitions.iter().filter(|p| p.criticality == Criticality::High) {
+        let migrations = part.migrate.iter().flat_map(|m| m.to.iter());
+        for &pcpu in part.vcpus.iter().chain(migrations) {
+            crate::trace::watch_el2(pcpu as usize);
+        }
+    }
 }
 
 /// What pCPU `cpu` does from now on: run vCPUs, or be the fabric.

@@ -43,7 +43,12 @@ extern "C" fn hv_main(cpu: usize, _host_dtb: u64) -> ! {
 #[allow(unsafe_code)] // The assembly calls this symbol by name.
 #[unsafe(no_mangle)]
 extern "C" fn hv_trap(regs: &mut Regs, kind: u64) {
-    trap::handle(regs, kind)
+    // FIQs and SErrors come here without the fast path's offer.
+    if kind > partita_arch::exception::kind::IRQ {
+        trace::el2_entered();
+    }
+    trap::handle(regs, kind);
+    trace::el2_leaving();
 }
 
 /// The fast path's offer: all ones when the trap was answered, else `kind`
@@ -51,7 +56,9 @@ extern "C" fn hv_trap(regs: &mut Regs, kind: u64) {
 #[allow(unsafe_code)] // The assembly calls this symbol by name.
 #[unsafe(no_mangle)]
 extern "C" fn hv_fast(regs: &mut Regs, kind: u64) -> u64 {
+    trace::el2_entered();
     if trap::fast::handle(regs, kind) {
+        trace::el2_leaving();
         u64::MAX
     } else {
         kind

@@ -133,6 +133,10 @@ pub fn serve(sys: &System, me: &PerCpu) {
             queue.lock().record(due.at, done, spun);
         }
         trace::record_at(done, Kind::TimedIo, p, usize::from(due.values), trace_arg(due.pins, due.at, done));
+        if done > due.at + 1 {
+            let ahead = u32::try_from(due.at.saturating_sub(start)).unwrap_or(u32::MAX);
+            trace::record_at(done, Kind::TimedIoLate, p, usize::from(due.values), ahead);
+        }
         charge(me, p, part, spun, done);
     }
 }

@@ -5,7 +5,7 @@
 use crate::console::log;
 use alloc::boxed::Box;
 use alloc::vec::Vec;
-use core::sync::atomic::AtomicU64;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use partita_core::trace::{self, Event, Kind, TraceBuffer, NONE};
 use spin::Once;
 
@@ -61,4 +61,44 @@ pub fn record_cpu(kind: Kind, arg: u32) {
 
 fn id(value: usize) -> u8 {
     u8::try_from(value).unwrap_or(NONE)
+}
+
+/// Per pCPU: where its open EL2 stretch began, when it is watched
+/// ([`watch_el2`]); 0 otherwise. Only its own pCPU touches an entry, with
+/// interrupts masked.
+static EL2_SINCE: [AtomicU64; partita_arch::MAX_CPUS] = [const { AtomicU64::new(0) }; partita_arch::MAX_CPUS];
+/// Per pCPU: its EL2 stretches are traced.
+static EL2_WATCHED: [AtomicBool; partita_arch::MAX_CPUS] = [const { AtomicBool::new(false) }; partita_arch::MAX_CPUS];
+
+/// Traces `cpu`'s EL2 stretches ([`Kind::El2`]) from now on: a pCPU that
+/// runs a high-criticality vCPU, so that the host can tell Partita's share
+/// of a late job's window. A no-op with tracing off.
+pub fn watch_el2(cpu: usize) {
+    if enabled() {
+        if let Some(watched) = EL2_WATCHED.get(cpu) {
+            watched.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// This pCPU entered EL2 (a trap's handler, or a wake from WFI).
+#[inline]
+pub fn el2_entered() {
+    let cpu = partita_arch::cpu::index();
+    if EL2_WATCHED.get(cpu).is_some_and(|w| w.load(Ordering::Relaxed)) {
+        EL2_SINCE[cpu].store(partita_arch::timer::counter(), Ordering::Relaxed);
+    }
+}
+
+/// This pCPU leaves EL2 (into a guest, or into WFI): its stretch is traced.
+#[inline]
+pub fn el2_leaving() {
+    let cpu = partita_arch::cpu::index();
+    let Some(since) = EL2_SINCE.get(cpu) else { return };
+    let start = since.swap(0, Ordering::Relaxed);
+    if start != 0 {
+        let now = partita_arch::timer::counter();
+        let ticks = u32::try_from(now.saturating_sub(start)).unwrap_or(u32::MAX);
+        record_at(now, Kind::El2, usize::from(NONE), usize::from(NONE), ticks);
+    }
 }

@@ -71,6 +71,19 @@ pub enum Kind {
     /// (`crate::partition::fp`); `arg` names the vCPU whose values were
     /// saved first, as partition + 1 (bits 16..32) and vCPU index, or is 0.
     FpLoad = 16,
+    /// A stretch at EL2, traced on the pCPUs that run a high-criticality
+    /// vCPU: from the handler's first instruction to the guest's entry or
+    /// to a WFI. The event's time is the stretch's end; `arg` its length
+    /// in counter ticks (saturated). What the host attributes a late job's
+    /// window to Partita with.
+    El2 = 17,
+    /// A timed output done more than a tick after its time, stamped as its
+    /// [`Kind::TimedIo`]: `arg` is how many counter ticks before that time
+    /// its pCPU began to serve it (saturated; 0: it began late). One that
+    /// began in time and still ended late spun with interrupts masked and
+    /// nothing else to do: its pCPU did not execute meanwhile (on QEMU,
+    /// another vCPU's turn), which is not Partita's share of the error.
+    TimedIoLate = 18,
 }
 
 /// What an [`Kind::AccelStep`] event marks.
@@ -162,6 +175,8 @@ impl Kind {
             AccelStep,
             TimedIo,
             FpLoad,
+            El2,
+            TimedIoLate,
         ]
         .into_iter()
         .find(|k| *k as u8 == value)
@@ -185,6 +200,8 @@ impl Kind {
             Kind::AccelStep => "accelerator step",
             Kind::TimedIo => "timed output",
             Kind::FpLoad => "FP/SIMD load",
+            Kind::El2 => "EL2 stretch",
+            Kind::TimedIoLate => "timed output late",
         }
     }
 }

@@ -108,7 +108,9 @@ fn run_from(sys: &'static System, me: &'static PerCpu, mut next: Next) -> ! {
         }
         arm_timer(sys, me, None, false);
         residency::end();
+        trace::el2_leaving();
         cpu::wait_for_interrupt();
+        trace::el2_entered();
         residency::begin(path::LOOP);
         drain_interrupts(sys, me, None);
     }
@@ -291,6 +293,7 @@ fn switch_to(sys: &'static System, me: &'static PerCpu, part: &Partition, slot: 
     // the context: not across the steps above, some of which take its
     // partition's distributor lock, which a distributor access elsewhere
     // holds while it reads a context.
+    trace::el2_leaving();
     enter_guest(vcpu.context.lock(), |ctx| &ctx.regs)
 }
 

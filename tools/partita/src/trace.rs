@@ -338,12 +338,12 @@ fn category(kind: Kind) -> &'static str {
     match kind {
         Kind::IrqTaken | Kind::IrqInjected | Kind::IrqEoi => "irq",
         Kind::HypercallEntry | Kind::HypercallExit => "hypercall",
-        Kind::Trap | Kind::FpLoad => "trap",
+        Kind::Trap | Kind::FpLoad | Kind::El2 => "trap",
         Kind::Health => "health",
         Kind::SlotStart | Kind::Migrate => "schedule",
         Kind::VcpuIn | Kind::VcpuOut => "vcpu",
         Kind::AccelRequest | Kind::AccelConnect | Kind::AccelStep => "fabric",
-        Kind::TimedIo => "timed-io",
+        Kind::TimedIo | Kind::TimedIoLate => "timed-io",
     }
 }
 
@@ -383,6 +383,8 @@ fn instant_args(meta: &TraceMeta, event: &Event) -> Value {
                 json!({ "partition": partition_name(meta, ((arg >> 16) - 1) as u8), "vcpu": arg & 0xffff }),
             ),
         },
+        Kind::El2 => ("ticks", json!(event.arg)),
+        Kind::TimedIoLate => ("began_ahead_ticks", json!(event.arg)),
         Kind::VcpuIn | Kind::VcpuOut => ("arg", json!(event.arg)),
     };
     args.insert(key.into(), value);

@@ -22,6 +22,9 @@ pub struct Operation {
     pub values: u8,
     pub asked: u64,
     pub done: u64,
+    /// For an output done more than a tick late: how far ahead of its time
+    /// its pCPU began to serve it ([`Kind::TimedIoLate`]; 0: it began late).
+    pub began_ahead: Option<u64>,
 }
 
 impl Operation {
@@ -29,15 +32,32 @@ impl Operation {
     pub fn error(&self) -> u64 {
         self.done.abs_diff(self.asked)
     }
+
+    /// Partita's share of E: all of it, unless the output was late although
+    /// its pCPU began in time. Then it spun with interrupts masked and
+    /// nothing else to do, which on a core that executes ends within the
+    /// tick; the rest is time the pCPU did not execute (the host's, or on
+    /// QEMU's -icount another vCPU's turn).
+    pub fn partita_error(&self) -> u64 {
+        match self.began_ahead {
+            Some(ahead) if ahead > 0 => self.error().min(1),
+            _ => self.error(),
+        }
+    }
 }
 
 /// Every timed output in the trace, per pCPU in time order.
 pub fn operations(trace: &Trace) -> Vec<Operation> {
     let mut found = Vec::new();
     for (cpu, events) in trace.cpus.iter().enumerate() {
-        for event in events.iter().filter(|e| e.kind == Kind::TimedIo) {
+        for (i, event) in events.iter().enumerate().filter(|(_, e)| e.kind == Kind::TimedIo) {
             let (pins, late) = from_trace_arg(event.arg);
             let asked = event.time.saturating_add_signed(-late);
+            // Recorded right after it, with the same stamp.
+            let began_ahead = events
+                .get(i + 1)
+                .filter(|next| next.kind == Kind::TimedIoLate && next.time == event.time)
+                .map(|next| u64::from(next.arg));
             found.push(Operation {
                 cpu,
                 partition: event.partition,
@@ -45,6 +65,7 @@ pub fn operations(trace: &Trace) -> Vec<Operation> {
                 values: event.vcpu,
                 asked,
                 done: event.time,
+                began_ahead,
             });
         }
     }
@@ -58,6 +79,8 @@ pub struct Errors {
     pub count: usize,
     pub max: u64,
     pub mean: f64,
+    /// The largest of Partita's shares ([`Operation::partita_error`]).
+    pub partita_max: u64,
 }
 
 /// The errors of each partition that asked for outputs, in partition order.
@@ -68,10 +91,11 @@ pub fn errors_per_partition(operations: &[Operation]) -> Vec<Errors> {
     partitions
         .into_iter()
         .map(|partition| {
-            let errors: Vec<u64> =
-                operations.iter().filter(|o| o.partition == partition).map(Operation::error).collect();
+            let ours = || operations.iter().filter(move |o| o.partition == partition);
+            let errors: Vec<u64> = ours().map(Operation::error).collect();
             let mean = errors.iter().sum::<u64>() as f64 / errors.len() as f64;
-            Errors { partition, count: errors.len(), max: errors.iter().copied().max().unwrap_or(0), mean }
+            let partita_max = ours().map(Operation::partita_error).max().unwrap_or(0);
+            Errors { partition, count: errors.len(), max: errors.iter().copied().max().unwrap_or(0), mean, partita_max }
         })
         .collect()
 }
@@ -125,13 +149,33 @@ mod tests {
             lost: vec![0, 0],
         };
         let found = operations(&trace);
-        assert_eq!(found[2], Operation { cpu: 1, partition: 0, pins: 1, values: 1, asked: 300, done: 297 });
+        let early = Operation { cpu: 1, partition: 0, pins: 1, values: 1, asked: 300, done: 297, began_ahead: None };
+        assert_eq!(found[2], early);
         let errors = errors_per_partition(&found);
-        assert_eq!(errors[0], Errors { partition: 0, count: 2, max: 3, mean: 2.0 });
-        assert_eq!(errors[1], Errors { partition: 1, count: 1, max: 0, mean: 0.0 });
+        assert_eq!(errors[0], Errors { partition: 0, count: 2, max: 3, mean: 2.0, partita_max: 3 });
+        assert_eq!(errors[1], Errors { partition: 1, count: 1, max: 0, mean: 0.0, partita_max: 0 });
         let meta = TraceMeta { config: "t".into(), cpus: 2, partitions: vec!["rt".into(), "io".into()], plans: vec![] };
         let text = summary(&meta, &trace).unwrap();
         assert!(text.contains("rt: 2 operations, max E 3 ticks, mean E 2.00 ticks"), "{text}");
         assert!(error_svg(&meta, &found).unwrap().contains("timed-output error E (3 operations)"));
+    }
+
+    fn late(done: u64, ahead: u32) -> Event {
+        Event { time: done, kind: Kind::TimedIoLate, partition: 0, vcpu: 1, arg: ahead }
+    }
+
+    #[test]
+    fn a_late_output_begun_in_time_leaves_partita_one_tick_of_it() {
+        let trace = Trace {
+            counter_hz: 62_500_000,
+            // Begun 1,250 ticks ahead, done 60,000 late; begun 10 late, done 12 late.
+            cpus: vec![vec![output(0, 1000, 61_000), late(61_000, 1250), output(0, 90_000, 90_012), late(90_012, 0)]],
+            lost: vec![0],
+        };
+        let found = operations(&trace);
+        assert_eq!(found.len(), 2, "the late events are not outputs of their own");
+        assert_eq!((found[0].began_ahead, found[0].error(), found[0].partita_error()), (Some(1250), 60_000, 1));
+        assert_eq!((found[1].began_ahead, found[1].partita_error()), (Some(0), 12));
+        assert_eq!(errors_per_partition(&found)[0].partita_max, 12);
     }
 }
