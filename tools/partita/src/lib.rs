@@ -2,6 +2,7 @@
 //! code paths as the command line.
 
 pub mod attach;
+pub mod attribution;
 pub mod bench;
 pub mod build;
 pub mod chart;

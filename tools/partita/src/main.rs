@@ -658,7 +658,9 @@ fn soak_run(seconds: u64, tio_target: Option<u64>, isolate: bool, icount: Option
     }
     println!("trace: {} copies merged, {} lost event(s)", analysis.copies, analysis.lost_total());
     // Repeated here so the verdict's context shows how the host ran it.
-    println!("{}", summary::host_cores(config.system.platform.cpus));
+    if icount.is_none() {
+        println!("{}", summary::host_cores(config.system.platform.cpus));
+    }
     println!("{}", summary::isolation_line(report.isolation.as_deref(), icount));
     if let Some(covered) = analysis.guest_seconds() {
         println!("guest time: {covered:.1} s");

@@ -389,7 +389,16 @@ impl Copies {
             every,
             next: Instant::now() + every,
             raw,
-            stream: Stream::keeping(&[Kind::AccelConnect, Kind::TimedIo, Kind::VcpuOut]),
+            // A late job's window is set against its pCPU's EL2 stretches
+            // and the interrupts it was given.
+            stream: Stream::keeping(&[
+                Kind::AccelConnect,
+                Kind::TimedIo,
+                Kind::TimedIoLate,
+                Kind::VcpuOut,
+                Kind::El2,
+                Kind::IrqInjected,
+            ]),
         }
     }
 

@@ -146,7 +146,9 @@ fn time_text(run: &Run, analysis: &Analysis) -> String {
     }
 }
 
-/// Every job a partition reported late, with its window: none is left out.
+/// Every job a partition reported late, with its window and, where the
+/// trace allows, Partita's share of it against its bound: those over it
+/// first. None is left out.
 fn late_jobs(analysis: &Analysis) -> String {
     let counters = &analysis.counters;
     if counters.late_jobs.iter().all(Vec::is_empty) {
@@ -154,20 +156,40 @@ fn late_jobs(analysis: &Analysis) -> String {
     }
     let us = |ticks: u64| if analysis.counter_hz == 0 { 0.0 } else { ticks as f64 * 1e6 / analysis.counter_hz as f64 };
     let mut text = String::from(
-        "\n## Late jobs\n\nEach job that missed its deadline, as its partition reported it (counter ticks at its \
-         release; how long after it the job started and ended).\n\n| partition | job | release (ticks) | start after (us) | end after (us) |\n|---|--:|--:|--:|--:|\n",
+        "\n## Late jobs\n\nEach job that missed its deadline, as its partition reported it: its release in counter \
+         ticks, how long after it the job started and ended, and the time its pCPU spent at EL2 in that window \
+         against Partita's bound for it (`partita check`'s added response per release, a release latency for each \
+         interrupt delivered in the window). A job over the bound is Partita's defect.\n\n\
+         | partition | job | release (ticks) | start after (us) | end after (us) | at EL2 (us) | bound (us) | verdict |\n\
+         |---|--:|--:|--:|--:|--:|--:|---|\n",
     );
+    let row = |text: &mut String, partition: &str, job: &crate::status::LateJob, share: Option<(u64, u64)>| {
+        let (el2, bound, verdict) = match share {
+            Some((el2, bound)) => (
+                format!("{:.1}", us(el2)),
+                format!("{:.1}", us(bound)),
+                if el2 > bound { "Partita over its bound" } else { "Partita within its bound" },
+            ),
+            None => ("-".into(), "-".into(), "not attributed"),
+        };
+        let _ = writeln!(
+            text,
+            "| {partition} | {} | {} | {:.1} | {:.1} | {el2} | {bound} | {verdict} |",
+            job.job,
+            job.release,
+            us(job.start.saturating_sub(job.release)),
+            us(job.end.saturating_sub(job.release))
+        );
+    };
+    let mut attributed: Vec<_> = analysis.late.iter().collect();
+    attributed.sort_by_key(|l| !l.over_bound());
+    for late in &attributed {
+        row(&mut text, &late.partition, &late.job, Some((late.partita, late.bound)));
+    }
     for (i, jobs) in counters.late_jobs.iter().enumerate() {
-        for job in jobs {
-            let _ = writeln!(
-                text,
-                "| {} | {} | {} | {:.1} | {:.1} |",
-                counters.names[i],
-                job.job,
-                job.release,
-                us(job.start.saturating_sub(job.release)),
-                us(job.end.saturating_sub(job.release))
-            );
+        let name = &counters.names[i];
+        for job in jobs.iter().filter(|job| !analysis.late.iter().any(|l| &l.partition == name && l.job == **job)) {
+            row(&mut text, name, job, None);
         }
     }
     text
@@ -181,7 +203,7 @@ pub fn write(
     name: &str,
     stream: Option<&Stream>,
 ) -> Result<(PathBuf, Analysis)> {
-    let analysis = Analysis::of(out_dir, system, stream)?;
+    let analysis = Analysis::of(out_dir, system, stream, run.icount)?;
     let path = out_dir.join(name);
     std::fs::write(&path, markdown(run, system, &analysis, out_dir))
         .with_context(|| format!("cannot write {}", path.display()))?;
@@ -222,7 +244,14 @@ mod tests {
                    demo: late job=7 release=1000000 start=1375000 end=1375100 dropped=0\n\
                    demo: late job=9 release=2000000 start=2062500 end=2400000 dropped=0";
         let text = late_jobs(&analysis_with(log));
-        assert!(text.contains("| rtos | 7 | 1000000 | 6000.0 | 6001.6 |"), "{text}");
-        assert!(text.contains("| rtos | 9 | 2000000 | 1000.0 | 6400.0 |"), "{text}");
+        assert!(text.contains("| rtos | 7 | 1000000 | 6000.0 | 6001.6 | - | - | not attributed |"), "{text}");
+        assert!(text.contains("| rtos | 9 | 2000000 | 1000.0 | 6400.0 | - | - | not attributed |"), "{text}");
+        let mut analysis = analysis_with(log);
+        let job = analysis.counters.late_jobs[0][1];
+        analysis.late = vec![crate::attribution::Attributed { partition: "rtos".into(), job, partita: 6_250, bound: 625 }];
+        let text = late_jobs(&analysis);
+        let over = text.find("| rtos | 9 | 2000000 | 1000.0 | 6400.0 | 100.0 | 10.0 | Partita over its bound |");
+        let other = text.find("| rtos | 7 |");
+        assert!(over.is_some_and(|over| other.is_some_and(|other| over < other)), "the defect first: {text}");
     }
 }
