@@ -187,12 +187,17 @@ fn kick_for_more(out: partita_arch::sync::MutexGuard<'_, Ring>) {
 }
 
 /// Writes the next chunk of what waits, if anything: each kick this pCPU
-/// takes calls this.
+/// takes calls this. When another pCPU holds the ring it is left to it:
+/// whoever holds it kicks itself for what remains once it lets go, so
+/// nothing is stranded, and a kick here never waits on a line being
+/// written elsewhere (under QEMU's `-icount` that wait was a whole turn of
+/// every other vCPU, a millisecond, on the RTOS's pCPU).
 pub fn drain() {
     if WAITING.load(Ordering::Acquire) {
-        let mut out = OUT.lock();
-        out.write_out(CHUNK);
-        kick_for_more(out);
+        if let Some(mut out) = OUT.try_lock() {
+            out.write_out(CHUNK);
+            kick_for_more(out);
+        }
     }
 }
 

@@ -93,3 +93,38 @@ fn a_short_soak_checks_the_demo_system() {
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(report.contains("host: ") && report.contains("emulated core(s)"), "{report}");
 }
+
+/// The same system in guest time (`soak --icount`): one host thread runs
+/// the four emulated cores in turns, and the report says how much guest
+/// time the host's seconds covered. The telemetry, the accelerators' results
+/// and the health monitor hold exactly; each late job is set against the
+/// time its pCPU spent at EL2 and listed, none left unattributed; the
+/// timed outputs' error is split into Partita's share and the rest.
+#[test]
+fn a_guest_time_soak_reports_its_guest_time_and_attributes_every_late_job() {
+    let out = paths::source().join("out").join("guest-time");
+    let run = Command::new(env!("CARGO_BIN_EXE_partita"))
+        .args(["--out", out.to_str().unwrap(), "soak", "--seconds", &SECONDS.to_string(), "--icount"])
+        .output()
+        .expect("partita soak runs");
+    let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
+    let context = format!("stdout:\n{stdout}\nstderr:\n{}", String::from_utf8_lossy(&run.stderr));
+    assert!(line(&stdout, "clock: ").starts_with("clock: guest time (QEMU -icount shift=0)"), "{context}");
+    assert!(line(&stdout, "isolation: ").starts_with("isolation: off (guest time"), "{context}");
+    let guest: f64 = line(&stdout, "guest time: ")
+        .trim_start_matches("guest time: ")
+        .trim_end_matches(" s")
+        .parse()
+        .unwrap_or_else(|_| panic!("a guest time\n{context}"));
+    assert!(guest >= 2.0, "the host's {SECONDS} s covered seconds of guest time\n{context}");
+    assert!(line(&stdout, "channel messages").contains(" ok "), "{context}");
+    assert!(line(&stdout, "health-monitor events").contains(" ok "), "{context}");
+    assert!(!line(&stdout, "accelerator allocations").contains("timed from before"), "{context}");
+    let deadlines = line(&stdout, "deadline misses");
+    assert!(!deadlines.contains("not attributed"), "{context}");
+    assert!(deadlines.contains(" 0 of ") || deadlines.contains("late jobs: "), "{context}");
+    assert!(line(&stdout, "timed-I/O error").contains("Partita's share max"), "{context}");
+    assert!(stdout.lines().any(|l| l.starts_with("trace: ") && l.ends_with(" 0 lost event(s)")), "{context}");
+    let report = std::fs::read_to_string(out.join("soak").join("report.md")).expect("a report");
+    assert!(report.contains("in guest time (QEMU -icount shift=0), covering "), "{report}");
+}
