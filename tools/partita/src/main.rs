@@ -617,7 +617,7 @@ const GUEST_TIME_TIO_TARGET: u64 = 1;
 /// on the host's cores, and the guests' clocks would count the waits.
 fn guest_time_by_default(emulated: u32) -> Option<u32> {
     let host = std::thread::available_parallelism().map_or(1, |n| n.get());
-    (host < emulated as usize + 1).then(|| GUEST_TIME_SHIFT.parse().expect("a shift"))
+    summary::too_few_cores(host, emulated).then(|| GUEST_TIME_SHIFT.parse().expect("a shift"))
 }
 
 /// The demo's system under the name `soak` (so <out>/soak/), for `seconds`,

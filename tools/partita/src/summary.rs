@@ -53,10 +53,17 @@ pub fn host_cores(emulated: u32) -> String {
     cores_line(host, emulated)
 }
 
+/// True when `host` cores cannot give each of `emulated` cores and QEMU's
+/// main loop one of their own: there a run on the host's clock measures
+/// the host, and the demo keeps guest time instead.
+pub fn too_few_cores(host: usize, emulated: u32) -> bool {
+    host < emulated as usize + 1
+}
+
 fn cores_line(host: usize, emulated: u32) -> String {
     let needed = emulated as usize + 1;
     let mut line = format!("host: {host} core(s) for {emulated} emulated core(s) and QEMU's main loop");
-    if host < needed {
+    if too_few_cores(host, emulated) {
         line += &format!(
             "; fewer than {needed}, so QEMU's threads take turns on them, and every register access QEMU treats \
              as I/O (the GIC's, the timers', the counter's) waits for its big lock, which a thread waiting for a \
@@ -218,6 +225,15 @@ mod tests {
     fn the_host_line_says_when_cores_are_too_few() {
         assert_eq!(cores_line(8, 4), "host: 8 core(s) for 4 emulated core(s) and QEMU's main loop");
         assert!(cores_line(2, 4).contains("fewer than 5"), "{}", cores_line(2, 4));
+    }
+
+    #[test]
+    fn the_demo_keeps_guest_time_where_the_host_has_too_few_cores() {
+        // The demo's 4 pCPUs and QEMU's main loop want 5.
+        assert!(too_few_cores(2, 4) && too_few_cores(4, 4));
+        assert!(!too_few_cores(5, 4) && !too_few_cores(64, 4));
+        assert!(clock_line(Some(0), 4).starts_with("clock: guest time (QEMU -icount shift=0)"));
+        assert!(clock_line(None, 4).starts_with("clock: the host's (wall-clock time)"));
     }
 
     fn analysis_with(rtos_log: &str) -> Analysis {
