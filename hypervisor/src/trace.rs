@@ -69,6 +69,9 @@ fn id(value: usize) -> u8 {
 static EL2_SINCE: [AtomicU64; partita_arch::MAX_CPUS] = [const { AtomicU64::new(0) }; partita_arch::MAX_CPUS];
 /// Per pCPU: its EL2 stretches are traced.
 static EL2_WATCHED: [AtomicBool; partita_arch::MAX_CPUS] = [const { AtomicBool::new(false) }; partita_arch::MAX_CPUS];
+/// Some pCPU's are: without it, a trap pays one load and one branch at
+/// each end, not the per-pCPU lookups.
+static EL2_ANY: AtomicBool = AtomicBool::new(false);
 
 /// Traces `cpu`'s EL2 stretches ([`Kind::El2`]) from now on: a pCPU that
 /// runs a high-criticality vCPU, so that the host can tell Partita's share
@@ -77,6 +80,7 @@ pub fn watch_el2(cpu: usize) {
     if enabled() {
         if let Some(watched) = EL2_WATCHED.get(cpu) {
             watched.store(true, Ordering::Relaxed);
+            EL2_ANY.store(true, Ordering::Relaxed);
         }
     }
 }
@@ -84,6 +88,9 @@ pub fn watch_el2(cpu: usize) {
 /// This pCPU entered EL2 (a trap's handler, or a wake from WFI).
 #[inline]
 pub fn el2_entered() {
+    if !EL2_ANY.load(Ordering::Relaxed) {
+        return;
+    }
     let cpu = partita_arch::cpu::index();
     if EL2_WATCHED.get(cpu).is_some_and(|w| w.load(Ordering::Relaxed)) {
         EL2_SINCE[cpu].store(partita_arch::timer::counter(), Ordering::Relaxed);
@@ -93,10 +100,15 @@ pub fn el2_entered() {
 /// This pCPU leaves EL2 (into a guest, or into WFI): its stretch is traced.
 #[inline]
 pub fn el2_leaving() {
+    if !EL2_ANY.load(Ordering::Relaxed) {
+        return;
+    }
     let cpu = partita_arch::cpu::index();
     let Some(since) = EL2_SINCE.get(cpu) else { return };
-    let start = since.swap(0, Ordering::Relaxed);
+    // A load and a store, not a swap: only this pCPU writes its entry.
+    let start = since.load(Ordering::Relaxed);
     if start != 0 {
+        since.store(0, Ordering::Relaxed);
         let now = partita_arch::timer::counter();
         let ticks = u32::try_from(now.saturating_sub(start)).unwrap_or(u32::MAX);
         record_at(now, Kind::El2, usize::from(NONE), usize::from(NONE), ticks);

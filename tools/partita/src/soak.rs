@@ -27,10 +27,10 @@ use crate::trace::stream::Stream;
 use crate::trace::{self as host_trace, timed_io};
 use anyhow::Result;
 use partita_core::config::allocation::{device_latencies, Wait};
-use partita_core::config::response;
 use partita_core::config::model::System;
-use partita_core::trace::{Event, Kind};
+use partita_core::config::response;
 use partita_core::trace::Trace;
+use partita_core::trace::{Event, Kind};
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -123,8 +123,7 @@ impl Analysis {
         let ns_per_instruction = icount.map_or(costs.ns_per_instruction, |shift| 1 << shift);
         let scale = attribution::Scale { ns_per_instruction, counter_hz: trace.counter_hz };
         for (p, jobs) in self.counters.late_jobs.iter().enumerate() {
-            let (Some(part), Some(bound)) = (system.partitions.get(p), bounds.iter().find(|b| b.partition == p))
-            else {
+            let (Some(part), Some(bound)) = (system.partitions.get(p), bounds.iter().find(|b| b.partition == p)) else {
                 continue;
             };
             let migrations = part.migrate.iter().flat_map(|m| m.to.iter());
@@ -474,7 +473,11 @@ mod tests {
         let mut over = within.clone();
         over.late = vec![late_job(7, 5_000, 1_022)];
         let check = deadline_check(&over);
-        assert!(!check.ok && check.detail.contains("1 with Partita over its bound (worst: 80.0 us"), "{}", check.detail);
+        assert!(
+            !check.ok && check.detail.contains("1 with Partita over its bound (worst: 80.0 us"),
+            "{}",
+            check.detail
+        );
         // Every miss must be accounted for, and in guest time none may happen.
         let mut unreported = within.clone();
         unreported.unattributed = 1;

@@ -264,7 +264,8 @@ mod tests {
         assert!(text.contains("| rtos | 9 | 2000000 | 1000.0 | 6400.0 | - | - | not attributed |"), "{text}");
         let mut analysis = analysis_with(log);
         let job = analysis.counters.late_jobs[0][1];
-        analysis.late = vec![crate::attribution::Attributed { partition: "rtos".into(), job, partita: 6_250, bound: 625 }];
+        analysis.late =
+            vec![crate::attribution::Attributed { partition: "rtos".into(), job, partita: 6_250, bound: 625 }];
         let text = late_jobs(&analysis);
         let over = text.find("| rtos | 9 | 2000000 | 1000.0 | 6400.0 | 100.0 | 10.0 | Partita over its bound |");
         let other = text.find("| rtos | 7 |");
