@@ -124,18 +124,25 @@ pub fn serve(sys: &System, me: &PerCpu) {
         // at most one other pCPU busy; see docs/architecture.md), while a
         // turn of this one that reaches the output's tick still sees it.
         // At the output's own tick it would end this pCPU's turn just
-        // before it looks.
-        timer::arm_at(due.at + 1);
+        // before it looks. An output already late is written at once: a
+        // deadline already past would end this pCPU's turn at the write.
+        if start <= due.at {
+            timer::arm_at(due.at + 1);
+        }
         let done = gpio::write_at(due.at, due.pins, due.values);
         timer::disarm();
         let spun = done.saturating_sub(start);
+        let mut lead = 0;
         if let Some(queue) = &part.timed_io {
-            queue.lock().record(due.at, done, spun);
+            let mut queue = queue.lock();
+            queue.record(due.at, done, spun);
+            lead = queue.grant().lead;
         }
         trace::record_at(done, Kind::TimedIo, p, usize::from(due.values), trace_arg(due.pins, due.at, done));
         if done > due.at + 1 {
-            let ahead = u32::try_from(due.at.saturating_sub(start)).unwrap_or(u32::MAX);
-            trace::record_at(done, Kind::TimedIoLate, p, usize::from(due.values), ahead);
+            let alarm = due.at.saturating_sub(lead);
+            let arg = partita_core::trace::timed_io_late_arg(due.at, start, trace::el2_entry_after(alarm));
+            trace::record_at(done, Kind::TimedIoLate, p, usize::from(due.values), arg);
         }
         charge(me, p, part, spun, done);
     }

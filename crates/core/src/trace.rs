@@ -78,11 +78,14 @@ pub enum Kind {
     /// window to Partita with.
     El2 = 17,
     /// A timed output done more than a tick after its time, stamped as its
-    /// [`Kind::TimedIo`]: `arg` is how many counter ticks before that time
-    /// its pCPU began to serve it (saturated; 0: it began late). One that
-    /// began in time and still ended late spun with interrupts masked and
-    /// nothing else to do: its pCPU did not execute meanwhile (on QEMU,
-    /// another vCPU's turn), which is not Partita's share of the error.
+    /// [`Kind::TimedIo`]; `arg` is [`timed_io_late_arg`]: how far ahead of
+    /// that time its pCPU began to serve it or, when it began late, how
+    /// long its alarm's interrupt waited for the pCPU to enter EL2 with
+    /// nothing of Partita's in the way. Neither is Partita's share of the
+    /// error: one that began in time spun with interrupts masked and
+    /// nothing else to do, and an interrupt pending at EL1 is taken at
+    /// once; either wait is time the pCPU did not execute (on QEMU, another
+    /// vCPU's turn).
     TimedIoLate = 18,
 }
 
@@ -147,6 +150,33 @@ impl AccelStep {
             AccelStep::Stopped => "accelerator stopped",
             AccelStep::LogicEvent => "logic event",
         }
+    }
+}
+
+/// Bit 31 of a [`Kind::TimedIoLate`] argument: the output began late.
+pub const TIMED_IO_BEGAN_LATE: u32 = 1 << 31;
+
+/// The argument of [`Kind::TimedIoLate`] for an output asked `at` and
+/// begun `start`: the ticks it began ahead, or, with
+/// [`TIMED_IO_BEGAN_LATE`], `waited`, the ticks its alarm waited for the
+/// pCPU to enter EL2 (both saturated to 31 bits).
+pub fn timed_io_late_arg(at: u64, start: u64, waited: u64) -> u32 {
+    let field = |ticks: u64| ticks.min(u64::from(!TIMED_IO_BEGAN_LATE)) as u32;
+    if start < at {
+        field(at - start)
+    } else {
+        TIMED_IO_BEGAN_LATE | field(waited)
+    }
+}
+
+/// What a [`Kind::TimedIoLate`] argument says: `Ok(ahead)` for an output
+/// begun in time, `Err(waited)` for one begun late.
+pub fn from_timed_io_late_arg(arg: u32) -> Result<u64, u64> {
+    let field = u64::from(arg & !TIMED_IO_BEGAN_LATE);
+    if arg & TIMED_IO_BEGAN_LATE == 0 {
+        Ok(field)
+    } else {
+        Err(field)
     }
 }
 
@@ -382,6 +412,13 @@ mod tests {
         assert_eq!(AccelStep::from_arg(AccelStep::Stopped.arg(u64::MAX)), Some((AccelStep::Stopped, 0xff_ffff)));
         assert_eq!(AccelStep::from_arg(0xee00_0000), None);
         assert_eq!(Kind::from_u8(14), Some(Kind::AccelStep));
+    }
+
+    #[test]
+    fn a_late_output_s_argument_says_how_early_it_began_or_how_long_it_waited() {
+        assert_eq!(from_timed_io_late_arg(timed_io_late_arg(1_000, 900, 7)), Ok(100));
+        assert_eq!(from_timed_io_late_arg(timed_io_late_arg(1_000, 1_000, 7)), Err(7));
+        assert_eq!(from_timed_io_late_arg(timed_io_late_arg(1_000, 1_500, u64::MAX)), Err(u64::from(u32::MAX >> 1)));
     }
 
     #[test]

@@ -384,7 +384,10 @@ fn instant_args(meta: &TraceMeta, event: &Event) -> Value {
             ),
         },
         Kind::El2 => ("ticks", json!(event.arg)),
-        Kind::TimedIoLate => ("began_ahead_ticks", json!(event.arg)),
+        Kind::TimedIoLate => match partita_core::trace::from_timed_io_late_arg(event.arg) {
+            Ok(ahead) => ("began_ahead_ticks", json!(ahead)),
+            Err(waited) => ("began_late_after_waiting_ticks", json!(waited)),
+        },
         Kind::VcpuIn | Kind::VcpuOut => ("arg", json!(event.arg)),
     };
     args.insert(key.into(), value);

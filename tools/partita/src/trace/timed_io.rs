@@ -9,7 +9,7 @@
 use super::{histogram_svg, partition_name, Histogram, TraceMeta};
 use anyhow::Result;
 use partita_core::timedio::from_trace_arg;
-use partita_core::trace::{Kind, Trace};
+use partita_core::trace::{from_timed_io_late_arg, Kind, Trace};
 
 pub const HISTOGRAM_FILE: &str = "timed-io-error.svg";
 
@@ -22,9 +22,10 @@ pub struct Operation {
     pub values: u8,
     pub asked: u64,
     pub done: u64,
-    /// For an output done more than a tick late: how far ahead of its time
-    /// its pCPU began to serve it ([`Kind::TimedIoLate`]; 0: it began late).
-    pub began_ahead: Option<u64>,
+    /// For an output done more than a tick late ([`Kind::TimedIoLate`]):
+    /// `Ok(ticks)` it began ahead of its time, or `Err(ticks)` its alarm
+    /// waited for the pCPU to enter EL2 before it began late.
+    pub late: Option<Result<u64, u64>>,
 }
 
 impl Operation {
@@ -33,14 +34,17 @@ impl Operation {
         self.done.abs_diff(self.asked)
     }
 
-    /// Partita's share of E: all of it, unless the output was late although
-    /// its pCPU began in time. Then it spun with interrupts masked and
-    /// nothing else to do, which on a core that executes ends within the
-    /// tick; the rest is time the pCPU did not execute (the host's, or on
-    /// QEMU's -icount another vCPU's turn).
+    /// Partita's share of E. An output that began in time spun with
+    /// interrupts masked and nothing else to do, which on a core that
+    /// executes ends within the tick; one that began late waited first for
+    /// its pCPU to take the alarm's interrupt, pending at EL1 where nothing
+    /// masks it. Both waits are time the pCPU did not execute (the host's,
+    /// or on QEMU's -icount another vCPU's turn), not Partita's.
     pub fn partita_error(&self) -> u64 {
-        match self.began_ahead {
-            Some(ahead) if ahead > 0 => self.error().min(1),
+        match self.late {
+            Some(Ok(ahead)) if ahead > 0 => self.error().min(1),
+            // What its alarm's interrupt waited at EL1 delayed it that much.
+            Some(Err(waited)) => self.error().saturating_sub(waited).max(self.error().min(1)),
             _ => self.error(),
         }
     }
@@ -54,10 +58,10 @@ pub fn operations(trace: &Trace) -> Vec<Operation> {
             let (pins, late) = from_trace_arg(event.arg);
             let asked = event.time.saturating_add_signed(-late);
             // Recorded right after it, with the same stamp.
-            let began_ahead = events
+            let late = events
                 .get(i + 1)
                 .filter(|next| next.kind == Kind::TimedIoLate && next.time == event.time)
-                .map(|next| u64::from(next.arg));
+                .map(|next| from_timed_io_late_arg(next.arg));
             found.push(Operation {
                 cpu,
                 partition: event.partition,
@@ -65,7 +69,7 @@ pub fn operations(trace: &Trace) -> Vec<Operation> {
                 values: event.vcpu,
                 asked,
                 done: event.time,
-                began_ahead,
+                late,
             });
         }
     }
@@ -149,7 +153,7 @@ mod tests {
             lost: vec![0, 0],
         };
         let found = operations(&trace);
-        let early = Operation { cpu: 1, partition: 0, pins: 1, values: 1, asked: 300, done: 297, began_ahead: None };
+        let early = Operation { cpu: 1, partition: 0, pins: 1, values: 1, asked: 300, done: 297, late: None };
         assert_eq!(found[2], early);
         let errors = errors_per_partition(&found);
         assert_eq!(errors[0], Errors { partition: 0, count: 2, max: 3, mean: 2.0, partita_max: 3 });
@@ -160,22 +164,33 @@ mod tests {
         assert!(error_svg(&meta, &found).unwrap().contains("timed-output error E (3 operations)"));
     }
 
-    fn late(done: u64, ahead: u32) -> Event {
-        Event { time: done, kind: Kind::TimedIoLate, partition: 0, vcpu: 1, arg: ahead }
+    fn late(done: u64, arg: u32) -> Event {
+        Event { time: done, kind: Kind::TimedIoLate, partition: 0, vcpu: 1, arg }
     }
 
     #[test]
-    fn a_late_output_begun_in_time_leaves_partita_one_tick_of_it() {
+    fn a_late_output_leaves_partita_only_what_its_pcpu_spent_at_el2() {
+        use partita_core::trace::timed_io_late_arg;
         let trace = Trace {
             counter_hz: 62_500_000,
-            // Begun 1,250 ticks ahead, done 60,000 late; begun 10 late, done 12 late.
-            cpus: vec![vec![output(0, 1000, 61_000), late(61_000, 1250), output(0, 90_000, 90_012), late(90_012, 0)]],
+            cpus: vec![vec![
+                // Begun 1,250 ticks ahead, done 60,000 late: polling that lost its pCPU.
+                output(0, 1000, 61_000),
+                late(61_000, timed_io_late_arg(1000, 0, 0)),
+                // Begun late; its alarm waited 13,000 ticks at EL1: 12,264 late, none of it Partita's.
+                output(0, 90_000, 102_264),
+                late(102_264, timed_io_late_arg(90_000, 102_231, 13_000)),
+                // Begun late with no wait at EL1: the EL2 stretch before it was in the way.
+                output(0, 200_000, 203_104),
+                late(203_104, timed_io_late_arg(200_000, 203_000, 0)),
+            ]],
             lost: vec![0],
         };
         let found = operations(&trace);
-        assert_eq!(found.len(), 2, "the late events are not outputs of their own");
-        assert_eq!((found[0].began_ahead, found[0].error(), found[0].partita_error()), (Some(1250), 60_000, 1));
-        assert_eq!((found[1].began_ahead, found[1].partita_error()), (Some(0), 12));
-        assert_eq!(errors_per_partition(&found)[0].partita_max, 12);
+        assert_eq!(found.len(), 3, "the late events are not outputs of their own");
+        assert_eq!((found[0].late, found[0].error(), found[0].partita_error()), (Some(Ok(1000)), 60_000, 1));
+        assert_eq!((found[1].late, found[1].partita_error()), (Some(Err(13_000)), 1));
+        assert_eq!((found[2].late, found[2].partita_error()), (Some(Err(0)), 3_104));
+        assert_eq!(errors_per_partition(&found)[0].partita_max, 3_104);
     }
 }
