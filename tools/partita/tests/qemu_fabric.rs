@@ -131,7 +131,7 @@ fn native_devices_compute_the_host_s_results() {
     let gpos = part("gpos", &[2], &gpos_args).priority(50).accelerator(RawVirtualDevice::new("fft1024"));
     let config: RawConfig =
         machine([rtos, gpos]).cpus(3).fabric(patient_fabric()).channel(turn("turn", "gpos", "rtos"));
-    let boot = boot("qemu-fabric-native", &config, HANG_LIMIT);
+    let boot = boot_with("qemu-fabric-native", &config, icount_run());
     assert_powered_off(&boot);
     assert_jobs(boot.log("rtos"), 10, 4, 1);
     assert_jobs(boot.log("gpos"), 20, 2, 1);
@@ -143,9 +143,11 @@ fn native_devices_compute_the_host_s_results() {
 /// PRR 2, so every PRR that can host either is busy for a partition of
 /// lower priority. The RTOS's QAM-16 then preempts PRR 1, which holds
 /// QAM-16 already (Path 3); gpos-a's stream resumes there once the RTOS's
-/// job is over; the RTOS's QAM-64 preempts PRR 1 again and downloads
-/// QAM-64 into it (Path 4); gpos-a's stream resumes once more, after a
-/// download of QAM-16. Every frame of every job is the host's result.
+/// job is over; 5 ms later the RTOS's QAM-64 preempts PRR 1, the smallest,
+/// again and downloads QAM-64 into it (Path 4); gpos-a's stream resumes
+/// once more, after a download of QAM-16. Every frame of every job is the
+/// host's result. Under `-icount`: on the host's clock a busy host could
+/// let gpos-a's stream end before the RTOS asks.
 #[test]
 fn preemption_stops_a_stream_at_a_consistency_point_and_it_resumes_intact() {
     let stream = |page, function, seed| format!("{} acc-tell=0", accel_args(page, function, 400, 1, seed));
@@ -156,7 +158,7 @@ fn preemption_stops_a_stream_at_a_consistency_point_and_it_resumes_intact() {
         .replace("acc-tell=0", "acc-tell=1");
     let gpos_b = big("gpos-b", &[2], &gpos_b_args).priority(50).accelerator(RawVirtualDevice::new("qam64"));
     let rtos_args = format!(
-        "{} acc2={:#x} acc2-fn=qam64 acc-wait=1",
+        "{} acc2={:#x} acc2-fn=qam64 acc-wait=1 acc-gap-us=5000",
         accel_args(interface_page(QAM16), Function::Qam16, 1, 1, 50),
         interface_page(QAM64)
     );
@@ -169,7 +171,7 @@ fn preemption_stops_a_stream_at_a_consistency_point_and_it_resumes_intact() {
         .fabric(patient_fabric())
         .channel(turn("a-to-b", "gpos-a", "gpos-b"))
         .channel(turn("b-to-rtos", "gpos-b", "rtos"));
-    let boot = boot("qemu-fabric-preempt", &config, HANG_LIMIT);
+    let boot = boot_with("qemu-fabric-preempt", &config, icount_run());
     assert_powered_off(&boot);
     assert_jobs(boot.log("rtos"), 50, 2, 1);
     assert_jobs(boot.log("gpos-a"), 30, 1, 400);
@@ -356,7 +358,7 @@ fn waiting_requests_are_served_by_priority_then_arrival() {
         .channel(turn("rtos-to-low", "rtos", "low"))
         .channel(turn("low-to-mid", "low", "mid"))
         .trace(4096);
-    let boot = boot("qemu-fabric-waiting", &config, HANG_LIMIT);
+    let boot = boot_with("qemu-fabric-waiting", &config, icount_run());
     assert_powered_off(&boot);
     assert_jobs(boot.log("rtos"), 60, 1, 100);
     assert_jobs(boot.log("low"), 70, 1, 1);
@@ -393,7 +395,7 @@ fn devices_reach_only_their_holder_s_memory_and_only_their_holder() {
     let stranger_args = format!("ticks=3 period_ms=20 misbehave=write-outside at=2 addr={page:#x}");
     let stranger = part("stranger", &[2], &stranger_args).health(halt_on_faults());
     let config = machine([bad, stranger]).cpus(3).fabric(RawFabric::default());
-    let boot = boot("qemu-fabric-isolation", &config, HANG_LIMIT);
+    let boot = boot_with("qemu-fabric-isolation", &config, icount_run());
     assert_powered_off(&boot);
     let lines = jobs(boot.log("bad"));
     assert_eq!(lines.len(), 1, "{}", boot.log("bad"));
@@ -474,7 +476,7 @@ fn a_preempted_gpos_moves_its_job_to_its_cpu_and_it_is_never_resumed() {
         format!("{} acc-wait=0 acc-delay-ms=2", accel_args(interface_page(FFT1024), Function::Fft1024, 100, 1, 95));
     let rtos = big("rtos", &[1], &rtos_args).priority(200).accelerator(RawVirtualDevice::new("fft1024"));
     let config = machine([rtos, gpos]).cpus(3).fabric(patient_fabric()).channel(turn("turn", "gpos", "rtos"));
-    let boot = boot("qemu-fabric-fallback", &config, HANG_LIMIT);
+    let boot = boot_with("qemu-fabric-fallback", &config, icount_run());
     assert_powered_off(&boot);
     let gpos_log = boot.log("gpos");
     let moved = moves(gpos_log);
