@@ -11,7 +11,8 @@
 //!   main loop and of the critical partitions' vCPU threads, from the
 //!   second field of `/proc/<pid>/task/<tid>/schedstat`, in ns;
 //! - the host's steal time, the 8th value of `/proc/stat`'s `cpu` line
-//!   (summed over the host's cores), in USER_HZ ticks.
+//!   (summed over the host's cores), in USER_HZ ticks: 10 ms steps, so a
+//!   window's steal reads as 0 or a multiple of 10 ms.
 //!
 //! The kernel adds a wait to the run delay when the thread gets its core
 //! back, so a wait is counted whole in the sample in which it ended: one
@@ -34,7 +35,14 @@
 //! its upper bound, so a guest time is never placed early, and late by at
 //! most the gap between the bounds ([`Alignment::error_ns`]). The host
 //! window starts that much earlier than the placed one, so it holds the
-//! true window.
+//! true window. (An event stamped before a stop and recorded after it,
+//! its vCPU paused in between, can raise the bound from below past the
+//! truth and make the error look smaller, by that vCPU's gap: the offset
+//! itself, from above, stays right.)
+//!
+//! What a run delay does not show: a vCPU thread that sleeps on QEMU's big
+//! lock, held by a thread that waits for a core, is not runnable, so that
+//! wait is in neither thread's run delay here.
 
 use crate::status;
 use partita_core::trace::Trace;
