@@ -9,6 +9,7 @@
 //! outside Partita: the guest's own work, or time its pCPU did not execute
 //! (the host's scheduling, or under `-icount` the other vCPUs' turns).
 
+use crate::host_share::HostShare;
 use crate::status::LateJob;
 use partita_core::config::response::AddedResponse;
 use partita_core::trace::{Event, Kind};
@@ -22,6 +23,9 @@ pub struct Attributed {
     pub partita: u64,
     /// Partita's bound for the window, in counter ticks.
     pub bound: u64,
+    /// What the host took from the window on the wall clock; `None` in
+    /// guest time or where the host's samples do not say.
+    pub host: Option<HostShare>,
 }
 
 impl Attributed {
@@ -39,6 +43,22 @@ impl Attributed {
     /// its pCPU did not execute.
     pub fn rest(&self) -> u64 {
         self.window().saturating_sub(self.partita)
+    }
+
+    /// `window W us: Partita X us (bound B us)`, and with `host` the
+    /// host's share after it.
+    pub fn describe(&self, counter_hz: u64, host: bool) -> String {
+        let us = |ticks: u64| if counter_hz == 0 { 0.0 } else { ticks as f64 * 1e6 / counter_hz as f64 };
+        let mut text = format!(
+            "window {:.1} us: Partita {:.1} us (bound {:.1} us)",
+            us(self.window()),
+            us(self.partita),
+            us(self.bound)
+        );
+        if host {
+            text += &format!(", {}", HostShare::describe(self.host.as_ref()));
+        }
+        text
     }
 }
 
@@ -93,7 +113,7 @@ pub fn attribute(partition: &str, job: LateJob, cpus: &[&[Event]], bound: &Added
         injections += injected;
     }
     let instructions = bound.critical + bound.sched + bound.release * injections.max(1);
-    Attributed { partition: partition.to_string(), job, partita, bound: scale.ticks(instructions) }
+    Attributed { partition: partition.to_string(), job, partita, bound: scale.ticks(instructions), host: None }
 }
 
 #[cfg(test)]
@@ -132,6 +152,19 @@ mod tests {
         assert_eq!((late.partita, late.bound), (450, 800 + 2 * 200));
         assert!(!late.over_bound());
         assert_eq!((late.window(), late.rest()), (6_100, 5_650));
+    }
+
+    #[test]
+    fn a_late_job_reads_as_both_shares() {
+        let events = [injected(10_050), el2(10_300, 250)];
+        let mut late = attribute("rtos", JOB, &[&events], &bound(), SCALE);
+        assert_eq!(late.describe(62_500_000, false), "window 97.6 us: Partita 4.0 us (bound 16.0 us)");
+        assert!(late.describe(62_500_000, true).ends_with("(bound 16.0 us), host: unknown"));
+        late.host = Some(HostShare { vcpu_delay_ns: 90_000, main_loop_delay_ns: 1_500, steal_ns: 0, span_ns: 0 });
+        assert_eq!(
+            late.describe(62_500_000, true),
+            "window 97.6 us: Partita 4.0 us (bound 16.0 us), host: vCPU waited 90.0 us, main loop 1.5 us, steal 0.0 us"
+        );
     }
 
     #[test]

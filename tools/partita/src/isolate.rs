@@ -194,7 +194,7 @@ fn join(cores: &[usize]) -> String {
 }
 
 /// `(pCPU index, host thread id)` of every vCPU, from `query-cpus-fast`.
-fn vcpu_threads(qmp: &mut Qmp) -> Result<Vec<(u32, u32)>> {
+pub fn vcpu_threads(qmp: &mut Qmp) -> Result<Vec<(u32, u32)>> {
     let reply = qmp.execute("query-cpus-fast", None, REPLY_TIMEOUT)?;
     parse_cpus(&reply)
 }

@@ -11,6 +11,7 @@ pub mod config;
 pub mod devicetree;
 pub mod guest_console;
 pub mod guests;
+pub mod host_share;
 pub mod isolate;
 pub mod linux;
 pub mod paths;

@@ -407,7 +407,18 @@ fn execute(command: Cmd) -> Result<ExitCode> {
             let icount = if wall { None } else { icount.or_else(|| guest_time_by_default(cpus)) };
             println!("{}", summary::clock_line(icount, cpus));
             let isolate = !no_isolate && icount.is_none();
-            let opts = RunOptions { seconds: Some(seconds), live: true, icount, isolate, ..RunOptions::default() };
+            let opts = RunOptions {
+                seconds: Some(seconds),
+                live: true,
+                icount,
+                isolate,
+                host_share: true,
+                // On the wall clock the rings are copied as the soak's are:
+                // each stop places the guests' clock on the host's from both
+                // sides, for the host's share of a late job (host_share.rs).
+                trace_every: icount.is_none().then_some(SOAK_TRACE_EVERY),
+                ..RunOptions::default()
+            };
             let report = run::run(&output, &config.system, &opts)?;
             // The demo leaves its trace drawn, not just recorded, and a page to open.
             let out = output.out_dir.clone();
@@ -420,6 +431,7 @@ fn execute(command: Cmd) -> Result<ExitCode> {
                 icount,
                 tio_target: icount.map(|_| GUEST_TIME_TIO_TARGET),
                 isolation: report.isolation.as_deref(),
+                host: report.host.as_ref(),
             };
             let (path, _) = summary::write(&page, &config.system, &out, summary::SUMMARY_FILE, report.stream.as_ref())?;
             println!("summary: {}", paths::shown(&path).display());
@@ -638,6 +650,7 @@ fn soak_run(seconds: u64, tio_target: Option<u64>, isolate: bool, icount: Option
         trace_every: Some(SOAK_TRACE_EVERY),
         isolate,
         icount,
+        host_share: true,
         ..RunOptions::default()
     };
     let report = run::run(&output, &config.system, &opts)?;
@@ -649,10 +662,19 @@ fn soak_run(seconds: u64, tio_target: Option<u64>, isolate: bool, icount: Option
     if out.join("trace.bin").exists() {
         trace::draw(&out)?;
     }
-    let page =
-        summary::Run { title: "Partita soak", seconds, icount, tio_target, isolation: report.isolation.as_deref() };
+    let page = summary::Run {
+        title: "Partita soak",
+        seconds,
+        icount,
+        tio_target,
+        isolation: report.isolation.as_deref(),
+        host: report.host.as_ref(),
+    };
     let (path, analysis) = summary::write(&page, &config.system, &out, "report.md", report.stream.as_ref())?;
     let checks = analysis.checks(tio_target);
+    for line in analysis.late_lines() {
+        println!("{line}");
+    }
     for check in &checks {
         println!("{:<24} {:<8} {}", check.name, if check.ok { "ok" } else { "VIOLATED" }, check.detail);
     }
@@ -662,6 +684,9 @@ fn soak_run(seconds: u64, tio_target: Option<u64>, isolate: bool, icount: Option
         println!("{}", summary::host_cores(config.system.platform.cpus));
     }
     println!("{}", summary::isolation_line(report.isolation.as_deref(), icount));
+    if let Some(note) = &analysis.host_note {
+        println!("{note}");
+    }
     if let Some(covered) = analysis.guest_seconds() {
         println!("guest time: {covered:.1} s");
     }

@@ -14,6 +14,7 @@
 use crate::attach;
 use crate::build::BuildOutput;
 use crate::guest_console::{self, GuestConsole, GuestLine, Links, RawView, Typist};
+use crate::host_share::{GuestClock, HostRecord, Sampler};
 use crate::isolate::{self, Isolation};
 use crate::qmp::Qmp;
 use crate::status;
@@ -70,6 +71,10 @@ pub struct RunOptions {
     /// Give the vCPU threads of exclusive and high-criticality partitions
     /// host cores of their own and SCHED_FIFO ([`crate::isolate`]).
     pub isolate: bool,
+    /// On the wall clock, sample what the host takes from the critical
+    /// partitions' vCPU threads ([`crate::host_share`]); in guest time the
+    /// host cannot make a guest late, and nothing is sampled.
+    pub host_share: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,6 +108,9 @@ pub struct RunReport {
     /// With [`RunOptions::isolate`]: the line saying how the critical
     /// vCPU threads were placed, or why isolation is off.
     pub isolation: Option<String>,
+    /// With [`RunOptions::host_share`] on the wall clock: the host's samples
+    /// and what the console and the stops said of the guests' clock.
+    pub host: Option<HostRecord>,
 }
 
 /// QEMU's monitor socket, what `trace.bin` says about the machine, and
@@ -294,6 +302,7 @@ pub fn supervise_with(
     let raw = File::create(&console_log).with_context(|| format!("cannot create {}", console_log.display()))?;
     let painter = opts.live.then(|| Painter::new(names, use_color()));
     let mut console = Console::create(names, out_dir, painter)?;
+    console.clock = (opts.host_share && opts.icount.is_none()).then(GuestClock::new);
     // The status block needs the screen to itself: not while a partition's
     // console is shown raw (--attach), nor into a pipe or a file.
     if opts.live && opts.attach.is_none() && std::io::stdout().is_terminal() {
@@ -321,6 +330,7 @@ pub fn supervise_with(
         }
         (false, _, _) => (None, None),
     };
+    let sampler = console.clock.as_ref().map(|clock| sample_host(qmp.as_mut(), monitor, child.0.id(), clock.origin()));
     let (guest_tx, guest_lines) = mpsc::channel();
     let consoles = monitor.map_or(&[][..], |m| &m.consoles[..]);
     let links = Links::open(consoles, names, guest_tx, console.raw_view());
@@ -332,11 +342,13 @@ pub fn supervise_with(
     if stopped.is_some() {
         if let (Some(qmp), Some(monitor)) = (qmp.as_mut(), monitor) {
             take_queued_lines(&lines, &mut console)?;
-            trace = console.trace_region().and_then(|region| save_trace(qmp, monitor, region, out_dir));
+            let region = console.trace_region();
+            trace = region.and_then(|region| save_trace(qmp, monitor, region, out_dir, console.clock.as_mut()));
             quit(qmp, &mut child);
         }
         child.stop();
     }
+    let samples = sampler.map(|sampler| sampler.map(Sampler::finish));
     // The last copy is trace.bin itself.
     if let (Some(copies), Some(path)) = (copies.as_mut(), &trace) {
         match host_trace::read_file(path) {
@@ -351,6 +363,7 @@ pub fn supervise_with(
         console.guest_line(&line)?;
     }
     console.finish_status();
+    let clock = console.clock.take();
     let status = child.0.wait().context("cannot wait for QEMU")?;
     let ending = match stopped {
         Some(Stop::PoweredOff) => Ending::Exited(if status.success() { status } else { ExitStatus::default() }),
@@ -371,6 +384,7 @@ pub fn supervise_with(
     report.trace = trace;
     report.stream = copies.map(|c| c.stream);
     report.isolation = isolation_line;
+    report.host = clock.zip(samples).map(|(clock, samples)| HostRecord { clock, samples });
     Ok(report)
 }
 
@@ -405,16 +419,25 @@ impl Copies {
     /// Stops the machine, copies the rings, lets it go on, merges the copy.
     /// The guests' counter is QEMU's virtual clock, which stands still
     /// while the machine is stopped: no guest sees the pause.
-    fn take(&mut self, qmp: &mut Qmp, region: TraceRegion) -> Result<()> {
+    /// The stop's times go to `clock`, which reads the guests' clock from them.
+    fn take(&mut self, qmp: &mut Qmp, region: TraceRegion, clock: Option<&mut GuestClock>) -> Result<()> {
         self.next = Instant::now() + self.every;
+        let stop = Instant::now();
         qmp.stop()?;
+        let stopped = Instant::now();
         let saved = read_rings(qmp, region, &self.raw);
+        let resume = Instant::now();
         qmp.execute("cont", None, QUIT_GRACE)?;
-        let ring = saved?;
-        let _ = std::fs::remove_file(&self.raw);
-        let trace = partita_core::trace::decode(&ring)
-            .map_err(|error| anyhow::anyhow!("the copied memory is not a trace: {error:?}"))?;
-        self.stream.add(&trace);
+        let resumed = Instant::now();
+        let copied = saved.and_then(|ring| {
+            let _ = std::fs::remove_file(&self.raw);
+            partita_core::trace::decode(&ring)
+                .map_err(|error| anyhow::anyhow!("the copied memory is not a trace: {error:?}"))
+        });
+        if let Some(clock) = clock {
+            clock.stopped((stop, stopped), Some((resume, resumed)), copied.as_ref().ok());
+        }
+        self.stream.add(&copied?);
         Ok(())
     }
 }
@@ -490,6 +513,31 @@ fn isolate(qmp: &mut Qmp, qemu: u32, critical: &[(u32, String)]) -> (Option<Isol
     (isolation, Some(line))
 }
 
+/// Starts sampling the host's share: QEMU's main loop and the vCPU threads
+/// of the pCPUs isolation would isolate. `Err` says why it cannot; the
+/// run goes on without.
+fn sample_host(
+    qmp: Option<&mut Qmp>,
+    monitor: Option<&Monitor>,
+    qemu: u32,
+    origin: Instant,
+) -> Result<Sampler, String> {
+    let (Some(qmp), Some(monitor)) = (qmp, monitor) else {
+        let why = "QEMU's monitor is unavailable, so its threads are unknown";
+        warn(&format!("the host's share is unknown: {why}"));
+        return Err(why.into());
+    };
+    let started = isolate::vcpu_threads(qmp).map_err(|e| format!("{e:#}")).and_then(|threads| {
+        let watched: Vec<(u32, u32)> =
+            threads.into_iter().filter(|(cpu, _)| monitor.critical.iter().any(|(c, _)| c == cpu)).collect();
+        Sampler::start(qemu, &watched, origin)
+    });
+    if let Err(why) = &started {
+        warn(&format!("the host's share is unknown: {why}"));
+    }
+    started
+}
+
 /// Lines already read must be seen before deciding whether there is a trace.
 fn take_queued_lines(lines: &Receiver<String>, console: &mut Console) -> Result<()> {
     while let Ok(line) = lines.try_recv() {
@@ -499,8 +547,14 @@ fn take_queued_lines(lines: &Receiver<String>, console: &mut Console) -> Result<
 }
 
 /// Stops the machine and writes `trace.bin`; on failure, warns and returns `None`.
-fn save_trace(qmp: &mut Qmp, monitor: &Monitor, region: TraceRegion, out_dir: &Path) -> Option<PathBuf> {
-    match copy_trace(qmp, monitor, region, out_dir) {
+fn save_trace(
+    qmp: &mut Qmp,
+    monitor: &Monitor,
+    region: TraceRegion,
+    out_dir: &Path,
+    clock: Option<&mut GuestClock>,
+) -> Option<PathBuf> {
+    match copy_trace(qmp, monitor, region, out_dir, clock) {
         Ok(path) => Some(path),
         Err(error) => {
             warn(&format!("the trace was not collected: {error:#}"));
@@ -518,11 +572,23 @@ fn read_rings(qmp: &mut Qmp, region: TraceRegion, raw: &Path) -> Result<Vec<u8>>
     Ok(ring)
 }
 
-fn copy_trace(qmp: &mut Qmp, monitor: &Monitor, region: TraceRegion, out_dir: &Path) -> Result<PathBuf> {
+fn copy_trace(
+    qmp: &mut Qmp,
+    monitor: &Monitor,
+    region: TraceRegion,
+    out_dir: &Path,
+    clock: Option<&mut GuestClock>,
+) -> Result<PathBuf> {
+    let stop = Instant::now();
     qmp.stop()?;
+    let stopped = Instant::now();
     let raw_path = std::path::absolute(out_dir.join(RAW_TRACE_FILE)).context("no absolute path for the trace")?;
     let ring = read_rings(qmp, region, &raw_path)?;
-    if let Err(error) = partita_core::trace::decode(&ring) {
+    let decoded = partita_core::trace::decode(&ring);
+    if let Some(clock) = clock {
+        clock.stopped((stop, stopped), None, decoded.as_ref().ok());
+    }
+    if let Err(error) = decoded {
         anyhow::bail!(
             "the memory at {:#x} is not a trace ({error:?}); it is left in {}",
             region.address,
@@ -594,7 +660,7 @@ fn follow(
             (copies.as_deref_mut(), qmp.as_deref_mut(), console.trace_region())
         {
             if Instant::now() >= copies.next {
-                if let Err(error) = copies.take(qmp, region) {
+                if let Err(error) = copies.take(qmp, region, console.clock.as_mut()) {
                     warn(&format!("a copy of the trace failed: {error:#}"));
                 }
             }
@@ -806,6 +872,8 @@ pub struct Console {
     raw: RawView,
     /// The status lines at the bottom of the terminal, when shown.
     status: Option<status::Live>,
+    /// What the lines say of the guests' clock, when the host's share is sampled.
+    clock: Option<GuestClock>,
 }
 
 impl Console {
@@ -830,6 +898,7 @@ impl Console {
             trace: None,
             raw: RawView::default(),
             status: None,
+            clock: None,
         })
     }
 
@@ -868,6 +937,9 @@ impl Console {
     /// Routes one line (already without `\r` and `\n`).
     pub fn line(&mut self, line: &str) -> Result<()> {
         let (source, text) = self.splitter.split(line);
+        if let Some(clock) = &mut self.clock {
+            clock.line(source == Source::Hypervisor, text);
+        }
         if let Some(live) = &mut self.status {
             match source {
                 Source::Partition(i) => live.guest_text(i, text),
@@ -948,6 +1020,7 @@ impl Console {
             trace: None,
             stream: None,
             isolation: None,
+            host: None,
         }
     }
 }

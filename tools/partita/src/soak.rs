@@ -18,9 +18,11 @@
 //!
 //! Under wall-clock time these figures include the host's scheduling of
 //! QEMU's threads; the soak isolates the RTOS's emulated core by default
-//! ([`crate::isolate`]), which narrows that share without removing it.
+//! ([`crate::isolate`]), which narrows that share without removing it, and
+//! measures it for every late job beside Partita's ([`crate::host_share`]).
 
 use crate::attribution;
+use crate::host_share::{self, HostRecord};
 use crate::profile;
 use crate::status::Counters;
 use crate::trace::stream::Stream;
@@ -75,6 +77,9 @@ pub struct Analysis {
     /// Connections timed from before their device's previous connection,
     /// which answered every request made until then: a stale request time.
     pub mistimed: usize,
+    /// How the host's share of the late windows was measured, or why there
+    /// is none.
+    pub host_note: Option<String>,
 }
 
 /// True when a connection's `latency` reaches back past the device's
@@ -87,8 +92,15 @@ fn reaches_back_too_far(latency: u64, since: u64) -> bool {
 impl Analysis {
     /// Reads `out_dir`'s logs and trace for `system`; the trace's figures
     /// come from `stream` instead when the run copied its rings as it went.
-    /// `icount`: the run's -icount shift, if it kept guest time.
-    pub fn of(out_dir: &Path, system: &System, stream: Option<&Stream>, icount: Option<u32>) -> Result<Self> {
+    /// `icount`: the run's -icount shift, if it kept guest time; `host`:
+    /// what a wall-clock run sampled of the host.
+    pub fn of(
+        out_dir: &Path,
+        system: &System,
+        stream: Option<&Stream>,
+        icount: Option<u32>,
+        host: Option<&HostRecord>,
+    ) -> Result<Self> {
         let names: Vec<String> = system.partitions.iter().map(|p| p.name.clone()).collect();
         let mut counters = Counters::new(&names);
         for (i, name) in names.iter().enumerate() {
@@ -105,36 +117,43 @@ impl Analysis {
             analysis.copies = stream.copies;
             let trace = stream.trace();
             analysis.add_trace(&names, &trace, system);
-            analysis.attribute(&trace, system, icount);
+            analysis.attribute(&trace, system, icount, host);
         } else if trace_file.exists() {
             let (meta, trace) = host_trace::read_file(&trace_file)?;
             analysis.add_trace(&meta.partitions, &trace, system);
-            analysis.attribute(&trace, system, icount);
+            analysis.attribute(&trace, system, icount, host);
         }
+        analysis.host_note = match (icount, host) {
+            (Some(_), _) => Some(host_share::GUEST_TIME_NOTE.into()),
+            (None, Some(host)) => Some(host.note(&host.clock.alignment(analysis.counter_hz))),
+            (None, None) => None,
+        };
         analysis.unattributed = analysis.counters.late_jobs.iter().map(Vec::len).sum::<usize>() - analysis.late.len();
         Ok(analysis)
     }
 
     /// Sets each late job the guests reported against Partita's share of
-    /// its window ([`attribution`]).
-    fn attribute(&mut self, trace: &Trace, system: &System, icount: Option<u32>) {
+    /// its window ([`attribution`]), and the host's share beside it.
+    fn attribute(&mut self, trace: &Trace, system: &System, icount: Option<u32>, host: Option<&HostRecord>) {
         let Some(costs) = profile::for_board(&system.platform.board).ok().and_then(|p| p.response) else { return };
         let bounds = response::added_responses(system, &costs);
         let ns_per_instruction = icount.map_or(costs.ns_per_instruction, |shift| 1 << shift);
         let scale = attribution::Scale { ns_per_instruction, counter_hz: trace.counter_hz };
+        let alignment = host.map(|host| (host, host.clock.alignment(trace.counter_hz)));
         for (p, jobs) in self.counters.late_jobs.iter().enumerate() {
             let (Some(part), Some(bound)) = (system.partitions.get(p), bounds.iter().find(|b| b.partition == p)) else {
                 continue;
             };
             let migrations = part.migrate.iter().flat_map(|m| m.to.iter());
-            let cpus: Vec<&[Event]> = part
-                .vcpus
-                .iter()
-                .chain(migrations)
-                .filter_map(|&pcpu| trace.cpus.get(pcpu as usize).map(Vec::as_slice))
-                .collect();
+            let pcpus: Vec<u32> = part.vcpus.iter().chain(migrations).copied().collect();
+            let cpus: Vec<&[Event]> =
+                pcpus.iter().filter_map(|&pcpu| trace.cpus.get(pcpu as usize).map(Vec::as_slice)).collect();
             for &job in jobs {
-                self.late.push(attribution::attribute(&part.name, job, &cpus, bound, scale));
+                let mut late = attribution::attribute(&part.name, job, &cpus, bound, scale);
+                late.host = alignment.as_ref().and_then(|(host, alignment)| {
+                    host.share(alignment, (job.release, job.end), &pcpus, trace.counter_hz)
+                });
+                self.late.push(late);
             }
         }
     }
@@ -337,19 +356,26 @@ impl Analysis {
             return String::new();
         }
         let us = |ticks: u64| self.micros(ticks);
-        let (over, within): (Vec<_>, Vec<_>) = self.late.iter().partition(|l| l.over_bound());
+        let (over, within) = self.late_kinds();
         let mut text = format!("; late jobs: {} with Partita over its bound", over.len());
-        if let Some(worst) = over.iter().max_by_key(|l| l.partita.saturating_sub(l.bound)) {
-            let _ = write!(text, " (worst: {:.1} us at EL2, bound {:.1} us)", us(worst.partita), us(worst.bound));
-        }
-        let _ = write!(text, ", {} within it", within.len());
-        if let Some(worst) = within.iter().max_by_key(|l| l.window()) {
+        if let Some(worst) = worst_over(&over) {
             let _ = write!(
                 text,
-                " (worst: a {:.1} us window, {:.1} us of it at EL2, {:.1} us the guest's own and time its pCPU did not execute)",
+                " (worst: {:.1} us at EL2, bound {:.1} us{})",
+                us(worst.partita),
+                us(worst.bound),
+                self.host_text(worst)
+            );
+        }
+        let _ = write!(text, ", {} within it", within.len());
+        if let Some(worst) = worst_within(&within) {
+            let _ = write!(
+                text,
+                " (worst: a {:.1} us window, {:.1} us of it at EL2, {:.1} us the guest's own and time its pCPU did not execute{})",
                 us(worst.window()),
                 us(worst.partita),
-                us(worst.rest())
+                us(worst.rest()),
+                self.host_text(worst)
             );
         }
         let unlisted = misses - self.late.len() as i64;
@@ -357,6 +383,50 @@ impl Analysis {
             let _ = write!(text, ", {unlisted} not attributed (not reported, or no bound on this board)");
         }
         text
+    }
+
+    /// The late jobs with Partita over its bound, and those within it.
+    fn late_kinds(&self) -> (Vec<&attribution::Attributed>, Vec<&attribution::Attributed>) {
+        self.late.iter().partition(|l| l.over_bound())
+    }
+
+    /// On the wall clock the host's share is measured, and shown.
+    fn host_measured(&self) -> bool {
+        !self.guest_time && self.host_note.is_some()
+    }
+
+    /// `; host: ...` for a late job, where the host's share is measured.
+    fn host_text(&self, late: &attribution::Attributed) -> String {
+        if self.host_measured() {
+            format!("; {}", host_share::HostShare::describe(late.host.as_ref()))
+        } else {
+            String::new()
+        }
+    }
+
+    /// The report's first lines: how many late jobs of each kind, and the
+    /// worst of each with both shares.
+    pub fn late_lines(&self) -> Vec<String> {
+        let (over, within) = self.late_kinds();
+        let line = |kind: &str, jobs: &[&attribution::Attributed], worst: Option<&attribution::Attributed>| {
+            let mut line = format!("Late jobs {kind}: {}", jobs.len());
+            if let Some(worst) = worst {
+                let describe = worst.describe(self.counter_hz, self.host_measured());
+                let _ = write!(line, "; the worst, {} job {}: {describe}", worst.partition, worst.job.job);
+            }
+            line + "."
+        };
+        let mut lines = vec![
+            line("with Partita over its bound (Partita's defect: the verdict fails)", &over, worst_over(&over)),
+            line("with Partita within its bound", &within, worst_within(&within)),
+        ];
+        if self.unattributed > 0 {
+            lines.push(format!(
+                "Late jobs not attributed (no trace, or no bound on this board): {}.",
+                self.unattributed
+            ));
+        }
+        lines
     }
 
     /// ` (rtos 1, linux 2)`: whose allocations went over their bound.
@@ -391,6 +461,16 @@ impl Analysis {
     pub fn lost_total(&self) -> u64 {
         self.lost_events.iter().sum()
     }
+}
+
+/// The late job furthest over Partita's bound.
+fn worst_over<'a>(over: &[&'a attribution::Attributed]) -> Option<&'a attribution::Attributed> {
+    over.iter().copied().max_by_key(|l| l.partita.saturating_sub(l.bound))
+}
+
+/// The late job within Partita's bound with the longest window.
+fn worst_within<'a>(within: &[&'a attribution::Attributed]) -> Option<&'a attribution::Attributed> {
+    within.iter().copied().max_by_key(|l| l.window())
 }
 
 /// The checks as a Markdown table and a verdict line.
@@ -439,6 +519,7 @@ mod tests {
             guest_time: false,
             late: Vec::new(),
             unattributed: 0,
+            host_note: None,
         }
     }
 
@@ -455,7 +536,7 @@ mod tests {
 
     fn late_job(job: u64, partita: u64, bound: u64) -> attribution::Attributed {
         let job = crate::status::LateJob { job, release: 1_000, start: 400_000, end: 400_100 };
-        attribution::Attributed { partition: "rtos".into(), job, partita, bound }
+        attribution::Attributed { partition: "rtos".into(), job, partita, bound, host: None }
     }
 
     fn deadline_check(analysis: &Analysis) -> Check {

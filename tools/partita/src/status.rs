@@ -47,6 +47,12 @@ fn is_late_line(text: &str) -> bool {
     text.split_whitespace().take(3).any(|word| word == "late")
 }
 
+/// The job a late job's line reports; `None` for any other line, or one
+/// whose window does not read.
+pub fn parse_late(text: &str) -> Option<LateJob> {
+    LateJob::parse(&parse_counters(text).filter(|_| is_late_line(text))?)
+}
+
 /// `text` without the ANSI control sequences (`ESC [ params letter`) it
 /// starts with.
 fn skip_escapes(mut text: &str) -> &str {

@@ -2,6 +2,7 @@
 //! in its output folder, with the checks of [`crate::soak`], each
 //! partition's last counters, the trace's figures and its pictures.
 
+use crate::host_share::{HostRecord, HostShare};
 use crate::soak::{self, Analysis};
 use crate::trace as host_trace;
 use crate::trace::stream::Stream;
@@ -22,6 +23,8 @@ pub struct Run<'a> {
     pub tio_target: Option<u64>,
     /// How the critical vCPU threads ran on the host ([`crate::isolate`]).
     pub isolation: Option<&'a str>,
+    /// What a wall-clock run sampled of the host ([`crate::host_share`]).
+    pub host: Option<&'a HostRecord>,
 }
 
 /// One line saying how the run keeps time, for the top of its output.
@@ -87,6 +90,9 @@ pub fn markdown(run: &Run, system: &System, analysis: &Analysis, out_dir: &Path)
         system.platform.cpus,
         soak::verdict(&checks).replace("soak: ", "Verdict: ")
     );
+    for line in analysis.late_lines() {
+        let _ = writeln!(text, "{line}\n");
+    }
     text += "## Host\n\n";
     let _ = writeln!(text, "{}\n", clock_line(run.icount, system.platform.cpus));
     if run.icount.is_none() {
@@ -101,6 +107,9 @@ pub fn markdown(run: &Run, system: &System, analysis: &Analysis, out_dir: &Path)
          nothing to isolate.\n",
         isolation_line(run.isolation, run.icount)
     );
+    if let Some(note) = &analysis.host_note {
+        let _ = writeln!(text, "{note}.\n");
+    }
     text += "## Checks\n\n";
     text += &soak::markdown(&checks);
     text += &late_jobs(analysis);
@@ -166,11 +175,14 @@ fn late_jobs(analysis: &Analysis) -> String {
         "\n## Late jobs\n\nEach job that missed its deadline, as its partition reported it: its release in counter \
          ticks, how long after it the job started and ended, and the time its pCPU spent at EL2 in that window \
          against Partita's bound for it (`partita check`'s added response per release, a release latency for each \
-         interrupt delivered in the window). A job over the bound is Partita's defect.\n\n\
-         | partition | job | release (ticks) | start after (us) | end after (us) | at EL2 (us) | bound (us) | verdict |\n\
-         |---|--:|--:|--:|--:|--:|--:|---|\n",
+         interrupt delivered in the window). A job over the bound is Partita's defect. On the wall clock, the \
+         host's share of the window beside it: how long the partition's vCPU threads and QEMU's main loop waited \
+         for a host core, and the host's steal (see Host above).\n\n\
+         | partition | job | release (ticks) | start after (us) | end after (us) | at EL2 (us) | bound (us) | verdict \
+         | host: vCPU waited (us) | main loop waited (us) | steal (us) |\n\
+         |---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|\n",
     );
-    let row = |text: &mut String, partition: &str, job: &crate::status::LateJob, share: Option<(u64, u64)>| {
+    let row = |text: &mut String, partition: &str, job: &crate::status::LateJob, share: Option<(u64, u64)>, host| {
         let (el2, bound, verdict) = match share {
             Some((el2, bound)) => (
                 format!("{:.1}", us(el2)),
@@ -181,25 +193,35 @@ fn late_jobs(analysis: &Analysis) -> String {
         };
         let _ = writeln!(
             text,
-            "| {partition} | {} | {} | {:.1} | {:.1} | {el2} | {bound} | {verdict} |",
+            "| {partition} | {} | {} | {:.1} | {:.1} | {el2} | {bound} | {verdict} | {} |",
             job.job,
             job.release,
             us(job.start.saturating_sub(job.release)),
-            us(job.end.saturating_sub(job.release))
+            us(job.end.saturating_sub(job.release)),
+            host_cells(host)
         );
     };
     let mut attributed: Vec<_> = analysis.late.iter().collect();
     attributed.sort_by_key(|l| !l.over_bound());
     for late in &attributed {
-        row(&mut text, &late.partition, &late.job, Some((late.partita, late.bound)));
+        row(&mut text, &late.partition, &late.job, Some((late.partita, late.bound)), late.host.as_ref());
     }
     for (i, jobs) in counters.late_jobs.iter().enumerate() {
         let name = &counters.names[i];
         for job in jobs.iter().filter(|job| !analysis.late.iter().any(|l| &l.partition == name && l.job == **job)) {
-            row(&mut text, name, job, None);
+            row(&mut text, name, job, None, None);
         }
     }
     text
+}
+
+/// The host's three waits in us, or `-` where they are not known.
+fn host_cells(host: Option<&HostShare>) -> String {
+    let us = |ns: u64| format!("{:.1}", ns as f64 / 1e3);
+    match host {
+        Some(h) => format!("{} | {} | {}", us(h.vcpu_delay_ns), us(h.main_loop_delay_ns), us(h.steal_ns)),
+        None => "- | - | -".into(),
+    }
 }
 
 /// Writes `summary.md` (or `name`) into `out_dir`; returns its path and the analysis.
@@ -210,7 +232,7 @@ pub fn write(
     name: &str,
     stream: Option<&Stream>,
 ) -> Result<(PathBuf, Analysis)> {
-    let analysis = Analysis::of(out_dir, system, stream, run.icount)?;
+    let analysis = Analysis::of(out_dir, system, stream, run.icount, run.host)?;
     let path = out_dir.join(name);
     std::fs::write(&path, markdown(run, system, &analysis, out_dir))
         .with_context(|| format!("cannot write {}", path.display()))?;
@@ -244,7 +266,7 @@ mod tests {
 
     #[test]
     fn a_guest_time_page_says_how_much_guest_time_its_host_time_covered() {
-        let run = Run { title: "t", seconds: 60, icount: Some(0), tio_target: Some(1), isolation: None };
+        let run = Run { title: "t", seconds: 60, icount: Some(0), tio_target: Some(1), isolation: None, host: None };
         let analysis = analysis_with("demo: t=2 jobs=400 misses=0");
         let text = time_text(&run, &analysis);
         assert_eq!(text, "60 s of host time in guest time (QEMU -icount shift=0), covering 2.0 s of guest time");
@@ -260,15 +282,60 @@ mod tests {
                    demo: late job=7 release=1000000 start=1375000 end=1375100 dropped=0\n\
                    demo: late job=9 release=2000000 start=2062500 end=2400000 dropped=0";
         let text = late_jobs(&analysis_with(log));
-        assert!(text.contains("| rtos | 7 | 1000000 | 6000.0 | 6001.6 | - | - | not attributed |"), "{text}");
-        assert!(text.contains("| rtos | 9 | 2000000 | 1000.0 | 6400.0 | - | - | not attributed |"), "{text}");
+        assert!(
+            text.contains("| rtos | 7 | 1000000 | 6000.0 | 6001.6 | - | - | not attributed | - | - | - |"),
+            "{text}"
+        );
+        assert!(
+            text.contains("| rtos | 9 | 2000000 | 1000.0 | 6400.0 | - | - | not attributed | - | - | - |"),
+            "{text}"
+        );
         let mut analysis = analysis_with(log);
         let job = analysis.counters.late_jobs[0][1];
-        analysis.late =
-            vec![crate::attribution::Attributed { partition: "rtos".into(), job, partita: 6_250, bound: 625 }];
+        let host = HostShare { vcpu_delay_ns: 5_000_000, main_loop_delay_ns: 250_000, steal_ns: 0, span_ns: 7_000_000 };
+        let late =
+            crate::attribution::Attributed { partition: "rtos".into(), job, partita: 6_250, bound: 625, host: None };
+        analysis.late = vec![crate::attribution::Attributed { host: Some(host), ..late }];
         let text = late_jobs(&analysis);
-        let over = text.find("| rtos | 9 | 2000000 | 1000.0 | 6400.0 | 100.0 | 10.0 | Partita over its bound |");
+        let over = text.find(
+            "| rtos | 9 | 2000000 | 1000.0 | 6400.0 | 100.0 | 10.0 | Partita over its bound | 5000.0 | 250.0 | 0.0 |",
+        );
         let other = text.find("| rtos | 7 |");
         assert!(over.is_some_and(|over| other.is_some_and(|other| over < other)), "the defect first: {text}");
+    }
+
+    #[test]
+    fn the_page_opens_with_both_kinds_of_late_job_and_the_worst_of_each() {
+        let log = "demo: t=1 jobs=200 misses=2\n\
+                   demo: late job=7 release=1000000 start=1375000 end=1375100 dropped=0\n\
+                   demo: late job=9 release=2000000 start=2062500 end=2400000 dropped=0";
+        let mut analysis = analysis_with(log);
+        analysis.host_note = Some("host share: sampled".into());
+        let jobs = analysis.counters.late_jobs[0].clone();
+        let late = |job, host| crate::attribution::Attributed {
+            partition: "rtos".into(),
+            job,
+            partita: 625,
+            bound: 6_250,
+            host,
+        };
+        let host = HostShare { vcpu_delay_ns: 5_000_000, main_loop_delay_ns: 250_000, steal_ns: 1_000, span_ns: 0 };
+        analysis.late = vec![late(jobs[0], None), late(jobs[1], Some(host))];
+        let lines = analysis.late_lines();
+        assert_eq!(lines[0], "Late jobs with Partita over its bound (Partita's defect: the verdict fails): 0.");
+        assert_eq!(
+            lines[1],
+            "Late jobs with Partita within its bound: 2; the worst, rtos job 9: window 6400.0 us: Partita 10.0 us \
+             (bound 100.0 us), host: vCPU waited 5000.0 us, main loop 250.0 us, steal 1.0 us."
+        );
+        analysis.late[1].bound = 600;
+        let lines = analysis.late_lines();
+        assert!(lines[0].starts_with("Late jobs with Partita over its bound (Partita's defect: the verdict fails): 1; the worst, rtos job 9:"), "{}", lines[0]);
+        assert!(
+            lines[1].starts_with("Late jobs with Partita within its bound: 1; the worst, rtos job 7:")
+                && lines[1].ends_with("host: unknown."),
+            "{}",
+            lines[1]
+        );
     }
 }

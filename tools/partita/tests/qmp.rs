@@ -80,6 +80,10 @@ fn answer(writer: &mut UnixStream, script: &Script, command: &str, arguments: &V
     if command == "pmemsave" {
         save(script, arguments);
     }
+    if command == "query-cpus-fast" {
+        send(writer, json!({ "return": cpus(script) }));
+        return true;
+    }
     send(writer, json!({ "return": {} }));
     if script.shutdown_after == Some(command) {
         if let Some((file, text)) = &script.shutdown_when {
@@ -99,6 +103,13 @@ fn answer(writer: &mut UnixStream, script: &Script, command: &str, arguments: &V
         return false;
     }
     script.hang_up_after != Some(command)
+}
+
+/// One vCPU, whose thread is the fake QEMU itself.
+fn cpus(script: &Script) -> Value {
+    let pid = script.pid_file.as_ref().map(|file| std::fs::read_to_string(file).unwrap());
+    let pid: u64 = pid.as_deref().unwrap_or("0").trim().parse().unwrap();
+    json!([{ "cpu-index": 0, "thread-id": pid, "qom-path": "/machine/unattached/device[0]", "target": "aarch64" }])
 }
 
 fn save(script: &Script, arguments: &Value) {
@@ -240,6 +251,11 @@ fn monitor(dir: &Path) -> Monitor {
 /// A console that announces the trace (when `traced`), then idles as a
 /// paused or running QEMU would.
 fn fake_qemu(dir: &Path, traced: bool) -> Command {
+    fake_qemu_printing(dir, traced, "")
+}
+
+/// [`fake_qemu`], with `more` printed after its lines.
+fn fake_qemu_printing(dir: &Path, traced: bool, more: &str) -> Command {
     let announce = if traced {
         format!(
             "echo '[partita] trace: {CPUS} ring(s) of {SLOTS} events at 0x{BASE:x}, {} bytes'; ",
@@ -248,7 +264,7 @@ fn fake_qemu(dir: &Path, traced: bool) -> Command {
     } else {
         String::new()
     };
-    let script = format!("echo $$ > '{}'; {announce}echo '[rtos] hi'; exec sleep 30", dir.join("pid").display());
+    let script = format!("echo $$ > '{}'; {announce}echo '[rtos] hi'; {more}exec sleep 30", dir.join("pid").display());
     let mut command = Command::new("sh");
     command.args(["-c", &script]);
     command
@@ -365,4 +381,52 @@ fn a_qemu_that_dies_without_a_monitor_is_reported_as_before() {
     let report = supervise_with(crash, &names(), &dir, &quick(60), Some(&monitor(&dir))).unwrap();
     assert!(matches!(report.ending, Ending::Exited(status) if status.code() == Some(1)), "{:?}", report.ending);
     assert!(started.elapsed() < Duration::from_secs(5), "no waiting for a monitor of a dead QEMU");
+}
+
+// --- The host's share ------------------------------------------------------
+
+/// Partita's health line carries a counter time: a second look at the guests' clock.
+const HM_LINE: &str = "echo '[partita] hm: 1 at 5000 us partition rtos vcpu 0 Fault detail 0x0 action Log'; ";
+
+/// A one-second run that samples the host's share, in a folder of its own,
+/// with pCPU 0 critical.
+fn sampled(name: &str) -> (RunOptions, Monitor, PathBuf) {
+    let dir = scratch(name);
+    let monitor = Monitor { critical: vec![(0, "rtos".into())], ..monitor(&dir) };
+    (RunOptions { host_share: true, ..quick(1) }, monitor, dir)
+}
+
+#[test]
+fn a_wall_clock_run_samples_the_host_beside_the_guests_clock() {
+    let (opts, monitor, dir) = sampled("qmp-run-host-share");
+    let server = serve_when_started(&dir, Script { memory: trace_memory(), ..Script::default() });
+    let report =
+        supervise_with(fake_qemu_printing(&dir, true, HM_LINE), &names(), &dir, &opts, Some(&monitor)).unwrap();
+    assert_eq!(report.ending, Ending::TimedOut);
+    let commands = server.join().unwrap();
+    assert_eq!(commands, ["qmp_capabilities", "set-action", "query-cpus-fast", "stop", "pmemsave", "quit"]);
+    let host = report.host.expect("a wall-clock run with host_share records the host");
+    let samples = host.samples.as_ref().expect("the fake QEMU's counters were read");
+    assert!(samples.reads() >= 50, "1 s at 1 kHz: {} reads", samples.reads());
+    assert_eq!(host.clock.observations(), (2, 1), "the first line and the hm line; the stop that copied the trace");
+    let alignment = host.clock.alignment(62_500_000);
+    assert!(alignment.error_ns().is_some(), "{alignment:?}");
+    assert!(host.note(&alignment).contains("of pCPU 0 (schedstat)"), "{}", host.note(&alignment));
+}
+
+#[test]
+fn without_the_vcpu_threads_the_host_share_is_unknown_and_the_run_goes_on() {
+    let (opts, monitor, dir) = sampled("qmp-run-host-share-unknown");
+    let server = serve_when_started(&dir, Script { fail: Some("query-cpus-fast"), ..Script::default() });
+    let report = supervise_with(fake_qemu(&dir, false), &names(), &dir, &opts, Some(&monitor)).unwrap();
+    assert_eq!(report.ending, Ending::TimedOut);
+    server.join().unwrap();
+    let host = report.host.unwrap();
+    assert!(host.samples.as_ref().is_err_and(|why| why.contains("query-cpus-fast")), "{:?}", host.samples.err());
+    let (opts, monitor, dir) = sampled("qmp-run-host-share-guest-time");
+    let guest_time = RunOptions { icount: Some(0), ..opts };
+    let server = serve_when_started(&dir, Script::default());
+    let report = supervise_with(fake_qemu(&dir, false), &names(), &dir, &guest_time, Some(&monitor)).unwrap();
+    assert!(report.host.is_none(), "in guest time the host cannot make a guest late: nothing is sampled");
+    assert_eq!(server.join().unwrap(), ["qmp_capabilities", "set-action", "quit"]);
 }
