@@ -23,6 +23,12 @@
 #define SPI_ROUNDS		5
 /* Per interrupt: generous for a hypervisor that shares the core. */
 #define WAIT_MS			100
+/*
+ * Per ping or pong: an SGI sent again while its last one is still pending
+ * merges with it, so the sender waits out a host that keeps the receiver's
+ * thread from running well past WAIT_MS. Only a lost SGI waits it all.
+ */
+#define SGI_WAIT_MS		1000
 
 static u32 vtimer_intid;
 static volatile u32 sgi_rx[MAX_CPUS][SGI_PONG + 1];
@@ -210,7 +216,7 @@ void irq_secondary_idle(const struct dt_info *dt, const struct bootargs *a)
 			u32 before = sgi_rx[sgi_home][SGI_PONG];
 
 			gic_send_sgi(dt->cpu_mpidr[sgi_home], SGI_PONG);
-			wait_change(&sgi_rx[sgi_home][SGI_PONG], before, WAIT_MS);
+			wait_change(&sgi_rx[sgi_home][SGI_PONG], before, SGI_WAIT_MS);
 		}
 		dsb_sy();
 		sgi_back_done = 1;
@@ -232,20 +238,20 @@ void sgi_test(const struct dt_info *dt, u64 n, u32 peer, bool peer_ready)
 		u32 before = sgi_rx[peer][SGI_PING];
 
 		gic_send_sgi(dt->cpu_mpidr[peer], SGI_PING);
-		wait_change(&sgi_rx[peer][SGI_PING], before, WAIT_MS);
+		wait_change(&sgi_rx[peer][SGI_PING], before, SGI_WAIT_MS);
 	}
 	/* Tell the partner whom to answer, then wake it. */
 	sgi_home = me;
 	sgi_back_done = 0;
 	gic_send_sgi(dt->cpu_mpidr[peer], SGI_TURN);
 	/* It prints and then sends n SGIs, each waited for: allow all of that. */
-	wait_change(&sgi_back_done, 0, (n + 10) * WAIT_MS);
+	wait_change(&sgi_back_done, 0, (n + 10) * SGI_WAIT_MS);
 	/*
 	 * Its last SGI may still be on its way when it says it is done (its
 	 * wait for each one is bounded, and a busy host can outlast it): one
 	 * more bounded wait for the count, so only an SGI lost for good shows.
 	 */
-	wait_count(&sgi_rx[me][SGI_PONG], n, 10 * WAIT_MS);
+	wait_count(&sgi_rx[me][SGI_PONG], n, SGI_WAIT_MS);
 	printf("sgi: sent %lu received %u\n", n, sgi_rx[me][SGI_PONG]);
 }
 
