@@ -10,6 +10,10 @@
 //! - the run delay (the time spent runnable but not running) of QEMU's
 //!   main loop and of the critical partitions' vCPU threads, from the
 //!   second field of `/proc/<pid>/task/<tid>/schedstat`, in ns;
+//! - the time each of those vCPU threads spent on a host core, from the
+//!   first field of the same file, in ns: a window less it is the time the
+//!   thread was off its core, waiting for one or asleep (the guest's WFI,
+//!   or a wait for QEMU's big lock);
 //! - the host's steal time, the 8th value of `/proc/stat`'s `cpu` line
 //!   (summed over the host's cores), in USER_HZ ticks: 10 ms steps, so a
 //!   window's steal reads as 0 or a multiple of 10 ms.
@@ -42,7 +46,11 @@
 //!
 //! What a run delay does not show: a vCPU thread that sleeps on QEMU's big
 //! lock, held by a thread that waits for a core, is not runnable, so that
-//! wait is in neither thread's run delay here.
+//! wait is in neither thread's run delay here. It is in the thread's
+//! off-CPU time ([`HostShare::vcpu_off_cpu_ns`]), with its other sleeps.
+//! The kernel brings a running thread's on-CPU time up to date at its
+//! scheduler tick and whenever it leaves or takes a core, so the on-CPU
+//! time a window read can be off by up to a scheduler tick at each end.
 
 use crate::status;
 use partita_core::trace::Trace;
@@ -59,12 +67,17 @@ use std::time::{Duration, Instant};
 /// about 12 us, a little over 1 % of a host core.
 pub const SAMPLE_EVERY: Duration = Duration::from_millis(1);
 
-/// Columns of a record, before one per sampled vCPU thread: the interval's
-/// length and what the main loop's run delay and the steal grew by in it.
+/// Columns of a record, before two per sampled vCPU thread: the
+/// interval's length and what the main loop's run delay and the steal grew
+/// by in it. Each vCPU thread's pair is its run delay, then its on-CPU
+/// time ([`VCPU_DELAY`], [`VCPU_ON_CPU`] from the pair's first column).
 const INTERVAL: usize = 0;
 const MAIN_LOOP: usize = 1;
 const STEAL: usize = 2;
 const VCPUS: usize = 3;
+const VCPU_DELAY: usize = 0;
+const VCPU_ON_CPU: usize = 1;
+const PER_VCPU: usize = 2;
 
 /// A record in every this many starts a block whose start time is kept, so
 /// that a window is found without walking from the first record.
@@ -86,6 +99,11 @@ const NS_PER_US: u64 = 1_000;
 pub struct HostShare {
     /// Time the partition's vCPU threads waited for a host core, summed.
     pub vcpu_delay_ns: u64,
+    /// Time the partition's vCPU threads were off a host core, summed: the
+    /// enclosing samples' length less each thread's on-CPU time in them.
+    /// Their run delay and their sleep (the guest's WFI, waits for QEMU's
+    /// big lock), so an upper bound of what the host took from them.
+    pub vcpu_off_cpu_ns: u64,
     /// Time QEMU's main loop waited for a host core.
     pub main_loop_delay_ns: u64,
     /// Time the host's cores were stolen from it, summed over them.
@@ -95,12 +113,13 @@ pub struct HostShare {
 }
 
 impl HostShare {
-    /// `host: vCPU waited V us, main loop M us, steal S us`.
+    /// `host: vCPU off-CPU O us (waited V us), main loop M us, steal S us`.
     pub fn describe(share: Option<&HostShare>) -> String {
         let us = |ns: u64| ns as f64 / NS_PER_US as f64;
         match share {
             Some(s) => format!(
-                "host: vCPU waited {:.1} us, main loop {:.1} us, steal {:.1} us",
+                "host: vCPU off-CPU {:.1} us (waited {:.1} us), main loop {:.1} us, steal {:.1} us",
+                us(s.vcpu_off_cpu_ns),
                 us(s.vcpu_delay_ns),
                 us(s.main_loop_delay_ns),
                 us(s.steal_ns)
@@ -113,6 +132,14 @@ impl HostShare {
 /// The second field of a `schedstat` file: the run delay, in ns.
 pub fn parse_run_delay(text: &str) -> Option<u64> {
     text.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The first two fields of a `schedstat` file: the on-CPU time and the
+/// run delay, in ns.
+pub fn parse_on_cpu_and_delay(text: &str) -> Option<(u64, u64)> {
+    let mut fields = text.split_whitespace();
+    let on_cpu = fields.next()?.parse().ok()?;
+    Some((on_cpu, fields.next()?.parse().ok()?))
 }
 
 /// The steal of `/proc/stat`'s `cpu` line, in USER_HZ ticks.
@@ -129,9 +156,10 @@ fn ns_per_user_tick() -> u64 {
 /// The samples of a run, compactly: per interval in which any counter
 /// grew, one record of u32 values in us (its length, then the growth of
 /// the main loop's run delay, of the steal and of each vCPU thread's run
-/// delay); intervals in which nothing grew merge into one record. An hour
-/// at 1 kHz with the demo's one critical vCPU is at most 3.6 M records of
-/// 16 bytes, 58 MB, and much less while the host leaves QEMU alone.
+/// delay and on-CPU time); intervals in which nothing grew (every vCPU
+/// thread asleep throughout) merge into one record. An hour at 1 kHz with
+/// the demo's one critical vCPU is at most 3.6 M records of 20 bytes,
+/// 72 MB.
 #[derive(Clone, Debug, Default)]
 pub struct Samples {
     /// The pCPU of each vCPU column.
@@ -154,7 +182,7 @@ impl Samples {
     }
 
     fn stride(&self) -> usize {
-        VCPUS + self.pcpus.len()
+        VCPUS + PER_VCPU * self.pcpus.len()
     }
 
     /// How many times the counters were read.
@@ -163,7 +191,7 @@ impl Samples {
     }
 
     /// One read at `at_us`: the cumulative main loop delay, steal and each
-    /// vCPU's delay, in ns, in the column order.
+    /// vCPU's delay and on-CPU time, in ns, in the column order.
     pub fn push(&mut self, at_us: u64, cumulative: &[u64]) {
         if self.reads == 0 {
             (self.first_us, self.end_us) = (at_us, at_us);
@@ -202,7 +230,7 @@ impl Samples {
     /// when the samples do not cover the window or sampled none of `pcpus`.
     pub fn over(&self, from_us: u64, to_us: u64, pcpus: &[u32]) -> Option<HostShare> {
         let columns: Vec<usize> =
-            pcpus.iter().filter_map(|p| self.pcpus.iter().position(|q| q == p)).map(|i| VCPUS + i).collect();
+            pcpus.iter().filter_map(|p| self.pcpus.iter().position(|q| q == p)).map(|i| VCPUS + PER_VCPU * i).collect();
         let to_us = to_us.max(from_us + 1);
         if columns.is_empty() || from_us < self.first_us || to_us > self.end_us {
             return None;
@@ -210,6 +238,7 @@ impl Samples {
         let block = self.blocks.partition_point(|&start| start <= from_us).checked_sub(1)?;
         let mut start = self.blocks[block];
         let (mut share, mut span_from) = (HostShare::default(), None);
+        let mut on_cpu_us = vec![0u64; columns.len()];
         for record in self.records.chunks_exact(self.stride()).skip(block * BLOCK) {
             let end = start + u64::from(record[INTERVAL]);
             if start >= to_us {
@@ -219,11 +248,18 @@ impl Samples {
                 span_from.get_or_insert(start);
                 share.main_loop_delay_ns += u64::from(record[MAIN_LOOP]) * NS_PER_US;
                 share.steal_ns += u64::from(record[STEAL]) * NS_PER_US;
-                share.vcpu_delay_ns += columns.iter().map(|&c| u64::from(record[c]) * NS_PER_US).sum::<u64>();
+                share.vcpu_delay_ns +=
+                    columns.iter().map(|&c| u64::from(record[c + VCPU_DELAY]) * NS_PER_US).sum::<u64>();
+                for (on, &c) in on_cpu_us.iter_mut().zip(&columns) {
+                    *on += u64::from(record[c + VCPU_ON_CPU]);
+                }
                 share.span_ns = (end - span_from.unwrap_or(start)) * NS_PER_US;
             }
             start = end;
         }
+        // Each thread's on-CPU time, read late by up to a scheduler tick,
+        // can exceed the span it is set against: that thread was off none of it.
+        share.vcpu_off_cpu_ns = on_cpu_us.iter().map(|&on| share.span_ns.saturating_sub(on * NS_PER_US)).sum();
         span_from.map(|_| share)
     }
 }
@@ -265,7 +301,8 @@ impl Sources {
         let mut values = vec![parse_run_delay(&read_start(&self.main_loop)?)?];
         values.push(parse_steal(&read_start(&self.steal)?)? * self.ns_per_tick);
         for vcpu in &self.vcpus {
-            values.push(parse_run_delay(&read_start(vcpu)?)?);
+            let (on_cpu, delay) = parse_on_cpu_and_delay(&read_start(vcpu)?)?;
+            values.extend([delay, on_cpu]);
         }
         Some(values)
     }
@@ -645,6 +682,8 @@ mod tests {
         assert_eq!(parse_run_delay("76603648 1702024 60\n"), Some(1_702_024));
         assert_eq!(parse_run_delay("76603648\n"), None);
         assert_eq!(parse_run_delay(""), None);
+        assert_eq!(parse_on_cpu_and_delay("76603648 1702024 60\n"), Some((76_603_648, 1_702_024)));
+        assert_eq!(parse_on_cpu_and_delay("76603648\n"), None);
     }
 
     #[test]
@@ -655,7 +694,8 @@ mod tests {
         assert_eq!(parse_steal("cpu  1 2 3 4 5 6 7\n"), None, "a kernel too old to count steal");
     }
 
-    fn samples(reads: &[(u64, [u64; 3])]) -> Samples {
+    /// Reads of the main loop's delay, the steal, the vCPU's delay and its on-CPU time.
+    fn samples(reads: &[(u64, [u64; 4])]) -> Samples {
         let mut samples = Samples::new(vec![1]);
         for &(at_us, values) in reads {
             samples.push(at_us, &values);
@@ -667,22 +707,29 @@ mod tests {
     #[test]
     fn quiet_intervals_merge_into_one_record() {
         // Nothing grows from 1,000 to 4,000 us; then the vCPU waits 300 us.
-        let s =
-            samples(&[(1_000, [0; 3]), (2_000, [0; 3]), (3_000, [0; 3]), (4_000, [0; 3]), (5_000, [0, 0, 300_000])]);
-        assert_eq!(s.records, [3_000, 0, 0, 0, 1_000, 0, 0, 300]);
+        let s = samples(&[
+            (1_000, [0; 4]),
+            (2_000, [0; 4]),
+            (3_000, [0; 4]),
+            (4_000, [0; 4]),
+            (5_000, [0, 0, 300_000, 700_000]),
+        ]);
+        assert_eq!(s.records, [3_000, 0, 0, 0, 0, 1_000, 0, 0, 300, 700]);
         assert_eq!((s.first_us, s.end_us, s.reads()), (1_000, 5_000, 5));
     }
 
     #[test]
     fn a_window_takes_the_whole_samples_that_enclose_it() {
-        let reads: Vec<(u64, [u64; 3])> =
-            (0..=10).map(|i| (i * 1_000, [i * 10_000, i * 1_000, i * i * 1_000])).collect();
+        // The vCPU is on its core 600 us of every 1,000.
+        let reads: Vec<(u64, [u64; 4])> =
+            (0..=10).map(|i| (i * 1_000, [i * 10_000, i * 1_000, i * i * 1_000, i * 600_000])).collect();
         let s = samples(&reads);
         // 2,500..4,200 us overlaps the samples 2,000-3,000, 3,000-4,000 and 4,000-5,000.
         let share = s.over(2_500, 4_200, &[1]).unwrap();
         assert_eq!(share.span_ns, 3_000_000);
         assert_eq!((share.main_loop_delay_ns, share.steal_ns), (30_000, 3_000));
         assert_eq!(share.vcpu_delay_ns, (25 - 4) * 1_000, "5² - 2² us of the vCPU's delay");
+        assert_eq!(share.vcpu_off_cpu_ns, 3 * 400_000, "the samples' length less the vCPU's on-CPU time");
         assert_eq!(s.over(2_000, 3_000, &[1]).unwrap().span_ns, 1_000_000, "a window on sample bounds");
         assert_eq!(s.over(500, 12_000, &[1]), None, "past the last sample");
         assert_eq!(s.over(2_500, 4_200, &[3]), None, "pCPU 3 was not sampled");
@@ -690,11 +737,21 @@ mod tests {
 
     #[test]
     fn a_window_past_many_blocks_is_found_from_its_block() {
-        let reads: Vec<(u64, [u64; 3])> = (0..5 * BLOCK as u64).map(|i| (i * 1_000, [0, 0, i * 2_000])).collect();
+        let reads: Vec<(u64, [u64; 4])> = (0..5 * BLOCK as u64).map(|i| (i * 1_000, [0, 0, i * 2_000, 0])).collect();
         let s = samples(&reads);
         assert_eq!(s.blocks.len(), 5);
         let share = s.over(3_000_500, 3_001_000, &[1]).unwrap();
         assert_eq!((share.vcpu_delay_ns, share.span_ns), (2_000, 1_000_000));
+        assert_eq!(share.vcpu_off_cpu_ns, 1_000_000, "never on its core");
+    }
+
+    #[test]
+    fn on_cpu_time_read_late_leaves_no_negative_off_cpu_time() {
+        // The kernel brought the running thread's on-CPU time up to date at 3,000 us: 1,500 us in one sample.
+        let reads = [(1_000, [0, 0, 0, 0]), (2_000, [0, 0, 0, 0]), (3_000, [0, 0, 0, 1_500_000])];
+        let s = samples(&reads);
+        assert_eq!(s.over(2_000, 3_000, &[1]).unwrap().vcpu_off_cpu_ns, 0);
+        assert_eq!(s.over(1_000, 3_000, &[1]).unwrap().vcpu_off_cpu_ns, 500_000);
     }
 
     #[test]
@@ -776,11 +833,13 @@ mod tests {
         let clock = clock_with_a_stop();
         let alignment = clock.alignment(HZ);
         // The vCPU waited 2 ms at 600 ms of host time: inside 0.5-0.6 s of guest time (0.55-0.65 s host).
-        let reads: Vec<(u64, [u64; 3])> =
-            (0..2_200).map(|ms| (ms * 1_000, [0, 0, if ms >= 600 { 2_000_000 } else { 0 }])).collect();
+        // It is on its core 900 us of every 1,000.
+        let reads: Vec<(u64, [u64; 4])> =
+            (0..2_200).map(|ms| (ms * 1_000, [0, 0, if ms >= 600 { 2_000_000 } else { 0 }, ms * 900_000])).collect();
         let record = HostRecord { clock, samples: Ok(samples(&reads)) };
         let share = record.share(&alignment, (31_250_000, 37_500_000), &[1], HZ).unwrap();
         assert_eq!(share.vcpu_delay_ns, 2_000_000);
+        assert_eq!(share.vcpu_off_cpu_ns, share.span_ns / 10);
         let later = record.share(&alignment, (43_750_000, 50_000_000), &[1], HZ).unwrap();
         assert_eq!(later.vcpu_delay_ns, 0, "0.7-0.8 s of guest time came after the wait");
         assert!(record.note(&alignment).contains("read 2200 times"), "{}", record.note(&alignment));
@@ -791,8 +850,17 @@ mod tests {
 
     #[test]
     fn the_report_line_gives_each_wait_in_microseconds() {
-        let share = HostShare { vcpu_delay_ns: 8_000_000, main_loop_delay_ns: 120_000, steal_ns: 0, span_ns: 9 };
-        assert_eq!(HostShare::describe(Some(&share)), "host: vCPU waited 8000.0 us, main loop 120.0 us, steal 0.0 us");
+        let share = HostShare {
+            vcpu_delay_ns: 8_000_000,
+            vcpu_off_cpu_ns: 9_500_000,
+            main_loop_delay_ns: 120_000,
+            steal_ns: 0,
+            span_ns: 9,
+        };
+        assert_eq!(
+            HostShare::describe(Some(&share)),
+            "host: vCPU off-CPU 9500.0 us (waited 8000.0 us), main loop 120.0 us, steal 0.0 us"
+        );
         assert_eq!(HostShare::describe(None), "host: unknown");
     }
 

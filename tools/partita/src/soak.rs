@@ -220,9 +220,10 @@ impl Analysis {
             Some(i) => {
                 let (misses, jobs) = (self.num(i, "misses").unwrap_or(-1), self.num(i, "jobs").unwrap_or(0));
                 // On the host's clock a late job whose window held no more of
-                // Partita than it promised was late for the host's reasons,
-                // and every one must be accounted for; in guest time none may be.
-                let over = self.late.iter().filter(|l| l.over_bound()).count();
+                // Partita than it promised, once granted its vCPU's off-CPU
+                // time, was late for the host's reasons, and every one must
+                // be accounted for; in guest time none may be.
+                let over = self.late.iter().filter(|l| l.over_bound(self.counter_hz)).count();
                 let accounted = self.late.len() as i64 == misses && self.unattributed == 0 && over == 0;
                 Check {
                     name: "deadline misses",
@@ -358,10 +359,15 @@ impl Analysis {
         let us = |ticks: u64| self.micros(ticks);
         let (over, within) = self.late_kinds();
         let mut text = format!("; late jobs: {} with Partita over its bound", over.len());
-        if let Some(worst) = worst_over(&over) {
+        if let Some(worst) = worst_over(&over, self.counter_hz) {
+            let executed = if worst.host.is_some() {
+                format!(", at least {:.1} us of it executed", us(worst.executed(self.counter_hz)))
+            } else {
+                String::new()
+            };
             let _ = write!(
                 text,
-                " (worst: {:.1} us at EL2, bound {:.1} us{})",
+                " (worst: {:.1} us at EL2{executed}, bound {:.1} us{})",
                 us(worst.partita),
                 us(worst.bound),
                 self.host_text(worst)
@@ -385,9 +391,10 @@ impl Analysis {
         text
     }
 
-    /// The late jobs with Partita over its bound, and those within it.
+    /// The late jobs with Partita over its bound, and those within it
+    /// ([`attribution::over_bound_after_grant`]).
     fn late_kinds(&self) -> (Vec<&attribution::Attributed>, Vec<&attribution::Attributed>) {
-        self.late.iter().partition(|l| l.over_bound())
+        self.late.iter().partition(|l| l.over_bound(self.counter_hz))
     }
 
     /// On the wall clock the host's share is measured, and shown.
@@ -417,7 +424,11 @@ impl Analysis {
             line + "."
         };
         let mut lines = vec![
-            line("with Partita over its bound (Partita's defect: the verdict fails)", &over, worst_over(&over)),
+            line(
+                "with Partita over its bound (Partita's defect: the verdict fails)",
+                &over,
+                worst_over(&over, self.counter_hz),
+            ),
             line("with Partita within its bound", &within, worst_within(&within)),
         ];
         if self.unattributed > 0 {
@@ -463,9 +474,10 @@ impl Analysis {
     }
 }
 
-/// The late job furthest over Partita's bound.
-fn worst_over<'a>(over: &[&'a attribution::Attributed]) -> Option<&'a attribution::Attributed> {
-    over.iter().copied().max_by_key(|l| l.partita.saturating_sub(l.bound))
+/// The late job furthest over Partita's bound, by the EL2 time it surely
+/// executed.
+fn worst_over<'a>(over: &[&'a attribution::Attributed], counter_hz: u64) -> Option<&'a attribution::Attributed> {
+    over.iter().copied().max_by_key(|l| l.executed(counter_hz).saturating_sub(l.bound))
 }
 
 /// The late job within Partita's bound with the longest window.
@@ -559,6 +571,19 @@ mod tests {
             "{}",
             check.detail
         );
+        // On the wall clock Partita is granted its vCPU thread's off-CPU time first.
+        let off_cpu = |ns| Some(host_share::HostShare { vcpu_off_cpu_ns: ns, ..Default::default() });
+        over.late[0].host = off_cpu(40_000);
+        let check = deadline_check(&over);
+        assert!(
+            !check.ok
+                && check.detail.contains("(worst: 80.0 us at EL2, at least 40.0 us of it executed, bound 16.4 us"),
+            "{}",
+            check.detail
+        );
+        over.late[0].host = off_cpu(70_000);
+        let check = deadline_check(&over);
+        assert!(check.ok && check.detail.contains("0 with Partita over its bound, 1 within it"), "{}", check.detail);
         // Every miss must be accounted for, and in guest time none may happen.
         let mut unreported = within.clone();
         unreported.unattributed = 1;

@@ -2,6 +2,7 @@
 //! in its output folder, with the checks of [`crate::soak`], each
 //! partition's last counters, the trace's figures and its pictures.
 
+use crate::attribution::Attributed;
 use crate::host_share::{HostRecord, HostShare};
 use crate::soak::{self, Analysis};
 use crate::trace as host_trace;
@@ -176,18 +177,21 @@ fn late_jobs(analysis: &Analysis) -> String {
          ticks, how long after it the job started and ended, and the time its pCPU spent at EL2 in that window \
          against Partita's bound for it (`partita check`'s added response per release, a release latency for each \
          interrupt delivered in the window). A job over the bound is Partita's defect. On the wall clock, the \
-         host's share of the window beside it: how long the partition's vCPU threads and QEMU's main loop waited \
-         for a host core, and the host's steal (see Host above).\n\n\
+         host's share of the window beside it: how long the partition's vCPU threads were off their host core \
+         (waiting for one, or asleep: the guest's WFI, QEMU's big lock), how long they and QEMU's main loop waited \
+         for a host core, and the host's steal (see Host above). There Partita is granted all of that off-CPU \
+         time first: a job is over the bound only when its EL2 time less the off-CPU time still exceeds it.\n\n\
          | partition | job | release (ticks) | start after (us) | end after (us) | at EL2 (us) | bound (us) | verdict \
-         | host: vCPU waited (us) | main loop waited (us) | steal (us) |\n\
-         |---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|\n",
+         | host: vCPU off-CPU (us) | vCPU waited (us) | main loop waited (us) | steal (us) |\n\
+         |---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|\n",
     );
-    let row = |text: &mut String, partition: &str, job: &crate::status::LateJob, share: Option<(u64, u64)>, host| {
-        let (el2, bound, verdict) = match share {
-            Some((el2, bound)) => (
-                format!("{:.1}", us(el2)),
-                format!("{:.1}", us(bound)),
-                if el2 > bound { "Partita over its bound" } else { "Partita within its bound" },
+    let counter_hz = analysis.counter_hz;
+    let row = |text: &mut String, partition: &str, job: &crate::status::LateJob, late: Option<&Attributed>| {
+        let (el2, bound, verdict) = match late {
+            Some(late) => (
+                format!("{:.1}", us(late.partita)),
+                format!("{:.1}", us(late.bound)),
+                if late.over_bound(counter_hz) { "Partita over its bound" } else { "Partita within its bound" },
             ),
             None => ("-".into(), "-".into(), "not attributed"),
         };
@@ -198,29 +202,36 @@ fn late_jobs(analysis: &Analysis) -> String {
             job.release,
             us(job.start.saturating_sub(job.release)),
             us(job.end.saturating_sub(job.release)),
-            host_cells(host)
+            host_cells(late.and_then(|l| l.host.as_ref()))
         );
     };
     let mut attributed: Vec<_> = analysis.late.iter().collect();
-    attributed.sort_by_key(|l| !l.over_bound());
-    for late in &attributed {
-        row(&mut text, &late.partition, &late.job, Some((late.partita, late.bound)), late.host.as_ref());
+    attributed.sort_by_key(|l| !l.over_bound(counter_hz));
+    for late in attributed {
+        row(&mut text, &late.partition, &late.job, Some(late));
     }
     for (i, jobs) in counters.late_jobs.iter().enumerate() {
         let name = &counters.names[i];
         for job in jobs.iter().filter(|job| !analysis.late.iter().any(|l| &l.partition == name && l.job == **job)) {
-            row(&mut text, name, job, None, None);
+            row(&mut text, name, job, None);
         }
     }
     text
 }
 
-/// The host's three waits in us, or `-` where they are not known.
+/// The vCPU threads' off-CPU time and the host's three waits in us, or
+/// `-` where they are not known.
 fn host_cells(host: Option<&HostShare>) -> String {
     let us = |ns: u64| format!("{:.1}", ns as f64 / 1e3);
     match host {
-        Some(h) => format!("{} | {} | {}", us(h.vcpu_delay_ns), us(h.main_loop_delay_ns), us(h.steal_ns)),
-        None => "- | - | -".into(),
+        Some(h) => format!(
+            "{} | {} | {} | {}",
+            us(h.vcpu_off_cpu_ns),
+            us(h.vcpu_delay_ns),
+            us(h.main_loop_delay_ns),
+            us(h.steal_ns)
+        ),
+        None => "- | - | - | -".into(),
     }
 }
 
@@ -283,25 +294,42 @@ mod tests {
                    demo: late job=9 release=2000000 start=2062500 end=2400000 dropped=0";
         let text = late_jobs(&analysis_with(log));
         assert!(
-            text.contains("| rtos | 7 | 1000000 | 6000.0 | 6001.6 | - | - | not attributed | - | - | - |"),
+            text.contains("| rtos | 7 | 1000000 | 6000.0 | 6001.6 | - | - | not attributed | - | - | - | - |"),
             "{text}"
         );
         assert!(
-            text.contains("| rtos | 9 | 2000000 | 1000.0 | 6400.0 | - | - | not attributed | - | - | - |"),
+            text.contains("| rtos | 9 | 2000000 | 1000.0 | 6400.0 | - | - | not attributed | - | - | - | - |"),
             "{text}"
         );
         let mut analysis = analysis_with(log);
         let job = analysis.counters.late_jobs[0][1];
-        let host = HostShare { vcpu_delay_ns: 5_000_000, main_loop_delay_ns: 250_000, steal_ns: 0, span_ns: 7_000_000 };
-        let late =
-            crate::attribution::Attributed { partition: "rtos".into(), job, partita: 6_250, bound: 625, host: None };
-        analysis.late = vec![crate::attribution::Attributed { host: Some(host), ..late }];
+        // 100 us at EL2 against a bound of 10 us, 60 us of the window off its core: 40 us surely executed.
+        let host = HostShare {
+            vcpu_delay_ns: 5_000_000,
+            vcpu_off_cpu_ns: 60_000,
+            main_loop_delay_ns: 250_000,
+            steal_ns: 0,
+            span_ns: 7_000_000,
+        };
+        let late = Attributed { partition: "rtos".into(), job, partita: 6_250, bound: 625, host: None };
+        analysis.late = vec![Attributed { host: Some(host), ..late.clone() }];
         let text = late_jobs(&analysis);
         let over = text.find(
-            "| rtos | 9 | 2000000 | 1000.0 | 6400.0 | 100.0 | 10.0 | Partita over its bound | 5000.0 | 250.0 | 0.0 |",
+            "| rtos | 9 | 2000000 | 1000.0 | 6400.0 | 100.0 | 10.0 | Partita over its bound | 60.0 | 5000.0 | 250.0 | \
+             0.0 |",
         );
         let other = text.find("| rtos | 7 |");
         assert!(over.is_some_and(|over| other.is_some_and(|other| over < other)), "the defect first: {text}");
+        // 95 us off its core leaves 5 us surely executed, within the bound.
+        analysis.late = vec![Attributed { host: Some(HostShare { vcpu_off_cpu_ns: 95_000, ..host }), ..late }];
+        let text = late_jobs(&analysis);
+        assert!(
+            text.contains(
+                "| rtos | 9 | 2000000 | 1000.0 | 6400.0 | 100.0 | 10.0 | Partita within its bound | 95.0 | 5000.0 | \
+                 250.0 | 0.0 |"
+            ),
+            "{text}"
+        );
     }
 
     #[test]
@@ -312,23 +340,27 @@ mod tests {
         let mut analysis = analysis_with(log);
         analysis.host_note = Some("host share: sampled".into());
         let jobs = analysis.counters.late_jobs[0].clone();
-        let late = |job, host| crate::attribution::Attributed {
-            partition: "rtos".into(),
-            job,
-            partita: 625,
-            bound: 6_250,
-            host,
+        let late = |job, host| Attributed { partition: "rtos".into(), job, partita: 625, bound: 6_250, host };
+        let host = HostShare {
+            vcpu_delay_ns: 5_000_000,
+            vcpu_off_cpu_ns: 6_000_000,
+            main_loop_delay_ns: 250_000,
+            steal_ns: 1_000,
+            span_ns: 0,
         };
-        let host = HostShare { vcpu_delay_ns: 5_000_000, main_loop_delay_ns: 250_000, steal_ns: 1_000, span_ns: 0 };
         analysis.late = vec![late(jobs[0], None), late(jobs[1], Some(host))];
         let lines = analysis.late_lines();
         assert_eq!(lines[0], "Late jobs with Partita over its bound (Partita's defect: the verdict fails): 0.");
         assert_eq!(
             lines[1],
             "Late jobs with Partita within its bound: 2; the worst, rtos job 9: window 6400.0 us: Partita 10.0 us \
-             (bound 100.0 us), host: vCPU waited 5000.0 us, main loop 250.0 us, steal 1.0 us."
+             (bound 100.0 us), host: vCPU off-CPU 6000.0 us (waited 5000.0 us), main loop 250.0 us, steal 1.0 us."
         );
+        // 10 us at EL2 over a bound of 9.6 us, but the vCPU's thread was off its core for longer.
         analysis.late[1].bound = 600;
+        assert!(analysis.late_lines()[0].ends_with("fails): 0."), "{:?}", analysis.late_lines());
+        // Off its core for 0.16 us (10 ticks): 615 ticks surely executed, over 600.
+        analysis.late[1].host = Some(HostShare { vcpu_off_cpu_ns: 160, ..host });
         let lines = analysis.late_lines();
         assert!(lines[0].starts_with("Late jobs with Partita over its bound (Partita's defect: the verdict fails): 1; the worst, rtos job 9:"), "{}", lines[0]);
         assert!(
