@@ -129,7 +129,8 @@ pub fn serve(sys: &System, me: &PerCpu) {
         if start <= due.at {
             timer::arm_at(due.at + 1);
         }
-        let done = gpio::write_at(due.at, due.pins, due.values);
+        let written = gpio::write_at(due.at, due.pins, due.values, start);
+        let done = written.done;
         timer::disarm();
         let spun = done.saturating_sub(start);
         let mut lead = 0;
@@ -141,7 +142,8 @@ pub fn serve(sys: &System, me: &PerCpu) {
         trace::record_at(done, Kind::TimedIo, p, usize::from(due.values), trace_arg(due.pins, due.at, done));
         if done > due.at + 1 {
             let alarm = due.at.saturating_sub(lead);
-            let arg = partita_core::trace::timed_io_late_arg(due.at, start, trace::el2_entry_after(alarm));
+            let waited = trace::el2_entry_after(alarm);
+            let arg = partita_core::trace::timed_io_late_arg(due.at, start, written.step, waited);
             trace::record_at(done, Kind::TimedIoLate, p, usize::from(due.values), arg);
         }
         charge(me, p, part, spun, done);

@@ -25,18 +25,34 @@ pub fn init(base: u64, outputs: u8) {
     BASE.store(base, Ordering::Release);
 }
 
+/// A timed output as it was done: when, and how the counter passed its
+/// time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Written {
+    /// The counter once the write had left the core: the operation's done
+    /// time.
+    pub done: u64,
+    /// The counter's step across the asked time: from the last value read
+    /// before it (or `since`, when none was) to the first read at or past
+    /// it. A core that polls steps a tick or less; more is time this core
+    /// did not execute (the host's, or another vCPU's turn under QEMU's
+    /// `-icount`), measured rather than inferred.
+    pub step: u64,
+}
+
 /// Waits until the counter reaches `at`, drives the lines of `pins` to the
-/// matching bits of `values` and returns the counter value once the write
-/// has left the core: the operation's done time. The wait is bounded by
-/// the caller, which asks only for an `at` less than its lead ahead of
-/// now. Returns at once, writing nothing, before [`init`].
-pub fn write_at(at: u64, pins: u8, values: u8) -> u64 {
+/// matching bits of `values` and returns when that was done and how the
+/// counter stepped across `at` ([`Written`]); `since` is a counter value
+/// read before the call. The wait is bounded by the caller, which asks
+/// only for an `at` less than its lead ahead of now. Returns at once,
+/// writing nothing, before [`init`].
+pub fn write_at(at: u64, pins: u8, values: u8, since: u64) -> Written {
     let base = BASE.load(Ordering::Acquire);
     if base == 0 {
-        return crate::timer::now();
+        return Written { done: crate::timer::now(), step: 0 };
     }
     let data = base + (usize::from(pins) << 2);
-    let done: u64;
+    let (done, before, passed): (u64, u64, u64);
     // SAFETY: `data` is the data register's masked alias inside the
     // controller's page given to `init`, mapped as device memory; the
     // store changes only the lines in `pins`. The ISB in the loop keeps
@@ -48,12 +64,15 @@ pub fn write_at(at: u64, pins: u8, values: u8) -> u64 {
             "1: isb",
             "mrs {now}, cntpct_el0",
             "cmp {now}, {at}",
-            "b.lo 1b",
-            "str {value:w}, [{data}]",
+            "b.hs 2f",
+            "mov {before}, {now}",
+            "b 1b",
+            "2: str {value:w}, [{data}]",
             "dsb sy",
             "isb",
             "mrs {done}, cntpct_el0",
-            now = out(reg) _,
+            now = out(reg) passed,
+            before = inout(reg) since => before,
             at = in(reg) at,
             value = in(reg) u32::from(values),
             data = in(reg) data,
@@ -61,5 +80,5 @@ pub fn write_at(at: u64, pins: u8, values: u8) -> u64 {
             options(nostack),
         );
     }
-    done
+    Written { done, step: passed.saturating_sub(before) }
 }

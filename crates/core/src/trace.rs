@@ -78,14 +78,14 @@ pub enum Kind {
     /// window to Partita with.
     El2 = 17,
     /// A timed output done more than a tick after its time, stamped as its
-    /// [`Kind::TimedIo`]; `arg` is [`timed_io_late_arg`]: how far ahead of
-    /// that time its pCPU began to serve it or, when it began late, how
-    /// long its alarm's interrupt waited for the pCPU to enter EL2 with
-    /// nothing of Partita's in the way. Neither is Partita's share of the
-    /// error: one that began in time spun with interrupts masked and
-    /// nothing else to do, and an interrupt pending at EL1 is taken at
-    /// once; either wait is time the pCPU did not execute (on QEMU, another
-    /// vCPU's turn).
+    /// [`Kind::TimedIo`]; `arg` is [`timed_io_late_arg`]: for one its pCPU
+    /// began to serve in time, the counter's step across the asked time
+    /// while it polled; for one begun late, how long its alarm's interrupt
+    /// waited for the pCPU to enter EL2 with nothing of Partita's in the
+    /// way. Neither is Partita's share of the error: a polling core reads
+    /// the counter a tick or less apart, so a longer step is time it did
+    /// not execute, and an interrupt pending at EL1 is taken at once; both
+    /// are the host's (on QEMU's `-icount`, another vCPU's turn).
     TimedIoLate = 18,
 }
 
@@ -157,19 +157,20 @@ impl AccelStep {
 pub const TIMED_IO_BEGAN_LATE: u32 = 1 << 31;
 
 /// The argument of [`Kind::TimedIoLate`] for an output asked `at` and
-/// begun `start`: the ticks it began ahead, or, with
-/// [`TIMED_IO_BEGAN_LATE`], `waited`, the ticks its alarm waited for the
-/// pCPU to enter EL2 (both saturated to 31 bits).
-pub fn timed_io_late_arg(at: u64, start: u64, waited: u64) -> u32 {
+/// begun `start`: when it began in time, `step`, the counter's step across
+/// `at` while its pCPU polled (`partita_arch::gpio::Written::step`); when
+/// it began late, [`TIMED_IO_BEGAN_LATE`] and `waited`, the ticks its
+/// alarm waited for the pCPU to enter EL2 (both saturated to 31 bits).
+pub fn timed_io_late_arg(at: u64, start: u64, step: u64, waited: u64) -> u32 {
     let field = |ticks: u64| ticks.min(u64::from(!TIMED_IO_BEGAN_LATE)) as u32;
     if start < at {
-        field(at - start)
+        field(step)
     } else {
         TIMED_IO_BEGAN_LATE | field(waited)
     }
 }
 
-/// What a [`Kind::TimedIoLate`] argument says: `Ok(ahead)` for an output
+/// What a [`Kind::TimedIoLate`] argument says: `Ok(step)` for an output
 /// begun in time, `Err(waited)` for one begun late.
 pub fn from_timed_io_late_arg(arg: u32) -> Result<u64, u64> {
     let field = u64::from(arg & !TIMED_IO_BEGAN_LATE);
@@ -415,10 +416,12 @@ mod tests {
     }
 
     #[test]
-    fn a_late_output_s_argument_says_how_early_it_began_or_how_long_it_waited() {
-        assert_eq!(from_timed_io_late_arg(timed_io_late_arg(1_000, 900, 7)), Ok(100));
-        assert_eq!(from_timed_io_late_arg(timed_io_late_arg(1_000, 1_000, 7)), Err(7));
-        assert_eq!(from_timed_io_late_arg(timed_io_late_arg(1_000, 1_500, u64::MAX)), Err(u64::from(u32::MAX >> 1)));
+    fn a_late_output_s_argument_says_how_the_counter_stepped_or_how_long_it_waited() {
+        assert_eq!(from_timed_io_late_arg(timed_io_late_arg(1_000, 900, 300, 7)), Ok(300));
+        assert_eq!(from_timed_io_late_arg(timed_io_late_arg(1_000, 1_000, 300, 7)), Err(7));
+        let saturated = u64::from(u32::MAX >> 1);
+        assert_eq!(from_timed_io_late_arg(timed_io_late_arg(1_000, 1_500, 0, u64::MAX)), Err(saturated));
+        assert_eq!(from_timed_io_late_arg(timed_io_late_arg(1_000, 900, u64::MAX, 0)), Ok(saturated));
     }
 
     #[test]

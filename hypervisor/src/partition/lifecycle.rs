@@ -177,13 +177,7 @@ pub fn restart_step(sys: &System, part: &Partition) {
         None => {
             let ticks = timer::counter() - part.reload_started.load(Ordering::Acquire);
             let us = ticks_to_us(ticks, platform::counter_frequency());
-            console::pieces()
-                .text("partition ")
-                .text(part.name())
-                .text(" reloaded in ")
-                .decimal(us)
-                .text(" us")
-                .end();
+            console::pieces().text("partition ").text(part.name()).text(" reloaded in ").decimal(us).text(" us").end();
             power_on(part);
             // Cannot fail: nothing leaves Restarting but this.
             let _ = part.apply(Change::Reloaded);

@@ -146,7 +146,14 @@ fn cyclic_owner(sys: &System, me: &PerCpu, state: &CyclicCpu) -> Option<usize> {
 /// its slot). The timer is re-armed for a vCPU that stays when its quantum
 /// changed; a switch arms it for the next one anyway. `priority`: its
 /// partition's rank.
-pub fn after_trap(sys: &System, me: &PerCpu, slot: usize, priority: u8, after: AfterTrap, quantum_over: bool) -> Verdict {
+pub fn after_trap(
+    sys: &System,
+    me: &PerCpu,
+    slot: usize,
+    priority: u8,
+    after: AfterTrap,
+    quantum_over: bool,
+) -> Verdict {
     let stays = match &me.policy {
         Policy::FixedPriority(fp) => return after_fixed_trap(sys, me, fp, (priority, slot), after, quantum_over),
         Policy::Exclusive => after == AfterTrap::Stay,

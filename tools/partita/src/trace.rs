@@ -385,7 +385,7 @@ fn instant_args(meta: &TraceMeta, event: &Event) -> Value {
         },
         Kind::El2 => ("ticks", json!(event.arg)),
         Kind::TimedIoLate => match partita_core::trace::from_timed_io_late_arg(event.arg) {
-            Ok(ahead) => ("began_ahead_ticks", json!(ahead)),
+            Ok(step) => ("counter_step_across_asked_ticks", json!(step)),
             Err(waited) => ("began_late_after_waiting_ticks", json!(waited)),
         },
         Kind::VcpuIn | Kind::VcpuOut => ("arg", json!(event.arg)),

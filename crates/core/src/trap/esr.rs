@@ -144,7 +144,8 @@ pub const fn set_way(esr: u64) -> bool {
     const RT: u64 = 0x1f << 5;
     const DC_SW: u64 = 1 << 20 | 2 << 17 | 7 << 10;
     let iss = iss(esr);
-    class(esr) == ec::SYSREG && matches!(iss & !RT, x if x == DC_SW | 6 << 1 || x == DC_SW | 10 << 1 || x == DC_SW | 14 << 1)
+    class(esr) == ec::SYSREG
+        && matches!(iss & !RT, x if x == DC_SW | 6 << 1 || x == DC_SW | 10 << 1 || x == DC_SW | 14 << 1)
 }
 
 /// The instruction-specific syndrome: ESR's low 25 bits.

@@ -252,7 +252,8 @@ mod tests {
     #[test]
     fn a_sweep_covers_the_ram_whatever_the_regions() {
         let one = [Range::new(0x4000_0000, 16 << 20)];
-        let uneven = [Range::new(0x4000_0000, 0x10_3000), Range::new(0x5000_0000, 0x5000), Range::new(0x6000_0000, 0xef_8000)];
+        let uneven =
+            [Range::new(0x4000_0000, 0x10_3000), Range::new(0x5000_0000, 0x5000), Range::new(0x6000_0000, 0xef_8000)];
         for regions in [&one[..], &uneven[..]] {
             let (cleaned, _) = sweep(regions, SWEEP_OPS as usize);
             for region in regions {

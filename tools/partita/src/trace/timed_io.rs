@@ -23,7 +23,8 @@ pub struct Operation {
     pub asked: u64,
     pub done: u64,
     /// For an output done more than a tick late ([`Kind::TimedIoLate`]):
-    /// `Ok(ticks)` it began ahead of its time, or `Err(ticks)` its alarm
+    /// `Ok(step)` it began in time and the counter stepped that many ticks
+    /// across its time while the pCPU polled, or `Err(ticks)` its alarm
     /// waited for the pCPU to enter EL2 before it began late.
     pub late: Option<Result<u64, u64>>,
 }
@@ -34,15 +35,17 @@ impl Operation {
         self.done.abs_diff(self.asked)
     }
 
-    /// Partita's share of E. An output that began in time spun with
-    /// interrupts masked and nothing else to do, which on a core that
-    /// executes ends within the tick; one that began late waited first for
-    /// its pCPU to take the alarm's interrupt, pending at EL1 where nothing
-    /// masks it. Both waits are time the pCPU did not execute (the host's,
-    /// or on QEMU's -icount another vCPU's turn), not Partita's.
+    /// Partita's share of E. An output that began in time was polled for
+    /// with interrupts masked and nothing else to do: a core that executes
+    /// reads the counter a tick or less apart, so the counter's step
+    /// across the asked time beyond one tick is time the pCPU did not
+    /// execute. One that began late waited first for its pCPU to take the
+    /// alarm's interrupt, pending at EL1 where nothing masks it. Both
+    /// waits are measured, and are the host's (on QEMU's -icount, another
+    /// vCPU's turn), not Partita's.
     pub fn partita_error(&self) -> u64 {
         match self.late {
-            Some(Ok(ahead)) if ahead > 0 => self.error().min(1),
+            Some(Ok(step)) => self.error().saturating_sub(step.saturating_sub(1)).max(self.error().min(1)),
             // What its alarm's interrupt waited at EL1 delayed it that much.
             Some(Err(waited)) => self.error().saturating_sub(waited).max(self.error().min(1)),
             _ => self.error(),
@@ -174,23 +177,28 @@ mod tests {
         let trace = Trace {
             counter_hz: 62_500_000,
             cpus: vec![vec![
-                // Begun 1,250 ticks ahead, done 60,000 late: polling that lost its pCPU.
+                // Begun in time, done 60,000 late: the counter stepped 60,010
+                // ticks across its time while the pCPU polled.
                 output(0, 1000, 61_000),
-                late(61_000, timed_io_late_arg(1000, 0, 0)),
+                late(61_000, timed_io_late_arg(1000, 0, 60_010, 0)),
+                // Begun in time, the counter stepped a tick: all 40 ticks were Partita's.
+                output(0, 80_000, 80_040),
+                late(80_040, timed_io_late_arg(80_000, 79_000, 1, 0)),
                 // Begun late; its alarm waited 13,000 ticks at EL1: 12,264 late, none of it Partita's.
                 output(0, 90_000, 102_264),
-                late(102_264, timed_io_late_arg(90_000, 102_231, 13_000)),
+                late(102_264, timed_io_late_arg(90_000, 102_231, 0, 13_000)),
                 // Begun late with no wait at EL1: the EL2 stretch before it was in the way.
                 output(0, 200_000, 203_104),
-                late(203_104, timed_io_late_arg(200_000, 203_000, 0)),
+                late(203_104, timed_io_late_arg(200_000, 203_000, 0, 0)),
             ]],
             lost: vec![0],
         };
         let found = operations(&trace);
-        assert_eq!(found.len(), 3, "the late events are not outputs of their own");
-        assert_eq!((found[0].late, found[0].error(), found[0].partita_error()), (Some(Ok(1000)), 60_000, 1));
-        assert_eq!((found[1].late, found[1].partita_error()), (Some(Err(13_000)), 1));
-        assert_eq!((found[2].late, found[2].partita_error()), (Some(Err(0)), 3_104));
+        assert_eq!(found.len(), 4, "the late events are not outputs of their own");
+        assert_eq!((found[0].late, found[0].error(), found[0].partita_error()), (Some(Ok(60_010)), 60_000, 1));
+        assert_eq!((found[1].late, found[1].partita_error()), (Some(Ok(1)), 40));
+        assert_eq!((found[2].late, found[2].partita_error()), (Some(Err(13_000)), 1));
+        assert_eq!((found[3].late, found[3].partita_error()), (Some(Err(0)), 3_104));
         assert_eq!(errors_per_partition(&found)[0].partita_max, 3_104);
     }
 }
