@@ -8,7 +8,7 @@ mod generate;
 mod images;
 pub mod raw;
 mod resolve;
-pub use resolve::{default_interface_page, DEFAULT_GICD, ZCU102_GICD};
+pub use resolve::{default_interface_page, DEFAULT_FABRIC_TURN_US, DEFAULT_GICD, ZCU102_GICD};
 mod spans;
 pub mod virtio;
 

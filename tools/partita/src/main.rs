@@ -402,10 +402,15 @@ fn execute(command: Cmd) -> Result<ExitCode> {
         }
         Cmd::Demo { seconds, no_isolate, icount, wall } => {
             let demo = paths::source().join("configs").join("demo.toml");
-            let (config, output) = prepare(&demo)?;
+            let mut config = checked(&demo)?;
             let cpus = config.system.platform.cpus;
             let icount = if wall { None } else { icount.or_else(|| guest_time_by_default(cpus)) };
+            let turn = summary::shorten_fabric_turn(&mut config.system, icount);
+            let output = build::build(&config)?;
             println!("{}", summary::clock_line(icount, cpus));
+            if let Some(line) = turn {
+                println!("{line}");
+            }
             let isolate = !no_isolate && icount.is_none();
             let opts = RunOptions {
                 seconds: Some(seconds),
@@ -638,12 +643,16 @@ fn soak_run(seconds: u64, tio_target: Option<u64>, isolate: bool, icount: Option
     let demo = paths::source().join("configs").join("demo.toml");
     let mut config = checked(&demo)?;
     config.system.name = "soak".into();
+    let turn = summary::shorten_fabric_turn(&mut config.system, icount);
     let output = build::build(&config)?;
     println!(
         "soak: {seconds} s of configs/demo.toml under hackbench, logs in {}",
         paths::shown(&output.out_dir).display()
     );
     println!("{}", summary::clock_line(icount, config.system.platform.cpus));
+    if let Some(line) = turn {
+        println!("{line}");
+    }
     // The rings hold about a minute of the RTOS's pCPU: copied every 20 s, none is lost.
     let opts = RunOptions {
         seconds: Some(seconds),

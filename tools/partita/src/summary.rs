@@ -41,6 +41,29 @@ pub fn clock_line(icount: Option<u32>, emulated: u32) -> String {
     }
 }
 
+/// The fabric's longest turn in guest time, in microseconds: the default
+/// of `[fabric] turn`.
+pub const GUEST_TIME_FABRIC_TURN_US: u64 = crate::config::DEFAULT_FABRIC_TURN_US;
+
+/// Under QEMU's `-icount` one host thread runs the emulated cores by
+/// turns, each up to the next deadline of any timer, and a core that
+/// interrupts another (a kick, an SGI) or arms a timer of its own ends its
+/// turn at once (QEMU then kicks every core): it runs again only after the
+/// turns of the cores after it. The fabric's pCPU always has its timer
+/// armed at most a turn ahead, so its turn bounds every core's; a
+/// configured turn longer than [`GUEST_TIME_FABRIC_TURN_US`], chosen to
+/// spare the host's clock wake-ups, is shortened to it for a guest-time
+/// run. Returns the line that says so.
+pub fn shorten_fabric_turn(system: &mut System, icount: Option<u32>) -> Option<String> {
+    let fabric = system.fabric.as_mut().filter(|f| icount.is_some() && f.turn_us > GUEST_TIME_FABRIC_TURN_US)?;
+    let configured = fabric.turn_us;
+    fabric.turn_us = GUEST_TIME_FABRIC_TURN_US;
+    Some(format!(
+        "fabric: its turn is {GUEST_TIME_FABRIC_TURN_US} us in guest time (configured {configured} us): under -icount \
+         it bounds every emulated core's turn, so an interrupted core waits that long at most for each core before it"
+    ))
+}
+
 /// The isolation line, or why there is none.
 pub fn isolation_line(isolation: Option<&str>, icount: Option<u32>) -> String {
     match (isolation, icount) {
