@@ -118,6 +118,12 @@ pub fn el2_leaving() {
     }
 }
 
+/// On a watched pCPU, when it entered its open EL2 stretch.
+pub fn el2_entry() -> Option<u64> {
+    let entered = EL2_SINCE.get(partita_arch::cpu::index())?.load(Ordering::Relaxed);
+    (entered != 0).then_some(entered)
+}
+
 /// On a watched pCPU, how long after `since` it entered its open EL2
 /// stretch while it had been out of EL2 since: the time an interrupt that
 /// became pending at `since` waited with nothing of Partita's in its way
