@@ -18,7 +18,7 @@
 
 use crate::host_share::HostShare;
 use crate::status::LateJob;
-use partita_core::config::response::AddedResponse;
+use partita_core::config::response::{AddedResponse, ResponseCosts};
 use partita_core::trace::{Event, Kind};
 
 /// What the trace says about one late job's window.
@@ -118,7 +118,12 @@ pub struct Scale {
 }
 
 impl Scale {
-    fn ticks(&self, instructions: u64) -> u64 {
+    /// In a run under `icount`, with `costs` from the board's profile.
+    pub fn of_run(costs: &ResponseCosts, icount: Option<u32>, counter_hz: u64) -> Self {
+        Scale { ns_per_instruction: icount.map_or(costs.ns_per_instruction, |shift| 1 << shift), counter_hz }
+    }
+
+    pub fn ticks(&self, instructions: u64) -> u64 {
         (instructions * self.ns_per_instruction).saturating_mul(self.counter_hz).div_ceil(1_000_000_000)
     }
 }

@@ -120,6 +120,11 @@ enum Cmd {
         /// host thread's priority, standing in for a board's separate core.
         #[arg(long)]
         no_isolate: bool,
+        /// Stop sooner, once the RTOS has run this many seconds of its own
+        /// clock (its `t=` counter): with --icount, seconds of guest time.
+        /// The minutes or seconds stay the limit.
+        #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+        guest_seconds: Option<u64>,
     },
     /// Run every test and print a total.
     Test,
@@ -442,9 +447,16 @@ fn execute(command: Cmd) -> Result<ExitCode> {
             println!("summary: {}", paths::shown(&path).display());
             Ok(exit_code(report.ending))
         }
-        Cmd::Soak { minutes, seconds, tio_target, no_isolate, icount } => {
+        Cmd::Soak { minutes, seconds, tio_target, no_isolate, icount, guest_seconds } => {
             let tio_target = tio_target.or(icount.map(|_| GUEST_TIME_TIO_TARGET));
-            soak_run(seconds.unwrap_or(minutes * 60), tio_target, !no_isolate && icount.is_none(), icount)
+            let soak = Soak {
+                seconds: seconds.unwrap_or(minutes * 60),
+                guest_seconds,
+                tio_target,
+                isolate: !no_isolate && icount.is_none(),
+                icount,
+            };
+            soak_run(&soak)
         }
         Cmd::Test => Ok(if testcmd::test()? { ExitCode::SUCCESS } else { ExitCode::FAILURE }),
         Cmd::Bench { what: Bench::IrqLatency { board, icount, runs, samples } } => {
@@ -637,16 +649,30 @@ fn guest_time_by_default(emulated: u32) -> Option<u32> {
     summary::too_few_cores(host, emulated).then(|| GUEST_TIME_SHIFT.parse().expect("a shift"))
 }
 
+/// What `partita soak` was asked.
+struct Soak {
+    seconds: u64,
+    guest_seconds: Option<u64>,
+    tio_target: Option<u64>,
+    isolate: bool,
+    icount: Option<u32>,
+}
+
 /// The demo's system under the name `soak` (so <out>/soak/), for `seconds`,
 /// with no live view; then the checks, printed and written to report.md.
-fn soak_run(seconds: u64, tio_target: Option<u64>, isolate: bool, icount: Option<u32>) -> Result<ExitCode> {
+fn soak_run(soak: &Soak) -> Result<ExitCode> {
+    let &Soak { seconds, guest_seconds, tio_target, isolate, icount } = soak;
     let demo = paths::source().join("configs").join("demo.toml");
     let mut config = checked(&demo)?;
     config.system.name = "soak".into();
     let turn = summary::shorten_fabric_turn(&mut config.system, icount);
     let output = build::build(&config)?;
+    let length = match guest_seconds {
+        Some(guest) => format!("{guest} s of the RTOS's clock (at most {seconds} s)"),
+        None => format!("{seconds} s"),
+    };
     println!(
-        "soak: {seconds} s of configs/demo.toml under hackbench, logs in {}",
+        "soak: {length} of configs/demo.toml under hackbench, logs in {}",
         paths::shown(&output.out_dir).display()
     );
     println!("{}", summary::clock_line(icount, config.system.platform.cpus));
@@ -656,13 +682,17 @@ fn soak_run(seconds: u64, tio_target: Option<u64>, isolate: bool, icount: Option
     // The rings hold about a minute of the RTOS's pCPU: copied every 20 s, none is lost.
     let opts = RunOptions {
         seconds: Some(seconds),
+        guest_seconds,
         trace_every: Some(SOAK_TRACE_EVERY),
         isolate,
         icount,
         host_share: true,
         ..RunOptions::default()
     };
+    let started = std::time::Instant::now();
     let report = run::run(&output, &config.system, &opts)?;
+    // A soak stopped by its guest seconds ran for less than it was given.
+    let seconds = started.elapsed().as_secs().min(seconds);
     if report.ending == Ending::Interrupted {
         println!("soak: interrupted, nothing checked");
         return Ok(ExitCode::from(EXIT_INTERRUPTED));

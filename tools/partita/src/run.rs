@@ -53,6 +53,10 @@ const SOCKET_PATH_MAX: usize = 107;
 pub struct RunOptions {
     /// Stop QEMU after this many seconds; `None` runs until it powers off.
     pub seconds: Option<u64>,
+    /// Also stop once a partition's counter line (`demo: t=N ...`, see
+    /// [`crate::status`]) reports `t` at least this: the demo's RTOS counts
+    /// the seconds of its own releases, so in guest time this is guest time.
+    pub guest_seconds: Option<u64>,
     /// Print every console line to stdout as it arrives.
     pub live: bool,
     /// Start QEMU halted with its gdb stub open.
@@ -337,7 +341,8 @@ pub fn supervise_with(
     let _terminal = opts.attach.as_ref().map(|first| attach::Terminal::start(first, names, &links, &opts.typist));
     let inputs = Inputs { guest_lines: &guest_lines, links: &links, typist: &opts.typist };
     let mut copies = opts.trace_every.filter(|_| monitor.is_some()).map(|every| Copies::new(every, out_dir));
-    let stopped = follow(&lines, &inputs, &mut console, deadline, qmp.as_mut(), copies.as_mut(), isolation.as_mut())?;
+    let limits = Limits { deadline, guest_seconds: opts.guest_seconds };
+    let stopped = follow(&lines, &inputs, &mut console, limits, qmp.as_mut(), copies.as_mut(), isolation.as_mut())?;
     let mut trace = None;
     if stopped.is_some() {
         if let (Some(qmp), Some(monitor)) = (qmp.as_mut(), monitor) {
@@ -624,11 +629,18 @@ fn ended_by_itself(status: ExitStatus) -> Ending {
 /// Feeds lines to the console until QEMU closes its output, the machine
 /// powers off, the time runs out, or the user interrupts; returns why it
 /// stopped early, if it did.
+/// When a run stops by itself: the host's time, or the guests' seconds.
+#[derive(Clone, Copy)]
+struct Limits {
+    deadline: Option<Instant>,
+    guest_seconds: Option<u64>,
+}
+
 fn follow(
     lines: &Receiver<String>,
     inputs: &Inputs,
     console: &mut Console,
-    deadline: Option<Instant>,
+    limits: Limits,
     mut qmp: Option<&mut Qmp>,
     mut copies: Option<&mut Copies>,
     mut isolation: Option<&mut Isolation>,
@@ -650,7 +662,10 @@ fn follow(
         if INTERRUPTED.load(Ordering::SeqCst) || inputs.typist.has_hung_up() {
             return Ok(Some(Stop::Interrupted));
         }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
+        if limits.deadline.is_some_and(|d| Instant::now() >= d) {
+            return Ok(Some(Stop::TimedOut));
+        }
+        if limits.guest_seconds.is_some_and(|limit| console.guest_seconds.is_some_and(|t| t >= limit)) {
             return Ok(Some(Stop::TimedOut));
         }
         if qmp.as_deref_mut().is_some_and(|qmp| qmp.take_event("SHUTDOWN")) {
@@ -874,6 +889,8 @@ pub struct Console {
     status: Option<status::Live>,
     /// What the lines say of the guests' clock, when the host's share is sampled.
     clock: Option<GuestClock>,
+    /// The largest `t` a partition's counter line reported.
+    guest_seconds: Option<u64>,
 }
 
 impl Console {
@@ -899,6 +916,7 @@ impl Console {
             raw: RawView::default(),
             status: None,
             clock: None,
+            guest_seconds: None,
         })
     }
 
@@ -949,6 +967,7 @@ impl Console {
         let (path, log) = match source {
             Source::Partition(i) => {
                 self.mark_seen(i);
+                self.note_guest_seconds(text);
                 &mut self.partition_logs[i]
             }
             Source::Hypervisor => {
@@ -965,6 +984,15 @@ impl Console {
             self.show(&shown);
         }
         Ok(())
+    }
+
+    fn note_guest_seconds(&mut self, text: &str) {
+        let reported = status::parse_counters(text)
+            .and_then(|pairs| pairs.into_iter().find(|(key, _)| key == "t"))
+            .and_then(|(_, value)| value.parse::<u64>().ok());
+        if let Some(t) = reported {
+            self.guest_seconds = Some(self.guest_seconds.map_or(t, |seen| seen.max(t)));
+        }
     }
 
     /// A line of a partition's own console: into its log, and onto the live

@@ -117,10 +117,12 @@ impl Analysis {
             analysis.copies = stream.copies;
             let trace = stream.trace();
             analysis.add_trace(&names, &trace, system);
+            analysis.add_timed_outputs(&names, &trace, system, icount);
             analysis.attribute(&trace, system, icount, host);
         } else if trace_file.exists() {
             let (meta, trace) = host_trace::read_file(&trace_file)?;
             analysis.add_trace(&meta.partitions, &trace, system);
+            analysis.add_timed_outputs(&meta.partitions, &trace, system, icount);
             analysis.attribute(&trace, system, icount, host);
         }
         analysis.host_note = match (icount, host) {
@@ -137,8 +139,7 @@ impl Analysis {
     fn attribute(&mut self, trace: &Trace, system: &System, icount: Option<u32>, host: Option<&HostRecord>) {
         let Some(costs) = profile::for_board(&system.platform.board).ok().and_then(|p| p.response) else { return };
         let bounds = response::added_responses(system, &costs);
-        let ns_per_instruction = icount.map_or(costs.ns_per_instruction, |shift| 1 << shift);
-        let scale = attribution::Scale { ns_per_instruction, counter_hz: trace.counter_hz };
+        let scale = attribution::Scale::of_run(&costs, icount, trace.counter_hz);
         let alignment = host.map(|host| (host, host.clock.alignment(trace.counter_hz)));
         for (p, jobs) in self.counters.late_jobs.iter().enumerate() {
             let (Some(part), Some(bound)) = (system.partitions.get(p), bounds.iter().find(|b| b.partition == p)) else {
@@ -155,6 +156,24 @@ impl Analysis {
                 });
                 self.late.push(late);
             }
+        }
+    }
+
+    /// The timed outputs' errors per partition, each output that began late
+    /// granted what the EL2 stretch in its alarm's way held past Partita's
+    /// bound on its pCPU ([`timed_io::Grant`]), where the board has one.
+    fn add_timed_outputs(&mut self, partitions: &[String], trace: &Trace, system: &System, icount: Option<u32>) {
+        let costs = profile::for_board(&system.platform.board).ok().and_then(|p| p.response);
+        let bounds = costs.as_ref().map(|costs| response::added_responses(system, costs)).unwrap_or_default();
+        let lead = system.timed_io.as_ref().map(|t| t.lead_us.saturating_mul(trace.counter_hz) / 1_000_000);
+        let grant = |partition: u8| {
+            let scale = attribution::Scale::of_run(costs.as_ref()?, icount, trace.counter_hz);
+            let bound = bounds.iter().find(|b| b.partition == usize::from(partition))?;
+            Some(timed_io::Grant { lead: lead?, el2_bound: scale.ticks(bound.critical) })
+        };
+        for errors in timed_io::errors_per_partition(&timed_io::operations(trace), grant) {
+            let name = partitions.get(usize::from(errors.partition)).cloned();
+            self.timed_io.push((name.unwrap_or_else(|| format!("#{}", errors.partition)), errors));
         }
     }
 
@@ -189,9 +208,6 @@ impl Analysis {
             if let Some(before) = previous.insert((p, event.vcpu), event.time) {
                 self.mistimed += usize::from(reaches_back_too_far(latency, event.time - before));
             }
-        }
-        for errors in timed_io::errors_per_partition(&timed_io::operations(trace)) {
-            self.timed_io.push((name(usize::from(errors.partition)), errors));
         }
         self.switched_out = vec![0; partitions.len()];
         for event in trace.cpus.iter().flatten().filter(|e| e.kind == Kind::VcpuOut) {

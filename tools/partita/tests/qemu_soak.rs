@@ -101,17 +101,25 @@ fn a_short_soak_checks_the_demo_system() {
     assert!(report.contains("host: ") && report.contains("emulated core(s)"), "{report}");
 }
 
-/// The same system in guest time (`soak --icount`): one host thread runs
-/// the four emulated cores in turns, and the report says how much guest
-/// time the host's seconds covered. The telemetry, the accelerators' results
-/// and the health monitor hold exactly; each late job is set against the
-/// time its pCPU spent at EL2 and listed, none left unattributed; the
-/// timed outputs' error is split into Partita's share and the rest.
+/// Guest seconds the guest-time soak covers at least.
+const GUEST_SECONDS: u64 = 10;
+/// Its limit in the host's seconds: it covers about 0.07 guest seconds a
+/// host second on a loaded 2-core host.
+const GUEST_SOAK_LIMIT: u64 = 600;
+
+/// The same system in guest time (`soak --icount`) for 10 s of guest time:
+/// one host thread runs the four emulated cores in turns, and the report
+/// says how much guest time the host's seconds covered. Every check holds
+/// exactly: no deadline miss, no allocation over its bound, every timed
+/// output within a tick once what its pCPU did not execute is measured
+/// off, the telemetry, the accelerators' results and the health monitor,
+/// and no trace event lost; the verdict passes.
 #[test]
-fn a_guest_time_soak_reports_its_guest_time_and_attributes_every_late_job() {
+fn a_guest_time_soak_passes_every_check_exactly() {
     let out = paths::source().join("out").join("guest-time");
     let run = Command::new(env!("CARGO_BIN_EXE_partita"))
-        .args(["--out", out.to_str().unwrap(), "soak", "--seconds", &SECONDS.to_string(), "--icount"])
+        .args(["--out", out.to_str().unwrap(), "soak", "--icount"])
+        .args(["--seconds", &GUEST_SOAK_LIMIT.to_string(), "--guest-seconds", &GUEST_SECONDS.to_string()])
         .output()
         .expect("partita soak runs");
     let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
@@ -123,14 +131,15 @@ fn a_guest_time_soak_reports_its_guest_time_and_attributes_every_late_job() {
         .trim_end_matches(" s")
         .parse()
         .unwrap_or_else(|_| panic!("a guest time\n{context}"));
-    assert!(guest >= 2.0, "the host's {SECONDS} s covered seconds of guest time\n{context}");
-    assert!(line(&stdout, "channel messages").contains(" ok "), "{context}");
-    assert!(line(&stdout, "health-monitor events").contains(" ok "), "{context}");
-    assert!(!line(&stdout, "accelerator allocations").contains("timed from before"), "{context}");
-    let deadlines = line(&stdout, "deadline misses");
-    assert!(!deadlines.contains("not attributed"), "{context}");
-    assert!(deadlines.contains(" 0 of ") || deadlines.contains("late jobs: "), "{context}");
-    assert!(line(&stdout, "timed-I/O error").contains("Partita's share max"), "{context}");
+    assert!(guest >= GUEST_SECONDS as f64, "{GUEST_SECONDS} s of guest time\n{context}");
+    for check in ["deadline misses", "channel messages", "accelerator allocations", "timed-I/O error", "health-monitor"]
+    {
+        assert!(line(&stdout, check).contains(" ok "), "{check}\n{context}");
+    }
+    assert!(line(&stdout, "deadline misses").contains("rtos: 0 of "), "{context}");
+    assert!(line(&stdout, "accelerator allocations").contains(": 0 over it"), "{context}");
+    assert!(line(&stdout, "soak: ").starts_with("soak: PASS"), "{context}");
+    assert!(run.status.success(), "{context}");
     assert!(stdout.lines().any(|l| l.starts_with("trace: ") && l.ends_with(" 0 lost event(s)")), "{context}");
     let report = std::fs::read_to_string(out.join("soak").join("report.md")).expect("a report");
     assert!(report.contains("in guest time (QEMU -icount shift=0), covering "), "{report}");

@@ -42,7 +42,8 @@ fn line<'a>(boot: &'a Boot, name: &str, prefix: &str) -> &'a str {
 fn trace_errors(name: &str) -> Vec<(String, Errors)> {
     let (meta, trace) = read_file(&out_dir(name).join("trace.bin")).expect("the trace parses");
     assert!(trace.lost.iter().all(|&n| n == 0), "lost events: {:?}", trace.lost);
-    let errors = errors_per_partition(&operations(&trace));
+    // Nothing granted: these runs keep the other pCPUs asleep while outputs are due.
+    let errors = errors_per_partition(&operations(&trace), |_| None);
     errors.into_iter().map(|e| (meta.partitions[usize::from(e.partition)].clone(), e)).collect()
 }
 
