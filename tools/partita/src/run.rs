@@ -1106,6 +1106,19 @@ mod tests {
     }
 
     #[test]
+    fn a_partition_s_counter_line_gives_the_guests_seconds() {
+        let dir = std::env::temp_dir().join(format!("partita-run-seconds-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut console = Console::create(&["rtos".to_string()], &dir, None).unwrap();
+        console.line("[partita] demo: t=9 jobs=1").unwrap();
+        assert_eq!(console.guest_seconds, None, "only a partition's line counts");
+        console.line("[rtos] demo: t=4 jobs=800").unwrap();
+        console.line("[rtos] demo: t=3 tio_done=600").unwrap();
+        assert_eq!(console.guest_seconds, Some(4), "the largest seen");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn the_socket_path_fits_a_unix_socket() {
         assert_eq!(qmp_socket(Path::new("/repo/out/demo")), Path::new("/repo/out/demo/qmp.sock"));
         let deep = PathBuf::from("/").join("d".repeat(120)).join("demo");

@@ -278,6 +278,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn guest_time_shortens_a_long_fabric_turn_and_says_so() {
+        let demo = crate::paths::source().join("configs").join("demo.toml");
+        let mut system = crate::config::load(&demo).expect("the demo's configuration").system;
+        let configured = system.fabric.as_ref().expect("a fabric").turn_us;
+        assert!(configured > GUEST_TIME_FABRIC_TURN_US, "the demo's turn spares the host's wake-ups");
+        assert_eq!(shorten_fabric_turn(&mut system, None), None, "the host's clock keeps it");
+        assert_eq!(system.fabric.as_ref().unwrap().turn_us, configured);
+        let line = shorten_fabric_turn(&mut system, Some(0)).expect("a line");
+        assert!(line.contains(&format!("(configured {configured} us)")), "{line}");
+        assert_eq!(system.fabric.as_ref().unwrap().turn_us, GUEST_TIME_FABRIC_TURN_US);
+        assert_eq!(shorten_fabric_turn(&mut system, Some(0)), None, "a turn short enough stays");
+    }
+
+    #[test]
     fn the_host_line_says_when_cores_are_too_few() {
         assert_eq!(cores_line(8, 4), "host: 8 core(s) for 4 emulated core(s) and QEMU's main loop");
         assert!(cores_line(2, 4).contains("fewer than 5"), "{}", cores_line(2, 4));
