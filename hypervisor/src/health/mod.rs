@@ -132,13 +132,14 @@ fn watched<'s>(sys: &'s System, me: &'s PerCpu) -> impl Iterator<Item = &'s Part
     me.watchdogs.iter().map(|&p| &sys.partitions[p]).filter(|part| part.state() == RunState::Running)
 }
 
-/// Raises every expired watchdog `me` watches and carries out its action.
+/// Raises an expired watchdog `me` watches and carries out its action.
 /// Called from the scheduler loop with no vCPU loaded here, so a restart
 /// may wait for the partition's vCPUs to leave other pCPUs. Never inlined:
 /// its lines' formatting would cost the loop's every entry (a switch's)
-/// the setting up of their buffers.
+/// the setting up of their buffers. One action a call, the loop's stretch
+/// bounded by one: true when one was carried out, and the loop calls again.
 #[inline(never)]
-pub fn serve_watchdogs(sys: &System, me: &PerCpu) {
+pub fn serve_watchdogs(sys: &System, me: &PerCpu) -> bool {
     let now = timer::counter();
     for part in watched(sys, me) {
         let expired = {
@@ -154,8 +155,10 @@ pub fn serve_watchdogs(sys: &System, me: &PerCpu) {
         if let Some(deadline) = expired {
             let action = raise(part, part.vcpus[0], Event::WatchdogExpired, deadline);
             carry_out(sys, part, action, Cause::Health("watchdog expired"));
+            return true;
         }
     }
+    false
 }
 
 /// Carries out `action` on `part` for `cause`: the one place an action

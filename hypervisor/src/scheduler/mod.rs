@@ -74,8 +74,12 @@ fn run_from(sys: &'static System, me: &'static PerCpu, mut next: Next) -> ! {
             Next::Chosen { slot, quantum } => slot.map(|slot| (slot, quantum)),
             Next::Ask => {
                 wake_due_timers(me);
-                if !me.watchdogs.is_empty() {
-                    health::serve_watchdogs(sys, me);
+                if !me.watchdogs.is_empty() && health::serve_watchdogs(sys, me) {
+                    // An action's change and its lines are a stretch of
+                    // their own: what came meanwhile is taken, then the
+                    // loop looks again.
+                    take_pending_interrupts(sys, me);
+                    continue;
                 }
                 choose(sys, me)
             }
@@ -387,18 +391,28 @@ pub fn switch_away(
 /// vCPU waits for one half of a switch, never for both (the two stretches
 /// `partita bench response` measures).
 fn look_for_interrupts(sys: &System, me: &PerCpu, next: Next) -> Next {
-    residency::checkpoint(path::LOOP);
-    if !timer::fired() && !cpu::interrupt_pending() {
+    if !take_pending_interrupts(sys, me) {
         return next;
     }
     // The choice took it off the ready queue: looked at again.
     if let Next::Chosen { slot: Some(slot), .. } = next {
         me.dirty.mark_own(slot);
     }
-    drain_interrupts(sys, me, None);
-    // What the interrupts brought is served; a new one is looked for.
-    residency::checkpoint(path::LOOP);
     Next::Ask
+}
+
+/// The end of a stretch in the loop, where no vCPU is loaded: interrupts
+/// that came during it are taken. True when there were any, and a new
+/// choice is to be made.
+fn take_pending_interrupts(sys: &System, me: &PerCpu) -> bool {
+    residency::checkpoint(path::LOOP);
+    if !timer::fired() && !cpu::interrupt_pending() {
+        return false;
+    }
+    drain_interrupts(sys, me, None);
+    // What the interrupts brought is served; a new stretch begins.
+    residency::checkpoint(path::LOOP);
+    true
 }
 
 /// Saves what `vcpu` had loaded on `me` and lets it go; `regs`, its trap

@@ -47,6 +47,10 @@ const RESET_UNITS: u64 = 1;
 /// The cursor units the context step takes.
 const CONTEXT_UNITS: u64 = 1;
 
+/// A cursor past every step: the hypervisor's mark for a reload that is
+/// done and has said so, with only the power-on left.
+pub const SAID_DONE: u64 = u64::MAX;
+
 /// The step at `cursor`, at most `chunk` bytes and never crossing a region
 /// or a load, and the cursor after it; `None` once all is done.
 pub fn step(regions: &[Range], loads: &[Load], cursor: u64, chunk: u64) -> Option<(Step, u64)> {
@@ -171,5 +175,12 @@ mod tests {
         assert_eq!(step(&[], &[], 1, 4096), Some((Step::Seed, 2)));
         assert_eq!(step(&[], &[], 2, 4096), Some((Step::Context, 3)));
         assert_eq!(step(&[], &[], 3, 4096), None);
+    }
+
+    #[test]
+    fn a_reload_said_done_has_no_step_left() {
+        let regions = [Range::new(0x1000, 0x2800)];
+        let loads = [Load { pa: 0x1100, offset: 0, len: 0x1200 }];
+        assert_eq!(step(&regions, &loads, SAID_DONE, 4096), None);
     }
 }
