@@ -294,7 +294,7 @@ fn switch_to(sys: &'static System, me: &'static PerCpu, part: &Partition, slot: 
         // would only exit again at once. Its registers are still the saved
         // ones. (Any other deadline, its own budget's say, is the trap's.)
         save(me, vcpu, None, false);
-        drain_interrupts(sys, me, None);
+        take_pending_interrupts(sys, me);
         return;
     }
     crate::trap::fast::enter(part, vcpu);
