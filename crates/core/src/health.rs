@@ -579,6 +579,8 @@ impl<const N: usize> HmLog<N> {
 pub struct Watchdog {
     period: u64,
     deadline: u64,
+    /// The action of an expiry already reported, still to be carried out.
+    held: Option<Action>,
 }
 
 impl Watchdog {
@@ -586,7 +588,7 @@ impl Watchdog {
     /// a huge period means "practically never" instead of wrapping to a
     /// deadline in the past.
     pub const fn new(period: u64, now: u64) -> Self {
-        Watchdog { period, deadline: now.saturating_add(period) }
+        Watchdog { period, deadline: now.saturating_add(period), held: None }
     }
 
     pub const fn period(&self) -> u64 {
@@ -609,6 +611,36 @@ impl Watchdog {
 
     pub const fn next_deadline(&self) -> u64 {
         self.deadline
+    }
+
+    /// An expiry seen at `now`: the deadline that passed, and a new period
+    /// starts, so that an ignored or logged expiry is raised once per
+    /// period, not at every look. `None` while not expired.
+    pub fn expire(&mut self, now: u64) -> Option<u64> {
+        let passed = self.expired(now).then_some(self.deadline);
+        if passed.is_some() {
+            self.kick(now);
+        }
+        passed
+    }
+
+    /// Keeps the action of a reported expiry for a step of its own, when it
+    /// changes the partition's life: reporting and carrying out together
+    /// held the hypervisor with interrupts masked for as long as both.
+    pub fn hold(&mut self, action: Action) {
+        if matches!(action.consequence(), Consequence::Change(_) | Consequence::ResetSystem) {
+            self.held = Some(action);
+        }
+    }
+
+    /// The held action, if any, which is no longer held.
+    pub fn take_held(&mut self) -> Option<Action> {
+        self.held.take()
+    }
+
+    /// True when an expiry or its held action waits to be served at `now`.
+    pub const fn due(&self, now: u64) -> bool {
+        self.held.is_some() || self.expired(now)
     }
 
     /// Time left before expiry, 0 once expired.
@@ -903,6 +935,22 @@ mod tests {
         assert_eq!(late.next_deadline(), u64::MAX);
         dog.kick(0);
         assert_eq!(dog.next_deadline(), u64::MAX);
+    }
+
+    #[test]
+    fn an_expiry_starts_a_new_period_and_a_life_changing_action_is_held_once() {
+        let mut dog = Watchdog::new(100, 1000);
+        assert_eq!(dog.expire(1099), None);
+        assert_eq!(dog.expire(1105), Some(1100));
+        assert_eq!(dog.next_deadline(), 1205);
+        assert!(!dog.due(1105));
+        dog.hold(Action::Log);
+        assert!(!dog.due(1105), "an action that goes on is done with the report");
+        dog.hold(Action::Restart);
+        assert!(dog.due(1105), "a held action is due before the next deadline");
+        assert_eq!(dog.take_held(), Some(Action::Restart));
+        assert_eq!(dog.take_held(), None);
+        assert!(!dog.due(1105));
     }
 
     #[test]

@@ -120,10 +120,11 @@ pub fn next_watchdog(sys: &System, me: &PerCpu) -> Option<u64> {
     watched(sys, me).filter_map(|part| part.watchdog.lock().map(|w| w.next_deadline())).min()
 }
 
-/// True when a watchdog `me` watches has expired.
+/// True when a watchdog `me` watches has expired, or the action of its
+/// expiry waits.
 pub fn watchdog_due(sys: &System, me: &PerCpu) -> bool {
     let now = timer::counter();
-    watched(sys, me).any(|part| part.watchdog.lock().is_some_and(|w| w.expired(now)))
+    watched(sys, me).any(|part| part.watchdog.lock().is_some_and(|w| w.due(now)))
 }
 
 /// The running partitions whose watchdog `me` watches (those whose vCPU 0
@@ -132,29 +133,30 @@ fn watched<'s>(sys: &'s System, me: &'s PerCpu) -> impl Iterator<Item = &'s Part
     me.watchdogs.iter().map(|&p| &sys.partitions[p]).filter(|part| part.state() == RunState::Running)
 }
 
-/// Raises an expired watchdog `me` watches and carries out its action.
-/// Called from the scheduler loop with no vCPU loaded here, so a restart
-/// may wait for the partition's vCPUs to leave other pCPUs. Never inlined:
-/// its lines' formatting would cost the loop's every entry (a switch's)
-/// the setting up of their buffers. One action a call, the loop's stretch
-/// bounded by one: true when one was carried out, and the loop calls again.
+/// One step of serving the watchdogs `me` watches: the held action of an
+/// expiry already reported is carried out, or else an expired watchdog is
+/// reported (a new period starts) and the action its policy picks is held
+/// for the next step. Each step is a stretch of its own in the scheduler
+/// loop, which takes the interrupts that came during one before the next:
+/// together they held EL2 for about 1,600 instructions. Called with no
+/// vCPU loaded here, so a restart may wait for the partition's vCPUs to
+/// leave other pCPUs. Never inlined: its lines' formatting would cost the
+/// loop's every entry (a switch's) the setting up of their buffers. True
+/// when it did a step, and the loop calls again.
 #[inline(never)]
 pub fn serve_watchdogs(sys: &System, me: &PerCpu) -> bool {
     let now = timer::counter();
     for part in watched(sys, me) {
-        let expired = {
-            let mut watchdog = part.watchdog.lock();
-            // A new period starts, so an ignored or logged expiry is raised
-            // once per period, not at every look.
-            watchdog.as_mut().filter(|w| w.expired(now)).map(|w| {
-                let deadline = w.next_deadline();
-                w.kick(now);
-                deadline
-            })
-        };
-        if let Some(deadline) = expired {
-            let action = raise(part, part.vcpus[0], Event::WatchdogExpired, deadline);
+        let mut watchdog = part.watchdog.lock();
+        let Some(dog) = watchdog.as_mut() else { continue };
+        if let Some(action) = dog.take_held() {
+            drop(watchdog);
             carry_out(sys, part, action, Cause::Health("watchdog expired"));
+            return true;
+        }
+        if let Some(deadline) = dog.expire(now) {
+            let action = raise(part, part.vcpus[0], Event::WatchdogExpired, deadline);
+            dog.hold(action);
             return true;
         }
     }

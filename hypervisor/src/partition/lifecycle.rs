@@ -206,7 +206,7 @@ pub fn first_boot(part: &Partition, data: &[u8]) {
 /// its fresh distributor, and a pending state its last run set through
 /// ISPENDR does not outlive it.
 fn reset_devices(part: &Partition) {
-    *part.gic.lock() = super::virtual_gic(&part.config, &part.virtual_spis);
+    part.gic.lock().reset_to(&part.initial_gic);
     *part.console.lock() = Console { uart: Pl011::new(), line: LineBuffer::new() };
     for device in &part.config.devices {
         for interrupt in &device.interrupts {

@@ -65,6 +65,8 @@ pub struct Partition {
     pub console: Mutex<Console>,
     /// The distributor and redistributors this partition sees.
     pub gic: Mutex<PartitionGic>,
+    /// Their state at power-on, which a restart puts back.
+    pub initial_gic: PartitionGic,
     /// Scheduling rank (its priority): a higher one's vCPU runs first.
     pub rank: u8,
     /// Where the next trapped set/way operation cleans (see `clean_step`).
@@ -77,9 +79,6 @@ pub struct Partition {
     /// interface page made read-only); a pCPU whose TLBs may hold entries
     /// of an older generation invalidates them before running a vCPU of it.
     tlb_generation: AtomicU32,
-    /// Virtual SPIs with no physical twin: the doorbells of its
-    /// shared-memory channels and the signals of its virtual devices.
-    pub virtual_spis: Vec<u32>,
     /// Its RAM, host-physical: what a reload zeroes and cleans and a
     /// set/way operation cleans.
     reload_regions: Vec<Range>,
@@ -530,6 +529,7 @@ pub fn build(index: usize, config: model::Partition, boot: PartitionBoot, shared
         .collect();
     let partition = Partition {
         gic: Mutex::new(virtual_gic(&config, &virtual_spis)),
+        initial_gic: virtual_gic(&config, &virtual_spis),
         interfaces: shared.interfaces.iter().map(|&(ipa, _)| interface_permission(&table, ipa)).collect(),
         _stage2: table,
         rank: config.priority,
@@ -537,7 +537,6 @@ pub fn build(index: usize, config: model::Partition, boot: PartitionBoot, shared
         denied_reports: AtomicU32::new(0),
         hm: Mutex::new(PartitionHm::new(Policy::from(&config.health))),
         tlb_generation: AtomicU32::new(0),
-        virtual_spis,
         reload_regions: config.memory.iter().map(|r| r.host()).collect(),
         reload_loads: boot.loads.iter().map(|l| reload_load(&config, l)).collect(),
         reload_cursor: AtomicU64::new(0),

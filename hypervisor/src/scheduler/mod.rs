@@ -69,19 +69,24 @@ pub fn run(sys: &'static System, me: &'static PerCpu) -> ! {
 
 /// The loop, starting with `next`.
 fn run_from(sys: &'static System, me: &'static PerCpu, mut next: Next) -> ! {
+    // Interrupts came during a watchdog's step: what they brought is
+    // chosen before its next step.
+    let mut watchdogs_wait = false;
     loop {
         let chosen = match core::mem::replace(&mut next, Next::Ask) {
             Next::Chosen { slot, quantum } => slot.map(|slot| (slot, quantum)),
             Next::Ask => {
                 wake_due_timers(me);
-                if !me.watchdogs.is_empty() && health::serve_watchdogs(sys, me) {
-                    // An action's change and its lines are a stretch of
-                    // their own: what came meanwhile is taken, then the
-                    // loop looks again.
-                    take_pending_interrupts(sys, me);
+                if !me.watchdogs.is_empty() && !watchdogs_wait && health::serve_watchdogs(sys, me) {
+                    watchdogs_wait = take_pending_interrupts(sys, me);
                     continue;
                 }
-                choose(sys, me)
+                let chosen = choose(sys, me);
+                if chosen.is_none() && core::mem::take(&mut watchdogs_wait) {
+                    continue;
+                }
+                watchdogs_wait = false;
+                chosen
             }
         };
         if let Some((slot, quantum)) = chosen {

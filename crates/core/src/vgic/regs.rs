@@ -232,6 +232,15 @@ impl PartitionGic {
         Self { ctlr: 0, spis: banks, private: vec![(private, false); vcpus] }
     }
 
+    /// Back to `initial`'s state (this one's as it was built), in place: a
+    /// restart's reset step built a new one, its allocations and copies
+    /// about half of that step's 1,100 instructions with interrupts masked.
+    pub fn reset_to(&mut self, initial: &Self) {
+        self.ctlr = initial.ctlr;
+        self.spis.clone_from(&initial.spis);
+        self.private.clone_from(&initial.private);
+    }
+
     /// The bank holding `intid` as `vcpu` sees it (private ones per vCPU,
     /// SPIs shared), and `intid`'s bit in it.
     fn bank(&self, vcpu: usize, intid: u32) -> Option<(&Bank, u32)> {
@@ -575,6 +584,19 @@ mod tests {
             gic.distributor(access, &mut |e| effects.push(e), &line)
         };
         (value, effects)
+    }
+
+    #[test]
+    fn a_reset_puts_back_the_state_it_was_built_with() {
+        let initial = PartitionGic::new(2, &[(40, 0), (71, 1)], &[33]);
+        let mut gic = initial.clone();
+        run(&mut gic, write(0x0000, 0x12), false);
+        run(&mut gic, write(0x0104, 1 << 8 | 1 << 1), false);
+        run(&mut gic, write(0x0420, 0xa0a0_a0a0), false);
+        run(&mut gic, write(SGI_BASE + 0x100, 0xffff), true);
+        assert_ne!(alloc::format!("{gic:?}"), alloc::format!("{initial:?}"));
+        gic.reset_to(&initial);
+        assert_eq!(alloc::format!("{gic:?}"), alloc::format!("{initial:?}"));
     }
 
     #[test]
