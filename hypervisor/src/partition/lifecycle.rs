@@ -174,14 +174,18 @@ pub fn restart_step(sys: &System, part: &Partition) {
     let cursor = part.reload_cursor.load(Ordering::Acquire);
     match reload_step(part, cursor, sys.data) {
         Some(next) => part.reload_cursor.store(next, Ordering::Release),
-        // Its line and the power-on are a step each: together, with the
-        // kick's chunk of the console that follows, they held EL2 for
+        // Its two lines and the power-on are a step each: together, with
+        // the kick's chunk of the console that follows, they held EL2 for
         // about 2,000 instructions.
-        None if cursor != reload::SAID_DONE => {
+        None if cursor < reload::SAID_RELOADED => {
             let ticks = timer::counter() - part.reload_started.load(Ordering::Acquire);
             let us = ticks_to_us(ticks, platform::counter_frequency());
             console::pieces().text("partition ").text(part.name()).text(" reloaded in ").decimal(us).text(" us").end();
-            part.reload_cursor.store(reload::SAID_DONE, Ordering::Release);
+            part.reload_cursor.store(reload::SAID_RELOADED, Ordering::Release);
+        }
+        None if cursor == reload::SAID_RELOADED => {
+            say_starting(part);
+            part.reload_cursor.store(reload::SAID_STARTING, Ordering::Release);
         }
         None => {
             power_on(part);
@@ -199,6 +203,7 @@ pub fn first_boot(part: &Partition, data: &[u8]) {
         cursor = next;
     }
     power_on(part);
+    say_starting(part);
 }
 
 /// Virtual devices start afresh (distributor, console); its devices'
@@ -238,7 +243,8 @@ fn reload_step(part: &Partition, cursor: u64, data: &[u8]) -> Option<u64> {
         Step::Seed => seed_device_tree(part),
         Step::Clean { pa, len } => partita_arch::cache::clean_invalidate(pa, len),
         // Off the pCPUs all the while: nothing loads or saves it.
-        Step::Context => part.vcpus[0].reset(part.boot.entry, part.boot.dtb),
+        Step::Registers => part.vcpus[0].reset_registers(part.boot.entry, part.boot.dtb),
+        Step::Context => part.vcpus[0].reset_context(),
     }
     Some(next)
 }
@@ -264,7 +270,7 @@ fn seed_device_tree(part: &Partition) {
 }
 
 /// vCPU 0 starts at the entry point with x0 = device tree (the reload's
-/// `Step::Context` set its registers so); the others wait for PSCI CPU_ON.
+/// `Step::Registers` set them so); the others wait for PSCI CPU_ON.
 fn power_on(part: &Partition) {
     for vcpu in &part.vcpus {
         vcpu.power_down();
@@ -275,8 +281,11 @@ fn power_on(part: &Partition) {
         let period = us_to_ticks(period_us, platform::counter_frequency());
         *part.watchdog.lock() = Some(Watchdog::new(period, timer::counter()));
     }
-    // Every restart's last step writes it: without `core::fmt`, which
-    // cost some 2,000 instructions of that step.
+}
+
+/// The line a partition's power-on has: a restart writes it in a step of
+/// its own, without `core::fmt`, which cost some 2,000 instructions.
+fn say_starting(part: &Partition) {
     console::pieces()
         .text("partition ")
         .text(part.name())

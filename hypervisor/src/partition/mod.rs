@@ -414,9 +414,22 @@ impl Vcpu {
 
     /// Puts the vCPU in its power-on state, entering at `entry` with x0 = `arg`.
     pub fn reset(&self, entry: u64, arg: u64) {
+        self.reset_registers(entry, arg);
+        self.reset_context();
+    }
+
+    /// [`Vcpu::reset`]'s first half: the general and EL1 system registers.
+    pub fn reset_registers(&self, entry: u64, arg: u64) {
         let mut ctx = self.context.lock();
         ctx.regs = Regs::boot(entry, arg);
         ctx.el1 = El1Context::reset(partita_core::trap::psci::vmpidr(self.index));
+    }
+
+    /// [`Vcpu::reset`]'s second half: the rest of its context. A restart
+    /// does the halves in separate steps (`reload::Step::Registers`,
+    /// `Step::Context`), being about 500 instructions each.
+    pub fn reset_context(&self) {
+        let mut ctx = self.context.lock();
         ctx.fp = FpContext::default();
         // Whatever a pCPU still holds of the old run is dropped.
         ctx.fp_place = FpPlace::Saved;

@@ -66,7 +66,7 @@ fn resolve(here: &Here, regs: &mut Regs, exit: Exit, interrupt: bool) -> AfterTr
     let Here { sys, me, vcpu, part, .. } = *here;
     if matches!(exit, Exit::Tick) {
         scheduler::wake_due_timers(me);
-        if health::watchdog_due(sys, me) {
+        if !me.watchdogs.is_empty() && health::watchdog_due(sys, me) {
             // Served from the scheduler loop, where no vCPU is loaded.
             return AfterTrap::Leave(OutReason::Preempted);
         }

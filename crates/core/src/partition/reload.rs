@@ -8,7 +8,8 @@
 //! The work is one sequence of bytes, indexed by a cursor: one unit for
 //! the reset of its virtual devices, the regions (zero), then the loads
 //! (copy), one unit for the device tree's seeds (`partition::seed`), the
-//! regions again (clean), and one unit for vCPU 0's registers.
+//! regions again (clean), and one unit each for vCPU 0's registers and the
+//! rest of its context.
 
 use crate::config::model::Range;
 
@@ -27,8 +28,13 @@ pub enum Step {
     Seed,
     /// Clean and invalidate `[pa, pa + len)` to memory.
     Clean { pa: u64, len: u64 },
-    /// Put vCPU 0's registers in their reset state, at the image's entry:
-    /// a step of its own, being as long as a chunk.
+    /// Put vCPU 0's general and EL1 system registers in their reset
+    /// state, at the image's entry: a step of its own, being as long as a
+    /// chunk.
+    Registers,
+    /// Then the rest of its context (FP/SIMD, the virtual interface, the
+    /// debug registers, its queue): another, the two together having held
+    /// EL2 for about 1,000 instructions.
     Context,
 }
 
@@ -44,12 +50,14 @@ pub struct Load {
 const SEED_UNITS: u64 = 1;
 /// The cursor units the reset step takes.
 const RESET_UNITS: u64 = 1;
-/// The cursor units the context step takes.
+/// The cursor units the registers' step and the context's take, each.
 const CONTEXT_UNITS: u64 = 1;
 
-/// A cursor past every step: the hypervisor's mark for a reload that is
-/// done and has said so, with only the power-on left.
-pub const SAID_DONE: u64 = u64::MAX;
+/// Cursors past every step: the hypervisor's marks for a reload that is
+/// done and has said so, then has said how the partition starts, with
+/// only the power-on left. A line each, in a step of its own.
+pub const SAID_RELOADED: u64 = u64::MAX - 1;
+pub const SAID_STARTING: u64 = u64::MAX;
 
 /// The step at `cursor`, at most `chunk` bytes and never crossing a region
 /// or a load, and the cursor after it; `None` once all is done.
@@ -78,6 +86,8 @@ fn step_after_reset(regions: &[Range], loads: &[Load], cursor: u64, chunk: u64) 
         let start = memory + images + SEED_UNITS;
         (start, piece(pieces, cursor - start, chunk, |pa, _, len| Step::Clean { pa, len }))
     } else if cursor == 2 * memory + images + SEED_UNITS {
+        return Some((Step::Registers, cursor + CONTEXT_UNITS));
+    } else if cursor == 2 * memory + images + SEED_UNITS + CONTEXT_UNITS {
         return Some((Step::Context, cursor + CONTEXT_UNITS));
     } else {
         return None;
@@ -143,6 +153,7 @@ mod tests {
                 Step::Clean { pa: 0x2000, len: 0x1000 },
                 Step::Clean { pa: 0x3000, len: 0x800 },
                 Step::Clean { pa: 0x9000, len: 0x800 },
+                Step::Registers,
                 Step::Context,
             ]
         );
@@ -161,26 +172,28 @@ mod tests {
             assert_eq!(steps.iter().filter(|s| **s == Step::Seed).count(), 1);
             assert_eq!(steps[0], Step::Reset, "the devices are reset first");
             assert_eq!(steps.iter().filter(|s| **s == Step::Reset).count(), 1);
-            assert_eq!(steps.last(), Some(&Step::Context), "vCPU 0's registers last");
+            assert_eq!(steps[steps.len() - 2..], [Step::Registers, Step::Context], "vCPU 0's context last");
             assert!(steps.iter().all(|s| match *s {
                 Step::Zero { len, .. } | Step::Copy { len, .. } | Step::Clean { len, .. } => len <= chunk && len > 0,
-                Step::Seed | Step::Reset | Step::Context => true,
+                Step::Seed | Step::Reset | Step::Registers | Step::Context => true,
             }));
         }
     }
 
     #[test]
-    fn nothing_but_the_reset_the_seeds_and_the_context_to_do_is_three_steps() {
+    fn nothing_but_the_reset_the_seeds_and_the_context_to_do_is_four_steps() {
         assert_eq!(step(&[], &[], 0, 4096), Some((Step::Reset, 1)));
         assert_eq!(step(&[], &[], 1, 4096), Some((Step::Seed, 2)));
-        assert_eq!(step(&[], &[], 2, 4096), Some((Step::Context, 3)));
-        assert_eq!(step(&[], &[], 3, 4096), None);
+        assert_eq!(step(&[], &[], 2, 4096), Some((Step::Registers, 3)));
+        assert_eq!(step(&[], &[], 3, 4096), Some((Step::Context, 4)));
+        assert_eq!(step(&[], &[], 4, 4096), None);
     }
 
     #[test]
     fn a_reload_said_done_has_no_step_left() {
         let regions = [Range::new(0x1000, 0x2800)];
         let loads = [Load { pa: 0x1100, offset: 0, len: 0x1200 }];
-        assert_eq!(step(&regions, &loads, SAID_DONE, 4096), None);
+        assert_eq!(step(&regions, &loads, SAID_RELOADED, 4096), None);
+        assert_eq!(step(&regions, &loads, SAID_STARTING, 4096), None);
     }
 }
