@@ -288,8 +288,11 @@ fn switch_to(sys: &'static System, me: &'static PerCpu, part: &Partition, slot: 
     if let Policy::Cyclic(state) = &me.policy {
         if timer::counter() >= state.until.load(Ordering::Relaxed) {
             // Loading outlasted the slot: the next owner's time is not ours.
-            // Its registers are still the saved ones.
+            // Its registers are still the saved ones. The slot's end is the
+            // EL2 timer's, taken here, so that the next owner's load is a
+            // stretch of its own (with this one's, it was 1,477).
             save(me, vcpu, None, false);
+            take_pending_interrupts(sys, me);
             return;
         }
     }
