@@ -12,6 +12,7 @@ use crate::config::raw::{RawAction, RawChannel, RawConfig, RawCriticality, RawHe
 use crate::guests;
 use crate::run::RunOptions;
 use anyhow::{bail, Context, Result};
+use partita_core::config::response::PcpuKind;
 use partita_core::residency::{name, path, Line, LEFT_OUT};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -41,10 +42,14 @@ pub enum Setup {
     Direct,
     /// A cyclic pCPU: the RTOS and the GPOS in slots of a plan.
     Cyclic,
+    /// Fixed priority, shared with a GPOS that runs jobs on two
+    /// accelerators of one PRR, the fabric's logic on Partita's pCPU: every
+    /// allocation path (assign, preempt, reconfigure, the signals).
+    Fabric,
 }
 
 impl Setup {
-    pub const ALL: [Setup; 4] = [Setup::Shared, Setup::Exclusive, Setup::Direct, Setup::Cyclic];
+    pub const ALL: [Setup; 5] = [Setup::Shared, Setup::Exclusive, Setup::Direct, Setup::Cyclic, Setup::Fabric];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -52,6 +57,18 @@ impl Setup {
             Setup::Exclusive => "exclusive",
             Setup::Direct => "direct",
             Setup::Cyclic => "cyclic",
+            Setup::Fabric => "fabric",
+        }
+    }
+
+    /// The kind of pCPU `check` files its figures under: the fabric's
+    /// setup is a shared pCPU whose partitions have accelerators.
+    pub fn kind(self) -> PcpuKind {
+        match self {
+            Setup::Shared | Setup::Fabric => PcpuKind::Shared,
+            Setup::Exclusive => PcpuKind::Exclusive,
+            Setup::Direct => PcpuKind::Direct,
+            Setup::Cyclic => PcpuKind::Cyclic,
         }
     }
 }
@@ -142,6 +159,7 @@ pub fn config(setup: Setup, samples: u32, fuzz_calls: u32) -> RawConfig {
         Setup::Direct => machine.partition(rt.exclusive().direct()),
         Setup::Shared => stress(machine.partition(rt.priority(200)), &guest, fuzz_calls),
         Setup::Cyclic => cyclic(machine.partition(rt), &guest, fuzz_calls),
+        Setup::Fabric => fabric(machine.partition(rt.priority(200)), &guest, samples),
     }
 }
 
@@ -178,6 +196,25 @@ fn cyclic(machine: RawConfig, guest: &Path, fuzz_calls: u32) -> RawConfig {
             .health(ignore);
     let core = RawCore::new(1, 2000).slot(MEASURED, 0, 0, 1000).slot("fuzzer", 0, 1000, 1000);
     machine.partition(fuzzer).plan(RawPlan::new("main").core(core))
+}
+
+/// The GPOS's jobs alternate between qam16 and qam64, which share a PRR, so
+/// that each is reconfigured in turn; their number follows the RTOS's
+/// samples, so that both end together.
+fn fabric(machine: RawConfig, guest: &Path, samples: u32) -> RawConfig {
+    use crate::config::raw::{Micros, RawFabric, RawVirtualDevice};
+    let jobs = (samples / 25).max(4);
+    let bootargs = format!(
+        "ticks=1 period_ms=1 acc=0xb000000 acc-fn=qam16 acc-frames=4 acc-jobs={jobs} acc-seed=7 acc-gap-us=300 \
+         acc2=0xb001000 acc2-fn=qam64"
+    );
+    let gpos = qemu::partition("gpos", &[1], &bootargs, guest)
+        .accelerator(RawVirtualDevice::new("qam16"))
+        .accelerator(RawVirtualDevice::new("qam64"));
+    let fabric = RawFabric { cpu: Some(0), hold: Some(Micros(200)), ..RawFabric::default() }
+        .prr("prr", 8, 103_680, &["qam16", "qam64"])
+        .prr("others", 13, 103_680, &["fft512", "fft1024"]);
+    machine.fabric(fabric).partition(gpos)
 }
 
 /// Boots `setup` on the residency build and reads the measured pCPU.

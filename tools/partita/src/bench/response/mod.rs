@@ -23,6 +23,7 @@ use crate::profile;
 use anyhow::{ensure, Context, Result};
 use partita_core::config::response::{Critical, PcpuKind, ResponseCosts};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 pub const NAME: &str = "response";
 pub const DEFAULT_SHIFT: u32 = 4;
@@ -207,14 +208,17 @@ impl Report {
         }
     }
 
-    /// Each setup's paths and their worst stretches, for `check`.
+    /// Each kind of pCPU's paths and their worst stretches over the setups
+    /// of that kind, for `check`.
     pub fn critical_by_path(&self) -> Vec<Critical> {
-        let mut all = Vec::new();
+        let mut worst: BTreeMap<(PcpuKind, String), u64> = BTreeMap::new();
         for m in &self.critical {
-            let pcpu = PcpuKind::from_name(m.setup.name()).expect("a setup is a kind of pCPU");
-            all.extend(m.max_by_path().into_iter().map(|(path, max)| Critical { pcpu, path, max }));
+            for (path, max) in m.max_by_path() {
+                let slot = worst.entry((m.setup.kind(), path)).or_default();
+                *slot = (*slot).max(max);
+            }
         }
-        all
+        worst.into_iter().map(|((pcpu, path), max)| Critical { pcpu, path, max }).collect()
     }
 
     /// The costs `check` reads.
@@ -228,10 +232,11 @@ impl Report {
     }
 
     /// ΔResponse (eq. 4) for the RTOS beside a GPOS: the shared pCPU's
-    /// ΔVMMcritical, ΔVMMsched and Δ_VM^relEv.
+    /// ΔVMMcritical (the worse of the GPOS's two setups, with and without
+    /// accelerators), ΔVMMsched and Δ_VM^relEv.
     pub fn response(&self) -> u64 {
-        let shared = self.critical.iter().find(|m| m.setup == critical::Setup::Shared);
-        let critical = shared.and_then(|m| m.worst()).map_or(0, |p| p.max);
+        let shared = self.critical.iter().filter(|m| m.setup.kind() == PcpuKind::Shared);
+        let critical = shared.filter_map(|m| m.worst()).map(|p| p.max).max().unwrap_or(0);
         critical + self.sched().max + self.release.as_ref().map_or(0, |r| r.delta())
     }
 
