@@ -69,6 +69,10 @@ fn id(value: usize) -> u8 {
 static EL2_SINCE: [AtomicU64; partita_arch::MAX_CPUS] = [const { AtomicU64::new(0) }; partita_arch::MAX_CPUS];
 /// Per pCPU: where its last closed EL2 stretch ended, when it is watched.
 static EL2_LEFT: [AtomicU64; partita_arch::MAX_CPUS] = [const { AtomicU64::new(0) }; partita_arch::MAX_CPUS];
+/// Per pCPU: where its last closed EL2 stretch began, and where the one
+/// before it ended ([`partita_core::trace::Stretches`]).
+static EL2_LAST_SINCE: [AtomicU64; partita_arch::MAX_CPUS] = [const { AtomicU64::new(0) }; partita_arch::MAX_CPUS];
+static EL2_PREVIOUS_LEFT: [AtomicU64; partita_arch::MAX_CPUS] = [const { AtomicU64::new(0) }; partita_arch::MAX_CPUS];
 /// Per pCPU: its EL2 stretches are traced.
 static EL2_WATCHED: [AtomicBool; partita_arch::MAX_CPUS] = [const { AtomicBool::new(false) }; partita_arch::MAX_CPUS];
 /// Some pCPU's are: without it, a trap pays one load and one branch at
@@ -112,6 +116,8 @@ pub fn el2_leaving() {
     if start != 0 {
         since.store(0, Ordering::Relaxed);
         let now = partita_arch::timer::counter();
+        EL2_PREVIOUS_LEFT[cpu].store(EL2_LEFT[cpu].load(Ordering::Relaxed), Ordering::Relaxed);
+        EL2_LAST_SINCE[cpu].store(start, Ordering::Relaxed);
         EL2_LEFT[cpu].store(now, Ordering::Relaxed);
         let ticks = u32::try_from(now.saturating_sub(start)).unwrap_or(u32::MAX);
         record_at(now, Kind::El2, usize::from(NONE), usize::from(NONE), ticks);
@@ -124,17 +130,21 @@ pub fn el2_entry() -> Option<u64> {
     (entered != 0).then_some(entered)
 }
 
-/// On a watched pCPU, how long after `since` it entered its open EL2
-/// stretch while it had been out of EL2 since: the time an interrupt that
-/// became pending at `since` waited with nothing of Partita's in its way
-/// (at EL1 the guest cannot mask it). 0 when EL2 was entered first, or
-/// not watched.
+/// On a watched pCPU, how long an interrupt that became pending at
+/// `since` waited at EL1 before its open EL2 stretch, with nothing of
+/// Partita's in its way (at EL1 the guest cannot mask it): the gaps before
+/// that stretch and before the last closed one
+/// (`partita_core::trace::Stretches::el1_wait`). 0 when not watched.
 pub fn el2_entry_after(since: u64) -> u64 {
     let cpu = partita_arch::cpu::index();
-    let (Some(entered), Some(left)) = (EL2_SINCE.get(cpu), EL2_LEFT.get(cpu)) else { return 0 };
-    let entered = entered.load(Ordering::Relaxed);
-    if entered == 0 {
+    if cpu >= partita_arch::MAX_CPUS {
         return 0;
     }
-    entered.saturating_sub(since.max(left.load(Ordering::Relaxed)))
+    let stretches = partita_core::trace::Stretches {
+        entered: EL2_SINCE[cpu].load(Ordering::Relaxed),
+        last_entered: EL2_LAST_SINCE[cpu].load(Ordering::Relaxed),
+        last_left: EL2_LEFT[cpu].load(Ordering::Relaxed),
+        previous_left: EL2_PREVIOUS_LEFT[cpu].load(Ordering::Relaxed),
+    };
+    stretches.el1_wait(since)
 }

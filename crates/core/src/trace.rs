@@ -153,6 +153,35 @@ impl AccelStep {
     }
 }
 
+/// A pCPU's EL2 stretches as the alarm of a late output sees them: the
+/// open one's entry, the last closed one's entry and exit, and the exit of
+/// the one before it, in counter ticks (0: none).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stretches {
+    pub entered: u64,
+    pub last_entered: u64,
+    pub last_left: u64,
+    pub previous_left: u64,
+}
+
+impl Stretches {
+    /// How long an interrupt pending since `since` waited at EL1 before
+    /// the open stretch, where nothing of Partita's masks it: the gap
+    /// before the open stretch and the gap before the last closed one.
+    /// Both count because the emulator, resuming a vCPU it had stopped at
+    /// EL1, takes a synchronous exception of the instruction it resumes at
+    /// before the interrupt, so one stretch of Partita's can lie between
+    /// the two waits (a console byte's trap, say); the stretch itself is
+    /// not counted.
+    pub fn el1_wait(&self, since: u64) -> u64 {
+        if self.entered == 0 {
+            return 0;
+        }
+        let gap = |left: u64, entered: u64| entered.saturating_sub(since.max(left));
+        gap(self.last_left, self.entered) + gap(self.previous_left, self.last_entered)
+    }
+}
+
 /// Bit 31 of a [`Kind::TimedIoLate`] argument: the output began late.
 pub const TIMED_IO_BEGAN_LATE: u32 = 1 << 31;
 
@@ -395,6 +424,21 @@ pub fn decode(bytes: &[u8]) -> Result<Trace, TraceError> {
 
 #[cfg(test)]
 mod tests {
+    use super::Stretches;
+
+    #[test]
+    fn an_alarm_waits_at_el1_before_and_after_one_stretch_of_partitas() {
+        // A console byte's trap (1,200 to 1,229) came between the alarm (at
+        // 1,000) and the stretch that took it (from 1,237): 200 + 8 at EL1.
+        let s = Stretches { entered: 1_237, last_entered: 1_200, last_left: 1_229, previous_left: 900 };
+        assert_eq!(s.el1_wait(1_000), 208);
+        // The alarm came during that trap: only the wait after it.
+        assert_eq!(s.el1_wait(1_210), 8);
+        // It came after: nothing before the open stretch waited on it.
+        assert_eq!(s.el1_wait(1_237), 0);
+        assert_eq!(Stretches::default().el1_wait(1_000), 0, "no open stretch");
+    }
+
     use super::*;
 
     fn bytes(words: &[AtomicU64]) -> Vec<u8> {
