@@ -63,16 +63,25 @@ fn id(value: usize) -> u8 {
     u8::try_from(value).unwrap_or(NONE)
 }
 
-/// Per pCPU: where its open EL2 stretch began, when it is watched
-/// ([`watch_el2`]); 0 otherwise. Only its own pCPU touches an entry, with
-/// interrupts masked.
-static EL2_SINCE: [AtomicU64; partita_arch::MAX_CPUS] = [const { AtomicU64::new(0) }; partita_arch::MAX_CPUS];
-/// Per pCPU: where its last closed EL2 stretch ended, when it is watched.
-static EL2_LEFT: [AtomicU64; partita_arch::MAX_CPUS] = [const { AtomicU64::new(0) }; partita_arch::MAX_CPUS];
-/// Per pCPU: where its last closed EL2 stretch began, and where the one
-/// before it ended ([`partita_core::trace::Stretches`]).
-static EL2_LAST_SINCE: [AtomicU64; partita_arch::MAX_CPUS] = [const { AtomicU64::new(0) }; partita_arch::MAX_CPUS];
-static EL2_PREVIOUS_LEFT: [AtomicU64; partita_arch::MAX_CPUS] = [const { AtomicU64::new(0) }; partita_arch::MAX_CPUS];
+/// One pCPU's EL2 stretches, when it is watched ([`watch_el2`]): the
+/// fields of [`partita_core::trace::Stretches`], 0 where none. Only its own
+/// pCPU touches them, with interrupts masked.
+struct El2Marks {
+    /// Where its open stretch began; 0 while it is out of EL2.
+    entered: AtomicU64,
+    last_entered: AtomicU64,
+    last_left: AtomicU64,
+    previous_left: AtomicU64,
+}
+
+static EL2_MARKS: [El2Marks; partita_arch::MAX_CPUS] = [const {
+    El2Marks {
+        entered: AtomicU64::new(0),
+        last_entered: AtomicU64::new(0),
+        last_left: AtomicU64::new(0),
+        previous_left: AtomicU64::new(0),
+    }
+}; partita_arch::MAX_CPUS];
 /// Per pCPU: its EL2 stretches are traced.
 static EL2_WATCHED: [AtomicBool; partita_arch::MAX_CPUS] = [const { AtomicBool::new(false) }; partita_arch::MAX_CPUS];
 /// Some pCPU's are: without it, a trap pays one load and one branch at
@@ -99,7 +108,7 @@ pub fn el2_entered() {
     }
     let cpu = partita_arch::cpu::index();
     if EL2_WATCHED.get(cpu).is_some_and(|w| w.load(Ordering::Relaxed)) {
-        EL2_SINCE[cpu].store(partita_arch::timer::counter(), Ordering::Relaxed);
+        EL2_MARKS[cpu].entered.store(partita_arch::timer::counter(), Ordering::Relaxed);
     }
 }
 
@@ -110,15 +119,15 @@ pub fn el2_leaving() {
         return;
     }
     let cpu = partita_arch::cpu::index();
-    let Some(since) = EL2_SINCE.get(cpu) else { return };
-    // A load and a store, not a swap: only this pCPU writes its entry.
-    let start = since.load(Ordering::Relaxed);
+    let Some(marks) = EL2_MARKS.get(cpu) else { return };
+    // Loads and stores, not swaps: only this pCPU writes its marks.
+    let start = marks.entered.load(Ordering::Relaxed);
     if start != 0 {
-        since.store(0, Ordering::Relaxed);
+        marks.entered.store(0, Ordering::Relaxed);
         let now = partita_arch::timer::counter();
-        EL2_PREVIOUS_LEFT[cpu].store(EL2_LEFT[cpu].load(Ordering::Relaxed), Ordering::Relaxed);
-        EL2_LAST_SINCE[cpu].store(start, Ordering::Relaxed);
-        EL2_LEFT[cpu].store(now, Ordering::Relaxed);
+        marks.previous_left.store(marks.last_left.load(Ordering::Relaxed), Ordering::Relaxed);
+        marks.last_entered.store(start, Ordering::Relaxed);
+        marks.last_left.store(now, Ordering::Relaxed);
         let ticks = u32::try_from(now.saturating_sub(start)).unwrap_or(u32::MAX);
         record_at(now, Kind::El2, usize::from(NONE), usize::from(NONE), ticks);
     }
@@ -126,7 +135,7 @@ pub fn el2_leaving() {
 
 /// On a watched pCPU, when it entered its open EL2 stretch.
 pub fn el2_entry() -> Option<u64> {
-    let entered = EL2_SINCE.get(partita_arch::cpu::index())?.load(Ordering::Relaxed);
+    let entered = EL2_MARKS.get(partita_arch::cpu::index())?.entered.load(Ordering::Relaxed);
     (entered != 0).then_some(entered)
 }
 
@@ -136,15 +145,12 @@ pub fn el2_entry() -> Option<u64> {
 /// that stretch and before the last closed one
 /// (`partita_core::trace::Stretches::el1_wait`). 0 when not watched.
 pub fn el2_entry_after(since: u64) -> u64 {
-    let cpu = partita_arch::cpu::index();
-    if cpu >= partita_arch::MAX_CPUS {
-        return 0;
-    }
+    let Some(marks) = EL2_MARKS.get(partita_arch::cpu::index()) else { return 0 };
     let stretches = partita_core::trace::Stretches {
-        entered: EL2_SINCE[cpu].load(Ordering::Relaxed),
-        last_entered: EL2_LAST_SINCE[cpu].load(Ordering::Relaxed),
-        last_left: EL2_LEFT[cpu].load(Ordering::Relaxed),
-        previous_left: EL2_PREVIOUS_LEFT[cpu].load(Ordering::Relaxed),
+        entered: marks.entered.load(Ordering::Relaxed),
+        last_entered: marks.last_entered.load(Ordering::Relaxed),
+        last_left: marks.last_left.load(Ordering::Relaxed),
+        previous_left: marks.previous_left.load(Ordering::Relaxed),
     };
     stretches.el1_wait(since)
 }

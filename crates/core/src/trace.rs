@@ -424,7 +424,7 @@ pub fn decode(bytes: &[u8]) -> Result<Trace, TraceError> {
 
 #[cfg(test)]
 mod tests {
-    use super::Stretches;
+    use super::*;
 
     #[test]
     fn an_alarm_waits_at_el1_before_and_after_one_stretch_of_partitas() {
@@ -438,8 +438,6 @@ mod tests {
         assert_eq!(s.el1_wait(1_237), 0);
         assert_eq!(Stretches::default().el1_wait(1_000), 0, "no open stretch");
     }
-
-    use super::*;
 
     fn bytes(words: &[AtomicU64]) -> Vec<u8> {
         words.iter().flat_map(|w| w.load(Ordering::Relaxed).to_le_bytes()).collect()

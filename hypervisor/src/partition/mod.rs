@@ -540,9 +540,10 @@ pub fn build(index: usize, config: model::Partition, boot: PartitionBoot, shared
             &*Box::leak(Box::new(vcpu))
         })
         .collect();
+    let initial_gic = virtual_gic(&config, &virtual_spis);
     let partition = Partition {
-        gic: Mutex::new(virtual_gic(&config, &virtual_spis)),
-        initial_gic: virtual_gic(&config, &virtual_spis),
+        gic: Mutex::new(initial_gic.clone()),
+        initial_gic,
         interfaces: shared.interfaces.iter().map(|&(ipa, _)| interface_permission(&table, ipa)).collect(),
         _stage2: table,
         rank: config.priority,

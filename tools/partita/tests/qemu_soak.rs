@@ -143,8 +143,13 @@ fn a_guest_time_soak_passes_every_check_exactly() {
     check_guest_time_soak(&guest_time_soak());
 }
 
+/// Where the guest-time soak leaves its outputs.
+fn guest_time_out() -> std::path::PathBuf {
+    paths::source().join("out").join("guest-time")
+}
+
 fn guest_time_soak() -> std::process::Output {
-    let out = paths::source().join("out").join("guest-time");
+    let out = guest_time_out();
     Command::new(env!("CARGO_BIN_EXE_partita"))
         .args(["--out", out.to_str().unwrap(), "soak", "--icount"])
         .args(["--seconds", &GUEST_SOAK_LIMIT.to_string(), "--guest-seconds", &GUEST_SECONDS.to_string()])
@@ -153,7 +158,7 @@ fn guest_time_soak() -> std::process::Output {
 }
 
 fn check_guest_time_soak(run: &std::process::Output) {
-    let out = paths::source().join("out").join("guest-time");
+    let out = guest_time_out();
     let stdout = String::from_utf8_lossy(&run.stdout).into_owned();
     let context = format!("stdout:\n{stdout}\nstderr:\n{}", String::from_utf8_lossy(&run.stderr));
     assert!(line(&stdout, "clock: ").starts_with("clock: guest time (QEMU -icount shift=0)"), "{context}");
