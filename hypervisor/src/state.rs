@@ -94,6 +94,10 @@ pub struct PerCpu {
     /// The counter value its EL2 timer is armed for (`u64::MAX`: disarmed),
     /// so that arming it again for the same instant writes nothing.
     pub armed_at: AtomicU64,
+    /// The slot of the waiting vCPU whose wake-up is the earliest the EL2
+    /// timer serves, as of its last arming (`usize::MAX`: none): the one
+    /// a timer interrupt most likely wakes (`scheduler::wake_up`).
+    pub next_waker: AtomicUsize,
     /// The vCPU whose FP/SIMD values its registers may hold, as a
     /// `partita_core::partition::fp::Holder`; read and written only here.
     pub fp_holder: AtomicU32,
@@ -156,6 +160,7 @@ impl PerCpu {
             timed_io_rearm: AtomicBool::new(false),
             // Neither armed nor disarmed by Partita yet: the first arming writes.
             armed_at: AtomicU64::new(0),
+            next_waker: AtomicUsize::new(usize::MAX),
             fp_holder: AtomicU32::new(0),
         }
     }

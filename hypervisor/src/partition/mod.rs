@@ -286,7 +286,7 @@ impl Vcpu {
         // Only its home lists a vCPU that never migrates, and only its home
         // marks it from there: the list need not be read (every switch
         // and wake-up comes here).
-        if self.migrate_to.is_empty() && self.home == partita_arch::cpu::index() {
+        if self.only_at(partita_arch::cpu::index()) {
             let slot = self.home_slot.load(Ordering::Relaxed);
             if own_too && slot != UNWATCHED {
                 own.mark_own(slot);
@@ -309,6 +309,19 @@ impl Vcpu {
     pub fn set_waiting(&self, waiting: bool) {
         self.waiting.store(waiting, Ordering::SeqCst);
         self.mark();
+    }
+
+    /// True when it never migrates and `cpu` is its home: the only pCPU
+    /// that lists it.
+    pub fn only_at(&self, cpu: usize) -> bool {
+        self.migrate_to.is_empty() && self.home == cpu
+    }
+
+    /// Ends its wait without a mark: for the pCPU that lists it alone
+    /// ([`Vcpu::only_at`]) and runs it at once, whose next look after it
+    /// leaves sees it then.
+    pub fn end_wait(&self) {
+        self.waiting.store(false, Ordering::SeqCst);
     }
 
     /// Ends its wait, from the pCPU whose marks are `own`.
@@ -481,6 +494,11 @@ impl Dirty {
     pub fn mark_own(&self, slot: usize) {
         let word = &self.own[slot / 64];
         word.store(word.load(Ordering::Relaxed) | 1 << (slot % 64), Ordering::Relaxed);
+    }
+
+    /// The marks of slots 0-63, left in place.
+    pub fn peek_first(&self) -> u64 {
+        self.own[0].load(Ordering::Relaxed) | self.shared[0].load(Ordering::SeqCst)
     }
 
     /// The slots `64 * w ..` marked since the last call, each once; only

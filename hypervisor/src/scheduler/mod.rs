@@ -14,6 +14,9 @@
 pub mod cyclic;
 pub mod fixed;
 pub mod runnable;
+mod wake_up;
+
+pub use wake_up::preempt as wake_up_preempts;
 
 use runnable::rank;
 
@@ -518,11 +521,16 @@ pub fn wake_due_timers(me: &PerCpu) {
 /// timer is written only when that changes the instant it fires at.
 fn arm_timer(sys: &System, me: &PerCpu, running: Option<usize>, quantum: bool) {
     let mut deadline = u64::MAX;
-    for vcpu in me.vcpus.iter() {
+    let mut waker = usize::MAX;
+    for (slot, vcpu) in me.vcpus.iter().enumerate() {
         if vcpu.is_waiting() && vcpu.pcpu() == me.index && !vcpu.is_on_cpu() {
-            deadline = deadline.min(vcpu.wake_deadline().unwrap_or(u64::MAX));
+            let at = vcpu.wake_deadline().unwrap_or(u64::MAX);
+            if at < deadline {
+                (deadline, waker) = (at, slot);
+            }
         }
     }
+    me.next_waker.store(waker, Ordering::Relaxed);
     match &me.policy {
         Policy::Exclusive => {}
         Policy::Cyclic(state) => deadline = deadline.min(state.until.load(Ordering::Relaxed)),

@@ -228,6 +228,12 @@ fn set_way(regs: &mut Regs) -> bool {
 }
 
 /// The IRQ the fast path acknowledged on this pCPU and left to the full
+/// path, still there.
+pub fn acknowledged() -> Option<u32> {
+    ACKNOWLEDGED[cpu::index()].load(Ordering::Relaxed).checked_sub(1)
+}
+
+/// The IRQ the fast path acknowledged on this pCPU and left to the full
 /// path, which takes it before asking the GIC for more.
 pub fn take_acknowledged() -> Option<u32> {
     // Only this pCPU touches its entry, with interrupts masked: no swap.

@@ -46,6 +46,10 @@ pub fn handle(regs: &mut Regs, kind: u64) {
     let slot = me.current().expect("guest trap with no vCPU on this CPU");
     let vcpu = me.vcpus[slot];
     let here = Here { sys, me, slot, vcpu, part: sys.partition_of(vcpu) };
+    if kind == kind::IRQ {
+        // Returns only when it is not a plain wake-up that preempts.
+        scheduler::wake_up_preempts(sys, me, slot, vcpu, here.part, regs);
+    }
     vgic::note_completions(vcpu);
     let exit = match kind {
         kind::SYNC => synchronous(&here, regs),

@@ -88,6 +88,26 @@ pub fn turn<const SLOTS: usize>(
     Turn::Switch { next: Some((first, slot)), quantum }
 }
 
+/// A `newcomer` (its priority) that outranks the `running` vCPU
+/// (priority, slot) and everything queued takes the pCPU at once: the
+/// running vCPU is queued, and the newcomer runs without a quantum (no
+/// peer of its priority waits). False, with the queue untouched, when it
+/// does not: [`turn`] answers then. The same answer as [`turn`]'s, for the
+/// RTOS preempting a GPOS without its questions.
+pub fn preempts<const SLOTS: usize>(
+    ready: &mut ReadyQueue<SLOTS>,
+    running: (Priority, usize),
+    newcomer: Priority,
+) -> bool {
+    let queued = ready.highest().map(|(priority, _)| priority);
+    if newcomer <= running.0 || queued.is_some_and(|q| q >= newcomer) {
+        return false;
+    }
+    // Cannot fail: the running vCPU is never queued.
+    let _ = ready.enqueue(running.1, running.0);
+    true
+}
+
 /// [`turn`] with every contender queued.
 #[inline]
 fn turn_queued<const SLOTS: usize>(
@@ -257,6 +277,26 @@ mod tests {
             slow.enqueue(7, newcomer.unwrap().0).unwrap();
             proptest::prop_assert_eq!(answer, turn(&mut slow, running, None, quantum_over));
             proptest::prop_assert_eq!(fast, slow);
+        }
+
+        /// `preempts` says yes exactly when `turn` would run the newcomer
+        /// at once, without a quantum, and leaves the queue as `turn` does.
+        #[test]
+        fn a_preemption_answered_alone_is_the_one_turn_gives(
+            entries in proptest::collection::vec((0..6usize, 0..4u8), 0..6),
+            running in 0..4u8,
+            newcomer in 0..4u8,
+        ) {
+            let mut queued = Queue::new();
+            for &(slot, priority) in &entries {
+                let _ = queued.enqueue(slot, priority);
+            }
+            let mut short = queued.clone();
+            let mut full = queued.clone();
+            let answer = turn(&mut full, Some((running, 6)), Some((newcomer, 7)), false);
+            let runs_at_once = answer == Turn::Switch { next: Some((newcomer, 7)), quantum: false };
+            proptest::prop_assert_eq!(preempts(&mut short, (running, 6), newcomer), runs_at_once);
+            proptest::prop_assert_eq!(&short, if runs_at_once { &full } else { &queued });
         }
     }
 

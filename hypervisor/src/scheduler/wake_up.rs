@@ -1,0 +1,82 @@
+//! The RTOS preempting a GPOS, taken without the generic trap's questions.
+//!
+//! On a fixed-priority pCPU the EL2 timer's usual errand is one waiting
+//! vCPU's wake-up (its EL1 timer came due while it was off the pCPU), and
+//! when that vCPU is more urgent than the running one the answer is known
+//! before anything is asked: the running one leaves for it. The full trap
+//! path asks it all the same (the health monitor, the life cycle, vlk,
+//! the ready queue brought up to date), about 450 instructions of the
+//! preemption's 1,250 that Ker-ONE's ΔVMMsched counts. [`preempt`] takes
+//! that case alone, when nothing else could change the answer: no trace
+//! to record it, no watchdog, budget, timed output or migration on the
+//! pCPU, no mark from another pCPU since the last look, and exactly one
+//! vCPU due. Anything else goes the full way, untouched.
+
+use super::{switch_away, Next};
+use crate::partition::{Partition, Vcpu};
+use crate::state::{PerCpu, Policy, System};
+use crate::trace;
+use core::sync::atomic::Ordering;
+use partita_arch::exception::Regs;
+use partita_arch::platform::{Gic, InterruptController, HYP_TIMER_INTID};
+use partita_arch::{residency, timer};
+use partita_core::residency::path;
+use partita_core::scheduler::decide;
+use partita_core::trace::OutReason;
+
+/// The running `vcpu` (of `part`, in `slot`) trapped for an IRQ: if the
+/// fast path left the EL2 timer's to the full path and that timer wakes a
+/// vCPU that outranks it, it leaves for that vCPU here and this does not
+/// return. Otherwise nothing has changed.
+pub fn preempt(sys: &'static System, me: &'static PerCpu, slot: usize, vcpu: &Vcpu, part: &Partition, regs: &Regs) {
+    let Policy::FixedPriority(fp) = &me.policy else { return };
+    let plain = me.timed_io.is_empty() && me.watchdogs.is_empty() && me.migrating.is_empty() && vcpu.budget.is_none();
+    if !plain || trace::enabled() || crate::trap::fast::acknowledged() != Some(HYP_TIMER_INTID) {
+        return;
+    }
+    let Some((woken, priority)) = due_waker(sys, me) else { return };
+    if !only_marked(me, slot, woken) || !super::runnable::runnable(part, me, vcpu) {
+        return;
+    }
+    let mut ready = fp.ready.lock();
+    if !decide::preempts(&mut ready, (part.rank, slot), priority) {
+        return;
+    }
+    drop(ready);
+    let _ = crate::trap::fast::take_acknowledged();
+    residency::note(path::HYP_TIMER);
+    timer::disarm();
+    Gic::end(HYP_TIMER_INTID);
+    // Disarmed: the next arming writes it.
+    me.armed_at.store(u64::MAX, Ordering::Relaxed);
+    // Not marked: it runs now, never queued, as `fixed::refresh` gives a
+    // vCPU that is the only one marked. Another vCPU due at the same
+    // instant is woken by the timer that fires at once for it.
+    me.vcpus[woken].end_wait();
+    switch_away(sys, me, vcpu, regs, OutReason::Preempted, Next::Chosen { slot: Some(woken), quantum: false })
+}
+
+/// The waiting vCPU of `me` that the EL2 timer was last armed for, with its
+/// priority, when its wait is over and it could run here once woken, and
+/// only this pCPU lists it (its wake-up needs no mark).
+fn due_waker(sys: &System, me: &PerCpu) -> Option<(usize, u8)> {
+    let slot = me.next_waker.load(Ordering::Relaxed);
+    let vcpu = *me.vcpus.get(slot)?;
+    let waiting_here = vcpu.is_waiting() && vcpu.only_at(me.index) && vcpu.pcpu() == me.index && !vcpu.is_on_cpu();
+    if !waiting_here || vcpu.wake_deadline().is_none_or(|at| at > timer::counter()) {
+        return None;
+    }
+    let part = sys.partition_of(vcpu);
+    decide::wants_cpu(part.state(), vcpu.state(), false, vcpu.index).then_some((slot, part.rank))
+}
+
+/// True when no vCPU of `me` but the running one (`running`) and the one
+/// that wakes is marked: the ready queue is up to date for every other.
+/// Their marks stay for the first look after the switch, which finds
+/// nothing to change.
+fn only_marked(me: &PerCpu, running: usize, woken: usize) -> bool {
+    if me.vcpus.len() > 64 {
+        return false;
+    }
+    me.dirty.peek_first() & !(1 << running | 1 << woken) == 0
+}
