@@ -29,12 +29,19 @@ pub fn init(cpus: usize, events: u32) {
     }
 }
 
-/// Records an event on the running pCPU's ring.
-#[inline]
+/// Records an event on the running pCPU's ring. The question is in line
+/// and the recording out of it: with tracing off, every switch asks it two
+/// or three times, and a call with its arguments cost more than the answer.
+#[inline(always)]
 pub fn record(kind: Kind, partition: usize, vcpu: usize, arg: u32) {
     if enabled() {
-        record_at(partita_arch::timer::counter(), kind, partition, vcpu, arg);
+        record_now(kind, partition, vcpu, arg);
     }
+}
+
+#[inline(never)]
+fn record_now(kind: Kind, partition: usize, vcpu: usize, arg: u32) {
+    record_at(partita_arch::timer::counter(), kind, partition, vcpu, arg);
 }
 
 /// Records an event stamped `time`: for an `arg` computed from that very
@@ -48,13 +55,13 @@ pub fn record_at(time: u64, kind: Kind, partition: usize, vcpu: usize, arg: u32)
 }
 
 /// True when the configuration turned tracing on.
-#[inline]
+#[inline(always)]
 pub fn enabled() -> bool {
     TRACE.get().is_some()
 }
 
 /// An event with no partition (a physical interrupt, say).
-#[inline]
+#[inline(always)]
 pub fn record_cpu(kind: Kind, arg: u32) {
     record(kind, usize::from(NONE), usize::from(NONE), arg);
 }
