@@ -230,23 +230,34 @@ pub fn forward(sys: &System, me: &PerCpu, intid: u32, running: Option<&Vcpu>) {
     }
 }
 
+/// The running vCPU's own timer PPI `intid`, from the fast path, which
+/// knows the vCPU and its partition: [`forward`] without looking them up.
+pub fn forward_own_timer(part: &Partition, vcpu: &Vcpu, intid: u32) {
+    Gic::drop_priority(intid);
+    if !give_timer(part, vcpu, intid) {
+        mask_timer(crate::state::system().here(), intid);
+    }
+}
+
 /// A timer PPI belongs to the vCPU loaded here. The fast path: with
 /// nothing queued ahead of it and a free list register, it goes straight
 /// there. No duplicate is possible: the physical interrupt stays active,
 /// so it cannot fire again, until the guest completes this one.
 fn forward_timer(sys: &System, me: &PerCpu, intid: u32, running: Option<&Vcpu>) {
-    let Some(vcpu) = running else {
+    if !running.is_some_and(|vcpu| give_timer(sys.partition_of(vcpu), vcpu, intid)) {
         mask_timer(me, intid);
-        return;
-    };
-    let Some(priority) = sys.partition_of(vcpu).gic.lock().fire(vcpu.index, intid) else {
-        mask_timer(me, intid);
-        return;
-    };
+    }
+}
+
+/// Timer PPI `intid` goes to `vcpu` (of `part`), loaded here: false when
+/// it is disabled in its vGIC, and nothing was given.
+fn give_timer(part: &Partition, vcpu: &Vcpu, intid: u32) -> bool {
+    let Some(priority) = part.gic.lock().fire(vcpu.index, intid) else { return false };
     let virq = Virq { intid, priority, hw: true };
     if !list_now(vcpu, virq) {
         queue(vcpu, virq);
     }
+    true
 }
 
 /// The vCPU just loaded on this pCPU has a timer already due (it waited

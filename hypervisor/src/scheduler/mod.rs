@@ -255,7 +255,7 @@ pub fn after_interrupt(sys: &System, me: &PerCpu, running: u8) {
 /// only when loading it outlasted its cyclic slot: to `run`'s loop rather
 /// than into `run` again, whose frames would pile up on the stack at every
 /// such slot until it overflowed.
-fn switch_to(sys: &'static System, me: &'static PerCpu, part: &Partition, slot: usize, quantum: bool) {
+fn switch_to(sys: &'static System, me: &'static PerCpu, part: &'static Partition, slot: usize, quantum: bool) {
     residency::note_switch();
     let vcpu = me.vcpus[slot];
     me.set_current(Some(slot));

@@ -37,6 +37,7 @@ use crate::{trace, vgic};
 use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use partita_arch::exception::{kind, Regs};
 use partita_arch::platform::{Gic, InterruptController};
+use partita_arch::sync::StaticRef;
 use partita_arch::{cpu, direct_sgi, residency, MAX_CPUS};
 use partita_core::health::Event;
 use partita_core::hypercall::{self, Call};
@@ -46,9 +47,9 @@ use partita_core::trap::vuart;
 use partita_core::vgic::direct::SgiRoute;
 use partita_core::vgic::is_timer;
 
-/// Per pCPU: the vCPU running there, as partition + 1 and vCPU index
-/// (0: none).
-static RUNNING: [AtomicU32; MAX_CPUS] = [const { AtomicU32::new(0) }; MAX_CPUS];
+/// Per pCPU: the vCPU running there and its partition, if offered.
+static RUNNING: [StaticRef<Vcpu>; MAX_CPUS] = [const { StaticRef::none() }; MAX_CPUS];
+static RUNNING_PARTITION: [StaticRef<Partition>; MAX_CPUS] = [const { StaticRef::none() }; MAX_CPUS];
 
 /// The registers the fast path may read or write: the vector saved only the
 /// caller-saved ones (x0-x18).
@@ -71,13 +72,14 @@ const ROUTE_PARTIAL: u8 = 2;
 /// A vCPU enters this pCPU: offered to the fast path unless tracing is
 /// on, which then asks nothing more. A direct partition's vCPU also gets
 /// its SGIs answered from the vector.
-pub fn enter(part: &Partition, vcpu: &Vcpu) {
+pub fn enter(part: &'static Partition, vcpu: &'static Vcpu) {
     if trace::enabled() {
-        RUNNING[cpu::index()].store(0, Ordering::Relaxed);
+        RUNNING[cpu::index()].set(None);
         return;
     }
-    let running = ((vcpu.partition as u32 + 1) << 16) | vcpu.index as u32;
-    RUNNING[cpu::index()].store(running, Ordering::Relaxed);
+    let me = cpu::index();
+    RUNNING[me].set(Some(vcpu));
+    RUNNING_PARTITION[me].set(Some(part));
     if part.direct() {
         offer_sgi_route(part);
     }
@@ -86,7 +88,7 @@ pub fn enter(part: &Partition, vcpu: &Vcpu) {
 /// This pCPU's vCPU leaves it.
 pub fn leave() {
     let me = cpu::index();
-    RUNNING[me].store(0, Ordering::Relaxed);
+    RUNNING[me].set(None);
     // Only this pCPU writes its entry: a load, not a read-modify-write,
     // on every switch.
     if ROUTE[me].load(Ordering::Relaxed) != NO_ROUTE {
@@ -137,26 +139,22 @@ pub fn handle(regs: &mut Regs, trap_kind: u64) -> bool {
     }
 }
 
-/// The running vCPU's partition and index, unless the full path must
-/// answer (see [`enter`]).
-fn running_indices() -> Option<(usize, usize)> {
-    let running = RUNNING[cpu::index()].load(Ordering::Relaxed);
-    if running == 0 {
-        return None;
-    }
-    Some(((running >> 16) as usize - 1, (running & 0xffff) as usize))
+/// The running vCPU's partition index, unless the full path must answer.
+fn running_partition() -> Option<usize> {
+    Some(RUNNING[cpu::index()].get()?.partition)
 }
 
-/// The running vCPU and its partition, unless the full path must answer.
+/// The running vCPU and its partition, unless the full path must answer
+/// (see [`enter`]).
 fn running() -> Option<(&'static Partition, &'static Vcpu)> {
-    let (p, v) = running_indices()?;
-    let part = state::system().partitions.get(p)?;
-    Some((part, part.vcpus.get(v)?))
+    let me = cpu::index();
+    let vcpu = RUNNING[me].get()?;
+    Some((RUNNING_PARTITION[me].get()?, vcpu))
 }
 
 #[inline(never)]
 fn query(regs: &mut Regs, call: Call) -> bool {
-    let Some((partition, _)) = running_indices() else { return false };
+    let Some(partition) = running_partition() else { return false };
     let answer = crate::hypercall::answer_query(state::system(), regs, partition, call);
     let Some((status, value)) = answer else { return false };
     regs.x[0] = status as u64;
@@ -212,7 +210,7 @@ fn data_abort(regs: &mut Regs) -> bool {
     residency::note(path::ACCEL_REQUEST);
     let sys = state::system();
     let Some(fabric) = &sys.fabric else { return false };
-    let Some((partition, _)) = running_indices() else { return false };
+    let Some(partition) = running_partition() else { return false };
     fabric.connect_in_trap(sys, partition, ipa)
 }
 
@@ -252,12 +250,11 @@ fn interrupt() -> bool {
     let Some(intid) = Gic::acknowledge() else { return true };
     residency::note(path::OWN_TIMER);
     let running = if is_timer(intid) { running() } else { None };
-    let Some((_, vcpu)) = running else {
+    let Some((part, vcpu)) = running else {
         ACKNOWLEDGED[cpu::index()].store(intid + 1, Ordering::Relaxed);
         return false;
     };
-    let sys = state::system();
-    vgic::forward(sys, sys.here(), intid, Some(vcpu));
+    vgic::forward_own_timer(part, vcpu, intid);
     vgic::flush(vcpu);
     true
 }
