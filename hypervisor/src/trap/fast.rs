@@ -10,7 +10,8 @@
 //! and announced like the rest: the hypercalls that always resume
 //! (`partita_core::hypercall::decode_query`), a direct partition's SGIs,
 //! which go to the physical GIC (the vector answers most of them itself,
-//! from the route [`enter`] gives it), an access to its emulated console
+//! from the route [`enter`] gives it), an SGI a vCPU sends only to itself,
+//! which wakes nobody, an access to its emulated console
 //! (a whole line kicks the pCPU), a write to an accelerator's
 //! interface page whose device is connected, or connects by Path 1 in the
 //! trap (an idle PRR, assigned without preempting anyone), and an IRQ that
@@ -45,7 +46,7 @@ use partita_core::residency::path;
 use partita_core::trap::esr::{self, ec};
 use partita_core::trap::vuart;
 use partita_core::vgic::direct::SgiRoute;
-use partita_core::vgic::is_timer;
+use partita_core::vgic::{is_timer, sgi_targets};
 
 /// Per pCPU: the vCPU running there and its partition, if offered.
 static RUNNING: [StaticRef<Vcpu>; MAX_CPUS] = [const { StaticRef::none() }; MAX_CPUS];
@@ -270,17 +271,27 @@ fn fp_access() -> bool {
     true
 }
 
+/// A direct partition's SGIs the vector declined, and an SGI a vCPU sends
+/// only to itself (a kernel's self-IPI, Thread-Metric's interrupt tests),
+/// which goes into its own list registers or queue and wakes nobody.
 #[inline(never)]
 fn sgi(regs: &mut Regs, rt: u8) -> bool {
-    match running() {
-        Some((part, vcpu)) if part.direct() => {
-            vgic::generate_sgi(part, vcpu.index, regs.x[usize::from(rt)]);
-            regs.skip_instruction();
-            if ROUTE[cpu::index()].load(Ordering::Relaxed) == ROUTE_PARTIAL {
-                offer_sgi_route(part);
-            }
-            true
+    let Some((part, vcpu)) = running() else { return false };
+    let value = regs.x[usize::from(rt)];
+    if part.direct() {
+        vgic::generate_sgi(part, vcpu.index, value);
+        regs.skip_instruction();
+        if ROUTE[cpu::index()].load(Ordering::Relaxed) == ROUTE_PARTIAL {
+            offer_sgi_route(part);
         }
-        _ => false,
+        return true;
     }
+    let (_, targets) = sgi_targets(value, part.vcpus.len(), vcpu.index);
+    if targets != 1 << vcpu.index {
+        return false;
+    }
+    vgic::generate_sgi(part, vcpu.index, value);
+    vgic::flush(vcpu);
+    regs.skip_instruction();
+    true
 }
