@@ -96,7 +96,7 @@ pub struct PerCpu {
     pub armed_at: AtomicU64,
     /// The slot of the waiting vCPU whose wake-up is the earliest the EL2
     /// timer serves, as of its last arming (`usize::MAX`: none): the one
-    /// a timer interrupt most likely wakes (`scheduler::wake_up`).
+    /// a timer interrupt most likely wakes (`scheduler::timer_trap`).
     pub next_waker: AtomicUsize,
     /// The vCPU whose FP/SIMD values its registers may hold, as a
     /// `partita_core::partition::fp::Holder`; read and written only here.

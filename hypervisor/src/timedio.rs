@@ -150,7 +150,9 @@ pub fn serve(sys: &System, me: &PerCpu) {
         trace::record_at(done, Kind::TimedIo, p, usize::from(due.values), trace_arg(due.pins, due.at, done));
         if done > due.at + 1 {
             let alarm = due.at.saturating_sub(lead);
-            let waited = trace::el2_entry_after(alarm);
+            // What the store itself waited (a turn of another vCPU can end
+            // at a device access) adds to the alarm's wait at EL1.
+            let waited = trace::el2_entry_after(alarm) + written.write_step.saturating_sub(1);
             let arg = partita_core::trace::timed_io_late_arg(due.at, began_at, written.step, waited);
             trace::record_at(done, Kind::TimedIoLate, p, usize::from(due.values), arg);
         }

@@ -32,24 +32,31 @@ pub struct Written {
     /// The counter once the write had left the core: the operation's done
     /// time.
     pub done: u64,
-    /// The counter's step across the asked time: from the last value read
-    /// before it (or `since`, when none was) to the first read at or past
-    /// it. A core that polls steps a tick or less; more is time this core
-    /// did not execute (the host's, or another vCPU's turn under QEMU's
-    /// `-icount`), measured rather than inferred.
+    /// The counter's step across the asked time and the write: from the
+    /// last value read before it (or `since`, when none was) to `done`. A
+    /// core that polls, stores and reads again steps a tick or less (a
+    /// handful of instructions); more is time this core did not execute
+    /// (the host's, or another vCPU's turn under QEMU's `-icount`, which
+    /// can end at the store itself, a device access), measured rather than
+    /// inferred.
     pub step: u64,
+    /// The counter's step across the write alone: from the read that
+    /// found the asked time come to `done`. A tick or less on a core that
+    /// executes; for an output that began late, the one part of its wait
+    /// `step` does not already cover.
+    pub write_step: u64,
 }
 
 /// Waits until the counter reaches `at`, drives the lines of `pins` to the
 /// matching bits of `values` and returns when that was done and how the
-/// counter stepped across `at` ([`Written`]); `since` is a counter value
+/// counter stepped across `at` and the write ([`Written`]); `since` is a counter value
 /// read before the call. The wait is bounded by the caller, which asks
 /// only for an `at` less than its lead ahead of now. Returns at once,
 /// writing nothing, before [`init`].
 pub fn write_at(at: u64, pins: u8, values: u8, since: u64) -> Written {
     let base = BASE.load(Ordering::Acquire);
     if base == 0 {
-        return Written { done: crate::timer::now(), step: 0 };
+        return Written { done: crate::timer::now(), step: 0, write_step: 0 };
     }
     let data = base + (usize::from(pins) << 2);
     let (done, before, passed): (u64, u64, u64);
@@ -80,5 +87,5 @@ pub fn write_at(at: u64, pins: u8, values: u8, since: u64) -> Written {
             options(nostack),
         );
     }
-    Written { done, step: passed.saturating_sub(before) }
+    Written { done, step: done.saturating_sub(before), write_step: done.saturating_sub(passed) }
 }

@@ -186,10 +186,13 @@ impl Stretches {
 pub const TIMED_IO_BEGAN_LATE: u32 = 1 << 31;
 
 /// The argument of [`Kind::TimedIoLate`] for an output asked `at` and
-/// begun `start`: when it began in time, `step`, the counter's step across
-/// `at` while its pCPU polled (`partita_arch::gpio::Written::step`); when
+/// begun `start`: when it began in time, `step`, the counter's step from
+/// its pCPU's last read before `at` to the write's done time
+/// (`partita_arch::gpio::Written::step`); when
 /// it began late, [`TIMED_IO_BEGAN_LATE`] and `waited`, the ticks its
-/// alarm waited for the pCPU to enter EL2 (both saturated to 31 bits).
+/// pCPU did not execute while the output waited: its alarm's wait for the
+/// pCPU to enter EL2, and the write's step beyond a tick (both saturated
+/// to 31 bits).
 pub fn timed_io_late_arg(at: u64, start: u64, step: u64, waited: u64) -> u32 {
     let field = |ticks: u64| ticks.min(u64::from(!TIMED_IO_BEGAN_LATE)) as u32;
     if start < at {

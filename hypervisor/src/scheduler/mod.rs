@@ -14,9 +14,9 @@
 pub mod cyclic;
 pub mod fixed;
 pub mod runnable;
-mod wake_up;
+mod timer_trap;
 
-pub use wake_up::preempt as wake_up_preempts;
+pub use timer_trap::{preempt as wake_up_preempts, slot_end};
 
 use runnable::rank;
 
@@ -179,16 +179,8 @@ pub fn after_trap(
             if after == AfterTrap::Stay && over && quantum_over {
                 // The slot's end, seen by its timer: the trap woke the
                 // waiting vCPUs and found no watchdog due, all the loop
-                // would do before it looks at the plan. A next slot of the
-                // same vCPU is left to the loop, which sees it saved.
-                let next = match cyclic_owner(sys, me, state) {
-                    Some(owner) if owner == slot => Next::Ask,
-                    owner => {
-                        let owner = owner.filter(|&owner| rank(sys, me, me.vcpus[owner]).is_some());
-                        Next::Chosen { slot: owner, quantum: false }
-                    }
-                };
-                return Verdict::Leave(OutReason::Preempted, next);
+                // would do before it looks at the plan.
+                return Verdict::Leave(OutReason::Preempted, timer_trap::next_owner(sys, me, state, slot));
             }
             after == AfterTrap::Stay && !over
         }

@@ -47,8 +47,9 @@ pub fn handle(regs: &mut Regs, kind: u64) {
     let vcpu = me.vcpus[slot];
     let here = Here { sys, me, slot, vcpu, part: sys.partition_of(vcpu) };
     if kind == kind::IRQ {
-        // Returns only when it is not a plain wake-up that preempts.
+        // Each returns only when the IRQ is not its plain case.
         scheduler::wake_up_preempts(sys, me, slot, vcpu, here.part, regs);
+        scheduler::slot_end(sys, me, slot, vcpu, regs);
     }
     vgic::note_completions(vcpu);
     let exit = match kind {

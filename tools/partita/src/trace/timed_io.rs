@@ -24,8 +24,10 @@ pub struct Operation {
     pub done: u64,
     /// For an output done more than a tick late ([`Kind::TimedIoLate`]):
     /// `Ok(step)` it began in time and the counter stepped that many ticks
-    /// across its time while the pCPU polled, or `Err(ticks)` its alarm
-    /// waited for the pCPU to enter EL2 before it began late.
+    /// from the pCPU's last read before its time to the write's done time
+    /// (a tick or less on a core that executes), or `Err(ticks)` it began
+    /// late: its alarm waited that long for the pCPU to enter EL2, with the
+    /// write's own step beyond a tick.
     pub late: Option<Result<u64, u64>>,
     /// The EL2 stretch its pCPU ended last before the one that served it,
     /// as (entered, left) in counter ticks: the one its alarm may have
@@ -53,10 +55,11 @@ impl Operation {
     }
 
     /// Partita's share of E. An output that began in time was polled for
-    /// with interrupts masked and nothing else to do: a core that executes
-    /// reads the counter a tick or less apart, so the counter's step
-    /// across the asked time beyond one tick is time the pCPU did not
-    /// execute. One that began late waited first for its pCPU to take the
+    /// with interrupts masked and nothing else to do, then written in four
+    /// instructions: a core that executes goes from its last read before
+    /// the asked time to the done time in a tick or less, so the counter's
+    /// step beyond one tick is time the pCPU did not execute (QEMU can
+    /// end a vCPU's turn at the store, a device access). One that began late waited first for its pCPU to take the
     /// alarm's interrupt, pending at EL1 where nothing masks it. Both
     /// waits are measured, and are the host's (on QEMU's -icount, another
     /// vCPU's turn), not Partita's.
@@ -64,7 +67,8 @@ impl Operation {
         let floor = self.error().min(1);
         match self.late {
             Some(Ok(step)) => self.error().saturating_sub(step.saturating_sub(1)).max(floor),
-            // What its alarm's interrupt waited at EL1 delayed it that much.
+            // What its alarm's interrupt waited at EL1, and its write,
+            // delayed it that much.
             Some(Err(waited)) => {
                 self.error().saturating_sub(waited).saturating_sub(self.held_past_bound(grant)).max(floor)
             }

@@ -1,18 +1,22 @@
-//! The RTOS preempting a GPOS, taken without the generic trap's questions.
+//! The EL2 timer's two common errands, taken without the generic trap's
+//! questions: the RTOS preempting a GPOS, and a cyclic slot's end.
 //!
 //! On a fixed-priority pCPU the EL2 timer's usual errand is one waiting
 //! vCPU's wake-up (its EL1 timer came due while it was off the pCPU), and
 //! when that vCPU is more urgent than the running one the answer is known
-//! before anything is asked: the running one leaves for it. The full trap
-//! path asks it all the same (the health monitor, the life cycle, vlk,
-//! the ready queue brought up to date), about 450 instructions of the
-//! preemption's 1,250 that Ker-ONE's ΔVMMsched counts. [`preempt`] takes
-//! that case alone, when nothing else could change the answer: no trace
-//! to record it, no watchdog, budget, timed output or migration on the
-//! pCPU, no mark from another pCPU since the last look, and exactly one
-//! vCPU due. Anything else goes the full way, untouched.
+//! before anything is asked: the running one leaves for it. On a cyclic
+//! pCPU it is the end of the running vCPU's slot, and the plan says who
+//! follows. The full trap path asks it all the same (the health monitor,
+//! the life cycle, vlk, the ready queue brought up to date), about 450
+//! instructions of the preemption's 1,250 that Ker-ONE's ΔVMMsched counts.
+//! [`preempt`] and [`slot_end`] take those cases alone, when nothing else
+//! could change the answer: no trace to record it, no watchdog, budget,
+//! timed output or migration on the pCPU, no mark from another pCPU since
+//! the last look, and the one expected deadline due. Anything else goes
+//! the full way, untouched.
 
-use super::{switch_away, Next};
+use super::cyclic::CyclicCpu;
+use super::{cyclic_owner, runnable::rank, switch_away, wake_due, Next};
 use crate::partition::{Partition, Vcpu};
 use crate::state::{PerCpu, Policy, System};
 use crate::trace;
@@ -43,12 +47,7 @@ pub fn preempt(sys: &'static System, me: &'static PerCpu, slot: usize, vcpu: &Vc
         return;
     }
     drop(ready);
-    let _ = crate::trap::fast::take_acknowledged();
-    residency::note(path::HYP_TIMER);
-    timer::disarm();
-    Gic::end(HYP_TIMER_INTID);
-    // Disarmed: the next arming writes it.
-    me.armed_at.store(u64::MAX, Ordering::Relaxed);
+    end_timer_interrupt(me);
     // Not marked: it runs now, never queued, as `fixed::refresh` gives a
     // vCPU that is the only one marked. Another vCPU due at the same
     // instant is woken by the timer that fires at once for it.
@@ -79,4 +78,45 @@ fn only_marked(me: &PerCpu, running: usize, woken: usize) -> bool {
         return false;
     }
     me.dirty.peek_first() & !(1 << running | 1 << woken) == 0
+}
+
+/// The running `vcpu` (in `slot`) trapped for an IRQ on a cyclic pCPU: if
+/// the fast path left the EL2 timer's to the full path and that timer marks
+/// the end of its slot and nothing else, it leaves here for the next
+/// slot's owner and this does not return. Otherwise nothing has changed.
+pub fn slot_end(sys: &'static System, me: &'static PerCpu, slot: usize, vcpu: &Vcpu, regs: &Regs) {
+    let Policy::Cyclic(state) = &me.policy else { return };
+    let plain = me.timed_io.is_empty() && me.watchdogs.is_empty() && vcpu.budget.is_none();
+    if !plain || trace::enabled() || crate::trap::fast::acknowledged() != Some(HYP_TIMER_INTID) {
+        return;
+    }
+    // A waiting vCPU's wake-up is the full path's, and so is a timer that
+    // fired before the slot's end.
+    if timer::counter() < state.until.load(Ordering::Relaxed) || wake_due(me) {
+        return;
+    }
+    end_timer_interrupt(me);
+    switch_away(sys, me, vcpu, regs, OutReason::Preempted, next_owner(sys, me, state, slot))
+}
+
+/// Who follows the vCPU in `slot` at its slot's end: the loop looks again
+/// for a next slot of the same vCPU, which it sees saved.
+pub(super) fn next_owner(sys: &System, me: &PerCpu, state: &CyclicCpu, slot: usize) -> Next {
+    match cyclic_owner(sys, me, state) {
+        Some(owner) if owner == slot => Next::Ask,
+        owner => {
+            let owner = owner.filter(|&owner| rank(sys, me, me.vcpus[owner]).is_some());
+            Next::Chosen { slot: owner, quantum: false }
+        }
+    }
+}
+
+/// The EL2 timer's interrupt, which the fast path acknowledged, is ended
+/// and the timer disarmed: the next arming writes it.
+fn end_timer_interrupt(me: &PerCpu) {
+    let _ = crate::trap::fast::take_acknowledged();
+    residency::note(path::HYP_TIMER);
+    timer::disarm();
+    Gic::end(HYP_TIMER_INTID);
+    me.armed_at.store(u64::MAX, Ordering::Relaxed);
 }
