@@ -14,9 +14,7 @@
 pub mod cyclic;
 pub mod fixed;
 pub mod runnable;
-mod timer_trap;
-
-pub use timer_trap::{preempt as wake_up_preempts, slot_end};
+pub mod timer_trap;
 
 use runnable::rank;
 

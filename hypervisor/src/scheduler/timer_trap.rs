@@ -9,7 +9,7 @@
 //! follows. The full trap path asks it all the same (the health monitor,
 //! the life cycle, vlk, the ready queue brought up to date), about 450
 //! instructions of the preemption's 1,250 that Ker-ONE's ΔVMMsched counts.
-//! [`preempt`] and [`slot_end`] take those cases alone, when nothing else
+//! [`take`] answers those cases alone, when nothing else
 //! could change the answer: no trace to record it, no watchdog, budget,
 //! timed output or migration on the pCPU, no mark from another pCPU since
 //! the last look, and the one expected deadline due. Anything else goes
@@ -18,7 +18,7 @@
 use super::cyclic::CyclicCpu;
 use super::{cyclic_owner, runnable::rank, switch_away, wake_due, Next};
 use crate::partition::{Partition, Vcpu};
-use crate::state::{PerCpu, Policy, System};
+use crate::state::{FixedPriority, PerCpu, Policy, System};
 use crate::trace;
 use core::sync::atomic::Ordering;
 use partita_arch::exception::Regs;
@@ -28,14 +28,35 @@ use partita_core::residency::path;
 use partita_core::scheduler::decide;
 use partita_core::trace::OutReason;
 
-/// The running `vcpu` (of `part`, in `slot`) trapped for an IRQ: if the
-/// fast path left the EL2 timer's to the full path and that timer wakes a
-/// vCPU that outranks it, it leaves for that vCPU here and this does not
-/// return. Otherwise nothing has changed.
-pub fn preempt(sys: &'static System, me: &'static PerCpu, slot: usize, vcpu: &Vcpu, part: &Partition, regs: &Regs) {
-    let Policy::FixedPriority(fp) = &me.policy else { return };
-    let plain = me.timed_io.is_empty() && me.watchdogs.is_empty() && me.migrating.is_empty() && vcpu.budget.is_none();
-    if !plain || trace::enabled() || crate::trap::fast::acknowledged() != Some(HYP_TIMER_INTID) {
+/// The running `vcpu` (of `part`, in `slot`) trapped for an IRQ, and the
+/// fast path left the EL2 timer's to the full path: if that timer's news
+/// is one of the two plain cases, the vCPU leaves here and this does not
+/// return. Otherwise nothing has changed. Out of line, so that the full
+/// trap's own frame does not grow by it.
+#[inline(never)]
+pub fn take(sys: &'static System, me: &'static PerCpu, slot: usize, vcpu: &Vcpu, part: &Partition, regs: &Regs) {
+    if trace::enabled() || !me.timed_io.is_empty() || !me.watchdogs.is_empty() || vcpu.budget.is_some() {
+        return;
+    }
+    match &me.policy {
+        Policy::FixedPriority(fp) => preempt(sys, me, fp, slot, vcpu, part, regs),
+        Policy::Cyclic(state) => slot_end(sys, me, state, slot, vcpu, regs),
+        Policy::Exclusive => {}
+    }
+}
+
+/// [`take`] on a fixed-priority pCPU: when the timer wakes a vCPU that
+/// outranks the running one, the running one leaves for it.
+fn preempt(
+    sys: &'static System,
+    me: &'static PerCpu,
+    fp: &FixedPriority,
+    slot: usize,
+    vcpu: &Vcpu,
+    part: &Partition,
+    regs: &Regs,
+) {
+    if !me.migrating.is_empty() {
         return;
     }
     let Some((woken, priority)) = due_waker(sys, me) else { return };
@@ -80,16 +101,9 @@ fn only_marked(me: &PerCpu, running: usize, woken: usize) -> bool {
     me.dirty.peek_first() & !(1 << running | 1 << woken) == 0
 }
 
-/// The running `vcpu` (in `slot`) trapped for an IRQ on a cyclic pCPU: if
-/// the fast path left the EL2 timer's to the full path and that timer marks
-/// the end of its slot and nothing else, it leaves here for the next
-/// slot's owner and this does not return. Otherwise nothing has changed.
-pub fn slot_end(sys: &'static System, me: &'static PerCpu, slot: usize, vcpu: &Vcpu, regs: &Regs) {
-    let Policy::Cyclic(state) = &me.policy else { return };
-    let plain = me.timed_io.is_empty() && me.watchdogs.is_empty() && vcpu.budget.is_none();
-    if !plain || trace::enabled() || crate::trap::fast::acknowledged() != Some(HYP_TIMER_INTID) {
-        return;
-    }
+/// [`take`] on a cyclic pCPU: when the timer marks the end of the running
+/// vCPU's slot and nothing else, it leaves for the next slot's owner.
+fn slot_end(sys: &'static System, me: &'static PerCpu, state: &CyclicCpu, slot: usize, vcpu: &Vcpu, regs: &Regs) {
     // A waiting vCPU's wake-up is the full path's, and so is a timer that
     // fired before the slot's end.
     if timer::counter() < state.until.load(Ordering::Relaxed) || wake_due(me) {

@@ -19,6 +19,7 @@ use crate::state::{self, PerCpu, System};
 use crate::{trace, vgic};
 use exit::{Exit, Fault};
 use partita_arch::exception::{kind, Regs};
+use partita_arch::platform::HYP_TIMER_INTID;
 use partita_arch::{cpu, residency};
 use partita_core::health::{Action, Consequence, Event};
 use partita_core::partition::lifecycle::Change;
@@ -46,10 +47,9 @@ pub fn handle(regs: &mut Regs, kind: u64) {
     let slot = me.current().expect("guest trap with no vCPU on this CPU");
     let vcpu = me.vcpus[slot];
     let here = Here { sys, me, slot, vcpu, part: sys.partition_of(vcpu) };
-    if kind == kind::IRQ {
-        // Each returns only when the IRQ is not its plain case.
-        scheduler::wake_up_preempts(sys, me, slot, vcpu, here.part, regs);
-        scheduler::slot_end(sys, me, slot, vcpu, regs);
+    if kind == kind::IRQ && fast::acknowledged() == Some(HYP_TIMER_INTID) {
+        // Returns only when the EL2 timer's news is not its plain case.
+        scheduler::timer_trap::take(sys, me, slot, vcpu, here.part, regs);
     }
     vgic::note_completions(vcpu);
     let exit = match kind {
