@@ -31,8 +31,8 @@ use partita_core::trace::OutReason;
 /// The running `vcpu` (of `part`, in `slot`) trapped for an IRQ, and the
 /// fast path left the EL2 timer's to the full path: if that timer's news
 /// is one of the two plain cases, the vCPU leaves here and this does not
-/// return. Otherwise nothing has changed. Out of line, so that the full
-/// trap's own frame does not grow by it.
+/// return. Otherwise nothing has changed. Out of line: every other trap
+/// passes it by.
 #[inline(never)]
 pub fn take(sys: &'static System, me: &'static PerCpu, slot: usize, vcpu: &Vcpu, part: &Partition, regs: &Regs) {
     if trace::enabled() || !me.timed_io.is_empty() || !me.watchdogs.is_empty() || vcpu.budget.is_some() {
