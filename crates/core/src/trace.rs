@@ -112,10 +112,19 @@ pub enum AccelStep {
     /// Another event of the logic (a job started or over, a hold expired)
     /// reached the manager.
     LogicEvent = 8,
+    /// The fabric's pCPU ran again after time it did not execute: its
+    /// argument is that time, from a yield or from its timer's deadline
+    /// to the first instruction after (see `FABRIC_ABSENCE_NOTED`).
+    Resumed = 9,
 }
 
+/// The least absence of the fabric's pCPU a `Resumed` step records, in
+/// counter ticks: shorter ones, a turn of another core that a yield let
+/// run, are the round's usual cost and would fill the trace.
+pub const FABRIC_ABSENCE_NOTED: u64 = 64;
+
 impl AccelStep {
-    pub const ALL: [AccelStep; 9] = [
+    pub const ALL: [AccelStep; 10] = [
         AccelStep::Decided,
         AccelStep::Connected,
         AccelStep::Disconnected,
@@ -125,6 +134,7 @@ impl AccelStep {
         AccelStep::Reconfigured,
         AccelStep::Stopped,
         AccelStep::LogicEvent,
+        AccelStep::Resumed,
     ];
 
     /// `arg` of its event; `late` only means something for the logic's events.
@@ -149,6 +159,7 @@ impl AccelStep {
             AccelStep::Reconfigured => "download over",
             AccelStep::Stopped => "accelerator stopped",
             AccelStep::LogicEvent => "logic event",
+            AccelStep::Resumed => "fabric pCPU resumed",
         }
     }
 }

@@ -14,7 +14,7 @@ use partita_arch::{cpu, residency, timer};
 use partita_core::fabric::manager::{Event, Signal};
 use partita_core::health::Event as HmEvent;
 use partita_core::residency::path;
-use partita_core::trace::{AccelStep, Kind};
+use partita_core::trace::{AccelStep, Kind, FABRIC_ABSENCE_NOTED};
 
 /// The fabric pCPU's loop: the logic's passes, its computations between
 /// them, and sleep until its next deadline.
@@ -52,6 +52,8 @@ pub fn run(sys: &'static System, fabric: &'static Fabric) -> ! {
             cpu::yield_now();
             residency::begin(path::FABRIC_PASS);
             timer::disarm();
+            // Every tick since the yield was another core's.
+            note_absence(timer::now(), now);
             crate::scheduler::drain_interrupts(sys, me, None);
             continue;
         }
@@ -59,15 +61,30 @@ pub fn run(sys: &'static System, fabric: &'static Fabric) -> ! {
         // asked, a device connected) comes as an SGI, and under -icount
         // QEMU lets the cores before this one in its round finish their
         // turns first, which only a timer near at hand keeps short.
-        timer::arm_at(next.unwrap_or(u64::MAX).min(now + fabric.logic.turn));
+        let alarm = next.unwrap_or(u64::MAX).min(now + fabric.logic.turn);
+        timer::arm_at(alarm);
         residency::end();
         cpu::wait_for_interrupt();
         residency::begin(path::FABRIC_PASS);
+        // Waking past the alarm, the pCPU was not run when its timer came
+        // due. (A kick's wait before the alarm is not measured.)
+        note_absence(timer::now(), alarm);
         // The logic's own deadline is no partition's interrupt: lowering it
         // here keeps the trace for what partitions do, rather than a timer
         // interrupt every few microseconds while a device sits idle.
         timer::disarm();
         crate::scheduler::drain_interrupts(sys, me, None);
+    }
+}
+
+/// Traces the ticks from `since` to `now` that this pCPU did not execute,
+/// when there are enough to matter: under `-icount` the other cores' turns
+/// run on the one clock, and an allocation's window is granted them as
+/// time Partita did not spend (docs/architecture.md, Known limits).
+fn note_absence(now: u64, since: u64) {
+    let absent = now.saturating_sub(since);
+    if absent >= FABRIC_ABSENCE_NOTED {
+        trace::record_at(now, Kind::AccelStep, usize::MAX, usize::MAX, AccelStep::Resumed.arg(absent));
     }
 }
 

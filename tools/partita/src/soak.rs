@@ -32,13 +32,65 @@ use partita_core::config::allocation::{device_latencies, Wait};
 use partita_core::config::model::System;
 use partita_core::config::response;
 use partita_core::trace::Trace;
-use partita_core::trace::{Event, Kind};
+use partita_core::trace::{AccelStep, Event, Kind};
 use std::fmt::Write as _;
 use std::path::Path;
 
 /// The largest latency an accelerator connection's trace event can carry
 /// (24 bits of counter ticks, `partita_core::trace::accel_connect_arg`).
 const LATENCY_FIELD_MAX: u64 = 0xff_ffff;
+
+/// An accelerator allocation in the trace: from its request to its
+/// connection.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Allocation {
+    pub partition: String,
+    pub device: u8,
+    /// From the request to the connection, in counter ticks.
+    pub ticks: u64,
+    /// The analysed L_alloc (WCET) in ticks, when the device has one.
+    pub bound: Option<u64>,
+    /// Of `ticks`, those the fabric's pCPU did not execute (its `Resumed`
+    /// steps inside the window): other cores' turns under `-icount`, the
+    /// host's on its clock.
+    pub absent: u64,
+}
+
+impl Allocation {
+    /// Over its bound once the time the fabric's pCPU did not execute is
+    /// granted: that time is no path of Partita's.
+    pub fn over_bound(&self) -> bool {
+        self.bound.is_some_and(|bound| self.ticks.saturating_sub(self.absent) > bound)
+    }
+}
+
+/// What the fabric's pCPU did not execute while something of the logic
+/// was due: the ticks of `[from, to]` that both an absence (`absences`:
+/// each stretch's end and length) and a logic event's lateness (`due`:
+/// each event's time and how late it came) cover. Only that time delayed
+/// an allocation; an absence while nothing was due delayed nothing.
+fn absent_while_due(absences: &[(u64, u64)], due: &[(u64, u64)], from: u64, to: u64) -> u64 {
+    let mut late: Vec<(u64, u64)> = due
+        .iter()
+        .map(|&(end, length)| (end.saturating_sub(length).max(from), end.min(to)))
+        .filter(|(start, end)| start < end)
+        .collect();
+    late.sort_unstable();
+    // Merged, so that two events late across the same absence count it once.
+    let mut merged: Vec<(u64, u64)> = Vec::new();
+    for (start, end) in late {
+        match merged.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => merged.push((start, end)),
+        }
+    }
+    merged.iter().map(|&(start, end)| covered(absences, start, end)).sum()
+}
+
+/// The ticks of `[from, to]` that `spans` (each an end and a length) cover.
+fn covered(spans: &[(u64, u64)], from: u64, to: u64) -> u64 {
+    spans.iter().map(|&(end, length)| end.min(to).saturating_sub(end.saturating_sub(length).max(from))).sum()
+}
 
 /// One check's outcome.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,8 +109,8 @@ pub struct Analysis {
     pub lost_events: Vec<u64>,
     /// Counter frequency of the trace, Hz.
     pub counter_hz: u64,
-    /// Accelerator allocations in the trace: (partition, device, ticks, bound in ticks).
-    pub allocations: Vec<(String, u8, u64, Option<u64>)>,
+    /// Accelerator allocations in the trace.
+    pub allocations: Vec<Allocation>,
     /// Timed outputs in the trace, per partition that asked for them.
     pub timed_io: Vec<(String, timed_io::Errors)>,
     /// Copies of the rings merged while the run went; 0: the end's only.
@@ -197,6 +249,21 @@ impl Analysis {
             })
         };
         let name = |p: usize| partitions.get(p).cloned().unwrap_or_else(|| format!("#{p}"));
+        let steps = |wanted: &[AccelStep]| -> Vec<(u64, u64)> {
+            trace
+                .cpus
+                .iter()
+                .flatten()
+                .filter(|e| e.kind == Kind::AccelStep)
+                .filter_map(|e| {
+                    AccelStep::from_arg(e.arg)
+                        .filter(|(step, _)| wanted.contains(step))
+                        .map(|(_, ticks)| (e.time, ticks))
+                })
+                .collect()
+        };
+        let absences = steps(&[AccelStep::Resumed]);
+        let due = steps(&[AccelStep::Reconfigured, AccelStep::Stopped, AccelStep::LogicEvent]);
         let mut connections: Vec<_> = trace.cpus.iter().flatten().filter(|e| e.kind == Kind::AccelConnect).collect();
         connections.sort_by_key(|e| e.time);
         let mut previous = std::collections::BTreeMap::new();
@@ -204,7 +271,13 @@ impl Analysis {
             let p = usize::from(event.partition);
             // The connection's argument: the path in its top byte, the ticks since the request below.
             let latency = u64::from(event.arg) & LATENCY_FIELD_MAX;
-            self.allocations.push((name(p), event.vcpu, latency, bound_of(p, usize::from(event.vcpu))));
+            self.allocations.push(Allocation {
+                partition: name(p),
+                device: event.vcpu,
+                ticks: latency,
+                bound: bound_of(p, usize::from(event.vcpu)),
+                absent: absent_while_due(&absences, &due, event.time.saturating_sub(latency), event.time),
+            });
             if let Some(before) = previous.insert((p, event.vcpu), event.time) {
                 self.mistimed += usize::from(reaches_back_too_far(latency, event.time - before));
             }
@@ -280,11 +353,10 @@ impl Analysis {
             _ => Check { name: "channel messages", ok: false, detail: "no sender or no receiver reported".into() },
         });
         // The accelerators.
-        let over: Vec<&(String, u8, u64, Option<u64>)> =
-            self.allocations.iter().filter(|a| a.3.is_some_and(|bound| a.2 > bound)).collect();
-        let bounded = self.allocations.iter().filter(|a| a.3.is_some()).count();
-        let worst = self.allocations.iter().filter(|a| a.3.is_some()).map(|a| a.2).max().unwrap_or(0);
-        let bound = self.allocations.iter().filter_map(|a| a.3).max().unwrap_or(0);
+        let over: Vec<&Allocation> = self.allocations.iter().filter(|a| a.over_bound()).collect();
+        let bounded: Vec<&Allocation> = self.allocations.iter().filter(|a| a.bound.is_some()).collect();
+        let worst = bounded.iter().max_by_key(|a| a.ticks).map_or((0, 0), |a| (a.ticks, a.absent));
+        let bound = self.allocations.iter().filter_map(|a| a.bound).max().unwrap_or(0);
         let rtos_bad = self.with_key("accel_bad").map(|i| (i, self.num(i, "accel_bad").unwrap_or(-1)));
         let gpos_err = self.with_key("accel_err").map(|i| (i, self.num(i, "accel_err").unwrap_or(-1)));
         let jobs: Vec<String> = (0..self.counters.names.len())
@@ -298,12 +370,18 @@ impl Analysis {
                 && rtos_bad.is_none_or(|(_, n)| n == 0)
                 && gpos_err.is_none_or(|(_, n)| n == 0),
             detail: format!(
-                "{} allocation(s) in the trace, {bounded} with a bound: {} over it{} (worst {:.1} us{}, bound {:.1} us){}; jobs {}; wrong results {}, errors {}",
+                "{} allocation(s) in the trace, {} with a bound: {} over it{} (worst {:.1} us{}{}, bound {:.1} us){}; jobs {}; wrong results {}, errors {}",
                 self.allocations.len(),
+                bounded.len(),
                 over.len(),
                 self.over_by_partition(&over),
-                self.micros(worst),
-                if worst >= LATENCY_FIELD_MAX { " or more: the trace's field is full" } else { "" },
+                self.micros(worst.0),
+                if worst.0 >= LATENCY_FIELD_MAX { " or more: the trace's field is full" } else { "" },
+                if worst.1 == 0 {
+                    String::new()
+                } else {
+                    format!(", {:.1} us of it the fabric's pCPU not run", self.micros(worst.1))
+                },
                 self.micros(bound),
                 if self.mistimed == 0 {
                     String::new()
@@ -457,12 +535,12 @@ impl Analysis {
     }
 
     /// ` (rtos 1, linux 2)`: whose allocations went over their bound.
-    fn over_by_partition(&self, over: &[&(String, u8, u64, Option<u64>)]) -> String {
+    fn over_by_partition(&self, over: &[&Allocation]) -> String {
         let counts: Vec<String> = self
             .counters
             .names
             .iter()
-            .map(|name| (name, over.iter().filter(|a| &a.0 == name).count()))
+            .map(|name| (name, over.iter().filter(|a| &a.partition == name).count()))
             .filter(|(_, n)| *n > 0)
             .map(|(name, n)| format!("{name} {n}"))
             .collect();
@@ -524,6 +602,25 @@ pub fn verdict(checks: &[Check]) -> String {
 mod tests {
     use super::*;
 
+    #[test]
+    fn only_the_fabric_s_absence_while_its_logic_was_due_inside_the_window_is_granted() {
+        // Absences ending at 150 (50 long), 220 (10), 400 (300) and 90 (20).
+        let absences = [(150, 50), (220, 10), (400, 300), (90, 20)];
+        // Logic due from 0 to the end of the window: 30 of the first, all
+        // of the second and 180 of the third; the last ended before it.
+        assert_eq!(absent_while_due(&absences, &[(300, 300)], 120, 300), 30 + 10 + 180);
+        assert_eq!(absent_while_due(&absences, &[(300, 300)], 500, 600), 0);
+        // Two events late over 130..=160 and 140..=230 count 130..=230
+        // once: 20 of the first absence, 10 of the second, 100 of the third.
+        assert_eq!(absent_while_due(&absences, &[(160, 30), (230, 90)], 120, 300), 20 + 10 + 100);
+        // Nothing was due: the absences delayed nothing.
+        assert_eq!(absent_while_due(&absences, &[], 120, 300), 0);
+    }
+
+    fn allocation(partition: &str, ticks: u64, bound: Option<u64>) -> Allocation {
+        Allocation { partition: partition.into(), device: 0, ticks, bound, absent: 0 }
+    }
+
     fn analysis(rtos: &str, linux: &str, hm: &[&str]) -> Analysis {
         let mut counters = Counters::new(&["rtos".to_string(), "linux".to_string()]);
         counters.guest_log(0, rtos);
@@ -535,7 +632,7 @@ mod tests {
             counters,
             lost_events: vec![0, 0],
             counter_hz: 62_500_000,
-            allocations: vec![("rtos".into(), 0, 1000, Some(2000)), ("linux".into(), 0, 90_000, None)],
+            allocations: vec![allocation("rtos", 1000, Some(2000)), allocation("linux", 90_000, None)],
             timed_io: vec![(
                 "rtos".into(),
                 timed_io::Errors { partition: 0, count: 10, max: 1, mean: 0.5, partita_max: 1 },
@@ -630,8 +727,13 @@ mod tests {
             assert_eq!(failed, [failing]);
         }
         let mut slow = analysis(RTOS, LINUX, &[]);
-        slow.allocations[0].2 = 2001;
+        slow.allocations[0].ticks = 2001;
         assert!(!slow.checks(Some(1))[2].ok, "an allocation over its bound");
+        // The same window, of which the fabric's pCPU was not run for 2
+        // ticks: within its bound once they are granted.
+        slow.allocations[0].absent = 2;
+        let check = &slow.checks(Some(1))[2];
+        assert!(check.ok && check.detail.contains("0 over it"), "{check:?}");
         let late = analysis(RTOS, LINUX, &[]);
         assert!(!late.checks(Some(0))[3].ok && late.checks(None)[3].ok, "E against the target, or reported");
         let mut stale = analysis(RTOS, LINUX, &[]);

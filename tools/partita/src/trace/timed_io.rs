@@ -33,6 +33,9 @@ pub struct Operation {
     /// as (entered, left) in counter ticks: the one its alarm may have
     /// waited behind.
     pub before: Option<(u64, u64)>,
+    /// The EL2 stretch that served it, as (entered, left): a turn of
+    /// another vCPU can end inside it too, before the write.
+    pub serving: Option<(u64, u64)>,
 }
 
 /// What an output that began late is granted of the EL2 stretch its alarm
@@ -76,12 +79,17 @@ impl Operation {
         }
     }
 
-    /// How much longer than Partita's bound the EL2 stretch before this
-    /// output ran past its alarm ([`Grant`]); 0 without a grant.
+    /// How much longer than Partita's bound the EL2 stretches in its
+    /// alarm's way ran past it ([`Grant`]): the one before the stretch that
+    /// served the output, and that one's part up to the write; 0 without
+    /// a grant.
     fn held_past_bound(&self, grant: Option<Grant>) -> u64 {
-        let (Some(grant), Some((entered, left))) = (grant, self.before) else { return 0 };
+        let Some(grant) = grant else { return 0 };
         let alarm = self.asked.saturating_sub(grant.lead);
-        left.saturating_sub(entered.max(alarm)).saturating_sub(grant.el2_bound)
+        let past_bound = |(entered, left): (u64, u64)| {
+            left.min(self.done).saturating_sub(entered.max(alarm)).saturating_sub(grant.el2_bound)
+        };
+        self.before.map_or(0, past_bound) + self.serving.map_or(0, past_bound)
     }
 }
 
@@ -104,6 +112,11 @@ pub fn operations(trace: &Trace) -> Vec<Operation> {
                 .get(i + 1)
                 .filter(|next| next.kind == Kind::TimedIoLate && next.time == event.time)
                 .map(|next| from_timed_io_late_arg(next.arg));
+            let serving = events[i + 1..]
+                .iter()
+                .find(|next| next.kind == Kind::El2)
+                .map(|next| (next.time.saturating_sub(u64::from(next.arg)), next.time))
+                .filter(|&(entered, _)| entered <= event.time);
             found.push(Operation {
                 cpu,
                 partition: event.partition,
@@ -113,6 +126,7 @@ pub fn operations(trace: &Trace) -> Vec<Operation> {
                 done: event.time,
                 late,
                 before,
+                serving,
             });
         }
     }
@@ -197,8 +211,17 @@ mod tests {
             lost: vec![0, 0],
         };
         let found = operations(&trace);
-        let early =
-            Operation { cpu: 1, partition: 0, pins: 1, values: 1, asked: 300, done: 297, late: None, before: None };
+        let early = Operation {
+            cpu: 1,
+            partition: 0,
+            pins: 1,
+            values: 1,
+            asked: 300,
+            done: 297,
+            late: None,
+            before: None,
+            serving: None,
+        };
         assert_eq!(found[2], early);
         let errors = errors_per_partition(&found, |_| None);
         assert_eq!(errors[0], Errors { partition: 0, count: 2, max: 3, mean: 2.0, partita_max: 3 });
@@ -274,5 +297,33 @@ mod tests {
         );
         assert_eq!((found[1].partita_error(None), found[1].partita_error(grant)), (32, 32));
         assert_eq!(errors_per_partition(&found, |_| grant)[0].partita_max, 32);
+    }
+
+    #[test]
+    fn a_turn_lost_inside_the_stretch_that_serves_an_output_is_granted_beyond_the_bound() {
+        use partita_core::trace::timed_io_late_arg;
+        let grant = Some(Grant { lead: 1_250, el2_bound: 142 });
+        let trace = Trace {
+            counter_hz: 62_500_000,
+            cpus: vec![vec![
+                // Its alarm (28,750) waited 2,000 ticks at EL1; the stretch
+                // entered at 30,750 held it 6,000 ticks before the write.
+                output(0, 30_000, 36_800),
+                late(36_800, timed_io_late_arg(30_000, 36_780, 0, 2_000)),
+                el2(36_900, 6_150),
+                // Served by a stretch entered after its time and within
+                // the bound: nothing granted.
+                output(0, 100_000, 100_160),
+                late(100_160, timed_io_late_arg(100_000, 100_140, 0, 0)),
+                el2(100_200, 150),
+            ]],
+            lost: vec![0],
+        };
+        let found = operations(&trace);
+        assert_eq!((found[0].before, found[0].serving), (None, Some((30_750, 36_900))));
+        // 6,800 late: 2,000 at EL1, 6,050 - 142 in the stretch.
+        assert_eq!((found[0].partita_error(None), found[0].partita_error(grant)), (4_800, 1));
+        assert_eq!(found[1].serving, Some((100_050, 100_200)));
+        assert_eq!(found[1].partita_error(grant), 160);
     }
 }
