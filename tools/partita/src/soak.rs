@@ -46,6 +46,8 @@ const LATENCY_FIELD_MAX: u64 = 0xff_ffff;
 pub struct Allocation {
     pub partition: String,
     pub device: u8,
+    /// The request's time, in counter ticks.
+    pub request: u64,
     /// From the request to the connection, in counter ticks.
     pub ticks: u64,
     /// The analysed L_alloc (WCET) in ticks, when the device has one.
@@ -61,6 +63,17 @@ impl Allocation {
     /// granted: that time is no path of Partita's.
     pub fn over_bound(&self) -> bool {
         self.bound.is_some_and(|bound| self.ticks.saturating_sub(self.absent) > bound)
+    }
+
+    /// Longer than its bound, before anything is granted.
+    pub fn late(&self) -> bool {
+        self.bound.is_some_and(|bound| self.ticks > bound)
+    }
+
+    /// Partita's share of the window: all of it but what the fabric's pCPU
+    /// did not execute.
+    pub fn partita(&self) -> u64 {
+        self.ticks.saturating_sub(self.absent)
     }
 }
 
@@ -274,6 +287,7 @@ impl Analysis {
             self.allocations.push(Allocation {
                 partition: name(p),
                 device: event.vcpu,
+                request: event.time.saturating_sub(latency),
                 ticks: latency,
                 bound: bound_of(p, usize::from(event.vcpu)),
                 absent: absent_while_due(&absences, &due, event.time.saturating_sub(latency), event.time),
@@ -353,7 +367,7 @@ impl Analysis {
             _ => Check { name: "channel messages", ok: false, detail: "no sender or no receiver reported".into() },
         });
         // The accelerators.
-        let over: Vec<&Allocation> = self.allocations.iter().filter(|a| a.over_bound()).collect();
+        let (over, within) = self.late_allocations();
         let bounded: Vec<&Allocation> = self.allocations.iter().filter(|a| a.bound.is_some()).collect();
         let worst = bounded.iter().max_by_key(|a| a.ticks).map_or((0, 0), |a| (a.ticks, a.absent));
         let bound = self.allocations.iter().filter_map(|a| a.bound).max().unwrap_or(0);
@@ -370,11 +384,12 @@ impl Analysis {
                 && rtos_bad.is_none_or(|(_, n)| n == 0)
                 && gpos_err.is_none_or(|(_, n)| n == 0),
             detail: format!(
-                "{} allocation(s) in the trace, {} with a bound: {} over it{} (worst {:.1} us{}{}, bound {:.1} us){}; jobs {}; wrong results {}, errors {}",
+                "{} allocation(s) in the trace, {} with a bound: {} over it{}, {} late only by time the fabric's pCPU was not run (worst {:.1} us{}{}, bound {:.1} us){}; jobs {}; wrong results {}, errors {}",
                 self.allocations.len(),
                 bounded.len(),
                 over.len(),
                 self.over_by_partition(&over),
+                within.len(),
                 self.micros(worst.0),
                 if worst.0 >= LATENCY_FIELD_MAX { " or more: the trace's field is full" } else { "" },
                 if worst.1 == 0 {
@@ -531,7 +546,40 @@ impl Analysis {
                 self.unattributed
             ));
         }
+        let (over, within) = self.late_allocations();
+        lines.push(self.allocation_line("with Partita over its bound (Partita's defect: the verdict fails)", &over));
+        lines.push(self.allocation_line("with Partita within its bound", &within));
         lines
+    }
+
+    /// The allocations longer than their bound: those still over it once
+    /// the time the fabric's pCPU was not run is granted (Partita's
+    /// defect), and those within it then.
+    pub fn late_allocations(&self) -> (Vec<&Allocation>, Vec<&Allocation>) {
+        self.allocations.iter().filter(|a| a.late()).partition(|a| a.over_bound())
+    }
+
+    /// `Late allocations <kind>: N; the worst, ...`: the one with the most
+    /// of Partita's share.
+    fn allocation_line(&self, kind: &str, allocations: &[&Allocation]) -> String {
+        let mut line = format!("Late allocations {kind}: {}", allocations.len());
+        if let Some(worst) = allocations.iter().max_by_key(|a| a.partita()) {
+            let _ = write!(line, "; the worst, {}: {}", worst.partition, self.describe_allocation(worst));
+        }
+        line + "."
+    }
+
+    /// An allocation's window, both shares and its bound.
+    pub fn describe_allocation(&self, a: &Allocation) -> String {
+        format!(
+            "device {} requested at {} ticks, window {:.1} us: Partita {:.1} us, the fabric's pCPU not run {:.1} us; bound {:.1} us",
+            a.device,
+            a.request,
+            self.micros(a.ticks),
+            self.micros(a.partita()),
+            self.micros(a.absent),
+            self.micros(a.bound.unwrap_or(0))
+        )
     }
 
     /// ` (rtos 1, linux 2)`: whose allocations went over their bound.
@@ -618,7 +666,7 @@ mod tests {
     }
 
     fn allocation(partition: &str, ticks: u64, bound: Option<u64>) -> Allocation {
-        Allocation { partition: partition.into(), device: 0, ticks, bound, absent: 0 }
+        Allocation { partition: partition.into(), device: 0, request: 5_000, ticks, bound, absent: 0 }
     }
 
     fn analysis(rtos: &str, linux: &str, hm: &[&str]) -> Analysis {
@@ -731,9 +779,27 @@ mod tests {
         assert!(!slow.checks(Some(1))[2].ok, "an allocation over its bound");
         // The same window, of which the fabric's pCPU was not run for 2
         // ticks: within its bound once they are granted.
+        assert!(slow.late_lines().iter().any(|l| l.starts_with(
+            "Late allocations with Partita over its bound (Partita's defect: the verdict fails): 1; the worst, rtos: \
+             device 0 requested at 5000 ticks, window 32.0 us: Partita 32.0 us, the fabric's pCPU not run 0.0 us; bound 32.0 us"
+        )));
         slow.allocations[0].absent = 2;
         let check = &slow.checks(Some(1))[2];
-        assert!(check.ok && check.detail.contains("0 over it"), "{check:?}");
+        assert!(
+            check.ok && check.detail.contains("0 over it, 1 late only by time the fabric's pCPU was not run"),
+            "{check:?}"
+        );
+        let lines = slow.late_lines();
+        assert!(
+            lines.contains(
+                &"Late allocations with Partita over its bound (Partita's defect: the verdict fails): 0.".into()
+            ),
+            "{lines:?}"
+        );
+        assert!(
+            lines.iter().any(|l| l.starts_with("Late allocations with Partita within its bound: 1; the worst, rtos:")),
+            "{lines:?}"
+        );
         let late = analysis(RTOS, LINUX, &[]);
         assert!(!late.checks(Some(0))[3].ok && late.checks(None)[3].ok, "E against the target, or reported");
         let mut stale = analysis(RTOS, LINUX, &[]);

@@ -142,6 +142,7 @@ pub fn markdown(run: &Run, system: &System, analysis: &Analysis, out_dir: &Path)
     text += "## Checks\n\n";
     text += &soak::markdown(&checks);
     text += &late_jobs(analysis);
+    text += &late_allocations(analysis);
     text += "\n## Each partition's last counters\n\n| partition | counter lines | health events | last values |\n|---|--:|--:|---|\n";
     let counters = &analysis.counters;
     for (i, name) in counters.names.iter().enumerate() {
@@ -247,6 +248,29 @@ fn late_jobs(analysis: &Analysis) -> String {
     text
 }
 
+/// Every allocation longer than its bound, with both shares of its window:
+/// those over the bound once the time the fabric's pCPU was not run is
+/// granted first. None is left out.
+fn late_allocations(analysis: &Analysis) -> String {
+    let (over, within) = analysis.late_allocations();
+    if over.is_empty() && within.is_empty() {
+        return String::new();
+    }
+    let mut text = String::from(
+        "\n## Late allocations\n\nEach accelerator allocation longer than its bound (`partita check`'s L_alloc), \
+         from the request to the connection: the part of that window the fabric's pCPU was not run while its \
+         logic had something due (another core's turn under -icount, the host's scheduling on its clock) is \
+         granted, and the rest is Partita's. An allocation whose rest is still over the bound is Partita's \
+         defect.\n\n",
+    );
+    for (allocations, verdict) in [(over, "Partita over its bound"), (within, "Partita within its bound")] {
+        for a in allocations {
+            let _ = writeln!(text, "- {} {}: {verdict}.", a.partition, analysis.describe_allocation(a));
+        }
+    }
+    text
+}
+
 /// The vCPU threads' off-CPU time and the host's three waits in us, or
 /// `-` where they are not known.
 fn host_cells(host: Option<&HostShare>) -> String {
@@ -329,6 +353,29 @@ mod tests {
         assert!(late_jobs(&analysis).is_empty());
         let wall = Run { icount: None, ..run };
         assert_eq!(time_text(&wall, &analysis), "60 s of wall-clock time");
+    }
+
+    #[test]
+    fn every_late_allocation_is_listed_with_both_shares_the_defects_first() {
+        let mut analysis = analysis_with("demo: t=1 jobs=200 misses=0");
+        let allocation = |ticks, absent| crate::soak::Allocation {
+            partition: "rtos".into(),
+            device: 0,
+            request: 1_000,
+            ticks,
+            bound: Some(62_500),
+            absent,
+        };
+        analysis.allocations = vec![allocation(1_000, 0), allocation(70_000, 10_000), allocation(70_000, 1_000)];
+        let text = late_allocations(&analysis);
+        let within = "- rtos device 0 requested at 1000 ticks, window 1120.0 us: Partita 960.0 us, the fabric's pCPU \
+                      not run 160.0 us; bound 1000.0 us: Partita within its bound.";
+        let over = "- rtos device 0 requested at 1000 ticks, window 1120.0 us: Partita 1104.0 us, the fabric's pCPU \
+                    not run 16.0 us; bound 1000.0 us: Partita over its bound.";
+        assert!(text.find(over).is_some_and(|o| text.find(within).is_some_and(|w| o < w)), "{text}");
+        assert!(!text.contains("window 16.0 us"), "one within its bound is not late: {text}");
+        analysis.allocations.truncate(1);
+        assert!(late_allocations(&analysis).is_empty());
     }
 
     #[test]
