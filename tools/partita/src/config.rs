@@ -30,6 +30,9 @@ pub struct Config {
     pub entries: Vec<Option<u64>>,
     /// QEMU's virtio devices, passed through to their partitions.
     pub virtio: Vec<virtio::VirtioDevice>,
+    /// Images and disks a guest build makes that are not there yet; the
+    /// rules that read an image's bytes skipped them.
+    pub unbuilt: Vec<PathBuf>,
 }
 
 /// One image to load into a partition.
@@ -137,7 +140,9 @@ fn load_str_with(path: &Path, text: &str, rules: Rules) -> Result<Config, Vec<Di
             .any(|(path, field)| *path == issue.path && (field.is_empty() || *field == issue.field))
     };
     issues.extend(validate(&resolved.system).into_iter().filter(|issue| placed(issue) && named(issue)));
-    issues.extend(images::check(&resolved.system, &resolved.images, &resolved.entries));
+    let unbuilt = unbuilt(&resolved.images, &resolved.virtio);
+    let present = without(&resolved.images, &unbuilt);
+    issues.extend(images::check(&resolved.system, &present, &resolved.entries));
     if issues.is_empty() {
         issues = rules(&resolved.system);
     }
@@ -151,7 +156,37 @@ fn load_str_with(path: &Path, text: &str, rules: Rules) -> Result<Config, Vec<Di
         images,
         entries: resolved.entries,
         virtio: resolved.virtio,
+        unbuilt,
     })
+}
+
+impl Config {
+    /// Every file the partitions boot from: images, then virtio disks.
+    pub fn files(&self) -> Vec<PathBuf> {
+        files(self.images.iter().flatten(), &self.virtio)
+    }
+}
+
+fn files<'i>(images: impl Iterator<Item = &'i Image>, virtio: &[virtio::VirtioDevice]) -> Vec<PathBuf> {
+    let disks = virtio.iter().filter_map(|device| match &device.backend {
+        virtio::Backend::Block { file, .. } => Some(file),
+        virtio::Backend::Console => None,
+    });
+    images.map(|image| &image.path).chain(disks).cloned().collect()
+}
+
+/// The guest outputs the configuration names that no build has made yet.
+fn unbuilt(images: &[Vec<Option<Image>>], virtio: &[virtio::VirtioDevice]) -> Vec<PathBuf> {
+    let mut files = files(images.iter().flatten().flatten(), virtio);
+    files.retain(|file| crate::guests::unbuilt(file));
+    files
+}
+
+/// `images` with the slots of the `absent` files emptied, as the image
+/// rules skip a slot whose entry has its own issue.
+fn without(images: &[Vec<Option<Image>>], absent: &[PathBuf]) -> Vec<Vec<Option<Image>>> {
+    let keep = |slot: &Option<Image>| slot.clone().filter(|image| !absent.contains(&image.path));
+    images.iter().map(|slots| slots.iter().map(keep).collect()).collect()
 }
 
 fn diagnostics(path: &Path, spans: &SpanIndex, issues: Vec<Issue>) -> Vec<Diagnostic> {

@@ -122,7 +122,8 @@ fn backend(raw: &RawVirtio, config_dir: &Path, issue: &mut impl FnMut(&'static s
         (RawVirtioKind::Block, Some(file)) => {
             let joined = config_dir.join(file);
             let file = std::path::absolute(&joined).unwrap_or(joined);
-            if !file.is_file() {
+            // A guest's disk not built yet is `build`'s to make, not an error.
+            if !file.is_file() && !crate::guests::unbuilt(&file) {
                 issue("file", format!("disk image not found: {}", file.display()));
                 return None;
             }
