@@ -70,7 +70,8 @@ pub fn check_to(
 /// Which checks a guest not built yet leaves out: `check` builds nothing,
 /// and `build` makes the files, then checks them.
 fn unbuilt_note(files: &[std::path::PathBuf]) -> String {
-    let names: Vec<String> = files.iter().map(|file| crate::paths::shown(&crate::guests::normalized(file)).display().to_string()).collect();
+    let names: Vec<String> =
+        files.iter().map(|file| crate::paths::shown(&crate::guests::normalized(file)).display().to_string()).collect();
     format!(
         "not built yet, so their size, entry point and place in memory are not checked: {} \
          (`partita build` builds them and checks them)",

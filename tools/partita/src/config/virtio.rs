@@ -95,13 +95,21 @@ pub fn resolve(
                 continue;
             };
             let Some(backend) = backend(raw_device, config_dir, &mut issue) else { continue };
-            if let Some(m) = partition.memory.iter().position(|region| !region.identity) {
+            let plain: Vec<String> = partition
+                .memory
+                .iter()
+                .enumerate()
+                .filter(|(_, region)| !region.identity)
+                .map(|(m, _)| format!("memory[{m}]"))
+                .collect();
+            if !plain.is_empty() {
                 issue(
                     "kind",
                     format!(
                         "a virtio device reads and writes memory by physical address (DMA, no SMMU), so every \
-                         memory region of the partition must be identity-mapped; memory[{m}] is not \
-                         (identity = true)"
+                         memory region of the partition must be identity-mapped; add `identity = true` to {} \
+                         (its host address is then its `base`)",
+                        plain.join(" and ")
                     ),
                 );
             }
