@@ -58,10 +58,25 @@ pub fn check_to(
         }
     };
     write!(out, "{}", summary(&config, profile))?;
+    if !config.unbuilt.is_empty() {
+        writeln!(err, "note: {}", unbuilt_note(&config.unbuilt))?;
+    }
     for warning in warnings(&config.system, profile) {
         writeln!(err, "warning: {warning}")?;
     }
     Ok(config)
+}
+
+/// Which checks a guest not built yet leaves out: `check` builds nothing,
+/// and `build` makes the files, then checks them.
+fn unbuilt_note(files: &[std::path::PathBuf]) -> String {
+    let names: Vec<String> =
+        files.iter().map(|file| crate::paths::shown(&crate::guests::normalized(file)).display().to_string()).collect();
+    format!(
+        "not built yet, so their size, entry point and place in memory are not checked: {} \
+         (`partita build` builds them and checks them)",
+        names.join(", ")
+    )
 }
 
 /// The human summary `check` prints for a valid configuration; `profile`

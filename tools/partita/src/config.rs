@@ -10,6 +10,7 @@ pub mod raw;
 mod resolve;
 pub use resolve::{default_interface_page, DEFAULT_FABRIC_TURN_US, DEFAULT_GICD, ZCU102_GICD};
 mod spans;
+mod suggest;
 pub mod virtio;
 
 use partita_core::config::model::System;
@@ -30,6 +31,9 @@ pub struct Config {
     pub entries: Vec<Option<u64>>,
     /// QEMU's virtio devices, passed through to their partitions.
     pub virtio: Vec<virtio::VirtioDevice>,
+    /// Images and disks a guest build makes that are not there yet; the
+    /// rules that read an image's bytes skipped them.
+    pub unbuilt: Vec<PathBuf>,
 }
 
 /// One image to load into a partition.
@@ -121,7 +125,7 @@ pub fn load_str(path: &Path, text: &str) -> Result<Config, Vec<Diagnostic>> {
 
 fn load_str_with(path: &Path, text: &str, rules: Rules) -> Result<Config, Vec<Diagnostic>> {
     let spans = SpanIndex::new(text);
-    let raw: raw::RawConfig = toml::from_str(text).map_err(|error| vec![parse_diagnostic(path, &spans, &error)])?;
+    let (raw, misspelt) = parse(path, &spans, text)?;
     let name = path.file_stem().map_or_else(|| "config".into(), |stem| stem.to_string_lossy().into_owned());
     let config_dir = path.parent().unwrap_or(Path::new("."));
     let resolved = resolve::resolve(raw, name, config_dir);
@@ -137,12 +141,17 @@ fn load_str_with(path: &Path, text: &str, rules: Rules) -> Result<Config, Vec<Di
             .any(|(path, field)| *path == issue.path && (field.is_empty() || *field == issue.field))
     };
     issues.extend(validate(&resolved.system).into_iter().filter(|issue| placed(issue) && named(issue)));
-    issues.extend(images::check(&resolved.system, &resolved.images, &resolved.entries));
-    if issues.is_empty() {
+    let unbuilt = unbuilt(&resolved.images, &resolved.virtio);
+    let present = without(&resolved.images, &unbuilt);
+    issues.extend(images::check(&resolved.system, &present, &resolved.entries));
+    if issues.is_empty() && misspelt.is_empty() {
         issues = rules(&resolved.system);
     }
-    if !issues.is_empty() {
-        return Err(diagnostics(path, &spans, issues));
+    if !issues.is_empty() || !misspelt.is_empty() {
+        let mut all = misspelt;
+        all.extend(diagnostics(path, &spans, issues));
+        all.sort_by_key(|d| (d.line, d.column));
+        return Err(all);
     }
     let images = resolved.images.into_iter().map(|slots| slots.into_iter().flatten().collect()).collect();
     Ok(Config {
@@ -151,7 +160,37 @@ fn load_str_with(path: &Path, text: &str, rules: Rules) -> Result<Config, Vec<Di
         images,
         entries: resolved.entries,
         virtio: resolved.virtio,
+        unbuilt,
     })
+}
+
+impl Config {
+    /// Every file the partitions boot from: images, then virtio disks.
+    pub fn files(&self) -> Vec<PathBuf> {
+        files(self.images.iter().flatten(), &self.virtio)
+    }
+}
+
+fn files<'i>(images: impl Iterator<Item = &'i Image>, virtio: &[virtio::VirtioDevice]) -> Vec<PathBuf> {
+    let disks = virtio.iter().filter_map(|device| match &device.backend {
+        virtio::Backend::Block { file, .. } => Some(file),
+        virtio::Backend::Console => None,
+    });
+    images.map(|image| &image.path).chain(disks).cloned().collect()
+}
+
+/// The guest outputs the configuration names that no build has made yet.
+fn unbuilt(images: &[Vec<Option<Image>>], virtio: &[virtio::VirtioDevice]) -> Vec<PathBuf> {
+    let mut files = files(images.iter().flatten().flatten(), virtio);
+    files.retain(|file| crate::guests::unbuilt(file));
+    files
+}
+
+/// `images` with the slots of the `absent` files emptied, as the image
+/// rules skip a slot whose entry has its own issue.
+fn without(images: &[Vec<Option<Image>>], absent: &[PathBuf]) -> Vec<Vec<Option<Image>>> {
+    let keep = |slot: &Option<Image>| slot.clone().filter(|image| !absent.contains(&image.path));
+    images.iter().map(|slots| slots.iter().map(keep).collect()).collect()
 }
 
 fn diagnostics(path: &Path, spans: &SpanIndex, issues: Vec<Issue>) -> Vec<Diagnostic> {
@@ -168,19 +207,79 @@ fn issue_diagnostic(path: &Path, spans: &SpanIndex, issue: Issue) -> Diagnostic 
         (true, false) => issue.field.into(),
         (false, false) => format!("{}.{}", issue.path, issue.field),
     };
+    let field = spans.named(&field);
     Diagnostic { file: path.into(), line, column, field, message: issue.message }
 }
 
-/// serde stops at the first problem, so bad TOML yields exactly one diagnostic.
+/// How many misspelt keys one pass reports before it stops looking.
+const MAX_MISSPELT: usize = 32;
+
+/// Deserializes `text`. serde stops at the first problem; a misspelt key
+/// is reported and the text read again with the entry blanked out, as if
+/// it were not written, so that one pass names every typo. Any other
+/// problem ends the pass: what follows may depend on the value that could
+/// not be read.
+fn parse(path: &Path, spans: &SpanIndex, text: &str) -> Result<(raw::RawConfig, Vec<Diagnostic>), Vec<Diagnostic>> {
+    let mut text = text.to_owned();
+    let mut misspelt = Vec::new();
+    loop {
+        let error = match toml::from_str(&text) {
+            Ok(raw) => return Ok((raw, misspelt)),
+            Err(error) => error,
+        };
+        misspelt.push(parse_diagnostic(path, spans, &error));
+        let unknown = error.message().starts_with("unknown field");
+        let key = error.span().filter(|_| unknown && misspelt.len() < MAX_MISSPELT);
+        let Some(entry) = key.and_then(|key| SpanIndex::new(&text).entry_at(key.start)) else {
+            return Err(misspelt);
+        };
+        blank(&mut text, entry);
+    }
+}
+
+/// Overwrites `range` with spaces, keeping every other offset and line
+/// where it was; inside an inline table, with the comma that separated
+/// the entry from the next or the one before.
+fn blank(text: &mut String, range: std::ops::Range<usize>) {
+    let mut bytes = std::mem::take(text).into_bytes();
+    for byte in &mut bytes[range.clone()] {
+        if *byte != b'\n' {
+            *byte = b' ';
+        }
+    }
+    let inline_space = |b: &u8| *b == b' ' || *b == b'\t';
+    let after = range.end + bytes[range.end..].iter().take_while(|b| inline_space(b)).count();
+    let before = range.start - bytes[..range.start].iter().rev().take_while(|b| inline_space(b)).count();
+    if bytes.get(after) == Some(&b',') {
+        bytes[after] = b' ';
+    } else if before > 0 && bytes[before - 1] == b',' {
+        bytes[before - 1] = b' ';
+    }
+    // Only ASCII bytes of whole entries were replaced by ASCII.
+    *text = String::from_utf8(bytes).unwrap_or_default();
+}
+
 fn parse_diagnostic(path: &Path, spans: &SpanIndex, error: &toml::de::Error) -> Diagnostic {
     let offset = error.span().map(|span| span.start);
     let (line, column) = offset.map_or((0, 0), |offset| spans.line_column(offset));
-    let message = error.message().trim().replace('\n', "; ");
+    let mut message = error.message().trim().replace('\n', "; ");
     let mut field = offset.map(|offset| spans.path_at(offset)).unwrap_or_default();
     if let Some(missing) = backquoted_after(&message, "missing field `") {
         field = if field.is_empty() { missing.into() } else { format!("{field}.{missing}") };
     }
-    Diagnostic { file: path.into(), line, column, field, message }
+    message += &spelling_hint(&message);
+    Diagnostic { file: path.into(), line, column, field: spans.named(&field), message }
+}
+
+/// serde's "unknown field `x`, expected one of `a`, `b`" (or "unknown
+/// variant"): the expected name nearest `x`.
+fn spelling_hint(message: &str) -> String {
+    let given = backquoted_after(message, "unknown field `").or_else(|| backquoted_after(message, "unknown variant `"));
+    let (Some(given), Some((_, expected))) = (given, message.split_once("expected")) else {
+        return String::new();
+    };
+    let names = expected.split('`').skip(1).step_by(2);
+    suggest::did_you_mean(given, names)
 }
 
 fn backquoted_after<'m>(message: &'m str, prefix: &str) -> Option<&'m str> {

@@ -7,7 +7,7 @@ use partita::bench::{
     accel, accel_software, ipc, irq_latency, linux, pcs, ready_queue, report, response, rtl, timed_io, Board, Boards,
 };
 use partita::build::{self, BuildOutput};
-use partita::config::Config;
+use partita::config::{self, Config};
 use partita::paths;
 use partita::run::{self, Ending, RunOptions};
 use partita::{check, guests, soak, summary, testcmd, trace};
@@ -403,7 +403,7 @@ fn main() -> ExitCode {
 
 fn execute(command: Cmd) -> Result<ExitCode> {
     match command {
-        Cmd::Check { config } => checked(&config).map(|_| ExitCode::SUCCESS),
+        Cmd::Check { config } => check::check(&config).map(|_| ExitCode::SUCCESS),
         Cmd::Build { config } => prepare(&config).map(|_| ExitCode::SUCCESS),
         Cmd::Run { config, seconds, gdb, icount, attach, isolate } => {
             boot(&config, RunOptions { seconds, live: true, gdb, icount, attach, isolate, ..RunOptions::default() })
@@ -613,10 +613,18 @@ fn saved(files: &[PathBuf], save: bool) -> Result<()> {
     Ok(())
 }
 
-/// Guests first: the check looks at their images.
+/// The guests the configuration boots first, so that the check reads
+/// fresh images; a file that fails to load builds nothing, and the check
+/// says what is wrong with it.
 fn checked(path: &Path) -> Result<Config> {
-    guests::build_all()?;
-    check::check(path)
+    if let Ok(config) = config::load(path) {
+        guests::build_for(&config.files())?;
+    }
+    let config = check::check(path)?;
+    if let Some(file) = config.unbuilt.first() {
+        bail!("{}: its guest's build did not make it", paths::shown(file).display());
+    }
+    Ok(config)
 }
 
 fn prepare(path: &Path) -> Result<(Config, BuildOutput)> {

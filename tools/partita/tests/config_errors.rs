@@ -58,6 +58,20 @@ fn expect_error(name: &str, field: &str, message: &str) {
     assert!(diagnostic.message.contains(message), "{name}.toml: {diagnostic}\n  lacks {message:?}");
 }
 
+/// The fixture fails with one diagnostic per marked line, in file order,
+/// each for its field and with its message: problems that do not depend on
+/// each other are all reported in one pass.
+fn expect_errors(name: &str, expected: &[(&str, &str)]) {
+    let (path, text) = fixture(name);
+    let diagnostics = config::load(&path).expect_err(&format!("{name}.toml should be rejected"));
+    assert_eq!(diagnostics.len(), expected.len(), "{name}.toml:\n{}", listing(&diagnostics));
+    let marked = text.lines().enumerate().filter(|(_, line)| line.trim_end().ends_with(MARKER)).map(|(i, _)| i + 1);
+    for ((diagnostic, (field, message)), line) in diagnostics.iter().zip(expected).zip(marked) {
+        assert_eq!((diagnostic.line, diagnostic.field.as_str()), (line, *field), "{name}.toml: {diagnostic}");
+        assert!(diagnostic.message.contains(message), "{name}.toml: {diagnostic}\n  lacks {message:?}");
+    }
+}
+
 /// A fixed switch cost, so that the expected percentages do not move when
 /// `partita bench pcs --save` rewrites the board's profile.
 fn profile() -> PlatformProfile {
@@ -307,7 +321,30 @@ fn bad_toml_syntax() {
 
 #[test]
 fn unknown_field() {
-    expect_error("unknown_field", "partition[0].memory[0].phys_addr", "unknown field `phys_addr`");
+    let message = "unknown field `phys_addr`, expected one of `base`, `size`, `phys`, `perms`, `identity`; did you \
+                   mean \"phys\"?";
+    expect_error("unknown_field", r#"partition["a"].memory[0].phys_addr"#, message);
+}
+
+#[test]
+fn misspelt_word_gets_the_nearest_one() {
+    expect_error("criticality_misspelt", r#"partition["rtos"].criticality"#, "; did you mean \"high\"?");
+}
+
+#[test]
+fn every_misspelt_field_and_what_else_is_wrong_in_one_pass() {
+    expect_errors(
+        "two_typos_and_an_overlap",
+        &[
+            (r#"partition["rtos"].bootarg"#, "unknown field `bootarg`, expected one of `name`"),
+            (r#"partition["rtos"].memory[0].phys"#, "memory region overlaps partition \"linux\" memory[0]"),
+            (r#"partition["rtos"].memory[0].perm"#, "unknown field `perm`, expected one of `base`"),
+        ],
+    );
+    let (path, _) = fixture("two_typos_and_an_overlap");
+    let diagnostics = config::load(&path).unwrap_err();
+    assert!(diagnostics[0].message.ends_with("did you mean \"bootargs\"?"), "{}", diagnostics[0]);
+    assert!(diagnostics[2].message.ends_with("did you mean \"perms\"?"), "{}", diagnostics[2]);
 }
 
 #[test]
@@ -317,31 +354,31 @@ fn unknown_section() {
 
 #[test]
 fn wrong_type() {
-    expect_error("wrong_type", "partition[0].cpus", "invalid type: string \"1\"");
+    expect_error("wrong_type", r#"partition["a"].cpus"#, "invalid type: string \"1\"");
 }
 
 #[test]
 fn bad_size_suffix() {
-    expect_error("bad_size", "partition[0].memory[0].size", "invalid size \"16Q\"");
+    expect_error("bad_size", r#"partition["a"].memory[0].size"#, "invalid size \"16Q\"");
 }
 
 #[test]
 fn missing_field() {
-    expect_error("missing_field", "partition[0].memory[0].size", "missing field `size`");
+    expect_error("missing_field", r#"partition["a"].memory[0].size"#, "missing field `size`");
 }
 
 #[test]
 fn unknown_key_in_an_interrupt_table() {
     expect_error(
         "interrupt_unknown_key",
-        "partition[0].device[0].interrupts[1].cpu",
+        r#"partition["a"].device["gpio"].interrupts[1].cpu"#,
         "unknown field `cpu`, expected `intid` or `vcpu`",
     );
 }
 
 #[test]
 fn bad_permission_letters() {
-    expect_error("bad_perms", "partition[0].memory[0].perms", "invalid permissions \"rwz\"");
+    expect_error("bad_perms", r#"partition["a"].memory[0].perms"#, "invalid permissions \"rwz\"");
 }
 
 #[test]
@@ -366,8 +403,9 @@ fn missing_configuration_file() {
 fn host_overlap_between_partitions() {
     expect_error(
         "overlap_host",
-        "partition[1].memory[0].phys",
-        "memory region overlaps partition \"linux\" memory[0] (0x48000000..0x49000000)",
+        r#"partition["rtos"].memory[0].phys"#,
+        "memory region overlaps partition \"linux\" memory[0] (0x48000000..0x49000000); drop `phys` to let \
+         Partita place the region, or move it to a free range such as 0x49000000..0x4a000000",
     );
 }
 
@@ -375,8 +413,9 @@ fn host_overlap_between_partitions() {
 fn host_overlap_with_hypervisor_memory() {
     expect_error(
         "overlap_hypervisor",
-        "partition[0].memory[0].phys",
-        "overlaps hypervisor memory (0x40000000..0x42000000)",
+        r#"partition["a"].memory[0].phys"#,
+        "overlaps hypervisor memory (0x40000000..0x42000000); drop `phys` to let Partita place the region, \
+         or move it to a free range such as",
     );
 }
 
@@ -384,7 +423,7 @@ fn host_overlap_with_hypervisor_memory() {
 fn guest_overlap_between_regions() {
     expect_error(
         "overlap_guest",
-        "partition[0].memory[1].base",
+        r#"partition["a"].memory[1].base"#,
         "memory region overlaps memory[0] (0x40000000..0x41000000) in guest-physical space",
     );
 }
@@ -393,7 +432,7 @@ fn guest_overlap_between_regions() {
 fn guest_overlap_between_console_and_device() {
     expect_error(
         "overlap_console",
-        "partition[0].console",
+        r#"partition["a"].console"#,
         "the console overlaps device \"gpio\" (0x09030000..0x09031000)",
     );
 }
@@ -402,39 +441,39 @@ fn guest_overlap_between_console_and_device() {
 fn region_outside_ram() {
     expect_error(
         "outside_ram",
-        "partition[0].memory[0].phys",
+        r#"partition["a"].memory[0].phys"#,
         "memory region 0x7f800000..0x80800000 is outside platform RAM",
     );
 }
 
 #[test]
 fn no_space_left_to_allocate() {
-    expect_error("no_space", "partition[0].memory[0].size", "no free 2 MiB-aligned space of 0x3000000 bytes");
+    expect_error("no_space", r#"partition["a"].memory[0].size"#, "no free 2 MiB-aligned space of 0x3000000 bytes");
 }
 
 #[test]
 fn unaligned_address() {
-    expect_error("unaligned", "partition[0].memory[0].phys", "0x42000800 is not 4 KiB aligned");
+    expect_error("unaligned", r#"partition["a"].memory[0].phys"#, "0x42000800 is not 4 KiB aligned");
 }
 
 #[test]
 fn zero_size() {
-    expect_error("zero_size", "partition[0].memory[1].size", "size must not be zero");
+    expect_error("zero_size", r#"partition["a"].memory[1].size"#, "size must not be zero");
 }
 
 #[test]
 fn identity_region_with_other_phys() {
-    expect_error("identity_phys", "partition[0].memory[0].phys", "identity region must have phys == base");
+    expect_error("identity_phys", r#"partition["a"].memory[0].phys"#, "identity region must have phys == base");
 }
 
 #[test]
 fn region_without_read_permission() {
-    expect_error("perms_without_read", "partition[0].memory[1].perms", "must include read");
+    expect_error("perms_without_read", r#"partition["a"].memory[1].perms"#, "must include read");
 }
 
 #[test]
 fn too_many_memory_regions() {
-    expect_error("too_many_regions", "partition[0].memory", "9 memory regions; a partition needs 1 to 8");
+    expect_error("too_many_regions", r#"partition["a"].memory"#, "9 memory regions; a partition needs 1 to 8");
 }
 
 // --- CPUs ------------------------------------------------------------------
@@ -443,28 +482,28 @@ fn too_many_memory_regions() {
 fn pcpu_out_of_range() {
     expect_error(
         "pcpu_out_of_range",
-        "partition[0].cpus",
+        r#"partition["a"].cpus"#,
         "vCPU 1 is on pCPU 2, which does not exist: platform.cpus is 2",
     );
 }
 
 #[test]
 fn two_vcpus_on_one_pcpu() {
-    expect_error("pcpu_twice", "partition[0].cpus", "vCPU 1 and vCPU 0 are both on pCPU 1");
+    expect_error("pcpu_twice", r#"partition["a"].cpus"#, "vCPU 1 and vCPU 0 are both on pCPU 1");
 }
 
 #[test]
 fn exclusive_partition_sharing_its_pcpu() {
     expect_error(
         "exclusive_shared",
-        "partition[0].exclusive",
+        r#"partition["rtos"].exclusive"#,
         "partition \"rtos\" is exclusive, but its vCPU 0 shares pCPU 1 with partition \"gpos\" vCPU 1",
     );
 }
 
 #[test]
 fn empty_vcpu_list() {
-    expect_error("no_vcpus", "partition[0].cpus", "0 vCPUs; a partition needs 1 to 8");
+    expect_error("no_vcpus", r#"partition["a"].cpus"#, "0 vCPUs; a partition needs 1 to 8");
 }
 
 #[test]
@@ -476,29 +515,29 @@ fn too_many_platform_cpus() {
 
 #[test]
 fn missing_image() {
-    expect_error("missing_image", "partition[0].image[0].path", "image file not found:");
+    expect_error("missing_image", r#"partition["a"].image[0].path"#, "image file not found:");
 }
 
 #[test]
 fn elf_larger_than_its_region() {
     expect_error(
         "image_too_big",
-        "partition[0].image[0].path",
+        r#"partition["a"].image[0].path"#,
         "ELF segment 0 (0x40000000..0x42000000) does not fit: it runs past the end of memory[0] (0x40000000..0x41000000)",
     );
 }
 
 #[test]
 fn raw_image_larger_than_its_region() {
-    expect_error("raw_too_big", "partition[0].image[1].load", "raw image (0x501ff000..0x50201000) does not fit");
+    expect_error("raw_too_big", r#"partition["a"].image[1].load"#, "raw image (0x501ff000..0x50201000) does not fit");
 }
 
 #[test]
 fn linux_kernel_errors_name_the_kernel_field() {
-    expect_error("linux_entry", "partition[0].entry", "leave `entry` out");
-    expect_error("linux_initrd_alone", "partition[0].initrd", "name the kernel too");
-    expect_error("linux_not_an_image", "partition[0].kernel", "not an arm64 Image");
-    expect_error("linux_too_big", "partition[0].kernel", "the kernel needs 0x3000000 bytes at 0x40000000");
+    expect_error("linux_entry", r#"partition["linux"].entry"#, "leave `entry` out");
+    expect_error("linux_initrd_alone", r#"partition["linux"].initrd"#, "name the kernel too");
+    expect_error("linux_not_an_image", r#"partition["linux"].kernel"#, "not an arm64 Image");
+    expect_error("linux_too_big", r#"partition["linux"].kernel"#, "the kernel needs 0x3000000 bytes at 0x40000000");
 }
 
 #[test]
@@ -513,62 +552,74 @@ fn a_linux_partition_boots_its_kernel_with_the_initrd_on_top() {
 
 #[test]
 fn virtio_devices_need_identity_memory_a_disk_and_a_page_each() {
-    expect_error("virtio_not_identity", "partition[0].virtio[0].kind", "memory[0] is not (identity = true)");
-    expect_error("virtio_no_disk", "partition[0].virtio[0].file", "disk image not found");
-    expect_error("virtio_too_many", "partition[0].virtio[4].kind", "at most 4 virtio devices in all");
+    expect_error(
+        "virtio_not_identity",
+        r#"partition["linux"].virtio[0].kind"#,
+        "must be identity-mapped; add `identity = true` to memory[0] (its host address is then its `base`)",
+    );
+    expect_error("virtio_no_disk", r#"partition["linux"].virtio[0].file"#, "disk image not found");
+    expect_error("virtio_too_many", r#"partition["linux"].virtio[4].kind"#, "at most 4 virtio devices in all");
 }
 
 #[test]
 fn images_overlapping_each_other() {
-    expect_error("image_overlap", "partition[0].image[1].load", "raw image (0x40000000..0x40002000) overlaps image[0]");
+    expect_error(
+        "image_overlap",
+        r#"partition["a"].image[1].load"#,
+        "raw image (0x40000000..0x40002000) overlaps image[0]",
+    );
 }
 
 #[test]
 fn image_over_the_device_tree() {
     expect_error(
         "dtb_overlap",
-        "partition[0].image[1].load",
+        r#"partition["a"].image[1].load"#,
         "overlaps the device-tree window (0x40ff0000..0x41000000), the last 64 KiB of memory[0]",
     );
 }
 
 #[test]
 fn declared_elf_but_not_elf() {
-    expect_error("not_elf", "partition[0].image[0].path", "the image is not an ELF file, but its format is \"elf\"");
+    expect_error(
+        "not_elf",
+        r#"partition["a"].image[0].path"#,
+        "the image is not an ELF file, but its format is \"elf\"",
+    );
 }
 
 #[test]
 fn raw_image_without_load_address() {
-    expect_error("raw_without_load", "partition[0].image[0].format", "a raw image needs a load address");
+    expect_error("raw_without_load", r#"partition["a"].image[0].format"#, "a raw image needs a load address");
 }
 
 #[test]
 fn elf_image_with_load_address() {
-    expect_error("elf_with_load", "partition[0].image[0].load", "load is only for raw images");
+    expect_error("elf_with_load", r#"partition["a"].image[0].load"#, "load is only for raw images");
 }
 
 #[test]
 fn partition_without_images() {
-    expect_error("no_images", "partition[0].image", "0 images; a partition needs 1 to 4");
+    expect_error("no_images", r#"partition["a"].image"#, "0 images; a partition needs 1 to 4");
 }
 
 #[test]
 fn entry_outside_memory() {
-    expect_error("entry_outside", "partition[0].entry", "entry point 0x80000000 is not inside any memory region");
+    expect_error("entry_outside", r#"partition["a"].entry"#, "entry point 0x80000000 is not inside any memory region");
 }
 
 #[test]
 fn entry_in_a_region_without_execute_permission() {
     expect_error(
         "entry_not_executable",
-        "partition[0].image[0].path",
+        r#"partition["a"].image[0].path"#,
         "the image's entry point 0x40000000 is in memory[0], which is not executable",
     );
 }
 
 #[test]
 fn first_region_smaller_than_the_device_tree_window() {
-    expect_error("dtb_region_too_small", "partition[0].memory[0].size", "must be at least that large");
+    expect_error("dtb_region_too_small", r#"partition["a"].memory[0].size"#, "must be at least that large");
 }
 
 #[test]
@@ -589,7 +640,7 @@ fn elf_for_another_machine() {
 fn overlapping_slots() {
     expect_error(
         "plan_overlap",
-        "plan[0].core[0].slot[1].start_us",
+        r#"plan["normal"].core[0].slot[1].start_us"#,
         "plan \"normal\" core 2 slot 1 (control/vcpu0, 4000..6000 us) overlaps slot 0 (2000..5000 us)",
     );
 }
@@ -598,8 +649,29 @@ fn overlapping_slots() {
 fn slot_beyond_the_major_frame() {
     expect_error(
         "plan_beyond_frame",
-        "plan[0].core[0].slot[1].duration_us",
-        "plan \"normal\" core 2 slot 1 (gpos/vcpu0, 8000..11000 us) ends beyond the major frame (10000 us)",
+        r#"plan["normal"].core[0].slot[1].duration_us"#,
+        "plan \"normal\" core 2 slot 1 (gpos/vcpu0, 8000..11000 us) ends beyond the major frame (10000 us); \
+         the frame restarts there, so its last 1000 us are never reached: shorten duration_us to 2000 or set \
+         major_frame_us to at least 11000 (on every core of the plan)",
+    );
+}
+
+#[test]
+fn slot_past_the_major_frame_is_never_reached() {
+    expect_error(
+        "plan_slot_unreachable",
+        r#"plan["normal"].core[0].slot[1].start_us"#,
+        "(gpos/vcpu0, 12000..15000 us) ends beyond the major frame (10000 us); the frame restarts there, so the \
+         slot is never reached: start it before 10000 or set major_frame_us to at least 15000",
+    );
+}
+
+#[test]
+fn slot_of_a_misspelt_partition() {
+    expect_error(
+        "plan_misspelt_partition",
+        r#"plan["normal"].core[0].slot[1].partition"#,
+        "no partition is named \"gpso\"; did you mean \"gpos\"?",
     );
 }
 
@@ -607,7 +679,7 @@ fn slot_beyond_the_major_frame() {
 fn slot_of_an_unknown_partition() {
     expect_error(
         "plan_unknown_partition",
-        "plan[0].core[0].slot[0].partition",
+        r#"plan["normal"].core[0].slot[0].partition"#,
         "plan \"normal\" core 2 slot 0 (ctrl/vcpu0, 0..4000 us): no partition is named \"ctrl\"",
     );
 }
@@ -616,7 +688,7 @@ fn slot_of_an_unknown_partition() {
 fn slot_of_an_unknown_vcpu() {
     expect_error(
         "plan_unknown_vcpu",
-        "plan[0].core[0].slot[0].vcpu",
+        r#"plan["normal"].core[0].slot[0].vcpu"#,
         "plan \"normal\" core 3 slot 0 (gpos/vcpu2, 0..4000 us): partition \"gpos\" has 2 vCPU(s), so vCPU 2 does not exist",
     );
 }
@@ -625,7 +697,7 @@ fn slot_of_an_unknown_vcpu() {
 fn slot_of_a_vcpu_pinned_to_another_core() {
     expect_error(
         "plan_vcpu_elsewhere",
-        "plan[0].core[0].slot[0].vcpu",
+        r#"plan["normal"].core[0].slot[0].vcpu"#,
         "plan \"normal\" core 3 slot 0 (control/vcpu0, 0..4000 us): vCPU 0 of partition \"control\" is pinned to pCPU 2, \
          not to core 3",
     );
@@ -635,45 +707,53 @@ fn slot_of_a_vcpu_pinned_to_another_core() {
 fn cyclic_cores_with_different_major_frames() {
     expect_error(
         "plan_frames_differ",
-        "plan[0].core[1].major_frame_us",
+        r#"plan["normal"].core[1].major_frame_us"#,
         "plan \"normal\" core 3 has a major frame of 20000 us, but core 2 has 10000 us; all cyclic cores of a plan share one",
     );
 }
 
 #[test]
 fn zero_major_frame() {
-    expect_error("plan_zero_frame", "plan[0].core[0].major_frame_us", "the major frame must be longer than 0 us");
+    expect_error(
+        "plan_zero_frame",
+        r#"plan["normal"].core[0].major_frame_us"#,
+        "the major frame must be longer than 0 us",
+    );
 }
 
 #[test]
 fn zero_slot_duration() {
     expect_error(
         "plan_zero_duration",
-        "plan[0].core[0].slot[0].duration_us",
+        r#"plan["normal"].core[0].slot[0].duration_us"#,
         "plan \"normal\" core 2 slot 0 (control/vcpu0, 1000..1000 us) has a duration of 0 us",
     );
 }
 
 #[test]
 fn time_with_an_unknown_unit() {
-    expect_error("plan_bad_time", "plan[0].core[0].major_frame_us", "invalid time \"10min\"");
+    expect_error("plan_bad_time", r#"plan["normal"].core[0].major_frame_us"#, "invalid time \"10min\"");
 }
 
 #[test]
 fn duplicate_plan_names() {
-    expect_error("plan_duplicate_name", "plan[1].name", "duplicate plan name \"normal\" (also plan[0])");
+    expect_error("plan_duplicate_name", r#"plan["normal"].name"#, "duplicate plan name \"normal\" (also plan[0])");
 }
 
 #[test]
 fn core_listed_twice_in_a_plan() {
-    expect_error("plan_core_twice", "plan[0].core[1].cpu", "plan \"normal\" lists core 2 twice (also core[0])");
+    expect_error(
+        "plan_core_twice",
+        r#"plan["normal"].core[1].cpu"#,
+        "plan \"normal\" lists core 2 twice (also core[0])",
+    );
 }
 
 #[test]
 fn cyclic_core_out_of_range() {
     expect_error(
         "plan_cpu_out_of_range",
-        "plan[0].core[0].cpu",
+        r#"plan["normal"].core[0].cpu"#,
         "plan \"normal\" core 4: pCPU 4 does not exist: platform.cpus is 4",
     );
 }
@@ -682,21 +762,25 @@ fn cyclic_core_out_of_range() {
 fn core_cyclic_in_a_later_plan_only() {
     expect_error(
         "plan_core_not_in_first",
-        "plan[1].core[1].cpu",
+        r#"plan["degraded"].core[1].cpu"#,
         "core 3 is cyclic in plan \"degraded\" but not in plan \"normal\"; every plan must schedule the same cores",
     );
 }
 
 #[test]
 fn core_left_out_of_a_later_plan() {
-    expect_error("plan_core_missing", "plan[1].core", "core 2 is cyclic in plan \"normal\" but not in plan \"idle\"");
+    expect_error(
+        "plan_core_missing",
+        r#"plan["idle"].core"#,
+        "core 2 is cyclic in plan \"normal\" but not in plan \"idle\"",
+    );
 }
 
 #[test]
 fn exclusive_partition_on_a_cyclic_core() {
     expect_error(
         "plan_exclusive_cyclic",
-        "partition[0].exclusive",
+        r#"partition["control"].exclusive"#,
         "partition \"control\" is exclusive, but its vCPU 0 is on pCPU 2, which plan \"normal\" schedules cyclically",
     );
 }
@@ -710,7 +794,7 @@ fn too_many_plans() {
 fn too_many_slots_on_a_core() {
     expect_error(
         "too_many_slots",
-        "plan[0].core[0].slot",
+        r#"plan["normal"].core[0].slot"#,
         "plan \"normal\" core 2 has 65 slots; a core has at most 64",
     );
 }
@@ -721,7 +805,7 @@ fn too_many_slots_on_a_core() {
 fn budget_of_no_time() {
     expect_error(
         "budget_zero_time",
-        "partition[0].budget.time",
+        r#"partition["rtos"].budget.time"#,
         "partition \"rtos\": the budget time must be longer than 0 us",
     );
 }
@@ -730,7 +814,7 @@ fn budget_of_no_time() {
 fn budget_of_no_period() {
     expect_error(
         "budget_zero_period",
-        "partition[0].budget.period",
+        r#"partition["rtos"].budget.period"#,
         "partition \"rtos\": the budget period must be longer than 0 us",
     );
 }
@@ -739,7 +823,7 @@ fn budget_of_no_period() {
 fn budget_longer_than_its_period() {
     expect_error(
         "budget_over_period",
-        "partition[0].budget.time",
+        r#"partition["rtos"].budget.time"#,
         "partition \"rtos\": the budget time (12000 us) is longer than its period (10000 us)",
     );
 }
@@ -748,7 +832,7 @@ fn budget_longer_than_its_period() {
 fn budget_of_a_partition_that_runs_only_in_slots() {
     expect_error(
         "budget_cyclic_only",
-        "partition[0].budget",
+        r#"partition["control"].budget"#,
         "partition \"control\" has a budget, but all its vCPUs are on cyclic pCPUs (2), where the plan's slots \
          bound their time; a budget applies only on fixed-priority pCPUs",
     );
@@ -758,7 +842,7 @@ fn budget_of_a_partition_that_runs_only_in_slots() {
 fn budgets_over_a_whole_pcpu() {
     expect_error(
         "budget_over_subscribed",
-        "partition[2].budget",
+        r#"partition["gpos"].budget"#,
         "pCPU 1 is over-subscribed: the budgets of its vCPUs add up to 110.0 % \
          (rtos 50.0 %, logger 30.0 %, gpos 30.0 %), more than 100 %",
     );
@@ -865,7 +949,7 @@ fn check_refuses_a_high_partition_whose_added_response_exceeds_its_limit() {
     let (result, out, err) = check_streams("response_over_limit");
     assert!(result.is_err() && out.is_empty(), "{out}");
     let expected = format!(
-        "response_over_limit.toml:{}:1: error: partition[0].max_added_response_us: partition \"rtos\": Partita can \
+        "response_over_limit.toml:{}:1: error: partition[\"rtos\"].max_added_response_us: partition \"rtos\": Partita can \
          add {} to each release, more than its max_added_response_us of 20 us\n",
         marked_line(&text),
         RTOS_BESIDE_GPOS.trim_start_matches("rtos: ")
@@ -878,7 +962,7 @@ fn check_refuses_a_response_limit_on_a_partition_that_is_not_high() {
     let (result, _, err) = check_streams("response_limit_low");
     assert!(result.is_err());
     assert!(
-        err.contains("partition[0].max_added_response_us: partition \"gpos\": a limit on what Partita adds"),
+        err.contains("partition[\"gpos\"].max_added_response_us: partition \"gpos\": a limit on what Partita adds"),
         "{err}"
     );
     // Without measured costs the limit cannot be shown to hold.
@@ -904,22 +988,26 @@ fn check_takes_the_boards_profile() {
 
 #[test]
 fn duplicate_partition_names() {
-    expect_error("duplicate_partition", "partition[1].name", "duplicate partition name \"a\" (also partition[0])");
+    expect_error("duplicate_partition", r#"partition["a"].name"#, "duplicate partition name \"a\" (also partition[0])");
 }
 
 #[test]
 fn duplicate_device_names() {
-    expect_error("duplicate_device", "partition[0].device[1].name", "duplicate device name \"gpio\" (also device[0])");
+    expect_error(
+        "duplicate_device",
+        r#"partition["a"].device["gpio"].name"#,
+        "duplicate device name \"gpio\" (also device[0])",
+    );
 }
 
 #[test]
 fn bad_partition_name() {
-    expect_error("bad_name", "partition[0].name", "may only use a-z, 0-9, '_' and '-'");
+    expect_error("bad_name", r#"partition["Control Unit"].name"#, "may only use a-z, 0-9, '_' and '-'");
 }
 
 #[test]
 fn reserved_partition_name() {
-    expect_error("reserved_name", "partition[0].name", "\"partita\" is reserved");
+    expect_error("reserved_name", r#"partition["partita"].name"#, "\"partita\" is reserved");
 }
 
 // --- Devices and interrupts ------------------------------------------------
@@ -928,52 +1016,65 @@ fn reserved_partition_name() {
 fn interrupt_claimed_twice() {
     expect_error(
         "interrupt_twice",
-        "partition[1].device[0].interrupts",
-        "interrupt 39 is already claimed by partition \"a\" device \"gpio\"",
+        r#"partition["b"].device["uart"].interrupts"#,
+        "interrupt 39 is already claimed by partition \"a\" device \"gpio\"; an interrupt goes to one partition \
+         only, so remove 39 from one of the two `interrupts` lists",
     );
 }
 
 #[test]
 fn interrupt_outside_spi_range() {
-    expect_error("interrupt_not_spi", "partition[0].device[0].interrupts", "interrupt 27 is not an SPI");
+    expect_error("interrupt_not_spi", r#"partition["a"].device["gpio"].interrupts"#, "interrupt 27 is not an SPI");
 }
 
 #[test]
 fn interrupt_routed_to_a_missing_vcpu() {
     expect_error(
         "interrupt_no_vcpu",
-        "partition[0].device[0].interrupts",
+        r#"partition["rtos"].device["gpio"].interrupts"#,
         "interrupt 40 is routed to vCPU 3, but partition \"rtos\" has 2 vCPU(s): nobody would own it",
     );
 }
 
 #[test]
 fn device_overlapping_ram() {
-    expect_error("device_in_ram", "partition[0].device[0].phys", "overlaps platform RAM (0x40000000..0x80000000)");
+    expect_error(
+        "device_in_ram",
+        r#"partition["a"].device["gpio"].phys"#,
+        "overlaps platform RAM (0x40000000..0x80000000)",
+    );
 }
 
 #[test]
 fn device_overlapping_partitas_console() {
     expect_error(
         "device_on_console",
-        "partition[0].device[0].phys",
+        r#"partition["a"].device["gpio"].phys"#,
         "overlaps Partita's console (0x09000000..0x09001000)",
     );
 }
 
 #[test]
 fn device_overlapping_the_gic() {
-    expect_error("device_on_gic", "partition[0].device[0].phys", "overlaps the GIC redistributors");
+    expect_error("device_on_gic", r#"partition["a"].device["gpio"].phys"#, "overlaps the GIC redistributors");
 }
 
 #[test]
 fn device_given_to_two_partitions() {
-    expect_error("device_shared", "partition[1].device[0].phys", "device overlaps partition \"a\" device \"gpio\"");
+    expect_error(
+        "device_shared",
+        r#"partition["b"].device["gpio"].phys"#,
+        "device overlaps partition \"a\" device \"gpio\"",
+    );
 }
 
 #[test]
 fn device_without_compatible() {
-    expect_error("no_compatible", "partition[0].device[0].compatible", "at least one compatible string is required");
+    expect_error(
+        "no_compatible",
+        r#"partition["a"].device["gpio"].compatible"#,
+        "at least one compatible string is required",
+    );
 }
 
 // --- System-wide -----------------------------------------------------------
@@ -1101,7 +1202,7 @@ fn a_priority_beyond_255_is_refused() {
     assert_eq!(diagnostics.len(), 1, "{}", listing(&diagnostics));
     assert_eq!(
         (diagnostics[0].line, diagnostics[0].field.as_str()),
-        (4, "partition[0].priority"),
+        (4, r#"partition["a"].priority"#),
         "{}",
         listing(&diagnostics)
     );
@@ -1111,24 +1212,36 @@ fn a_priority_beyond_255_is_refused() {
 fn switch_plan_right_without_plans() {
     expect_error(
         "rights_without_plans",
-        "partition[0].rights",
+        r#"partition["control"].rights"#,
         "grants \"switch-plan\", but the configuration declares no [[plan]]",
     );
 }
 
 #[test]
 fn unknown_right() {
-    expect_error("rights_unknown", "partition[0].rights[1]", "unknown variant `reboot`, expected one of `suspend`");
+    expect_error(
+        "rights_unknown",
+        r#"partition["control"].rights[1]"#,
+        "unknown variant `reboot`, expected one of `suspend`",
+    );
 }
 
 #[test]
 fn migration_to_an_exclusive_partitions_pcpu() {
-    expect_error("migrate_bad_target", "partition[1].migrate[0].to", "pCPU 3 belongs to exclusive partition \"rtos\"");
+    expect_error(
+        "migrate_bad_target",
+        r#"partition["gpos"].migrate[0].to"#,
+        "pCPU 3 belongs to exclusive partition \"rtos\"",
+    );
 }
 
 #[test]
 fn migration_of_a_vcpu_that_does_not_exist() {
-    expect_error("migrate_unknown_vcpu", "partition[0].migrate[0].vcpu", "vCPU 2 does not exist: the partition has 2");
+    expect_error(
+        "migrate_unknown_vcpu",
+        r#"partition["gpos"].migrate[0].vcpu"#,
+        "vCPU 2 does not exist: the partition has 2",
+    );
 }
 
 // --- Channels and health ---------------------------------------------------
@@ -1236,26 +1349,46 @@ fn good_channels_resolve_names_sizes_and_health() {
 fn channel_of_an_unknown_partition() {
     expect_error(
         "channel_unknown_partition",
-        "channel[0].destinations",
+        r#"channel["status"].destinations"#,
         "channel \"status\": no partition is named \"logger\"",
+    );
+    let (path, _) = fixture("channel_unknown_partition");
+    let diagnostics = config::load(&path).unwrap_err();
+    assert!(!diagnostics[0].message.contains("did you mean"), "nothing near \"logger\": {}", diagnostics[0]);
+}
+
+#[test]
+fn channel_to_a_misspelt_partition() {
+    expect_error(
+        "channel_misspelt_partition",
+        r#"channel["status"].destinations"#,
+        "channel \"status\": no partition is named \"gpso\"; did you mean \"gpos\"?",
     );
 }
 
 #[test]
 fn duplicate_channel_names() {
-    expect_error("channel_duplicate_name", "channel[1].name", "duplicate channel name \"status\" (also channel[0])");
+    expect_error(
+        "channel_duplicate_name",
+        r#"channel["status"].name"#,
+        "duplicate channel name \"status\" (also channel[0])",
+    );
 }
 
 #[test]
 fn sampling_channel_without_destination() {
-    expect_error("channel_no_destination", "channel[0].destinations", "channel \"status\" has no destination");
+    expect_error(
+        "channel_no_destination",
+        r#"channel["status"].destinations"#,
+        "channel \"status\" has no destination",
+    );
 }
 
 #[test]
 fn sampling_source_among_its_destinations() {
     expect_error(
         "channel_source_reads",
-        "channel[0].destinations",
+        r#"channel["status"].destinations"#,
         "channel \"status\": partition \"rtos\" is both the source and a destination",
     );
 }
@@ -1264,7 +1397,7 @@ fn sampling_source_among_its_destinations() {
 fn sampling_destination_listed_twice() {
     expect_error(
         "channel_destination_twice",
-        "channel[0].destinations",
+        r#"channel["status"].destinations"#,
         "channel \"status\" lists partition \"gpos\" twice in destinations",
     );
 }
@@ -1273,7 +1406,7 @@ fn sampling_destination_listed_twice() {
 fn queuing_channel_to_its_own_source() {
     expect_error(
         "channel_direction_conflict",
-        "channel[0].destination",
+        r#"channel["commands"].destination"#,
         "channel \"commands\": partition \"gpos\" is both the source and the destination",
     );
 }
@@ -1282,26 +1415,30 @@ fn queuing_channel_to_its_own_source() {
 fn message_larger_than_4_kib() {
     expect_error(
         "channel_message_too_big",
-        "channel[0].max_message",
+        r#"channel["status"].max_message"#,
         "channel \"status\": a message of 8192 bytes is out of range 1..=4096 bytes",
     );
 }
 
 #[test]
 fn sampling_refresh_of_zero() {
-    expect_error("channel_zero_refresh", "channel[0].refresh", "the refresh period must be longer than 0 us");
+    expect_error("channel_zero_refresh", r#"channel["status"].refresh"#, "the refresh period must be longer than 0 us");
 }
 
 #[test]
 fn queue_depth_out_of_range() {
-    expect_error("channel_depth_out_of_range", "channel[0].depth", "a depth of 0 messages is out of range 1..=1024");
+    expect_error(
+        "channel_depth_out_of_range",
+        r#"channel["commands"].depth"#,
+        "a depth of 0 messages is out of range 1..=1024",
+    );
 }
 
 #[test]
 fn queue_larger_than_1_mib() {
     expect_error(
         "channel_queue_too_big",
-        "channel[0].depth",
+        r#"channel["commands"].depth"#,
         "channel \"commands\": 512 messages of 4096 bytes take 2048 KiB; a queue may take at most 1024 KiB",
     );
 }
@@ -1310,59 +1447,71 @@ fn queue_larger_than_1_mib() {
 fn channel_field_of_another_kind() {
     expect_error(
         "channel_field_of_other_kind",
-        "channel[0].refresh",
+        r#"channel["commands"].refresh"#,
         "channel \"commands\": `refresh` is not a field of a queuing channel",
     );
 }
 
 #[test]
 fn channel_missing_a_field_of_its_kind() {
-    expect_error("channel_missing_field", "channel[0].depth", "channel \"commands\": a queuing channel needs `depth`");
+    expect_error(
+        "channel_missing_field",
+        r#"channel["commands"].depth"#,
+        "channel \"commands\": a queuing channel needs `depth`",
+    );
 }
 
 #[test]
 fn unknown_channel_kind() {
-    expect_error("channel_unknown_kind", "channel[0].kind", "unknown variant `mailbox`, expected one of `sampling`");
+    expect_error(
+        "channel_unknown_kind",
+        r#"channel["status"].kind"#,
+        "unknown variant `mailbox`, expected one of `sampling`",
+    );
 }
 
 #[test]
 fn shared_memory_of_one_partition() {
     expect_error(
         "shared_one_partition",
-        "channel[0].partitions",
+        r#"channel["frames"].partitions"#,
         "channel \"frames\" has 1 partition(s); shared memory needs 2 or more",
     );
 }
 
 #[test]
 fn shared_memory_partition_listed_twice() {
-    expect_error("shared_partition_twice", "channel[0].partitions", "lists partition \"rtos\" twice in partitions");
+    expect_error(
+        "shared_partition_twice",
+        r#"channel["frames"].partitions"#,
+        "lists partition \"rtos\" twice in partitions",
+    );
 }
 
 #[test]
 fn read_only_partition_that_is_not_a_member() {
-    expect_error("shared_read_only_outsider", "channel[0].read_only", "no partition is named \"monitor\"");
+    expect_error("shared_read_only_outsider", r#"channel["frames"].read_only"#, "no partition is named \"monitor\"");
 }
 
 #[test]
 fn shared_memory_nobody_may_write() {
     expect_error(
         "shared_all_read_only",
-        "channel[0].read_only",
+        r#"channel["frames"].read_only"#,
         "channel \"frames\": every partition maps it read-only, so nobody could write to it",
     );
 }
 
 #[test]
 fn shared_memory_of_part_of_a_page() {
-    expect_error("shared_unaligned_size", "channel[0].size", "size 0x1800 is not a multiple of 4 KiB");
+    expect_error("shared_unaligned_size", r#"channel["frames"].size"#, "size 0x1800 is not a multiple of 4 KiB");
 }
 
 #[test]
 fn shared_memory_over_partition_ram() {
     expect_error(
         "shared_over_memory",
-        "channel[0].base",
+        r#"channel["frames"].base"#,
         "channel \"frames\" at 0x601f0000..0x60200000 overlaps memory[1] (0x60000000..0x60200000) of partition \"rtos\"",
     );
 }
@@ -1371,7 +1520,7 @@ fn shared_memory_over_partition_ram() {
 fn shared_memory_over_a_device() {
     expect_error(
         "shared_over_device",
-        "channel[0].base",
+        r#"channel["frames"].base"#,
         "overlaps device \"gpio\" (0x09030000..0x09031000) of partition \"rtos\" in guest-physical space",
     );
 }
@@ -1383,7 +1532,7 @@ fn shared_memory_over_the_gic() {
     // One per member partition: each would lose its distributor.
     assert_eq!(diagnostics.len(), 2, "{}", listing(&diagnostics));
     for (diagnostic, name) in diagnostics.iter().zip(["rtos", "gpos"]) {
-        assert_eq!(diagnostic.field, "channel[0].base");
+        assert_eq!(diagnostic.field, r#"channel["frames"].base"#);
         let text = format!("overlaps the virtual GIC distributor (0x08000000..0x08010000) of partition \"{name}\"");
         assert!(diagnostic.message.contains(&text), "{diagnostic}");
     }
@@ -1393,21 +1542,25 @@ fn shared_memory_over_the_gic() {
 fn shared_memory_on_a_partitions_host_pages() {
     expect_error(
         "shared_host_overlap",
-        "channel[0].phys",
+        r#"channel["frames"].phys"#,
         "channel \"frames\": host memory 0x60000000..0x60010000 overlaps partition \"rtos\" memory[0]",
     );
 }
 
 #[test]
 fn doorbell_outside_the_spis() {
-    expect_error("shared_doorbell_range", "channel[0].doorbell_intid", "doorbell INTID 16 is out of range 32..=1019");
+    expect_error(
+        "shared_doorbell_range",
+        r#"channel["frames"].doorbell_intid"#,
+        "doorbell INTID 16 is out of range 32..=1019",
+    );
 }
 
 #[test]
 fn doorbell_on_a_passthrough_interrupt() {
     expect_error(
         "shared_doorbell_passthrough",
-        "channel[0].doorbell_intid",
+        r#"channel["frames"].doorbell_intid"#,
         "doorbell INTID 39 is already partition \"rtos\" device \"gpio\"'s interrupt",
     );
 }
@@ -1416,7 +1569,7 @@ fn doorbell_on_a_passthrough_interrupt() {
 fn doorbell_of_two_channels() {
     expect_error(
         "shared_doorbell_twice",
-        "channel[1].doorbell_intid",
+        r#"channel["frames2"].doorbell_intid"#,
         "doorbell INTID 48 is already channel \"frames\"'s",
     );
 }
@@ -1430,7 +1583,7 @@ fn too_many_channels() {
 fn unknown_health_event() {
     expect_error(
         "health_unknown_event",
-        "partition[0].health.timeout",
+        r#"partition["rtos"].health.timeout"#,
         "unknown field `timeout`, expected one of `stage2-fault`",
     );
 }
@@ -1439,7 +1592,7 @@ fn unknown_health_event() {
 fn unknown_health_action() {
     expect_error(
         "health_unknown_action",
-        "partition[0].health.forbidden",
+        r#"partition["rtos"].health.forbidden"#,
         "unknown variant `reboot`, expected one of `ignore`",
     );
 }
@@ -1448,7 +1601,7 @@ fn unknown_health_action() {
 fn watchdog_action_without_a_watchdog() {
     expect_error(
         "health_watchdog_without_period",
-        "partition[0].health.watchdog",
+        r#"partition["rtos"].health.watchdog"#,
         "partition \"rtos\" sets a watchdog action but no watchdog period",
     );
 }
@@ -1457,7 +1610,7 @@ fn watchdog_action_without_a_watchdog() {
 fn inject_for_an_event_that_is_not_a_fault() {
     expect_error(
         "health_inject_not_a_fault",
-        "partition[0].health.reported",
+        r#"partition["rtos"].health.reported"#,
         "partition \"rtos\": reported cannot be \"inject\": only stage2-fault and forbidden have an exception",
     );
 }
@@ -1466,7 +1619,7 @@ fn inject_for_an_event_that_is_not_a_fault() {
 fn watchdog_period_out_of_range() {
     expect_error(
         "health_watchdog_out_of_range",
-        "partition[0].watchdog",
+        r#"partition["rtos"].watchdog"#,
         "partition \"rtos\": the watchdog period of 500 us is out of range 1000..=60000000 us",
     );
 }
@@ -1605,15 +1758,28 @@ fn every_field_of_the_fabric_resolves() {
 
 #[test]
 fn prr_hosting_an_unknown_accelerator() {
-    expect_error("fabric_unknown_host", "fabric.prr[0].hosts", "PRR \"prr1\": no accelerator is named \"qam61\"");
+    expect_error(
+        "fabric_unknown_host",
+        r#"fabric.prr["prr1"].hosts"#,
+        "PRR \"prr1\": no accelerator is named \"qam61\"; did you mean \"qam16\"?",
+    );
 }
 
 #[test]
 fn partition_naming_an_unknown_accelerator() {
     expect_error(
         "fabric_unknown_accelerator",
-        "partition[0].accelerators[0].name",
+        r#"partition["rtos"].accelerators["fft2048"].name"#,
         "partition \"rtos\": the fabric has no accelerator named \"fft2048\"",
+    );
+}
+
+#[test]
+fn device_of_a_misspelt_accelerator() {
+    expect_error(
+        "fabric_misspelt_accelerator",
+        r#"partition["rtos"].accelerators["fft1042"].name"#,
+        "no accelerator named \"fft1042\"; did you mean \"fft1024\"?",
     );
 }
 
@@ -1630,7 +1796,7 @@ fn own_accelerators_with_the_default_prrs() {
 fn two_signals_instead_of_three() {
     expect_error(
         "fabric_signal_count",
-        "partition[0].accelerators[0].signals",
+        r#"partition["rtos"].accelerators["qam16"].signals"#,
         "partition \"rtos\" accelerator \"qam16\": 2 signal(s) given; a virtual device has three, for IPC_WAIT",
     );
 }
@@ -1639,7 +1805,7 @@ fn two_signals_instead_of_three() {
 fn virtual_devices_without_a_fabric() {
     expect_error(
         "fabric_missing",
-        "partition[0].accelerators",
+        r#"partition["rtos"].accelerators"#,
         "partition \"rtos\" has virtual devices, but the configuration has no [fabric]",
     );
 }
@@ -1648,14 +1814,14 @@ fn virtual_devices_without_a_fabric() {
 fn duplicate_accelerator_names() {
     expect_error(
         "fabric_duplicate_accelerator",
-        "fabric.accelerator[1].name",
+        r#"fabric.accelerator["qam16"].name"#,
         "duplicate accelerator name \"qam16\" (also accelerator[0])",
     );
 }
 
 #[test]
 fn duplicate_prr_names() {
-    expect_error("fabric_duplicate_prr", "fabric.prr[2].name", "duplicate PRR name \"prr1\" (also prr[0])");
+    expect_error("fabric_duplicate_prr", r#"fabric.prr["prr1"].name"#, "duplicate PRR name \"prr1\" (also prr[0])");
 }
 
 #[test]
@@ -1695,7 +1861,7 @@ fn fabric_memory_too_small() {
 fn accelerator_frame_out_of_range() {
     expect_error(
         "fabric_zero_frame",
-        "fabric.accelerator[0].frame",
+        r#"fabric.accelerator["qam16"].frame"#,
         "accelerator \"qam16\": a frame of 0 ns is out of range 1..=1000000000 ns",
     );
 }
@@ -1704,45 +1870,49 @@ fn accelerator_frame_out_of_range() {
 fn preemption_longer_than_a_frame() {
     expect_error(
         "fabric_preempt_over_frame",
-        "fabric.accelerator[0].preempt",
+        r#"fabric.accelerator["qam16"].preempt"#,
         "accelerator \"qam16\": preempt (47.5 us) is longer than a frame (47 us)",
     );
 }
 
 #[test]
 fn accelerator_hosted_by_no_prr() {
-    expect_error("fabric_unhosted", "fabric.accelerator[1].name", "accelerator \"fft1024\" is hosted by no PRR");
+    expect_error(
+        "fabric_unhosted",
+        r#"fabric.accelerator["fft1024"].name"#,
+        "accelerator \"fft1024\" is hosted by no PRR",
+    );
 }
 
 #[test]
 fn prr_hosting_nothing() {
-    expect_error("fabric_prr_no_hosts", "fabric.prr[3].hosts", "PRR \"prr4\" hosts no accelerator");
+    expect_error("fabric_prr_no_hosts", r#"fabric.prr["prr4"].hosts"#, "PRR \"prr4\" hosts no accelerator");
 }
 
 #[test]
 fn prr_of_no_size() {
-    expect_error("fabric_prr_zero_size", "fabric.prr[1].size", "PRR \"prr2\": the size must be more than 0");
+    expect_error("fabric_prr_zero_size", r#"fabric.prr["prr2"].size"#, "PRR \"prr2\": the size must be more than 0");
 }
 
 #[test]
 fn prr_with_an_empty_bitstream() {
     expect_error(
         "fabric_prr_zero_bitstream",
-        "fabric.prr[2].bitstream",
+        r#"fabric.prr["prr3"].bitstream"#,
         "PRR \"prr3\": the bitstream must be more than 0 bytes",
     );
 }
 
 #[test]
 fn prr_hosting_an_accelerator_twice() {
-    expect_error("fabric_host_twice", "fabric.prr[2].hosts", "PRR \"prr3\" lists accelerator \"fft512\" twice");
+    expect_error("fabric_host_twice", r#"fabric.prr["prr3"].hosts"#, "PRR \"prr3\" lists accelerator \"fft512\" twice");
 }
 
 #[test]
 fn partition_using_an_accelerator_twice() {
     expect_error(
         "fabric_device_twice",
-        "partition[0].accelerators[1].name",
+        r#"partition["rtos"].accelerators["qam16"].name"#,
         "partition \"rtos\" accelerator \"qam16\" is listed twice (also accelerators[0])",
     );
 }
@@ -1751,21 +1921,25 @@ fn partition_using_an_accelerator_twice() {
 fn interface_page_over_the_partitions_memory() {
     expect_error(
         "fabric_page_over_memory",
-        "partition[0].accelerators[0].ipa",
+        r#"partition["rtos"].accelerators["qam16"].ipa"#,
         "the interface page 0x40800000..0x40801000 overlaps memory[0] (0x40000000..0x41000000) in guest-physical space",
     );
 }
 
 #[test]
 fn interface_page_unaligned() {
-    expect_error("fabric_page_unaligned", "partition[0].accelerators[0].ipa", "0xb000800 is not 4 KiB aligned");
+    expect_error(
+        "fabric_page_unaligned",
+        r#"partition["rtos"].accelerators["qam16"].ipa"#,
+        "0xb000800 is not 4 KiB aligned",
+    );
 }
 
 #[test]
 fn signal_outside_the_spis() {
     expect_error(
         "fabric_signal_not_spi",
-        "partition[0].accelerators[0].signals",
+        r#"partition["rtos"].accelerators["qam16"].signals"#,
         "signal INTID 27 is out of range 32..=1019 (an SPI)",
     );
 }
@@ -1774,7 +1948,7 @@ fn signal_outside_the_spis() {
 fn signal_on_a_passthrough_interrupt() {
     expect_error(
         "fabric_signal_device_interrupt",
-        "partition[0].accelerators[0].signals",
+        r#"partition["rtos"].accelerators["qam16"].signals"#,
         "signal INTID 39 is already device \"gpio\"'s interrupt",
     );
 }
@@ -1783,7 +1957,7 @@ fn signal_on_a_passthrough_interrupt() {
 fn signal_on_a_doorbell() {
     expect_error(
         "fabric_signal_doorbell",
-        "partition[0].accelerators[0].signals",
+        r#"partition["rtos"].accelerators["qam16"].signals"#,
         "signal INTID 48 is already channel \"frames\"'s doorbell",
     );
 }
@@ -1792,7 +1966,7 @@ fn signal_on_a_doorbell() {
 fn signal_of_two_devices() {
     expect_error(
         "fabric_signal_shared",
-        "partition[0].accelerators[1].signals",
+        r#"partition["rtos"].accelerators["fft1024"].signals"#,
         "partition \"rtos\" accelerator \"fft1024\": signal INTID 92 is already accelerators[0]'s",
     );
 }
@@ -1801,7 +1975,7 @@ fn signal_of_two_devices() {
 fn deadline_without_a_bound() {
     expect_error(
         "fabric_deadline_unbounded",
-        "partition[0].accelerators[0].deadline",
+        r#"partition["rtos"].accelerators["qam16"].deadline"#,
         "partition \"rtos\" accelerator \"qam16\": no bound on its allocation latency, so no deadline can hold: \
          virtual devices of equal or higher priority may hold every PRR that can host it at once (prr1 by partition \
          \"gpos\" accelerator \"qam64\", prr2 by partition \"gpos\" accelerator \"fft512\")",
@@ -1812,7 +1986,7 @@ fn deadline_without_a_bound() {
 fn deadline_of_no_time() {
     expect_error(
         "fabric_deadline_zero",
-        "partition[0].accelerators[0].deadline",
+        r#"partition["rtos"].accelerators["qam16"].deadline"#,
         "partition \"rtos\" accelerator \"qam16\": the deadline must be longer than 0 us",
     );
 }
@@ -1833,7 +2007,7 @@ fn deadline_shorter_than_the_bound() {
     assert_eq!(
         err,
         format!(
-            "{}:{line}:35: error: partition[0].accelerators[0].deadline: partition \"rtos\" accelerator \"qam16\": \
+            "{}:{line}:35: error: partition[\"rtos\"].accelerators[\"qam16\"].deadline: partition \"rtos\" accelerator \"qam16\": \
              the deadline of 800 us is shorter than its worst-case allocation latency, 1894.72 us\n",
             path.display()
         )
@@ -1843,7 +2017,11 @@ fn deadline_shorter_than_the_bound() {
 
 #[test]
 fn too_many_virtual_devices() {
-    expect_error("fabric_too_many_devices", "partition[0].accelerators", "9 virtual devices; at most 8 are allowed");
+    expect_error(
+        "fabric_too_many_devices",
+        r#"partition["rtos"].accelerators"#,
+        "9 virtual devices; at most 8 are allowed",
+    );
 }
 
 #[test]
@@ -1862,14 +2040,14 @@ fn too_many_prrs() {
 
 #[test]
 fn frame_time_finer_than_a_nanosecond() {
-    expect_error("fabric_bad_time", "fabric.accelerator[0].frame", "invalid time \"47.0005us\"");
+    expect_error("fabric_bad_time", r#"fabric.accelerator["qam16"].frame"#, "invalid time \"47.0005us\"");
 }
 
 #[test]
 fn unknown_accelerator_function() {
     expect_error(
         "fabric_unknown_function",
-        "fabric.accelerator[0].function",
+        r#"fabric.accelerator["fir"].function"#,
         "unknown variant `fir64`, expected one of `qam16`, `qam64`, `fft512`, `fft1024`",
     );
 }
@@ -1947,6 +2125,15 @@ fn timed_io_pin_the_controller_lacks() {
 #[test]
 fn timed_io_grant_of_an_unknown_partition() {
     expect_error("timed_io_unknown_partition", "timed_io.grant[0].partition", "no partition is named \"ctrl\"");
+}
+
+#[test]
+fn timed_io_grant_of_a_misspelt_partition() {
+    expect_error(
+        "timed_io_misspelt_partition",
+        "timed_io.grant[0].partition",
+        "no partition is named \"ri\"; did you mean \"rt\"?",
+    );
 }
 
 #[test]

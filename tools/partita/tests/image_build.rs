@@ -74,6 +74,7 @@ fn fixture(name: &str) -> Fixture {
         ],
         entries: vec![None, Some(RAW_BASE + 4)],
         virtio: vec![],
+        unbuilt: vec![],
     };
     Fixture { dir, config, hypervisor }
 }

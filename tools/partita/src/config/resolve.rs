@@ -5,6 +5,7 @@ use super::raw::{
     RawFormat, RawFunction, RawImage, RawInterrupt, RawMemory, RawPartition, RawPlan, RawPlatform, RawRange, RawRight,
     RawSlot, RawTimedIo, RawTrace,
 };
+use super::suggest::did_you_mean;
 use super::virtio::{self, VirtioDevice};
 use super::{Image, ImageFormat};
 use partita_core::config::limits::{CONSOLE_INTID, SPI};
@@ -139,7 +140,7 @@ pub fn resolve(raw: RawConfig, name: String, config_dir: &Path) -> Resolved {
     }
     let virtio = virtio::resolve(&raw.partition, &mut partitions, &platform.board, config_dir, &mut issues);
     let plans: Vec<Plan> = raw.plan.iter().map(|plan| resolve_plan(plan, &partitions)).collect();
-    let mut unresolved = unknown_partitions(&raw.plan, &plans, &mut issues);
+    let mut unresolved = unknown_partitions(&raw.plan, &plans, &partitions, &mut issues);
     let mut channels = Vec::new();
     for (i, raw_channel) in raw.channel.iter().enumerate() {
         channels.push(channel(i, raw_channel, &partitions, &mut issues, &mut unresolved));
@@ -388,7 +389,12 @@ fn slot_of(raw: &RawSlot, partitions: &[Partition]) -> Slot {
 /// Reports each slot naming no partition, with the name only the file
 /// knows, and returns their paths: the validator's report of the same slot
 /// could only cite the meaningless index.
-fn unknown_partitions(raw: &[RawPlan], plans: &[Plan], issues: &mut Vec<Issue>) -> Vec<(String, &'static str)> {
+fn unknown_partitions(
+    raw: &[RawPlan],
+    plans: &[Plan],
+    partitions: &[Partition],
+    issues: &mut Vec<Issue>,
+) -> Vec<(String, &'static str)> {
     let mut unresolved = Vec::new();
     for (i, (plan, raw_plan)) in plans.iter().zip(raw).enumerate() {
         for (c, (core, raw_core)) in plan.cores.iter().zip(&raw_plan.core).enumerate() {
@@ -396,14 +402,19 @@ fn unknown_partitions(raw: &[RawPlan], plans: &[Plan], issues: &mut Vec<Issue>) 
             for (s, (slot, raw_slot)) in slots.filter(|(_, (slot, _))| slot.partition == UNKNOWN_PARTITION) {
                 let path = format!("plan[{i}].core[{c}].slot[{s}]");
                 let name = &raw_slot.partition;
-                let message =
-                    format!("{}: no partition is named \"{name}\"", slot_label(&plan.name, core.cpu, s, name, slot));
+                let label = slot_label(&plan.name, core.cpu, s, name, slot);
+                let message = format!("{label}: no partition is named \"{name}\"{}", partition_hint(name, partitions));
                 issues.push(Issue { path: path.clone(), field: "partition", message });
                 unresolved.push((path, "partition"));
             }
         }
     }
     unresolved
+}
+
+/// `; did you mean "x"?` with the partition name nearest `name`.
+fn partition_hint(name: &str, partitions: &[Partition]) -> String {
+    did_you_mean(name, partitions.iter().map(|p| p.name.as_str()))
 }
 
 /// The fields each kind requires, then those it also takes.
@@ -467,7 +478,8 @@ fn channel(
     let mut index_of = |field: &'static str, name: &str| -> usize {
         partitions.iter().position(|p| p.name == name).unwrap_or_else(|| {
             if !malformed {
-                let message = format!("channel \"{}\": no partition is named \"{name}\"", raw.name);
+                let hint = partition_hint(name, partitions);
+                let message = format!("channel \"{}\": no partition is named \"{name}\"{hint}", raw.name);
                 issues.push(Issue { path: path.clone(), field, message });
                 unresolved.push((path.clone(), field));
             }
@@ -573,7 +585,8 @@ fn timed_io(
         .map(|(g, grant)| {
             let path = format!("timed_io.grant[{g}]");
             let partition = partitions.iter().position(|p| p.name == grant.partition).unwrap_or_else(|| {
-                let message = format!("no partition is named \"{}\"", grant.partition);
+                let hint = partition_hint(&grant.partition, partitions);
+                let message = format!("no partition is named \"{}\"{hint}", grant.partition);
                 issues.push(Issue { path: path.clone(), field: "partition", message });
                 unresolved.push((path.clone(), "partition"));
                 UNKNOWN_PARTITION
@@ -667,7 +680,8 @@ fn fabric(raw: &RawFabric, issues: &mut Vec<Issue>, unresolved: &mut Vec<(String
             let mut indices = Vec::new();
             for host in &raw_prr.hosts {
                 indices.push(index_of(host).unwrap_or_else(|| {
-                    let message = format!("PRR \"{}\": no accelerator is named \"{host}\"", raw_prr.name);
+                    let hint = did_you_mean(host, accelerators.iter().map(|a| a.name.as_str()));
+                    let message = format!("PRR \"{}\": no accelerator is named \"{host}\"{hint}", raw_prr.name);
                     issues.push(Issue { path: path.clone(), field: "hosts", message });
                     unresolved.push((path.clone(), "hosts"));
                     UNKNOWN_ACCELERATOR
@@ -769,8 +783,10 @@ fn virtual_devices(
             // The validator reports a partition with devices and no fabric.
             None => UNKNOWN_ACCELERATOR,
             Some(fabric) => fabric.accelerators.iter().position(|a| a.name == raw_device.name).unwrap_or_else(|| {
+                let hint = did_you_mean(&raw_device.name, fabric.accelerators.iter().map(|a| a.name.as_str()));
+                let (partition, device) = (&raw.name, &raw_device.name);
                 let message =
-                    format!("partition \"{}\": the fabric has no accelerator named \"{}\"", raw.name, raw_device.name);
+                    format!("partition \"{partition}\": the fabric has no accelerator named \"{device}\"{hint}");
                 issues.push(Issue { path: path.clone(), field: "name", message });
                 UNKNOWN_ACCELERATOR
             }),

@@ -13,6 +13,7 @@ pub struct SpanIndex {
 }
 
 /// One step of a path: `partition`, `[1]`, `memory`, ...
+#[derive(Clone, Copy)]
 enum Step<'p> {
     Key(&'p str),
     Index(usize),
@@ -80,6 +81,16 @@ impl<'d> Node<'d> {
         Some(Child { step: format!("[{index}]"), key_span: None, node })
     }
 
+    /// The `name` an entry gives itself, if it is written as a string.
+    fn name(&self) -> Option<&'d str> {
+        let value = match self {
+            Node::Table(table) => table.get("name")?.as_value()?,
+            Node::Inline(table) => table.get("name")?,
+            _ => return None,
+        };
+        value.as_str()
+    }
+
     fn children(&self) -> Vec<Child<'d>> {
         let keys: Vec<&str> = match self {
             Node::Table(table) => table.iter().map(|(key, _)| key).collect(),
@@ -143,9 +154,38 @@ impl SpanIndex {
         best
     }
 
+    /// `path` with every entry that has a name called by it, as a reader
+    /// finds it in the file: `partition[1].device[0]` becomes
+    /// `partition["linux"].device["rtc"]`; entries without one keep their
+    /// index.
+    pub fn named(&self, path: &str) -> String {
+        let mut node = self.root();
+        let mut named = String::new();
+        for step in parse_path(path) {
+            let child = node.as_ref().and_then(|node| match step {
+                Step::Key(key) => node.key(key),
+                Step::Index(index) => node.index(index),
+            });
+            let shown = match (step, child.as_ref().and_then(|child| child.node.name())) {
+                (Step::Key(key), _) => key.to_owned(),
+                (Step::Index(_), Some(name)) => format!("[\"{name}\"]"),
+                (Step::Index(index), None) => format!("[{index}]"),
+            };
+            named = join(&named, &shown);
+            node = child.map(|child| child.node);
+        }
+        named
+    }
+
     /// The dotted path of the deepest entry at `offset`, e.g. `partition[0].memory[1].size`.
     pub fn path_at(&self, offset: usize) -> String {
         self.root().and_then(|root| find(root, offset, "")).unwrap_or_default()
+    }
+
+    /// The byte range of the `key = value` entry whose key starts at
+    /// `offset`.
+    pub fn entry_at(&self, offset: usize) -> Option<Range<usize>> {
+        self.root().and_then(|root| entry(root, offset))
     }
 
     /// 1-based line and column (in characters) of a byte offset.
@@ -159,6 +199,27 @@ impl SpanIndex {
         let line_start = before.rfind('\n').map_or(0, |at| at + 1);
         (line, before[line_start..].chars().count() + 1)
     }
+}
+
+/// The `key = value` entry whose key starts at `offset`, from the key to
+/// the value's end; none for a table of its own (`[section]`), whose
+/// body lies elsewhere.
+fn entry(node: Node<'_>, offset: usize) -> Option<Range<usize>> {
+    for child in node.children() {
+        let value = match child.node {
+            Node::Table(_) | Node::Tables(_) => None,
+            ref leaf => leaf.span(),
+        };
+        if let (Some(key), Some(value)) = (&child.key_span, value) {
+            if key.start == offset {
+                return Some(key.start..value.end);
+            }
+        }
+        if let Some(found) = entry(child.node, offset) {
+            return Some(found);
+        }
+    }
+    None
 }
 
 /// Depth first, because a table's span covers its header and body but the
@@ -194,6 +255,15 @@ mod tests {
         // Defaulted fields point at the table that would hold them.
         assert_eq!(at("partition[0].memory[0]", "phys"), Some((8, 1)));
         assert_eq!(at("hypervisor", "quantum_us"), None);
+    }
+
+    #[test]
+    fn entries_by_name() {
+        let index = SpanIndex::new(TEXT);
+        assert_eq!(index.named("partition[0].memory[0].base"), "partition[\"a\"].memory[0].base");
+        assert_eq!(index.named("partition[0].cpus[1]"), "partition[\"a\"].cpus[1]");
+        assert_eq!(index.named("partition[3].memory[0]"), "partition[3].memory[0]", "no such entry");
+        assert_eq!(index.named("platform.ram"), "platform.ram");
     }
 
     #[test]

@@ -95,13 +95,21 @@ pub fn resolve(
                 continue;
             };
             let Some(backend) = backend(raw_device, config_dir, &mut issue) else { continue };
-            if let Some(m) = partition.memory.iter().position(|region| !region.identity) {
+            let plain: Vec<String> = partition
+                .memory
+                .iter()
+                .enumerate()
+                .filter(|(_, region)| !region.identity)
+                .map(|(m, _)| format!("memory[{m}]"))
+                .collect();
+            if !plain.is_empty() {
                 issue(
                     "kind",
                     format!(
                         "a virtio device reads and writes memory by physical address (DMA, no SMMU), so every \
-                         memory region of the partition must be identity-mapped; memory[{m}] is not \
-                         (identity = true)"
+                         memory region of the partition must be identity-mapped; add `identity = true` to {} \
+                         (its host address is then its `base`)",
+                        plain.join(" and ")
                     ),
                 );
             }
@@ -122,7 +130,8 @@ fn backend(raw: &RawVirtio, config_dir: &Path, issue: &mut impl FnMut(&'static s
         (RawVirtioKind::Block, Some(file)) => {
             let joined = config_dir.join(file);
             let file = std::path::absolute(&joined).unwrap_or(joined);
-            if !file.is_file() {
+            // A guest's disk not built yet is `build`'s to make, not an error.
+            if !file.is_file() && !crate::guests::unbuilt(&file) {
                 issue("file", format!("disk image not found: {}", file.display()));
                 return None;
             }

@@ -13,6 +13,10 @@ use alloc::collections::BTreeMap;
 use alloc::format;
 use alloc::string::String;
 
+/// Where a placement hint puts a region: on 2 MiB, as Partita places
+/// regions itself, so that stage 2 can map it in blocks.
+const PLACEMENT_ALIGN: u64 = 2 << 20;
+
 impl Validator<'_> {
     /// The rules of one partition's regions and devices, in that order.
     pub(super) fn mappings(&mut self, p: usize, partition: &Partition) {
@@ -50,7 +54,8 @@ impl Validator<'_> {
         }
         if self.overlaps.between(Space::Physical, Item::Memory(p, m), Item::Hypervisor) {
             let hypervisor = self.system.hypervisor.memory;
-            let message = format!("memory region overlaps hypervisor memory ({})", hex_range(&hypervisor));
+            let hint = self.placement_hint(p, m);
+            let message = format!("memory region overlaps hypervisor memory ({}){hint}", hex_range(&hypervisor));
             self.push(path, "phys", message);
         }
     }
@@ -182,11 +187,35 @@ impl Validator<'_> {
                 for (other, range) in overlaps.before(Space::Physical, Item::Memory(p, m)) {
                     let Item::Memory(q, n) = other else { continue };
                     let name = self.partition_name(q);
-                    let message =
-                        format!("memory region overlaps partition \"{name}\" memory[{n}] ({})", hex_range(&range));
+                    let hint = self.placement_hint(p, m);
+                    let message = format!(
+                        "memory region overlaps partition \"{name}\" memory[{n}] ({}){hint}",
+                        hex_range(&range)
+                    );
                     self.push(memory_path(p, m), "phys", message);
                 }
             }
+        }
+    }
+
+    /// How to move region `m` of partition `p` off what it overlaps: Partita
+    /// places a region without `phys` itself, and an identity region moves
+    /// with its `base`; the free range offered is the one nearest where
+    /// the region is now.
+    fn placement_hint(&self, p: usize, m: usize) -> String {
+        let Some(region) = self.system.partitions.get(p).and_then(|partition| partition.memory.get(m)) else {
+            return String::new();
+        };
+        let ram = self.system.platform.ram;
+        let free = self.overlaps.free_near(ram, region.size, region.pa, Item::Memory(p, m), PLACEMENT_ALIGN);
+        let free = free.map_or_else(
+            || " (no free range of that size is left in RAM)".into(),
+            |base| format!(" such as {}", hex_range(&crate::config::model::Range::new(base, region.size))),
+        );
+        if region.identity {
+            format!("; move `base` (and `phys`) to a free range{free}")
+        } else {
+            format!("; drop `phys` to let Partita place the region, or move it to a free range{free}")
         }
     }
 
@@ -218,7 +247,9 @@ impl Validator<'_> {
                 for &Interrupt { intid, .. } in &device.interrupts {
                     if let Some(&(q, e)) = owners.get(&intid) {
                         let message = format!(
-                            "interrupt {intid} is already claimed by partition \"{}\" device \"{}\"",
+                            "interrupt {intid} is already claimed by partition \"{}\" device \"{}\"; an interrupt \
+                             goes to one partition only, so remove {intid} from one of the two `interrupts` lists \
+                             (partitions that both need to hear of an event can share a channel's doorbell)",
                             self.partition_name(q),
                             self.device_name(q, e)
                         );

@@ -184,6 +184,24 @@ impl Overlaps {
         indices.iter().map(|&o| (self.spans[o].item, self.spans[o].range))
     }
 
+    /// The base of the free host-physical range of `size` bytes nearest
+    /// `around` inside `within`, clear of every range collected but
+    /// `except`'s: what a message about an overlap can offer instead. A
+    /// free stretch begins at `within`'s base or where a range ends, so
+    /// those, aligned to `align`, are the candidates.
+    pub(super) fn free_near(&self, within: Range, size: u64, around: u64, except: Item, align: u64) -> Option<u64> {
+        let taken = || {
+            let others = self.spans.iter().filter(move |s| s.item != except && s.item != Item::Ram);
+            others.filter(|s| s.space == Space::Physical).map(|s| s.range)
+        };
+        let starts = core::iter::once(within.base).chain(taken().map(|range| range.end()));
+        let fits = |&base: &u64| {
+            let range = Range::new(base, size);
+            within.covers(&range) && !taken().any(|other| other.overlaps(&range))
+        };
+        starts.filter_map(|start| start.checked_next_multiple_of(align)).filter(fits).min_by_key(|b| b.abs_diff(around))
+    }
+
     /// Whether `a` and `b` overlap in `space`.
     pub(super) fn between(&self, space: Space, a: Item, b: Item) -> bool {
         match (self.find(space, a), self.find(space, b)) {

@@ -37,6 +37,18 @@ impl CoreAt<'_> {
     }
 }
 
+/// How to bring a slot that runs past its major frame back inside: the
+/// frame restarts at `frame`, so the rest of the slot would never run.
+fn frame_hint(slot: &Slot, frame: u64) -> String {
+    let grow = format!("set major_frame_us to at least {} (on every core of the plan)", slot.end_us());
+    if slot.start_us < frame {
+        let (lost, fits) = (slot.end_us() - frame, frame - slot.start_us);
+        format!("; the frame restarts there, so its last {lost} us are never reached: shorten duration_us to {fits} or {grow}")
+    } else {
+        format!("; the frame restarts there, so the slot is never reached: start it before {frame} or {grow}")
+    }
+}
+
 /// Per slot of a core, the first slot before it that it overlaps.
 fn first_overlapped(core: &CyclicCore) -> Vec<Option<usize>> {
     let intervals: Vec<((), u64, u64)> = core.slots.iter().map(|slot| ((), slot.start_us, slot.end_us())).collect();
@@ -129,7 +141,8 @@ impl Validator<'_> {
         } else if frame != 0 && slot.end_us() > frame {
             // A slot that even starts outside the frame is fixed at its start.
             let field = if slot.start_us >= frame { "start_us" } else { "duration_us" };
-            self.push(path.into(), field, format!("{label} ends beyond the major frame ({frame} us)"));
+            let message = format!("{label} ends beyond the major frame ({frame} us){}", frame_hint(slot, frame));
+            self.push(path.into(), field, message);
         }
         if let Some(first) = overlapped {
             let other = &at.core.slots[first];
