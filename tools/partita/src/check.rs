@@ -453,17 +453,18 @@ fn switch_table(system: &System, plan: &Plan, profile: &PlatformProfile) -> Stri
         return String::new();
     }
     let limit = system.hypervisor.overhead_limit_bp;
+    let switch = profile.switch();
     let mut out = format!(
-        "  partition switches: PCS {} ns ({}), limit {} %\n",
-        profile.pcs_ns,
-        profile.measured,
+        "  partition switches: PCS {} ({}), limit {} %\n",
+        us(switch.ns),
+        switch.source,
         basis_points_text(limit)
     );
     let mut rows = vec![["PARTITION", "SLOTS", "SUM SD", "PL"].map(String::from)];
     for loss in losses {
         let name = system.partitions.get(loss.partition).map_or("?", |p| p.name.as_str());
-        let over = if loss.exceeds(profile.pcs_ns, limit) { "  over the limit" } else { "" };
-        let pl = format!("{} %{over}", thousandths_text(loss.thousandths_of_percent(profile.pcs_ns)));
+        let over = if loss.exceeds(switch.ns, limit) { "  over the limit" } else { "" };
+        let pl = format!("{} %{over}", thousandths_text(loss.thousandths_of_percent(switch.ns)));
         rows.push([name.to_owned(), loss.slots.to_string(), format!("{} us", loss.slot_us), pl]);
     }
     for line in table(&rows).lines() {
@@ -493,17 +494,20 @@ fn dma_warnings(system: &System) -> Vec<String> {
 }
 
 /// One line per partition whose partition switches take more of its slot
-/// time than `hypervisor.overhead_limit_percent` allows.
+/// time than `hypervisor.overhead_limit_percent` allows, and one per DMA
+/// device.
 pub fn warnings(system: &System, profile: &PlatformProfile) -> Vec<String> {
     let limit = system.hypervisor.overhead_limit_bp;
     let mut warnings = dma_warnings(system);
+    let switch = profile.switch();
     for plan in &system.plans {
-        for loss in switch_losses(plan).into_iter().filter(|loss| loss.exceeds(profile.pcs_ns, limit)) {
+        for loss in switch_losses(plan).into_iter().filter(|loss| loss.exceeds(switch.ns, limit)) {
             let name = system.partitions.get(loss.partition).map_or("?", |p| p.name.as_str());
             warnings.push(format!(
-                "plan \"{}\": partition \"{name}\" loses {} % to partition switches (limit {} %)",
+                "plan \"{}\": partition \"{name}\" loses {} % to partition switches of {} each (limit {} %)",
                 plan.name,
-                thousandths_text(loss.thousandths_of_percent(profile.pcs_ns)),
+                thousandths_text(loss.thousandths_of_percent(switch.ns)),
+                us(switch.ns),
                 basis_points_text(limit)
             ));
         }

@@ -15,15 +15,31 @@ const PROFILES: &[(&str, &str)] = &[
     ("zcu102", include_str!("../../../platforms/zcu102.toml")),
 ];
 
+/// Guest nanoseconds of one instruction under QEMU `-icount shift=N`:
+/// QEMU advances the guest's clock 2^N ns per instruction, whatever the
+/// host does. With N = 4 that is 16 ns, one tick of the 62.5 MHz counter
+/// of both boards, so a switch measured in counter ticks is measured in
+/// instructions. Every conversion of a count to time goes through here.
+pub const fn ns_per_instruction(shift: u32) -> u64 {
+    1 << shift
+}
+
 /// What one board's file says. Keys beyond these are ignored, so that
 /// `partita bench pcs` may record more than `check` reads.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "RawProfile")]
 pub struct PlatformProfile {
-    /// One partition context switch, in wall-clock nanoseconds.
+    /// One partition context switch, in wall-clock nanoseconds. Under an
+    /// emulator it is mostly the host's timer delivery and load, so the
+    /// overhead model does not take it (see [`PlatformProfile::switch`]).
     pub pcs_ns: u64,
     /// The same switch in instructions, under QEMU `-icount`.
     pub pcs_instructions: u64,
+    /// The largest switch of a run in instructions, when recorded.
+    pub pcs_max_instructions: Option<u64>,
+    /// Guest nanoseconds per instruction of the `-icount` pass that
+    /// counted `pcs_instructions` ([`ns_per_instruction`]).
+    pub pcs_ns_per_instruction: u64,
     /// How and when the numbers were produced.
     pub measured: String,
     /// The atomic costs of an accelerator allocation (Ker-ONE Table 4), in
@@ -45,6 +61,8 @@ pub struct PlatformProfile {
 struct RawProfile {
     pcs_ns: u64,
     pcs_instructions: u64,
+    pcs_max_instructions: Option<u64>,
+    pcs_ns_per_instruction: u64,
     measured: String,
     accel_trap_ns: Option<u64>,
     accel_resume_ns: Option<u64>,
@@ -71,6 +89,13 @@ impl TryFrom<RawProfile> for PlatformProfile {
     type Error = String;
 
     fn try_from(raw: RawProfile) -> Result<Self, String> {
+        // QEMU takes -icount shift=0 to 10.
+        if !(ns_per_instruction(0)..=ns_per_instruction(10)).contains(&raw.pcs_ns_per_instruction) {
+            return Err(format!(
+                "pcs_ns_per_instruction = {}: under -icount an instruction is 1 to 1024 ns of guest time",
+                raw.pcs_ns_per_instruction
+            ));
+        }
         let keys = [
             ("accel_trap_ns", raw.accel_trap_ns),
             ("accel_resume_ns", raw.accel_resume_ns),
@@ -124,12 +149,49 @@ impl TryFrom<RawProfile> for PlatformProfile {
         Ok(PlatformProfile {
             pcs_ns: raw.pcs_ns,
             pcs_instructions: raw.pcs_instructions,
+            pcs_max_instructions: raw.pcs_max_instructions,
+            pcs_ns_per_instruction: raw.pcs_ns_per_instruction,
             measured: raw.measured,
             accel,
             accel_measured: raw.accel_measured,
             response,
             response_measured: raw.response_measured,
         })
+    }
+}
+
+/// The partition switch the overhead model charges each slot, and where
+/// the figure comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Switch {
+    pub ns: u64,
+    /// `-icount measurement of 1371 instructions at 16 ns, at most 1373;
+    /// partita bench pcs --runs 3 --save, 2026-11-28`.
+    pub source: String,
+}
+
+impl PlatformProfile {
+    /// The `-icount` count in guest time: it depends on Partita's switch
+    /// path alone, where the wall-clock `pcs_ns` of an emulator measures
+    /// the host. Each board's figure stays that until the board itself is
+    /// measured.
+    pub fn switch(&self) -> Switch {
+        let ns = self.pcs_instructions.saturating_mul(self.pcs_ns_per_instruction);
+        let largest = self
+            .pcs_max_instructions
+            .filter(|&max| max != self.pcs_instructions)
+            .map_or(String::new(), |max| format!(", at most {max}"));
+        // The command and date; the method that follows is in the file.
+        let by = self.measured.split_once(": ").map_or(self.measured.as_str(), |(head, _)| head);
+        let source = if self.pcs_instructions == 0 {
+            self.measured.clone()
+        } else {
+            format!(
+                "-icount measurement of {} instructions at {} ns{largest}; {by}",
+                self.pcs_instructions, self.pcs_ns_per_instruction
+            )
+        };
+        Switch { ns, source }
     }
 }
 
@@ -235,6 +297,8 @@ pub fn for_system(system: &partita_core::config::model::System) -> Result<Platfo
         Err(_) if system.plans.is_empty() => Ok(PlatformProfile {
             pcs_ns: 0,
             pcs_instructions: 0,
+            pcs_max_instructions: None,
+            pcs_ns_per_instruction: 0,
             measured: format!("nothing measured on {board} yet"),
             accel: None,
             accel_measured: None,
@@ -260,10 +324,13 @@ mod tests {
 
     #[test]
     fn a_complete_profile() {
-        let text = "pcs_ns = 2500\npcs_instructions = 900\nmeasured = \"bench pcs, 100 runs\"\nruns = 100\n";
+        let text = "pcs_ns = 2500\npcs_instructions = 900\npcs_ns_per_instruction = 16\npcs_max_instructions = 950\n\
+                    measured = \"bench pcs, 100 runs\"\nruns = 100\n";
         let expected = PlatformProfile {
             pcs_ns: 2500,
             pcs_instructions: 900,
+            pcs_max_instructions: Some(950),
+            pcs_ns_per_instruction: 16,
             measured: "bench pcs, 100 runs".into(),
             accel: None,
             accel_measured: None,
@@ -292,7 +359,7 @@ mod tests {
 
     #[test]
     fn response_costs_are_written_read_back_and_kept_by_other_measurements() {
-        let base = "pcs_ns = 1\npcs_instructions = 1\nmeasured = \"m\"\n";
+        let base = "pcs_ns = 1\npcs_instructions = 1\npcs_ns_per_instruction = 16\nmeasured = \"m\"\n";
         let text = with_response_costs(base, &response_costs(), "bench response, today");
         let profile = parse("p.toml", &text).unwrap();
         assert_eq!(profile.response, Some(response_costs()));
@@ -301,7 +368,10 @@ mod tests {
         assert_eq!(again.matches("response_sched_instructions").count(), 1, "{again}");
         assert_eq!(again.matches("# What Partita adds").count(), 1, "the header once: {again}");
         // `bench pcs --save` rewrites the file from its own keys.
-        let rewritten = keep_accel_costs("pcs_ns = 2\npcs_instructions = 2\nmeasured = \"n\"\n", &text);
+        let rewritten = keep_accel_costs(
+            "pcs_ns = 2\npcs_instructions = 2\npcs_ns_per_instruction = 16\nmeasured = \"n\"\n",
+            &text,
+        );
         assert_eq!(parse("p.toml", &rewritten).unwrap().response, Some(response_costs()), "{rewritten}");
         let with_accel = with_accel_costs(&text, &parse("a", &format!("{base}{ACCEL}")).unwrap().accel.unwrap(), "a");
         assert_eq!(parse("p.toml", &with_accel).unwrap().response, Some(response_costs()), "{with_accel}");
@@ -309,7 +379,7 @@ mod tests {
 
     #[test]
     fn response_costs_all_or_none() {
-        let base = "pcs_ns = 1\npcs_instructions = 1\nmeasured = \"m\"\n";
+        let base = "pcs_ns = 1\npcs_instructions = 1\npcs_ns_per_instruction = 16\nmeasured = \"m\"\n";
         let error = parse("p.toml", &format!("{base}response_sched_instructions = 5\n")).unwrap_err().to_string();
         assert!(error.contains("response costs are incomplete"), "{error}");
         let text = with_response_costs(base, &response_costs(), "m").replace(".cyclic.", ".busy.");
@@ -319,7 +389,7 @@ mod tests {
 
     #[test]
     fn accelerator_costs_all_or_none() {
-        let base = "pcs_ns = 1\npcs_instructions = 1\nmeasured = \"m\"\n";
+        let base = "pcs_ns = 1\npcs_instructions = 1\npcs_ns_per_instruction = 16\nmeasured = \"m\"\n";
         let costs = parse("p.toml", &format!("{base}{ACCEL}")).unwrap().accel.expect("all nine given");
         assert_eq!(costs.paths(), [3_030, 6_760, 5_100, 9_960], "Ker-ONE's Table 4 gives eq. 6");
         let partial =
@@ -350,9 +420,9 @@ mod tests {
         let missing = error("pcs_ns = 1\nmeasured = \"\"\n");
         assert!(missing.starts_with("invalid platform profile platforms/x.toml"), "{missing}");
         assert!(missing.contains("missing field `pcs_instructions`"), "{missing}");
-        let negative = error("pcs_ns = -1\npcs_instructions = 1\nmeasured = \"\"\n");
+        let negative = error("pcs_ns = -1\npcs_instructions = 1\npcs_ns_per_instruction = 16\nmeasured = \"\"\n");
         assert!(negative.contains("(line 1)") && negative.contains("-1"), "{negative}");
-        let text = error("pcs_ns = \"2us\"\npcs_instructions = 1\nmeasured = \"\"\n");
+        let text = error("pcs_ns = \"2us\"\npcs_instructions = 1\npcs_ns_per_instruction = 16\nmeasured = \"\"\n");
         assert!(text.contains("invalid type: string \"2us\", expected u64"), "{text}");
         assert!(error("pcs_ns = [").contains("invalid platform profile"));
     }
@@ -371,12 +441,56 @@ mod tests {
         for board in partita_core::config::model::BOARDS {
             let profile = for_board(board).unwrap();
             assert!(profile.pcs_ns > 0 && profile.pcs_instructions > 0, "{board}: {profile:?}");
+            let switch = profile.switch();
+            assert_eq!(switch.ns, profile.pcs_instructions * profile.pcs_ns_per_instruction, "{board}");
+            assert!(switch.source.starts_with("-icount measurement of "), "{board}: {}", switch.source);
+            assert!(switch.source.contains(&format!("bench pcs{}", bench_board(board))), "{board}: {}", switch.source);
+        }
+    }
+
+    /// How `bench pcs` names a board other than its default.
+    fn bench_board(board: &str) -> String {
+        if board == "qemu-virt" {
+            String::new()
+        } else {
+            format!(" --board {board}")
         }
     }
 
     #[test]
+    fn the_switch_is_the_icount_count_in_guest_time_with_its_source() {
+        let text = "pcs_ns = 86783\npcs_instructions = 1371\npcs_ns_per_instruction = 16\n\
+                    pcs_max_instructions = 1373\nmeasured = \"partita bench pcs --runs 3 --save, 2026-11-28: medians\"\n";
+        let switch = parse("p.toml", text).unwrap().switch();
+        assert_eq!(switch.ns, 21_936, "1371 instructions of 16 ns, not the wall-clock 86783 ns");
+        assert_eq!(
+            switch.source,
+            "-icount measurement of 1371 instructions at 16 ns, at most 1373; partita bench pcs --runs 3 --save, \
+             2026-11-28"
+        );
+        let same = text.replace("1373", "1371");
+        let source = parse("p.toml", &same).unwrap().switch().source;
+        assert!(source.starts_with("-icount measurement of 1371 instructions at 16 ns; "), "{source}");
+        assert_eq!(ns_per_instruction(4), 16);
+    }
+
+    #[test]
+    fn an_instruction_takes_what_an_icount_shift_gives() {
+        let text =
+            |ns: u64| format!("pcs_ns = 1\npcs_instructions = 1\npcs_ns_per_instruction = {ns}\nmeasured = \"m\"\n");
+        for ns in [0, 2000] {
+            let error = parse("p.toml", &text(ns)).unwrap_err().to_string();
+            assert!(
+                error.contains(&format!("pcs_ns_per_instruction = {ns}: under -icount an instruction is 1 to 1024 ns")),
+                "{error}"
+            );
+        }
+        assert_eq!(parse("p.toml", &text(1024)).unwrap().switch().ns, 1024);
+    }
+
+    #[test]
     fn saving_accelerator_costs_replaces_only_them() {
-        let base = "pcs_ns = 1\npcs_instructions = 1\nmeasured = \"m\"\n";
+        let base = "pcs_ns = 1\npcs_instructions = 1\npcs_ns_per_instruction = 16\nmeasured = \"m\"\n";
         let costs = AtomicCosts { trap: 1, resume: 2, pl_irq: 3, search: 4, ..AtomicCosts::default() };
         let once = with_accel_costs(&format!("{base}{ACCEL}"), &costs, "bench accel");
         let profile = parse("p.toml", &once).unwrap();
@@ -384,7 +498,10 @@ mod tests {
         assert_eq!((profile.pcs_ns, profile.measured.as_str()), (1, "m"));
         let twice = with_accel_costs(&once, &costs, "bench accel");
         assert_eq!(twice, once, "saving again leaves one block of costs");
-        let pcs_saved = keep_accel_costs("pcs_ns = 5\npcs_instructions = 5\nmeasured = \"n\"\n", &once);
+        let pcs_saved = keep_accel_costs(
+            "pcs_ns = 5\npcs_instructions = 5\npcs_ns_per_instruction = 16\nmeasured = \"n\"\n",
+            &once,
+        );
         assert_eq!(parse("p.toml", &pcs_saved).unwrap().accel, Some(costs));
         assert_eq!(with_accel_costs(&pcs_saved, &costs, "bench accel").matches(ACCEL_HEADER).count(), 1);
     }

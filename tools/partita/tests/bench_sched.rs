@@ -95,6 +95,8 @@ fn xtratums_own_pcs_gives_its_theoretical_column() {
     let atom = PlatformProfile {
         pcs_ns: 11_000,
         pcs_instructions: 0,
+        pcs_max_instructions: None,
+        pcs_ns_per_instruction: 16,
         measured: String::new(),
         accel: None,
         accel_measured: None,
@@ -110,6 +112,8 @@ fn xtratums_own_pcs_gives_its_theoretical_column() {
     let profile = PlatformProfile {
         pcs_ns: 0,
         pcs_instructions: 1250,
+        pcs_max_instructions: None,
+        pcs_ns_per_instruction: 16,
         measured: String::new(),
         accel: None,
         accel_measured: None,
@@ -265,6 +269,8 @@ fn the_saved_profile_parses_back_to_the_medians() {
     let expected = PlatformProfile {
         pcs_ns: 1280,
         pcs_instructions: 1490,
+        pcs_max_instructions: Some(1550),
+        pcs_ns_per_instruction: 16,
         measured: measured.measured.clone(),
         accel: None,
         accel_measured: None,
@@ -300,6 +306,8 @@ fn the_slots_report_sets_measured_beside_predicted_and_xtratum() {
     let profile = PlatformProfile {
         pcs_ns: 20_000,
         pcs_instructions: 1250,
+        pcs_max_instructions: None,
+        pcs_ns_per_instruction: 16,
         measured: "unit".into(),
         accel: None,
         accel_measured: None,

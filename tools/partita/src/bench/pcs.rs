@@ -93,7 +93,7 @@ pub fn unit(pass: Pass) -> &'static str {
 pub fn from_ticks(pass: Pass, ticks: f64, hz: u64) -> f64 {
     let ns = ticks * 1e9 / hz as f64;
     match pass.shift {
-        Some(shift) => ns / (1u64 << shift) as f64,
+        Some(shift) => ns / profile::ns_per_instruction(shift) as f64,
         None => ns,
     }
 }
@@ -222,7 +222,7 @@ pub fn count_ms(duration_ms: u64) -> u64 {
 /// PCS / D, with PCS from the profile in the pass's unit.
 pub fn predicted_loss(profile: &PlatformProfile, pass: Pass, duration_ms: u64) -> f64 {
     let pcs_ns = match pass.shift {
-        Some(shift) => profile.pcs_instructions as f64 * (1u64 << shift) as f64,
+        Some(shift) => profile.pcs_instructions as f64 * profile::ns_per_instruction(shift) as f64,
         None => profile.pcs_ns as f64,
     };
     pcs_ns / (duration_ms as f64 * 1e6)
@@ -466,6 +466,7 @@ impl PcsReport {
             pcs_instructions: icount.mean.round() as u64,
             pcs_max_ns: wall.max.round() as u64,
             pcs_max_instructions: icount.max.round() as u64,
+            pcs_ns_per_instruction: profile::ns_per_instruction(shift),
             measured: format!(
                 "partita bench pcs{board} --runs {runs} --save, {date}: medians over {runs} runs of the mean and max \
                  entry delay over {PCS_COUNT_MS} slots of {PCS_SLOT_MS} ms, wall-clock and -icount shift={shift}",
@@ -560,6 +561,7 @@ pub struct Measured {
     pub pcs_instructions: u64,
     pub pcs_max_ns: u64,
     pub pcs_max_instructions: u64,
+    pub pcs_ns_per_instruction: u64,
     pub measured: String,
 }
 
@@ -572,14 +574,19 @@ pub fn profile_text(m: &Measured) -> String {
          # in its overhead model. `partita bench pcs{} --save` rewrites this file.\n\
          \n\
          # One partition context switch (PCS), wall-clock nanoseconds: the mean delay\n\
-         # from a slot's planned start to its vCPU's entry.\n\
+         # from a slot's planned start to its vCPU's entry. Under an emulator it\n\
+         # measures the host, so `check` does not read it.\n\
          pcs_ns = {}\n\
-         # The same switch in guest instructions, under QEMU -icount.\n\
+         # The same switch in guest instructions, under QEMU -icount, and the guest\n\
+         # nanoseconds of one instruction there (2^shift): their product is the PCS\n\
+         # that `check` charges each slot.\n\
          pcs_instructions = {}\n\
+         pcs_ns_per_instruction = {}\n\
          # How and when the numbers were produced.\n\
          measured = {measured}\n\
          \n\
-         # The largest delay of a run (median over the runs); `check` does not read these.\n\
+         # The largest delay of a run (median over the runs); `check` names the\n\
+         # largest count beside the mean.\n\
          pcs_max_ns = {}\n\
          pcs_max_instructions = {}\n",
         m.board.machine(),
@@ -589,6 +596,7 @@ pub fn profile_text(m: &Measured) -> String {
         },
         m.pcs_ns,
         m.pcs_instructions,
+        m.pcs_ns_per_instruction,
         m.pcs_max_ns,
         m.pcs_max_instructions
     )
@@ -752,7 +760,7 @@ impl SlotsReport {
             self.passes()
                 .iter()
                 .find_map(|p| p.shift)
-                .map_or_else(|| "2^shift".to_string(), |s| (1u64 << s).to_string()),
+                .map_or_else(|| "2^shift".to_string(), |s| profile::ns_per_instruction(s).to_string()),
             self.profile_measured,
             XTRATUM_TABLE_1[6].1
         );
