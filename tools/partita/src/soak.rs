@@ -62,7 +62,7 @@ impl Allocation {
     /// Over its bound once the time the fabric's pCPU did not execute is
     /// granted: that time is no path of Partita's.
     pub fn over_bound(&self) -> bool {
-        self.bound.is_some_and(|bound| self.ticks.saturating_sub(self.absent) > bound)
+        self.bound.is_some_and(|bound| self.partita() > bound)
     }
 
     /// Longer than its bound, before anything is granted.
