@@ -270,7 +270,8 @@ pub fn give_due_timers(sys: &System, me: &PerCpu, vcpu: &Vcpu) {
         return;
     }
     for intid in TIMER_INTIDS {
-        if !loaded_timer_asserted(intid) {
+        // One the guest is still handling is linked again, not given twice.
+        if !loaded_timer_asserted(intid) || bits(listed()).any(|n| Lr(Lrs::read(n)).intid() == intid) {
             continue;
         }
         // Disabled in its vGIC: left to fire, as `forward_timer` masks it.
@@ -385,8 +386,28 @@ pub fn release_private_hw(vgic: &mut VgicContext) {
         Gic::deactivate(entry.intid());
         *value = match entry.state() {
             State::Pending => 0,
-            _ => entry.0 & !(1 << 61) & !(0x3ff << 32),
+            _ => entry.unlinked().0,
         };
+    }
+}
+
+/// When a vCPU comes back onto a pCPU: a timer it was handling when it left
+/// (its entry active, unlinked by [`release_private_hw`]) is linked to the
+/// physical PPI again, made active. Natively the interrupt stays active
+/// until the guest completes it, so its line, still asserted until the
+/// handler clears the timer, does not signal it again; unlinked, the PPI
+/// would fire at once and be delivered a second time after the guest's
+/// completion, when the handler had already cleared its timer.
+pub fn relink_private_hw(vgic: &mut VgicContext) {
+    let mut left = vgic.listed;
+    while left != 0 {
+        let n = left.trailing_zeros() as usize;
+        left &= left - 1;
+        let entry = Lr(vgic.lrs[n]);
+        if entry.state() == State::Active && is_timer(entry.intid()) && !entry.hw() {
+            Gic::activate_private(entry.intid());
+            vgic.lrs[n] = entry.linked().0;
+        }
     }
 }
 

@@ -290,6 +290,10 @@ static bool parse_token(const char *tok, u32 n, struct bootargs *a)
 		if (!parse_u64(v, vlen, &num) || num == 0)
 			return false;
 		a->ptimer_rounds = num;
+	} else if (KEY("ptimer_hold_us")) {
+		if (!parse_u64(v, vlen, &num) || num > 100000)
+			return false;
+		a->ptimer_hold_us = num;
 	} else if (KEY("vcpu-ctl")) {
 		if (!parse_u64(v, vlen, &num) || num > 1)
 			return false;
@@ -613,6 +617,7 @@ void bootargs_parse(const char *cmdline, struct bootargs *a)
 	a->irq_bench_at_ms = 0;
 	a->ptimer_ms = DEFAULT_PTIMER_MS;
 	a->ptimer_rounds = DEFAULT_PTIMER_ROUNDS;
+	a->ptimer_hold_us = 0;
 	a->vcpu_ctl = false;
 	a->part_ctl = PART_CTL_NONE;
 	a->target = 0;

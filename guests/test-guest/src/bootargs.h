@@ -105,6 +105,7 @@ struct bootargs {
 	u64 irq_bench_delay;		/* irq-bench's shortest delay, in counter ticks */
 	u64 irq_bench_at_ms;		/* irq-bench starts at this counter time; 0: at once */
 	u64 ptimer_ms, ptimer_rounds;	/* arch=ptimer: each round's delay, and how many */
+	u64 ptimer_hold_us;		/* arch=ptimer: the handler keeps the line asserted this long */
 	/* Hypercall tests (control.c); 0 leaves each one off. */
 	bool vcpu_ctl;			/* own vCPU 1: start, suspend, resume, halt */
 	enum part_ctl_kind part_ctl;	/* an operation on partition `target` */

@@ -267,9 +267,12 @@ fn switch_to(sys: &'static System, me: &'static PerCpu, part: &'static Partition
     // the incoming vCPU's timer from ever firing.
     Gic::deactivate_both(TIMER_INTIDS[0], TIMER_INTIDS[1]);
     {
-        let ctx = vcpu.context.lock();
+        let mut ctx = vcpu.context.lock();
         ctx.el1.restore();
         crate::partition::fp::enter(me, &ctx);
+        if !me.direct {
+            vgic::relink_private_hw(&mut ctx.vgic);
+        }
         ctx.vgic.restore();
         load_debug(me, &ctx);
         vgic::note_loaded(vcpu, &ctx.vgic);

@@ -57,6 +57,24 @@ fn partitions_sharing_a_pcpu_each_have_their_own_physical_timer() {
     }
 }
 
+/// A slow handler on a shared pCPU: it holds its timer's line for 2 ms,
+/// twice the quantum, so the other partition runs while its interrupt is
+/// active. Natively an active interrupt does not signal again, and the line
+/// is low by the completion; a vCPU switched out mid-handler must find it
+/// so when it is back, not a second delivery of the same deadline.
+#[test]
+fn a_timer_handled_across_a_switch_is_delivered_once() {
+    let parts = [
+        part("slow", &[1], "arch=ptimer ptimer_ms=3 ptimer_rounds=20 ptimer_hold_us=2000 ticks=1 period_ms=1"),
+        part("busy", &[1], "arch=ptimer ptimer_ms=7 ptimer_rounds=10 ptimer_hold_us=2000 ticks=1 period_ms=1"),
+    ];
+    let boot = boot("qemu-ptimer-slow", &machine(parts), HANG_LIMIT);
+    assert_powered_off(&boot);
+    for (name, rounds, ms) in [("slow", 20, 3), ("busy", 10, 7)] {
+        expect_rounds(boot.log(name), rounds, ms);
+    }
+}
+
 /// QEMU virt's PL031 passed through (SPI 2, INTID 34) and both EL1 timers:
 /// a line that rose and fell while its interrupt was disabled is not
 /// delivered once it is enabled, ISPENDR shows the line, and each

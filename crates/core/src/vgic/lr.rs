@@ -62,6 +62,18 @@ impl Lr {
         Virq { intid: self.intid(), priority: self.priority(), hw: self.hw() }
     }
 
+    /// The entry as a purely virtual one: no physical interrupt is
+    /// deactivated when the guest completes it.
+    pub fn unlinked(self) -> Lr {
+        Lr(self.0 & !HW & !(0x3ff << PINTID_SHIFT))
+    }
+
+    /// The entry linked to the physical interrupt of the same INTID: the
+    /// guest's completion deactivates that too.
+    pub fn linked(self) -> Lr {
+        Lr(self.unlinked().0 | HW | u64::from(self.intid()) << PINTID_SHIFT)
+    }
+
     /// Adds the pending state to an entry that is active (an edge interrupt
     /// that fired again while the guest handles it).
     fn also_pending(self) -> Lr {
@@ -244,6 +256,18 @@ mod tests {
 
     fn virq(intid: u32, priority: u8) -> Virq {
         Virq { intid, priority, hw: false }
+    }
+
+    #[test]
+    fn a_link_is_dropped_and_made_again_without_touching_the_rest() {
+        let timer = Lr::pending(Virq { intid: 30, priority: 0xa0, hw: true });
+        let active = Lr(timer.0 & !(0b11 << STATE_SHIFT) | 2 << STATE_SHIFT);
+        let unlinked = active.unlinked();
+        assert!(!unlinked.hw());
+        assert_eq!((unlinked.intid(), unlinked.priority(), unlinked.state()), (30, 0xa0, State::Active));
+        assert_eq!(unlinked.0 >> PINTID_SHIFT & 0x3ff, 0, "no pINTID, and no EOI maintenance bit");
+        assert_eq!(unlinked.linked(), active);
+        assert_eq!(active.linked(), active);
     }
 
     #[test]
