@@ -10,6 +10,8 @@ mod common;
 use common::linux::*;
 use common::*;
 use partita::config::raw::{RawDevice, RawPartition};
+use partita::paths;
+use std::process::Command;
 use std::time::Duration;
 
 /// QEMU `virt`'s PL031 and its interrupt (SPI 2).
@@ -63,4 +65,59 @@ fn the_documented_passthrough_devices_probe_and_work_under_linux() {
     assert!(!boot.hypervisor.contains("does not own"), "{}", boot.hypervisor);
     let hm = hm_log("linux-devices");
     assert!(hm.trim().is_empty(), "health events:\n{hm}");
+}
+
+/// The fenced block of `language` in `doc` that contains `needle`.
+fn fenced<'a>(doc: &'a str, language: &str, needle: &str) -> &'a str {
+    let open = format!("```{language}\n");
+    doc.split(open.as_str())
+        .skip(1)
+        .map(|rest| rest.split("```").next().unwrap())
+        .find(|block| block.contains(needle))
+        .unwrap_or_else(|| panic!("no {language} block with {needle:?}"))
+}
+
+/// docs/foreign-kernel.md followed as written (and with it the kernel
+/// example of docs/configuration.md, the same partition), in a scratch folder that
+/// stands for the repository's top (its `guests` is the real one): the
+/// make line of step 2 with the kernel package the shipped guest
+/// downloaded, step 3's configuration file, and step 4's shell, typed into.
+#[test]
+fn the_docs_foreign_kernel_example_gives_a_shell_as_written() {
+    let doc = std::fs::read_to_string(paths::source().join("docs/foreign-kernel.md")).unwrap();
+    let make = fenced(&doc, "sh", "make -C guests/linux boot").trim();
+    let config = fenced(&doc, "toml", "[[partition]]");
+    let reference = std::fs::read_to_string(paths::source().join("docs/configuration.md")).unwrap();
+    let example = fenced(&reference, "toml", "kernel = ");
+    assert!(config.contains(example), "docs/configuration.md's kernel example is not this one's partition:\n{example}");
+
+    let top = paths::scratch("foreign-kernel");
+    let _ = std::fs::remove_dir_all(&top);
+    std::fs::create_dir_all(&top).unwrap();
+    std::os::unix::fs::symlink(paths::source().join("guests"), top.join("guests")).unwrap();
+    let debs = linux_image("debs");
+    let deb = std::fs::read_dir(&debs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("linux-image-"))
+        .expect("the shipped Linux guest's kernel package");
+    // Step 1 leaves the package's path in $deb; the cache spares a download.
+    let made =
+        Command::new("bash").current_dir(&top).env("deb", &deb).env("DEBS", &debs).args(["-c", make]).output().unwrap();
+    assert!(made.status.success(), "{make}:\n{}", String::from_utf8_lossy(&made.stderr));
+    for made in ["Image", "initramfs.cpio"] {
+        assert!(top.join("my-linux/linux").join(made).is_file(), "{make} made no {made}");
+    }
+    let path = top.join("my-linux.toml");
+    std::fs::write(&path, config).unwrap();
+
+    let mut linux = Session::start_file("foreign-kernel", &path);
+    let first = linux.wait_for(MARKER, 1, Duration::from_secs(HANG_LIMIT));
+    assert!(first.contains("cpus=2"), "{}", tail(&first, 20));
+    linux.run("dmesg -n 1");
+    assert!(linux.run("uname -r").ends_with("-arm64"));
+    assert_eq!(linux.run("echo typed into hvc0 | tr a-z A-Z"), "TYPED INTO HVC0");
+    linux.typist.type_to("linux", "poweroff -f\n");
+    let boot = linux.finish();
+    assert_powered_off(&boot);
 }

@@ -51,12 +51,26 @@ pub struct Session {
 
 impl Session {
     pub fn start(name: &'static str, config: RawConfig, icount: Option<u32>) -> Session {
+        Self::start_with(name, icount, move |opts| boot_with(name, &config, opts))
+    }
+
+    /// The configuration file at `path`, loaded as `partita run` loads it.
+    pub fn start_file(name: &'static str, path: &std::path::Path) -> Session {
+        let config = partita::config::load(path).unwrap_or_else(|errors| panic!("{}: {errors:#?}", path.display()));
+        Self::start_with(name, None, move |opts| boot_config(name, &config, hypervisor_elf(), opts))
+    }
+
+    fn start_with(
+        name: &'static str,
+        icount: Option<u32>,
+        boot: impl FnOnce(RunOptions) -> Boot + Send + 'static,
+    ) -> Session {
         let log = out_dir(name).join("linux.log");
         let _ = std::fs::remove_file(&log);
         let typist = Typist::default();
         let opts =
             RunOptions { seconds: Some(HANG_LIMIT * 6), icount, typist: typist.clone(), ..RunOptions::default() };
-        let run = std::thread::spawn(move || boot_with(name, &config, opts));
+        let run = std::thread::spawn(move || boot(opts));
         Session { name, typist, log, run: Some(run), commands: 0 }
     }
 
