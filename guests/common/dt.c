@@ -77,6 +77,19 @@ static u32 first_spi(const struct fdt *f, const struct fdt_node *n)
 	return 32 + fdt_be32(p + 4);
 }
 
+/* A /chosen address: one big-endian cell or two, as Linux reads them. */
+static u64 chosen_address(const struct fdt *f, const struct fdt_node *n, const char *name)
+{
+	u32 len = 0;
+	const u8 *p = fdt_prop(f, n, name, &len);
+
+	if (!p)
+		return 0;
+	if (len == 8)
+		return (u64)fdt_be32(p) << 32 | fdt_be32(p + 4);
+	return len == 4 ? fdt_be32(p) : 0;
+}
+
 static int first_pass(const struct fdt *f, const struct fdt_node *n, void *ctx)
 {
 	struct scan *sc = ctx;
@@ -94,6 +107,8 @@ static int first_pass(const struct fdt *f, const struct fdt_node *n, void *ctx)
 		sc->stdout_path = fdt_prop_string(f, n, "stdout-path");
 		info->kaslr_seed = fdt_prop(f, n, "kaslr-seed", &info->kaslr_seed_len);
 		info->rng_seed = fdt_prop(f, n, "rng-seed", &info->rng_seed_len);
+		info->initrd_start = chosen_address(f, n, "linux,initrd-start");
+		info->initrd_end = chosen_address(f, n, "linux,initrd-end");
 	} else if (n->depth == 1 && fdt_name_is(n, "aliases")) {
 		sc->aliases = *n;
 		sc->aliases.path = NULL;

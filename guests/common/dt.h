@@ -41,6 +41,8 @@ struct dt_info {
 	/* /chosen/kaslr-seed and /chosen/rng-seed, in the tree; NULL if absent. */
 	const u8 *kaslr_seed, *rng_seed;
 	u32 kaslr_seed_len, rng_seed_len;
+	/* /chosen/linux,initrd-start and -end (one or two cells); 0 if absent. */
+	u64 initrd_start, initrd_end;
 };
 
 /*

@@ -54,6 +54,21 @@ static void print_seeds(void)
 	printf("\n");
 }
 
+/*
+ * The initrd /chosen names, as a raw or ELF guest that takes one finds it:
+ * where it is and an FNV-1a hash of its bytes, which the host computes too.
+ */
+static void print_initrd(void)
+{
+	const volatile u8 *p = (const volatile u8 *)dt.initrd_start;
+	u32 hash = 2166136261u;
+	u64 i, size = dt.initrd_end - dt.initrd_start;
+
+	for (i = 0; i < size; i++)
+		hash = (hash ^ p[i]) * 16777619u;
+	printf("initrd: 0x%lx+0x%lx fnv1a 0x%08x\n", dt.initrd_start, size, hash);
+}
+
 static void print_psci_version(void)
 {
 	s64 v = smccc_call(dt.psci, PSCI_VERSION, 0, 0, 0);
@@ -377,6 +392,8 @@ void guest_main(u64 dtb)
 	bootargs_parse(dt.bootargs, &args);
 	if (args.print_seed)
 		print_seeds();
+	if (dt.initrd_end > dt.initrd_start)
+		print_initrd();
 	gic_probe(&dt);
 
 	if (args.marker_write) {

@@ -539,9 +539,15 @@ fn raw_image_larger_than_its_region() {
 #[test]
 fn linux_kernel_errors_name_the_kernel_field() {
     expect_error("linux_entry", r#"partition["linux"].entry"#, "leave `entry` out");
-    expect_error("linux_initrd_alone", r#"partition["linux"].initrd"#, "name the kernel too");
     expect_error("linux_not_an_image", r#"partition["linux"].kernel"#, "not an arm64 Image");
     expect_error("linux_too_big", r#"partition["linux"].kernel"#, "the kernel needs 0x3000000 bytes at 0x40000000");
+}
+
+#[test]
+fn an_initrd_is_taken_beside_an_elf_image_too() {
+    let config = load_good("initrd_beside_elf");
+    let images = &config.images[0];
+    assert_eq!(images.iter().map(|image| image.format).collect::<Vec<_>>(), [ImageFormat::Elf, ImageFormat::Initrd]);
 }
 
 #[test]

@@ -9,6 +9,7 @@ mod common;
 use common::*;
 use partita::build;
 use partita::config::raw::{RawCriticality, RawMemory, RawPartition};
+use partita::paths;
 use partita::run::{self, Ending, RunOptions, CUT_SHORT};
 
 #[test]
@@ -178,6 +179,29 @@ fn system_reset_restarts_only_that_partition() {
     let ticks: Vec<u64> = steady.lines().filter_map(|l| l.strip_prefix("tick ")?.parse().ok()).collect();
     assert!(ticks.len() >= 3, "steady barely ran: {steady}");
     assert!(ticks.windows(2).all(|w| w[1] == w[0] + 1), "steady's ticks are not consecutive: {ticks:?}");
+}
+
+/// An initrd beside an ELF image, not a Linux kernel: the guest finds it
+/// through `/chosen` as a test framework or an RTOS would, whole. Its
+/// bytes are hashed by the guest and here.
+#[test]
+fn an_initrd_reaches_a_guest_that_is_not_linux() {
+    let initrd = paths::scratch("qemu-tests").join("initrd.bin");
+    let bytes: Vec<u8> = (0..5000u32).map(|i| (i * 7 + i / 251) as u8).collect();
+    std::fs::create_dir_all(initrd.parent().unwrap()).unwrap();
+    std::fs::write(&initrd, &bytes).unwrap();
+    let hash = bytes.iter().fold(2_166_136_261u32, |h, &b| (h ^ u32::from(b)).wrapping_mul(16_777_619));
+    let config = machine([part("framework", &[1], "ticks=1 period_ms=10").initrd(&initrd)]);
+    let boot = boot("qemu-initrd", &config, HANG_LIMIT);
+    assert_powered_off(&boot);
+    let log = boot.log("framework");
+    let line = log.lines().find(|l| l.starts_with("initrd: ")).unwrap_or_else(|| panic!("no initrd line:\n{log}"));
+    // Page aligned, ending at or below the top of the partition's 16 MiB.
+    let (at, rest) = line["initrd: 0x".len()..].split_once("+0x").expect(line);
+    let at = u64::from_str_radix(at, 16).expect(line);
+    assert_eq!(at % 4096, 0, "{line}");
+    assert!(at >= RAM_BASE && at + bytes.len() as u64 <= RAM_BASE + RAM_SIZE, "{line}");
+    assert_eq!(rest, format!("{:x} fnv1a 0x{hash:08x}", bytes.len()), "{line}");
 }
 
 /// Every load of a partition finds new seeds in its device tree's

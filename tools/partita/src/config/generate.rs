@@ -193,6 +193,12 @@ impl RawPartition {
         self
     }
 
+    /// An initrd named in `/chosen`, beside whatever images the partition has.
+    pub fn initrd(mut self, path: &Path) -> Self {
+        self.initrd = Some(path.display().to_string());
+        self
+    }
+
     pub fn virtio_console(mut self) -> Self {
         self.virtio.push(RawVirtio { kind: RawVirtioKind::Console, file: None, snapshot: None });
         self

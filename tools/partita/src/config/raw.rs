@@ -142,7 +142,8 @@ pub struct RawPartition {
     pub entry: Option<u64>,
     /// An arm64 Linux `Image`, placed by its header (the boot protocol).
     pub kernel: Option<String>,
-    /// An initrd or initramfs for `kernel`, named in `/chosen`.
+    /// An initrd or initramfs, named in `/chosen`: for `kernel`, or for any
+    /// image that reads it from there.
     pub initrd: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub memory: Vec<RawMemory>,

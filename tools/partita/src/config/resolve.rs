@@ -549,10 +549,6 @@ fn partition_images(p: usize, raw: &RawPartition, config_dir: &Path, issues: &mu
     slots.extend(
         linux.into_iter().filter_map(|(file, format)| Some(Some(Image { path: absolute(file.as_ref()?), format }))),
     );
-    if raw.initrd.is_some() && raw.kernel.is_none() {
-        let message = "an initrd is for a Linux kernel; name the kernel too (kernel = \"...\")".into();
-        issues.push(Issue { path: format!("partition[{p}]"), field: "initrd", message });
-    }
     if raw.entry.is_some() && raw.kernel.is_some() {
         let message = "a Linux kernel starts at its load address; leave `entry` out".into();
         issues.push(Issue { path: format!("partition[{p}]"), field: "entry", message });
