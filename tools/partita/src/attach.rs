@@ -314,7 +314,8 @@ pub fn named(text: &str, names: &[String]) -> Vec<usize> {
     let mut found = Vec::new();
     for (at, _) in text.match_indices("partition ") {
         let rest = &text[at + "partition ".len()..];
-        let ends_a_name = |tail: &str| tail.chars().next().is_none_or(|c| !(c.is_alphanumeric() || c == '_' || c == '-'));
+        let ends_a_name =
+            |tail: &str| tail.chars().next().is_none_or(|c| !(c.is_alphanumeric() || c == '_' || c == '-'));
         let longest = (0..names.len())
             .filter(|&i| rest.strip_prefix(names[i].as_str()).is_some_and(ends_a_name))
             .max_by_key(|&i| names[i].len());

@@ -397,7 +397,8 @@ pub fn supervise_with(
     let clock = console.clock.take();
     let attached_end = console.ended.take();
     let now_attached = *console.raw.lock().unwrap_or_else(|p| p.into_inner());
-    let kept_off = attached.and(now_attached).and_then(|at| others.lock().unwrap_or_else(|p| p.into_inner()).summary(at));
+    let kept_off =
+        attached.and(now_attached).and_then(|at| others.lock().unwrap_or_else(|p| p.into_inner()).summary(at));
     let status = child.0.wait().context("cannot wait for QEMU")?;
     let ending = match stopped {
         Some(Stop::PoweredOff) => Ending::Exited(if status.success() { status } else { ExitStatus::default() }),
