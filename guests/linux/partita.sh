@@ -23,3 +23,13 @@ cmdline_value() {
     *) return 1 ;;
     esac
 }
+
+# Unmounts every filesystem on a block device, the innermost first (busybox
+# init runs it before poweroff, reboot and halt); umount -r makes one still
+# in use read-only instead.
+unmount_disks() {
+    local dir
+    for dir in $(awk '$1 ~ /^\/dev\// { print $2 }' /proc/mounts | sort -r); do
+        umount -r "$dir" 2>/dev/null
+    done
+}

@@ -81,7 +81,7 @@ interactive() {
     if [[ $buffer =~ [^$'\n']*virtio0 ]]; then ok "interrupts:${BASH_REMATCH[0]}"; else bad "no virtio0 in /proc/interrupts"; fi
     run "mount -t ext4 /dev/vda /mnt && cat /mnt/hello.txt; umount /mnt"
     if [[ $buffer == *"partita disk: made at build time"* ]]; then ok "mount /dev/vda: hello.txt read"; else bad "mount /dev/vda"; fi
-    echo "poweroff -f" >&"${QEMU_SHELL[1]}"
+    echo "poweroff" >&"${QEMU_SHELL[1]}"
     wait "$QEMU_SHELL_PID" 2>/dev/null
     [ "$failed" -eq 0 ] && rm -f "$log"
 }

@@ -45,7 +45,7 @@ for applet in "${applets[@]}"; do
     previous=$applet
     is_applet[$applet]=1
 done
-for applet in sh mount insmod setsid cttyhack poweroff grep sed awk; do
+for applet in sh mount insmod setsid cttyhack init poweroff reboot umount grep sed awk sort; do
     [ -n "${is_applet[$applet]:-}" ] || fail "busybox has no $applet applet"
 done
 for applet in "${applets[@]}"; do
@@ -59,9 +59,11 @@ copy_programs "$(unpack "$rt_tests_deb")" "${programs[@]}"
 # The kernel modules and their load order.
 cp -a "$modules_dir/." "$root/"
 
-# Our own: /init, the shell functions the jobs share, the jobs, and what
-# the image is made of.
+# Our own: /init, busybox init's table and the shell's profile, the shell
+# functions the jobs share, the jobs, and what the image is made of.
 install -m 755 "$here/init" "$root/init"
+install -m 644 "$here/inittab" "$root/etc/inittab"
+install -m 644 "$here/profile" "$root/etc/profile"
 install -m 644 "$here/partita.sh" "$root/lib/partita.sh"
 for job in "$here"/jobs/*; do
     install -m 755 "$job" "$root/jobs/$(basename "$job")"

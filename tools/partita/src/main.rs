@@ -60,8 +60,10 @@ enum Cmd {
         /// longer depends on the host's load.
         #[arg(long, value_name = "SHIFT")]
         icount: Option<u32>,
-        /// The terminal's keys go to this partition's virtio console
-        /// (Ctrl-] moves them to the next console, Ctrl-\ stops the run).
+        /// The terminal's keys go to this partition's virtio console, and
+        /// the other partitions' lines only to their logs (Ctrl-] moves the
+        /// keys to the next console, Ctrl-^ shows the others' latest lines,
+        /// Ctrl-\ stops the run). The run ends when this partition does.
         #[arg(long, value_name = "PARTITION")]
         attach: Option<String>,
         /// Give the vCPU threads of exclusive and high-criticality
@@ -658,6 +660,7 @@ fn boot(path: &Path, opts: RunOptions) -> Result<ExitCode> {
 fn exit_code(ending: Ending) -> ExitCode {
     match ending {
         Ending::Exited(status) if !status.success() => ExitCode::FAILURE,
+        Ending::PartitionEnded { powered_off: false } => ExitCode::FAILURE,
         Ending::Interrupted => ExitCode::from(EXIT_INTERRUPTED),
         _ => ExitCode::SUCCESS,
     }

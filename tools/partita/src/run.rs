@@ -11,7 +11,7 @@
 //! and, when the hypervisor announced an event trace, copies the trace
 //! memory out of the stopped machine into `trace.bin` before QEMU quits.
 
-use crate::attach;
+use crate::attach::{self, Backlog, Others, PartitionEnd};
 use crate::build::BuildOutput;
 use crate::guest_console::{self, GuestConsole, GuestLine, Links, RawView, Typist};
 use crate::host_share::{GuestClock, HostRecord, Sampler};
@@ -89,6 +89,10 @@ pub enum Ending {
     TimedOut,
     /// Ctrl-C (or SIGTERM): QEMU was stopped.
     Interrupted,
+    /// The partition the terminal was attached to ended, by its own
+    /// power-off or not, and QEMU was stopped: the others may run on, but
+    /// the run was for the attached one.
+    PartitionEnded { powered_off: bool },
 }
 
 #[derive(Clone, Debug)]
@@ -115,6 +119,11 @@ pub struct RunReport {
     /// With [`RunOptions::host_share`] on the wall clock: the host's samples
     /// and what the console and the stops said of the guests' clock.
     pub host: Option<HostRecord>,
+    /// With [`Ending::PartitionEnded`]: which, and Partita's line about it.
+    pub attached_end: Option<PartitionEnd>,
+    /// With [`RunOptions::attach`]: how much the other partitions printed
+    /// off the terminal, and where it is.
+    pub kept_off: Option<String>,
 }
 
 /// QEMU's monitor socket, what `trace.bin` says about the machine, and
@@ -348,7 +357,14 @@ pub fn supervise_with(
     let (guest_tx, guest_lines) = mpsc::channel();
     let consoles = monitor.map_or(&[][..], |m| &m.consoles[..]);
     let links = Links::open(consoles, names, guest_tx, console.raw_view());
-    let _terminal = opts.attach.as_ref().map(|first| attach::Terminal::start(first, names, &links, &opts.typist));
+    let others = Backlog::new(names, out_dir).shared();
+    let terminal =
+        opts.attach.as_ref().map(|first| attach::Terminal::start(first, names, &links, &opts.typist, &others));
+    let attached = terminal.as_ref().and_then(attach::Terminal::attached);
+    if let Some(first) = attached {
+        console.quiet_others(others.clone());
+        console.end_with(&names[first]);
+    }
     let inputs = Inputs { guest_lines: &guest_lines, links: &links, typist: &opts.typist };
     let mut copies = opts.trace_every.filter(|_| monitor.is_some()).map(|every| Copies::new(every, out_dir));
     let limits = Limits { deadline, guest_seconds: opts.guest_seconds };
@@ -379,11 +395,18 @@ pub fn supervise_with(
     }
     console.finish_status();
     let clock = console.clock.take();
+    let attached_end = console.ended.take();
+    let now_attached = *console.raw.lock().unwrap_or_else(|p| p.into_inner());
+    let kept_off =
+        attached.and(now_attached).and_then(|at| others.lock().unwrap_or_else(|p| p.into_inner()).summary(at));
     let status = child.0.wait().context("cannot wait for QEMU")?;
     let ending = match stopped {
         Some(Stop::PoweredOff) => Ending::Exited(if status.success() { status } else { ExitStatus::default() }),
         Some(Stop::TimedOut) => Ending::TimedOut,
         Some(Stop::Interrupted) => Ending::Interrupted,
+        Some(Stop::PartitionEnded) => {
+            Ending::PartitionEnded { powered_off: attached_end.as_ref().is_some_and(|end| end.powered_off) }
+        }
         None => ended_by_itself(status),
     };
     if closed {
@@ -400,6 +423,9 @@ pub fn supervise_with(
     report.stream = copies.map(|c| c.stream);
     report.isolation = isolation_line;
     report.host = clock.zip(samples).map(|(clock, samples)| HostRecord { clock, samples });
+    report.attached_end = attached_end;
+    report.kept_off = kept_off;
+    drop(terminal);
     Ok(report)
 }
 
@@ -471,6 +497,8 @@ enum Stop {
     PoweredOff,
     TimedOut,
     Interrupted,
+    /// The partition the terminal is attached to ended.
+    PartitionEnded,
 }
 
 /// Removes the socket when the run ends, on every path.
@@ -666,6 +694,9 @@ fn follow(
         }
         while let Ok(line) = inputs.guest_lines.try_recv() {
             console.guest_line(&line)?;
+        }
+        if console.ended.is_some() {
+            return Ok(Some(Stop::PartitionEnded));
         }
         inputs.links.deliver(inputs.typist);
         console.tick_status();
@@ -912,6 +943,11 @@ pub struct Console {
     clock: Option<GuestClock>,
     /// The largest `t` a partition's counter line reported.
     guest_seconds: Option<u64>,
+    /// While attached: where the lines the terminal leaves out go.
+    others: Option<Others>,
+    /// While attached: the partition whose end ends the run, and its end.
+    ends_with: Option<String>,
+    ended: Option<PartitionEnd>,
 }
 
 impl Console {
@@ -938,7 +974,51 @@ impl Console {
             status: None,
             clock: None,
             guest_seconds: None,
+            others: None,
+            ends_with: None,
+            ended: None,
         })
+    }
+
+    /// From now on, only the attached partition's lines and Partita's
+    /// reach the terminal; the rest go to `others` (and the logs).
+    pub fn quiet_others(&mut self, others: Others) {
+        self.others = Some(others);
+    }
+
+    /// Watches Partita's lines for partition `name`'s end.
+    pub fn end_with(&mut self, name: &str) {
+        self.ends_with = Some(name.to_string());
+    }
+
+    /// The partition a line is about when the terminal should leave it
+    /// out: another partition's own line, or Partita's about others only.
+    fn quiet_about(&self, source: Source, text: &str) -> Option<usize> {
+        self.others.as_ref()?;
+        let attached = (*self.raw.lock().unwrap_or_else(|p| p.into_inner()))?;
+        match source {
+            Source::Partition(i) => (i != attached).then_some(i),
+            Source::Hypervisor => {
+                let named = attach::named(text, &self.names);
+                named.first().copied().filter(|_| !named.contains(&attached))
+            }
+        }
+    }
+
+    /// Shows a line on the live view, or keeps it off the terminal.
+    fn show_or_keep(&mut self, source: Source, text: &str) {
+        let shown = self.painter.as_ref().map(|painter| painter.format(source, text));
+        match (self.quiet_about(source, text), &self.others) {
+            (Some(partition), Some(others)) => {
+                let shown = shown.unwrap_or_else(|| text.to_string());
+                others.lock().unwrap_or_else(|p| p.into_inner()).keep(partition, text, shown);
+            }
+            _ => {
+                if let Some(shown) = shown {
+                    self.show(&shown);
+                }
+            }
+        }
     }
 
     /// Keeps a status line per partition below the live view.
@@ -993,6 +1073,9 @@ impl Console {
             }
             Source::Hypervisor => {
                 self.trace = parse_trace_line(text).or(self.trace);
+                if let (Some(name), None) = (&self.ends_with, &self.ended) {
+                    self.ended = attach::end_of(name, text);
+                }
                 if let Some(entry) = text.strip_prefix(HM_PREFIX) {
                     let (path, log) = &mut self.hm_log;
                     writeln!(log, "{entry}").with_context(|| format!("cannot write {}", path.display()))?;
@@ -1001,9 +1084,7 @@ impl Console {
             }
         };
         writeln!(log, "{text}").with_context(|| format!("cannot write {}", path.display()))?;
-        if let Some(shown) = self.painter.as_ref().map(|painter| painter.format(source, text)) {
-            self.show(&shown);
-        }
+        self.show_or_keep(source, text);
         Ok(())
     }
 
@@ -1027,10 +1108,8 @@ impl Console {
             live.guest_text(i, &line.text);
         }
         let shown_raw = *self.raw.lock().unwrap_or_else(|p| p.into_inner()) == Some(i);
-        if let (Some(shown), false) =
-            (self.painter.as_ref().map(|painter| painter.format(Source::Partition(i), &line.text)), shown_raw)
-        {
-            self.show(&shown);
+        if !shown_raw {
+            self.show_or_keep(Source::Partition(i), &line.text);
         }
         Ok(())
     }
@@ -1070,6 +1149,8 @@ impl Console {
             stream: None,
             isolation: None,
             host: None,
+            attached_end: None,
+            kept_off: None,
         }
     }
 }
@@ -1080,8 +1161,15 @@ pub fn print_summary(report: &RunReport, out_dir: &Path, partitions: usize) {
         Ending::Exited(status) => format!("QEMU failed ({status})"),
         Ending::TimedOut => "time limit reached, QEMU stopped".to_string(),
         Ending::Interrupted => "interrupted, QEMU stopped".to_string(),
+        Ending::PartitionEnded { .. } => {
+            let line = report.attached_end.as_ref().map_or("the attached partition ended", |end| &end.line);
+            format!("{line}: the run ends with the attached partition, QEMU stopped")
+        }
     };
     println!("{how}");
+    if let Some(kept_off) = &report.kept_off {
+        println!("{kept_off}");
+    }
     match report.boot_ms {
         Some(ms) => println!("all {partitions} partitions running after {ms} ms"),
         None if partitions > 0 => println!("partitions that printed nothing: {}", report.silent.join(", ")),

@@ -205,6 +205,7 @@ pub fn to_power_off(output: &BuildOutput, system: &System, opts: &RunOptions, qu
             bail!("the machine still ran after {} s; logs in {dir}", opts.seconds.unwrap_or_default())
         }
         Ending::Interrupted => bail!("interrupted"),
+        Ending::PartitionEnded { .. } => bail!("the attached partition ended the run; logs in {dir}"),
     }
 }
 
