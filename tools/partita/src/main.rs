@@ -651,9 +651,6 @@ fn boot(path: &Path, opts: RunOptions) -> Result<ExitCode> {
     if let Some(name) = &opts.attach {
         attachable(&config.system, &output, name)?;
     }
-    for line in partita::config::virtio::forward_lines(&config) {
-        println!("{line}");
-    }
     let report = run::run(&output, &config.system, &opts)?;
     Ok(exit_code(report.ending))
 }

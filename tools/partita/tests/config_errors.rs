@@ -575,6 +575,12 @@ fn a_net_device_forwards_host_ports_on_the_loopback_address() {
     assert_eq!(shown, ["tcp 127.0.0.1:2222 -> port 22", "udp 127.0.0.1:5353 -> port 53"]);
     let device = config.system.partitions[0].devices.iter().find(|d| d.name == "virtio-net1").expect("its device");
     assert_eq!((device.ipa, device.pa, device.interrupts[0].intid), (0x0a00_2000, 0x0a00_2000, 64));
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    partita::check::check_to(&config.path, None, &mut out, &mut err).unwrap();
+    let out = String::from_utf8(out).unwrap();
+    let expected = "network (QEMU's user-mode network; forwards listen on 127.0.0.1 alone):\n  \
+                    linux: tcp 127.0.0.1:2222 -> port 22\n  linux: udp 127.0.0.1:5353 -> port 53\n";
+    assert!(out.contains(expected), "{out}");
 }
 
 #[test]

@@ -343,6 +343,9 @@ pub fn forward_lines(config: &super::Config) -> Vec<String> {
         let Backend::Net { forwards } = &device.backend else { continue };
         let name = &config.system.partitions[device.partition].name;
         let shipped = config.images[device.partition].iter().any(|image| real(&image.path) == shipped_initrd);
+        if forwards.is_empty() {
+            lines.push(format!("{name}: no forward (the partition reaches out; nothing reaches in)"));
+        }
         for forward in forwards {
             let mut line = format!("{name}: {forward}");
             if shipped && (forward.protocol, forward.guest) == (Protocol::Tcp, 22) {
