@@ -165,27 +165,9 @@ pub fn resolve(
             let path = format!("partition[{p}].virtio[{i}]");
             if let Some(forward) = raw_device.forward.as_ref().filter(|_| raw_device.kind == RawVirtioKind::Net) {
                 for (k, text) in forward.iter().enumerate() {
-                    let at = format!("{path}.forward[{k}]");
-                    let message = match parse_forward(text) {
-                        Ok(f) => {
-                            match taken.iter().find(|(protocol, host, _)| (*protocol, *host) == (f.protocol, f.host)) {
-                                Some((_, _, by)) => format!(
-                                "host port {} ({}) is forwarded twice: {by} has it already; give this one another, \
-                                 e.g. {}",
-                                f.host,
-                                f.protocol.name(),
-                                free_port(&taken, f.protocol, f.host)
-                            ),
-                                None => {
-                                    let by = format!("partition \"{}\"'s forward \"{text}\"", raw_partition.name);
-                                    taken.push((f.protocol, f.host, by));
-                                    continue;
-                                }
-                            }
-                        }
-                        Err(message) => message,
-                    };
-                    issues.push(Issue { path: at, field: "", message });
+                    if let Some(message) = forward_issue(text, &raw_partition.name, &mut taken) {
+                        issues.push(Issue { path: format!("{path}.forward[{k}]"), field: "", message });
+                    }
                 }
             }
             let mut issue = |field, message: String| issues.push(Issue { path: path.clone(), field, message });
@@ -231,6 +213,26 @@ pub fn resolve(
         }
     }
     devices
+}
+
+/// What is wrong with one forward, if anything; a good one is entered in
+/// `taken` as the partition's.
+fn forward_issue(text: &str, partition: &str, taken: &mut Vec<(Protocol, u16, String)>) -> Option<String> {
+    let forward = match parse_forward(text) {
+        Ok(forward) => forward,
+        Err(message) => return Some(message),
+    };
+    let key = (forward.protocol, forward.host);
+    if let Some((_, _, by)) = taken.iter().find(|(protocol, host, _)| (*protocol, *host) == key) {
+        return Some(format!(
+            "host port {} ({}) is forwarded twice: {by} has it already; give this one another, e.g. {}",
+            forward.host,
+            forward.protocol.name(),
+            free_port(taken, forward.protocol, forward.host)
+        ));
+    }
+    taken.push((forward.protocol, forward.host, format!("partition \"{partition}\"'s forward \"{text}\"")));
+    None
 }
 
 /// The next host port up from `from` that no forward has yet.
