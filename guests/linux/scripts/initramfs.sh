@@ -3,8 +3,10 @@
 #   scripts/initramfs.sh OUT.cpio HERE MODULES_DIR VERSION_FILE BUSYBOX.deb RT_TESTS.deb LIBRARY.deb...
 # HERE is guests/linux (init, partita.sh, jobs/); MODULES_DIR is what
 # scripts/kernel.sh made; the LIBRARY debs (libc6, libnuma1) are searched for
-# the shared libraries cyclictest and hackbench need, and only those are
-# taken (scripts/closure.sh).
+# the shared libraries cyclictest, hackbench and dropbear need, and only
+# those are taken (scripts/closure.sh). The ssh server comes from the
+# environment: DROPBEAR_DEB, Debian's dropbear-bin, and SSH_AUTHORIZED_KEY,
+# the public key root's logins are allowed with (scripts/ssh-key.sh).
 set -euo pipefail
 
 out=$1 here=$2 modules_dir=$3 version_file=$4 busybox_deb=$5 rt_tests_deb=$6
@@ -22,7 +24,7 @@ root=$tmp/root
 
 . "$here/scripts/closure.sh"
 
-mkdir -p "$root"/{bin,dev,proc,sys,tmp,mnt,root,etc,lib,usr/bin,jobs}
+mkdir -p "$root"/{bin,dev,proc,sys,tmp,mnt,root,etc,lib,usr/bin,usr/sbin,jobs}
 ln -s bin "$root/sbin"
 
 # busybox, and one link per applet. Its applet names are one sorted,
@@ -55,6 +57,19 @@ done
 # cyclictest and hackbench, with the loader and the libraries they load.
 add_library_packages "$@"
 copy_programs "$(unpack "$rt_tests_deb")" "${programs[@]}"
+
+# The ssh server and its key tool, with what they load. Root logs in with
+# the build's key alone (the server is started with -s: no passwords),
+# and dropbear refuses an authorized_keys others may write.
+: "${DROPBEAR_DEB:?the dropbear-bin package}" "${SSH_AUTHORIZED_KEY:?the public key to authorize}"
+copy_programs "$(unpack "$DROPBEAR_DEB")" usr/sbin/dropbear usr/bin/dropbearkey
+install -d -m 700 "$root/root/.ssh"
+install -m 600 "$SSH_AUTHORIZED_KEY" "$root/root/.ssh/authorized_keys"
+chmod 700 "$root/root"
+echo 'root:x:0:0:root:/root:/bin/sh' >"$root/etc/passwd"
+echo 'root:x:0:' >"$root/etc/group"
+echo /bin/sh >"$root/etc/shells"
+install -m 755 "$here/network" "$root/bin/partita-network"
 
 # The kernel modules and their load order.
 cp -a "$modules_dir/." "$root/"

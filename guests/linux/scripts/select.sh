@@ -6,7 +6,10 @@
 # others are apt's candidates. Only apt's lists are read: nothing is fetched.
 set -euo pipefail
 
-packages=(linux-image-arm64 busybox-static rt-tests libc6 libnuma1)
+# dropbear-bin is the ssh server; libcrypt1, libtomcrypt1, libtommath1,
+# libgmp10 and zlib1g hold the libraries it loads besides libc's.
+packages=(linux-image-arm64 busybox-static rt-tests libc6 libnuma1 dropbear-bin libcrypt1 libtomcrypt1
+    libtommath1 libgmp10 zlib1g)
 # The disk's tools, perf and gdb, and the packages of every library they
 # load, directly or not (scripts/disk.sh fails naming any soname missing).
 # Only the libraries are taken from these, not their Depends: following

@@ -102,6 +102,7 @@ pub fn summary(config: &Config, profile: &PlatformProfile) -> String {
         rows.extend(partition_rows(partition));
     }
     out.push_str(&table(&rows));
+    out.push_str(&network(config));
     out.push_str(&control(system));
     out.push_str(&budgets(system));
     out.push_str(&plans(system, profile));
@@ -111,6 +112,16 @@ pub fn summary(config: &Config, profile: &PlatformProfile) -> String {
     out.push_str(&health(system));
     out.push_str(&added_response(system, profile));
     out
+}
+
+/// The host ports forwarded to partitions' network cards.
+fn network(config: &Config) -> String {
+    let lines = crate::config::virtio::forward_lines(config);
+    if lines.is_empty() {
+        return String::new();
+    }
+    let lines: String = lines.iter().map(|line| format!("  {line}\n")).collect();
+    format!("\nnetwork (QEMU's user-mode network; forwards listen on 127.0.0.1 alone):\n{lines}")
 }
 
 /// What Partita can add to each release of every high-criticality

@@ -174,7 +174,7 @@ impl Config {
 fn files<'i>(images: impl Iterator<Item = &'i Image>, virtio: &[virtio::VirtioDevice]) -> Vec<PathBuf> {
     let disks = virtio.iter().filter_map(|device| match &device.backend {
         virtio::Backend::Block { file, .. } => Some(file),
-        virtio::Backend::Console => None,
+        virtio::Backend::Console | virtio::Backend::Net { .. } => None,
     });
     images.map(|image| &image.path).chain(disks).cloned().collect()
 }

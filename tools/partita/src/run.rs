@@ -203,8 +203,9 @@ pub fn run(build: &BuildOutput, system: &System, opts: &RunOptions) -> Result<Ru
 }
 
 /// Flags every QEMU here shares: no display or monitor, the first UART on
-/// stdio, and no network card (whose default boot ROM a minimal QEMU
-/// install does not ship, and which no partition uses).
+/// stdio, and no default network card (whose boot ROM a minimal QEMU
+/// install does not ship); a partition's card is a virtio net device its
+/// configuration declares, which `-nic none` leaves in place.
 pub const HEADLESS: [&str; 8] = ["-display", "none", "-monitor", "none", "-serial", "stdio", "-nic", "none"];
 
 /// The QEMU invocation for the board with EL2 and the image as a Linux

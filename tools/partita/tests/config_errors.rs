@@ -8,6 +8,7 @@
 mod config_support;
 
 use config_support::{aarch64_elf, linux_image, scratch_dir};
+use partita::config::virtio::Backend;
 use partita::config::{self, Config, Diagnostic, Image, ImageFormat};
 use partita::profile::PlatformProfile;
 use partita_core::config::allocation::{micros_text, KER_ONE_TABLE_4};
@@ -569,6 +570,63 @@ fn virtio_devices_need_identity_memory_a_disk_and_a_page_each() {
     );
     expect_error("virtio_no_disk", r#"partition["linux"].virtio[0].file"#, "disk image not found");
     expect_error("virtio_too_many", r#"partition["linux"].virtio[4].kind"#, "at most 4 virtio devices in all");
+}
+
+#[test]
+fn a_net_device_forwards_host_ports_on_the_loopback_address() {
+    let config = load_good("virtio_net_good");
+    let net = &config.virtio[1];
+    let Backend::Net { forwards } = &net.backend else { panic!("{net:?}") };
+    let shown: Vec<String> = forwards.iter().map(ToString::to_string).collect();
+    assert_eq!(shown, ["tcp 127.0.0.1:2222 -> port 22", "udp 127.0.0.1:5353 -> port 53"]);
+    let device = config.system.partitions[0].devices.iter().find(|d| d.name == "virtio-net1").expect("its device");
+    assert_eq!((device.ipa, device.pa, device.interrupts[0].intid), (0x0a00_2000, 0x0a00_2000, 64));
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    partita::check::check_to(&config.path, None, &mut out, &mut err).unwrap();
+    let out = String::from_utf8(out).unwrap();
+    let expected = "network (QEMU's user-mode network; forwards listen on 127.0.0.1 alone):\n  \
+                    linux: tcp 127.0.0.1:2222 -> port 22\n  linux: udp 127.0.0.1:5353 -> port 53\n";
+    assert!(out.contains(expected), "{out}");
+}
+
+#[test]
+fn forwards_that_do_not_read_say_what_to_write_each_on_its_line() {
+    let field = |k: usize| format!(r#"partition["linux"].virtio[0].forward[{k}]"#);
+    let fields: Vec<String> = (1..6).map(field).collect();
+    expect_errors(
+        "virtio_net_forward_bad",
+        &[
+            (&fields[0], "listens on 127.0.0.1 alone, so it names no address; write \"tcp:8080:80\""),
+            (&fields[1], "unknown protocol \"tpc\", \"tcp\" or \"udp\"; did you mean \"tcp\"?"),
+            (&fields[2], "\"tcp:2224\" is not a forward: write PROTOCOL:HOST_PORT:GUEST_PORT, e.g. \"tcp:2222:22\""),
+            (
+                &fields[3],
+                "host port 80 is privileged (below 1024) and QEMU, run as a user, cannot listen on it; pick \
+                          one from 1024 up, e.g. \"tcp:8080:80\"",
+            ),
+            (&fields[4], "the partition's port \"dns\" is not a port number (1 to 65535)"),
+        ],
+    );
+}
+
+#[test]
+fn a_host_port_is_forwarded_once_with_a_free_one_offered() {
+    expect_error(
+        "virtio_net_forward_twice",
+        r#"partition["linux"].virtio[0].forward[1]"#,
+        "host port 8080 (tcp) is forwarded twice: partition \"web\"'s forward \"tcp:8080:80\" has it already; \
+         give this one another, e.g. 8081",
+    );
+}
+
+#[test]
+fn only_a_net_device_has_forwards_and_a_misspelt_kind_is_named() {
+    expect_error(
+        "virtio_forward_not_net",
+        r#"partition["linux"].virtio[0].forward"#,
+        "only a net device (kind = \"net\") has port forwards",
+    );
+    expect_error("virtio_kind_misspelt", r#"partition["linux"].virtio[0].kind"#, "did you mean \"net\"?");
 }
 
 #[test]

@@ -200,14 +200,22 @@ impl RawPartition {
     }
 
     pub fn virtio_console(mut self) -> Self {
-        self.virtio.push(RawVirtio { kind: RawVirtioKind::Console, file: None, snapshot: None });
+        self.virtio.push(RawVirtio { kind: RawVirtioKind::Console, file: None, snapshot: None, forward: None });
+        self
+    }
+
+    /// A network card on QEMU's user-mode network, with these host port
+    /// forwards (`"tcp:2222:22"`).
+    pub fn virtio_net(mut self, forward: &[&str]) -> Self {
+        let forward = Some(forward.iter().map(|f| (*f).to_owned()).collect());
+        self.virtio.push(RawVirtio { kind: RawVirtioKind::Net, file: None, snapshot: None, forward });
         self
     }
 
     /// A virtio disk backed by `file`, whose writes are dropped at the end.
     pub fn virtio_disk(mut self, file: &Path) -> Self {
         let file = Some(file.display().to_string());
-        self.virtio.push(RawVirtio { kind: RawVirtioKind::Block, file, snapshot: Some(true) });
+        self.virtio.push(RawVirtio { kind: RawVirtioKind::Block, file, snapshot: Some(true), forward: None });
         self
     }
 }

@@ -159,13 +159,18 @@ pub struct RawPartition {
     pub virtio: Vec<RawVirtio>,
 }
 
-/// `{ kind = "block", file = "disk.ext4" }` or `{ kind = "console" }`.
+/// `{ kind = "block", file = "disk.ext4" }`, `{ kind = "console" }` or
+/// `{ kind = "net", forward = ["tcp:2222:22"] }`.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RawVirtio {
     pub kind: RawVirtioKind,
     pub file: Option<String>,
     pub snapshot: Option<bool>,
+    /// A net device's host ports, `PROTOCOL:HOST_PORT:GUEST_PORT`; an
+    /// `Option` so that one given to another kind is an error, not ignored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forward: Option<Vec<String>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
@@ -173,6 +178,7 @@ pub struct RawVirtio {
 pub enum RawVirtioKind {
     Block,
     Console,
+    Net,
 }
 
 /// `{ name = "qam16", ipa = 0x0b000000, signals = [80, 81, 82], deadline = "2ms" }`.
