@@ -21,7 +21,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// The shell's prompt; busybox's line editor follows it with `ESC [6n`.
-const PROMPT: &str = "partita-linux:/root# ";
+const PROMPT: &str = "partita-linux:~# ";
 const CURSOR_QUERY: &str = "\x1b[6n";
 /// From starting the command to the shell: the hypervisor's build included.
 const SHELL_LIMIT: Duration = Duration::from_secs(HANG_LIMIT * 3);

@@ -117,7 +117,8 @@ fn the_docs_foreign_kernel_example_gives_a_shell_as_written() {
     linux.run("dmesg -n 1");
     assert!(linux.run("uname -r").ends_with("-arm64"));
     assert_eq!(linux.run("echo typed into hvc0 | tr a-z A-Z"), "TYPED INTO HVC0");
-    linux.typist.type_to("linux", "poweroff -f\n");
+    // Step 4: `poweroff` powers the partition off, and the run ends with it.
+    linux.typist.type_to("linux", "poweroff\n");
     let boot = linux.finish();
     assert_powered_off(&boot);
 }
