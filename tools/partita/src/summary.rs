@@ -149,6 +149,9 @@ pub fn markdown(run: &Run, system: &System, analysis: &Analysis, out_dir: &Path)
         let values = counters.shown(i).join(" ");
         let _ = writeln!(text, "| {name} | {} | {} | {values} |", counters.lines[i], counters.hm_events[i]);
     }
+    for note in key_notes(counters) {
+        let _ = writeln!(text, "\n{note}");
+    }
     text += "\n## Trace\n\n";
     if analysis.lost_events.is_empty() {
         text += "No trace was recorded.\n";
@@ -178,6 +181,33 @@ pub fn markdown(run: &Run, system: &System, analysis: &Analysis, out_dir: &Path)
     let logs: Vec<String> = counters.names.iter().map(|n| format!("`{n}.log`")).collect();
     let _ = writeln!(text, "Logs: {}, `hypervisor.log`, `hm.log`, `console.log`.", logs.join(", "));
     text
+}
+
+/// What the demo's less obvious counters mean, for those the partitions
+/// gave.
+const KEY_NOTES: [(&str, &str); 3] = [
+    (
+        "busy_us",
+        "`cpu_pct` with `busy_us`: the share of the last second its tasks ran, and that time in us; alone on \
+         its core an RTOS waits in WFI most of the time, hence two decimals.",
+    ),
+    (
+        "ctrl_u",
+        "`last_seq`: the number of the newest telemetry message read (beside the sender's `sent`, how far the \
+         reader is behind); `ctrl_u`: the controller's output it carried, in the plant's units (±1.000 at rest on \
+         either set point).",
+    ),
+    (
+        "counter_hz",
+        "Values a guest counts in ticks of its counter (`counter_hz`) show in us with the ticks beside: \
+         `tio_max` and `tio_mean`, the timed outputs' largest and mean error E by Partita's own count.",
+    ),
+];
+
+/// The notes of [`KEY_NOTES`] whose key some partition gave.
+fn key_notes(counters: &crate::status::Counters) -> Vec<&'static str> {
+    let given = |key: &str| (0..counters.names.len()).any(|i| counters.get(i, key).is_some());
+    KEY_NOTES.iter().filter(|(key, _)| given(key)).map(|(_, note)| *note).collect()
 }
 
 /// How long the run went, and in which time.
@@ -354,6 +384,19 @@ mod tests {
         assert!(late_jobs(&analysis).is_empty());
         let wall = Run { icount: None, ..run };
         assert_eq!(time_text(&wall, &analysis), "60 s of wall-clock time");
+    }
+
+    #[test]
+    fn the_less_obvious_counters_are_explained_when_given() {
+        let mut counters = crate::status::Counters::new(&["rtos".to_string(), "linux".to_string()]);
+        assert!(key_notes(&counters).is_empty());
+        counters
+            .guest_log(0, "demo: t=2 jobs=400 cpu_pct=0.42 busy_us=4213\ndemo: t=2 tio_max=121078 counter_hz=62500000");
+        let notes = key_notes(&counters);
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes[0].starts_with("`cpu_pct` with `busy_us`") && notes[1].contains("`tio_max`"), "{notes:?}");
+        counters.guest_log(1, "demo: t=3 cpu_pct=92 received=9 last_seq=11 ctrl_u=-0.655");
+        assert!(key_notes(&counters)[1].starts_with("`last_seq`"), "{:?}", key_notes(&counters));
     }
 
     #[test]
