@@ -481,6 +481,16 @@ struct Panel<'a> {
     intervals: &'a [Interval],
     /// Per pCPU, the fabric's events to mark.
     marks: &'a [Vec<u64>],
+    /// Per pCPU, the EL2 stretches to draw over its vCPU's bar, as (entered,
+    /// left): only a window short enough shows them apart.
+    el2: &'a [Vec<(u64, u64)>],
+}
+
+/// Per pCPU, the EL2 stretches the trace recorded (a build that keeps
+/// them, on the pCPUs of high-criticality partitions), as (entered, left).
+fn el2_stretches(trace: &Trace) -> Vec<Vec<(u64, u64)>> {
+    let stretch = |e: &Event| (e.time.saturating_sub(u64::from(e.arg)), e.time);
+    trace.cpus.iter().map(|events| events.iter().filter(|e| e.kind == Kind::El2).map(stretch).collect()).collect()
 }
 
 fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, clock: &Clock, panel: &Panel) -> Result<()> {
@@ -525,6 +535,17 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, clock: &Clock, 
             Rectangle::new([(x0, row - 0.35), (x1, row + 0.35)], partition_color(interval.partition).filled())
         });
     chart.draw_series(bars).map_err(chart::error)?;
+    // At least a pixel wide: a stretch of microseconds in a window of ms.
+    let pixel = (to - from) / f64::from(WIDTH);
+    for (cpu, stretches) in panel.el2.iter().enumerate() {
+        let row = row_of(cpu);
+        let inside = stretches.iter().filter(|&&(entered, left)| left >= panel.window.0 && entered <= panel.window.1);
+        let bars = inside.map(|&(entered, left)| {
+            let x0 = ms(entered).max(from);
+            Rectangle::new([(x0, row - 0.2), ((ms(left).min(to)).max(x0 + pixel), row + 0.2)], BLACK.filled())
+        });
+        chart.draw_series(bars).map_err(chart::error)?;
+    }
     for (cpu, times) in panel.marks.iter().enumerate() {
         let row = row_of(cpu);
         let inside = times.iter().filter(|&&t| t >= panel.window.0 && t <= panel.window.1);
@@ -537,7 +558,8 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, clock: &Clock, 
 /// An SVG Gantt chart: a row per pCPU, named with what runs there, a bar
 /// per vCPU interval colored by partition and a mark per accelerator event
 /// on the fabric's pCPU; the whole run above, and below it a window short
-/// enough to show each switch ([`zoom_window`]), shaded above.
+/// enough to show each switch and each traced EL2 stretch
+/// ([`zoom_window`]), shaded above.
 pub fn gantt_svg(meta: &TraceMeta, trace: &Trace) -> Result<String> {
     let clock = Clock::of(trace);
     let rows = trace.cpus.len().max(1);
@@ -546,6 +568,7 @@ pub fn gantt_svg(meta: &TraceMeta, trace: &Trace) -> Result<String> {
     let marks: Vec<Vec<u64>> = (0..trace.cpus.len())
         .map(|cpu| if labels[cpu].contains("fabric") { fabric_events(trace, cpu) } else { Vec::new() })
         .collect();
+    let el2 = el2_stretches(trace);
     let whole = (clock.origin, last_time(trace).max(clock.origin));
     let (zoom_start, zoom_end, zoom_what) = zoom_window(meta, trace);
     let panel_height = 110 + 45 * rows as u32;
@@ -564,6 +587,7 @@ pub fn gantt_svg(meta: &TraceMeta, trace: &Trace) -> Result<String> {
             labels: &labels,
             intervals: &intervals,
             marks: &marks,
+            el2: &[],
         };
         draw_panel(&top, &clock, &whole_panel)?;
         let zoom_panel = Panel {
@@ -574,17 +598,24 @@ pub fn gantt_svg(meta: &TraceMeta, trace: &Trace) -> Result<String> {
             ),
             window: (zoom_start, zoom_end),
             shade: None,
+            el2: &el2,
             ..whole_panel
         };
         draw_panel(&bottom, &clock, &zoom_panel)?;
-        draw_legend(&legend_area, &meta.partitions, marks.iter().any(|m| !m.is_empty()))?;
+        let fabric = marks.iter().any(|m| !m.is_empty());
+        draw_legend(&legend_area, &meta.partitions, fabric, el2.iter().any(|s| !s.is_empty()))?;
         root.present().map_err(chart::error)?;
     }
     Ok(svg)
 }
 
 /// Colored squares with partition names in a strip under the chart.
-fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, names: &[String], fabric: bool) -> Result<()> {
+fn draw_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    names: &[String],
+    fabric: bool,
+    el2: bool,
+) -> Result<()> {
     let mut keys: Vec<Key> = names
         .iter()
         .enumerate()
@@ -592,6 +623,9 @@ fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, names: &[Strin
         .collect();
     if fabric {
         keys.push(Key { name: "fabric: an accelerator event".into(), color: GRAY, mark: Mark::Dash });
+    }
+    if el2 {
+        keys.push(Key { name: "Partita at EL2 (zoomed, where traced)".into(), color: BLACK, mark: Mark::Square });
     }
     chart::legend(area, &keys, Strip { left: 95, font: 16, char_width: 9 })
 }
@@ -1102,7 +1136,11 @@ mod tests {
         let step = |time| event(time, Kind::AccelStep, NONE, 0, 0);
         decoded_meta(
             &[
-                vec![event(0, Kind::VcpuIn, 0, 0, 0), event(200_000, Kind::Trap, 0, 0, 0x16)],
+                vec![
+                    event(0, Kind::VcpuIn, 0, 0, 0),
+                    event(100_010, Kind::El2, 0, 0, 5),
+                    event(200_000, Kind::Trap, 0, 0, 0x16),
+                ],
                 vec![event(10, Kind::VcpuIn, 1, 0, 0), event(20, Kind::VcpuOut, 1, 0, 0)],
                 vec![step(50), step(100_000)],
             ],
@@ -1125,6 +1163,8 @@ mod tests {
         assert_eq!(pcpu_labels(&unnamed, &quiet, &intervals)[2], "pCPU 2: idle");
         let svg = gantt_svg(&named, &trace).unwrap();
         assert!(svg.contains("pCPU 2: fabric") && svg.contains("fabric: an accelerator event"), "{svg}");
+        assert!(svg.contains("Partita at EL2"), "the traced EL2 stretch is keyed: {svg}");
+        assert_eq!(el2_stretches(&trace)[0], [(100_005, 100_010)]);
     }
 
     #[test]
