@@ -421,11 +421,7 @@ pub fn pcpu_labels(meta: &TraceMeta, trace: &Trace, intervals: &[Interval]) -> V
             partitions.sort_unstable();
             partitions.dedup();
             let mut names: Vec<String> = partitions.iter().map(|&p| partition_name(meta, p)).collect();
-            let fabric = match meta.fabric_cpu {
-                Some(fabric) => fabric as usize == cpu,
-                None => names.is_empty() && !fabric_events(trace, cpu).is_empty(),
-            };
-            if fabric {
+            if runs_the_fabric(meta, trace, intervals, cpu) {
                 names.insert(0, "fabric".into());
             }
             let what = match names.len() {
@@ -436,6 +432,15 @@ pub fn pcpu_labels(meta: &TraceMeta, trace: &Trace, intervals: &[Interval]) -> V
             format!("pCPU {cpu}: {what}")
         })
         .collect()
+}
+
+/// True for the fabric's pCPU: the one the description names, or in a
+/// trace from before it did, one with accelerator events and no vCPU.
+fn runs_the_fabric(meta: &TraceMeta, trace: &Trace, intervals: &[Interval], cpu: usize) -> bool {
+    match meta.fabric_cpu {
+        Some(fabric) => fabric as usize == cpu,
+        None => !intervals.iter().any(|i| i.cpu == cpu) && !fabric_events(trace, cpu).is_empty(),
+    }
 }
 
 /// The times of the accelerator events on `cpu`: on the fabric's pCPU, its
@@ -566,7 +571,7 @@ pub fn gantt_svg(meta: &TraceMeta, trace: &Trace) -> Result<String> {
     let intervals = vcpu_intervals(trace);
     let labels = pcpu_labels(meta, trace, &intervals);
     let marks: Vec<Vec<u64>> = (0..trace.cpus.len())
-        .map(|cpu| if labels[cpu].contains("fabric") { fabric_events(trace, cpu) } else { Vec::new() })
+        .map(|cpu| if runs_the_fabric(meta, trace, &intervals, cpu) { fabric_events(trace, cpu) } else { Vec::new() })
         .collect();
     let el2 = el2_stretches(trace);
     let whole = (clock.origin, last_time(trace).max(clock.origin));
@@ -676,9 +681,9 @@ pub struct Body {
     pub outliers: Vec<f64>,
 }
 
-/// The samples up to one of [`BODY_QUANTILES`] in bins and those beyond
-/// it apart, when they would more than double the axis; otherwise every
-/// sample in bins.
+/// Every sample in bins, unless one bar would hold more than [`ONE_BAR`]
+/// of them: then the samples up to one of [`BODY_QUANTILES`] in bins and
+/// those beyond it apart, where they would more than double the axis.
 pub fn body(samples: &[f64]) -> Body {
     let mut sorted = samples.to_vec();
     sorted.sort_by(f64::total_cmp);
