@@ -188,10 +188,10 @@ pub fn error_svg(meta: &TraceMeta, operations: &[Operation], counter_hz: u64) ->
     let samples: Vec<f64> = operations.iter().map(|o| units::us(o.error() as f64, counter_hz)).collect();
     histogram_svg(&Histogram {
         title: format!(
-            "{}: timed-output error E ({} operations; a counter tick is {})",
+            "{}: timed-output error E ({} operations; a counter tick is {:.3} µs)",
             meta.config,
             samples.len(),
-            units::micros(units::us(1.0, counter_hz))
+            units::us(1.0, counter_hz)
         ),
         x: "E = |done - asked| (µs)",
         y: "operations (log scale)",
@@ -244,7 +244,7 @@ mod tests {
         let text = summary(&meta, &trace).unwrap();
         assert!(text.contains("rt: 2 operations, max E 0.048 us (3 ticks), mean E 0.032 us (2.0 ticks)"), "{text}");
         let svg = error_svg(&meta, &found, trace.counter_hz).unwrap();
-        assert!(svg.contains("timed-output error E (3 operations; a counter tick is 0.016 us)"), "{svg}");
+        assert!(svg.contains("timed-output error E (3 operations; a counter tick is 0.016 µs)"), "{svg}");
     }
 
     fn late(done: u64, arg: u32) -> Event {
