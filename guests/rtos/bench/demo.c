@@ -17,10 +17,10 @@
  *
  * Lines (two a second, keys in this order, values decimal):
  *
- *   demo: t=S jobs=N misses=M resp_max_us=R late_max_us=L cpu_pct=C sent=K full=F
- *         print_us=P
+ *   demo: t=S jobs=N misses=M resp_max_us=R late_max_us=L cpu_pct=C.CC busy_us=U
+ *         sent=K full=F print_us=P
  *   demo: t=S tio_done=D tio_max=E tio_mean=A tio_err=X accel_jobs=J accel_bad=B
- *         accel_wait_max_us=W accel=qam16 accel_held=H
+ *         accel_wait_max_us=W accel=qam16 accel_held=H counter_hz=F
  *
  * and, after them, one line per job that missed its deadline since the
  * previous report (at most LATE_KEPT a second; `dropped` counts the rest),
@@ -29,16 +29,19 @@
  *   demo: late job=K release=R start=S end=E dropped=D
  *
  * `late` is how long after its release a job started, `resp` how long after
- * its release it ended; cpu_pct the share of the vCPU the four tasks used
- * over the last second; `full` the periods whose message waited because
- * the ring was full (it goes out later, never dropped); print_us how long
- * the previous second's two lines took to write; tio_max and
- * tio_mean the timed outputs' error in counter ticks (Partita's own
- * figures, PARTITA_TIO_STATS); tio_err the last refusal of a timed-output
- * call (a PARTITA_* status, 0: none); accel_bad the jobs whose output
- * differed from the software's or that failed; accel_wait_max_us the
- * longest acquire, request to connection, as this guest saw it; accel_held
- * 1 while the device is connected to a PRR (STAT.CONNECTED).
+ * its release it ended; busy_us how long the four tasks ran since the
+ * previous line (about a second), and cpu_pct that share of the time with
+ * two decimals: alone on its core the RTOS waits in WFI most of the time,
+ * so a whole percent would round it to 0; `full` the periods whose message
+ * waited because the ring was full (it goes out later, never dropped);
+ * print_us how long the previous second's two lines took to write; tio_max
+ * and tio_mean the timed outputs' error in counter ticks (Partita's own
+ * figures, PARTITA_TIO_STATS), counter_hz the counter's frequency, which
+ * turns them into time; tio_err the last refusal of a timed-output call (a
+ * PARTITA_* status, 0: none); accel_bad the jobs whose output differed from
+ * the software's or that failed; accel_wait_max_us the longest acquire,
+ * request to connection, as this guest saw it; accel_held 1 while the
+ * device is connected to a PRR (STAT.CONNECTED).
  *
  * The telemetry ring, in the window (little endian, 64-bit words):
  *
@@ -336,6 +339,14 @@ static void put_kv(struct line *l, const char *key, uint64_t v)
 	put_u64(l, v);
 }
 
+/* " key=I.FF": `hundredths` as a decimal with two places. */
+static void put_kv_hundredths(struct line *l, const char *key, uint64_t hundredths)
+{
+	put_kv(l, key, hundredths / 100u);
+	put_str(l, hundredths % 100u < 10u ? ".0" : ".");
+	put_u64(l, hundredths % 100u);
+}
+
 static void put_kv_signed(struct line *l, const char *key, int64_t v)
 {
 	put_str(l, " ");
@@ -381,7 +392,8 @@ static void report_main(void *arg)
 		put_kv(&l, "misses", misses);
 		put_kv(&l, "resp_max_us", counts_to_us(resp_max));
 		put_kv(&l, "late_max_us", counts_to_us(late_max));
-		put_kv(&l, "cpu_pct", (busy - busy_last) * 100u / (now - last ? now - last : 1));
+		put_kv_hundredths(&l, "cpu_pct", (busy - busy_last) * 10000u / (now - last ? now - last : 1));
+		put_kv(&l, "busy_us", counts_to_us(busy - busy_last));
 		put_kv(&l, "sent", sent);
 		put_kv(&l, "full", full_periods);
 		put_kv(&l, "print_us", counts_to_us(print_last));
@@ -398,6 +410,7 @@ static void report_main(void *arg)
 		put_str(&l, " accel=qam16");
 		put_kv(&l, "accel_held",
 		       acc.page ? *(volatile uint32_t *)(uintptr_t)(acc.page + PARTITA_ACC_STAT) & 1u : 0);
+		put_kv(&l, "counter_hz", hz);
 		emit(&l);
 		while (late_tail != late_head) {
 			const struct late_job *j = &late_jobs[late_tail % LATE_KEPT];

@@ -24,3 +24,4 @@ pub mod status;
 pub mod summary;
 pub mod testcmd;
 pub mod trace;
+pub mod units;

@@ -144,6 +144,7 @@ impl Monitor {
             cpus: system.platform.cpus,
             partitions: system.partitions.iter().map(|p| p.name.clone()).collect(),
             plans: system.plans.clone(),
+            fabric_cpu: system.fabric.as_ref().map(|fabric| fabric.cpu),
         };
         Self {
             socket: qmp_socket(&build.out_dir),

@@ -27,6 +27,7 @@ use crate::profile;
 use crate::status::Counters;
 use crate::trace::stream::Stream;
 use crate::trace::{self as host_trace, timed_io};
+use crate::units;
 use anyhow::Result;
 use partita_core::config::allocation::{device_latencies, Wait};
 use partita_core::config::model::System;
@@ -413,12 +414,16 @@ impl Analysis {
         // The target holds Partita's share: an output that began in time
         // and still ended late waited for its pCPU to execute.
         let worst_e = self.timed_io.iter().map(|t| t.1.partita_max).max();
+        let hz = self.counter_hz;
         let mut detail = String::new();
         for (partition, e) in &self.timed_io {
             let _ = write!(
                 detail,
-                "{partition}: {} outputs, E max {} mean {:.1} ticks, Partita's share max {}; ",
-                e.count, e.max, e.mean, e.partita_max
+                "{partition}: {} outputs, E max {}, mean {}, Partita's share max {}; ",
+                e.count,
+                units::us_ticks(e.max, hz),
+                units::us_ticks_mean(e.mean, hz),
+                units::us_ticks(e.partita_max, hz)
             );
         }
         if self.timed_io.is_empty() {
@@ -426,17 +431,21 @@ impl Analysis {
         }
         // The trace keeps E in 23 bits; the hypervisor's own count (PARTITA_TIO_STATS) does not saturate.
         if let Some(i) = self.with_key("tio_max") {
+            // The guest's own frequency, or the trace's when it gives none.
+            let hz = self.counters.counter_hz(i).unwrap_or(hz);
+            let ticks = |key| self.num(i, key).and_then(|n| u64::try_from(n).ok());
+            let shown = |key| ticks(key).map_or("?".into(), |t| units::us_ticks(t, hz));
             let _ = write!(
                 detail,
-                "{} by PARTITA_TIO_STATS: {} outputs, E max {} mean {} ticks; ",
+                "{} by PARTITA_TIO_STATS: {} outputs, E max {}, mean {}; ",
                 name(i),
                 self.counters.get(i, "tio_done").unwrap_or("?"),
-                self.counters.get(i, "tio_max").unwrap_or("?"),
-                self.counters.get(i, "tio_mean").unwrap_or("?")
+                shown("tio_max"),
+                shown("tio_mean")
             );
         }
         detail += &match tio_target {
-            Some(target) => format!("target {target} tick(s)"),
+            Some(target) => format!("target {}", units::us_ticks(target, hz)),
             None => "no target under wall-clock time (reported)".into(),
         };
         if refused != 0 {
@@ -572,9 +581,9 @@ impl Analysis {
     /// An allocation's window, both shares and its bound.
     pub fn describe_allocation(&self, a: &Allocation) -> String {
         format!(
-            "device {} requested at {} ticks, window {:.1} us: Partita {:.1} us, the fabric's pCPU not run {:.1} us; bound {:.1} us",
+            "device {} requested at {}, window {:.1} us: Partita {:.1} us, the fabric's pCPU not run {:.1} us; bound {:.1} us",
             a.device,
-            a.request,
+            units::us_ticks(a.request, self.counter_hz),
             self.micros(a.ticks),
             self.micros(a.partita()),
             self.micros(a.absent),
@@ -781,7 +790,7 @@ mod tests {
         // ticks: within its bound once they are granted.
         assert!(slow.late_lines().iter().any(|l| l.starts_with(
             "Late allocations with Partita over its bound (Partita's defect: the verdict fails): 1; the worst, rtos: \
-             device 0 requested at 5000 ticks, window 32.0 us: Partita 32.0 us, the fabric's pCPU not run 0.0 us; bound 32.0 us"
+             device 0 requested at 80.0 us (5000 ticks), window 32.0 us: Partita 32.0 us, the fabric's pCPU not run 0.0 us; bound 32.0 us"
         )));
         slow.allocations[0].absent = 2;
         let check = &slow.checks(Some(1))[2];
@@ -806,6 +815,25 @@ mod tests {
         stale.mistimed = 1;
         let check = &stale.checks(Some(1))[2];
         assert!(!check.ok && check.detail.contains("1 timed from before"), "{check:?}");
+    }
+
+    #[test]
+    fn the_timed_output_error_reads_in_microseconds_with_its_ticks() {
+        let mut run = analysis(RTOS, LINUX, &[]);
+        run.timed_io[0].1 = timed_io::Errors { partition: 0, count: 10, max: 121_078, mean: 2715.9, partita_max: 1 };
+        let check = run.checks(Some(1)).into_iter().find(|c| c.name == "timed-I/O error").unwrap();
+        assert!(
+            check.detail.starts_with(
+                "rtos: 10 outputs, E max 1937.2 us (121078 ticks), mean 43.5 us (2715.9 ticks), Partita's share \
+                 max 0.016 us (1 tick); rtos by PARTITA_TIO_STATS: ? outputs, E max 0.016 us (1 tick), mean ?;"
+            ) && check.detail.ends_with("target 0.016 us (1 tick)"),
+            "{}",
+            check.detail
+        );
+        // The guest's own counter frequency converts its own figures.
+        let rtos = RTOS.replace("tio_max=1", "tio_max=1000 tio_mean=500 counter_hz=1000000");
+        let check = analysis(&rtos, LINUX, &[]).checks(None).into_iter().find(|c| c.name == "timed-I/O error").unwrap();
+        assert!(check.detail.contains("E max 1000.0 us (1000 ticks), mean 500.0 us (500 ticks)"), "{}", check.detail);
     }
 
     #[test]

@@ -14,12 +14,17 @@
 //! terminal's mode changes and nothing needs restoring, whatever ends the
 //! run.
 
+use crate::units;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
 /// What a guest's counter line starts with.
 pub const COUNTER_PREFIX: &str = "demo: ";
+/// The keys whose values a guest gives in counter ticks, of the counter
+/// whose frequency it gives as `counter_hz` (the demo's RTOS: its timed
+/// outputs' error).
+pub const TICK_KEYS: [&str; 2] = ["tio_max", "tio_mean"];
 /// After this long without a counter line, a running partition shows as
 /// quiet (Linux's reader may take a few seconds a round under load).
 const QUIET_AFTER: Duration = Duration::from_secs(10);
@@ -160,6 +165,27 @@ impl Counters {
     pub fn index(&self, name: &str) -> Option<usize> {
         self.names.iter().position(|n| n == name)
     }
+
+    /// The counter frequency partition `index` gave with its values in ticks.
+    pub fn counter_hz(&self, index: usize) -> Option<u64> {
+        self.number(index, "counter_hz").and_then(|hz| u64::try_from(hz).ok()).filter(|&hz| hz > 0)
+    }
+
+    /// Partition `index`'s latest values as `key=value` words, those in
+    /// counter ticks ([`TICK_KEYS`]) in microseconds with the ticks beside
+    /// when it gave its counter's frequency.
+    pub fn shown(&self, index: usize) -> Vec<String> {
+        let hz = self.counter_hz(index);
+        self.values[index]
+            .iter()
+            .map(|(key, value)| match (hz, value.parse::<u64>()) {
+                (Some(hz), Ok(ticks)) if TICK_KEYS.contains(&key.as_str()) => {
+                    format!("{key}={}", units::us_ticks(ticks, hz))
+                }
+                _ => format!("{key}={value}"),
+            })
+            .collect()
+    }
 }
 
 /// A partition's state as far as the console tells it.
@@ -189,7 +215,13 @@ pub fn render(counters: &Counters, seen: &[bool], last_line: &[Option<Instant>],
             let quiet = last_line[i].is_none_or(|t| now.duration_since(t) > QUIET_AFTER) && counters.lines[i] > 0;
             let get = |key: &str| counters.get(i, key);
             let mut line = format!("{:<width$} {:<9}", counters.names[i], state(counters, i, seen[i], quiet));
-            line += &format!(" cpu {:>3}%", get("cpu_pct").unwrap_or("-"));
+            // An RTOS alone on its core idles most of the time: its share
+            // comes with two decimals and the busy time behind it.
+            let cpu = get("cpu_pct").unwrap_or("-");
+            match get("busy_us") {
+                Some(busy) => line += &format!(" cpu {cpu}% (busy {busy} us/s)"),
+                None => line += &format!(" cpu {cpu:>3}%"),
+            }
             if let Some(misses) = get("misses") {
                 line += &format!(" misses {misses}/{}", get("jobs").unwrap_or("?"));
             }
@@ -204,7 +236,17 @@ pub fn render(counters: &Counters, seen: &[bool], last_line: &[Option<Instant>],
                 None => line += &format!(" accel {}", if held { "held" } else { "-" }),
             }
             if let Some(max) = get("tio_max") {
-                line += &format!(" E max {max} mean {} ticks", get("tio_mean").unwrap_or("?"));
+                let mean = get("tio_mean").unwrap_or("?");
+                match (counters.counter_hz(i), max.parse::<f64>(), mean.parse::<f64>()) {
+                    (Some(hz), Ok(max), Ok(mean)) => {
+                        line += &format!(
+                            " E max {} mean {}",
+                            units::micros(units::us(max, hz)),
+                            units::micros(units::us(mean, hz))
+                        )
+                    }
+                    _ => line += &format!(" E max {max} mean {mean} ticks"),
+                }
                 if let Some(err) = get("tio_err").filter(|e| *e != "0") {
                     line += &format!(" (refused {err})");
                 }
@@ -344,5 +386,25 @@ mod tests {
         live.draw(&mut screen);
         let text = String::from_utf8(screen).unwrap();
         assert!(text.contains("\x1b[2F\x1b[J"), "the second draw erases the first: {text:?}");
+    }
+
+    #[test]
+    fn an_idle_rtos_shows_its_busy_time_and_its_errors_in_microseconds() {
+        let names = ["rtos".to_string(), "linux".to_string()];
+        let mut live = Live::new(&names, false);
+        live.guest_text(0, "demo: t=5 jobs=1002 misses=0 cpu_pct=0.42 busy_us=4213 sent=11");
+        live.guest_text(0, "demo: t=5 tio_done=800 tio_max=121078 tio_mean=2715 tio_err=0 counter_hz=62500000");
+        live.guest_text(1, "demo: t=3 cpu_pct=92 received=9 lost=0 dup=0");
+        let lines = render(&live.counters, &live.seen, &live.last_line, Instant::now());
+        assert!(lines[0].contains(" cpu 0.42% (busy 4213 us/s) "), "{}", lines[0]);
+        assert!(lines[0].contains(" E max 1937.2 us mean 43.4 us"), "{}", lines[0]);
+        assert!(lines[1].contains(" cpu  92% "), "{}", lines[1]);
+        let shown = live.counters.shown(0);
+        assert!(shown.contains(&"tio_max=1937.2 us (121078 ticks)".to_string()), "{shown:?}");
+        assert!(shown.contains(&"tio_done=800".to_string()), "a count stays a count: {shown:?}");
+        // Without the counter's frequency the ticks are all there is.
+        let mut old = Counters::new(&names[..1]);
+        old.guest_text(0, "demo: t=5 tio_max=3 tio_mean=1");
+        assert!(old.shown(0).contains(&"tio_max=3".to_string()));
     }
 }

@@ -146,8 +146,11 @@ pub fn markdown(run: &Run, system: &System, analysis: &Analysis, out_dir: &Path)
     text += "\n## Each partition's last counters\n\n| partition | counter lines | health events | last values |\n|---|--:|--:|---|\n";
     let counters = &analysis.counters;
     for (i, name) in counters.names.iter().enumerate() {
-        let values: Vec<String> = counters.values[i].iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let _ = writeln!(text, "| {name} | {} | {} | {} |", counters.lines[i], counters.hm_events[i], values.join(" "));
+        let values = counters.shown(i).join(" ");
+        let _ = writeln!(text, "| {name} | {} | {} | {values} |", counters.lines[i], counters.hm_events[i]);
+    }
+    for note in key_notes(counters) {
+        let _ = writeln!(text, "\n{note}");
     }
     text += "\n## Trace\n\n";
     if analysis.lost_events.is_empty() {
@@ -180,6 +183,33 @@ pub fn markdown(run: &Run, system: &System, analysis: &Analysis, out_dir: &Path)
     text
 }
 
+/// What the demo's less obvious counters mean, for those the partitions
+/// gave.
+const KEY_NOTES: [(&str, &str); 3] = [
+    (
+        "busy_us",
+        "`cpu_pct` with `busy_us`: the share of the last second its tasks ran, and that time in us; alone on \
+         its core an RTOS waits in WFI most of the time, hence two decimals.",
+    ),
+    (
+        "ctrl_u",
+        "`last_seq`: the number of the newest telemetry message read (beside the sender's `sent`, how far the \
+         reader is behind); `ctrl_u`: the controller's output it carried, in the plant's units (±1.000 at rest on \
+         either set point).",
+    ),
+    (
+        "counter_hz",
+        "Values a guest counts in ticks of its counter (`counter_hz`) show in us with the ticks beside: \
+         `tio_max` and `tio_mean`, the timed outputs' largest and mean error E by Partita's own count.",
+    ),
+];
+
+/// The notes of [`KEY_NOTES`] whose key some partition gave.
+fn key_notes(counters: &crate::status::Counters) -> Vec<&'static str> {
+    let given = |key: &str| (0..counters.names.len()).any(|i| counters.get(i, key).is_some());
+    KEY_NOTES.iter().filter(|(key, _)| given(key)).map(|(_, note)| *note).collect()
+}
+
 /// How long the run went, and in which time.
 fn time_text(run: &Run, analysis: &Analysis) -> String {
     match (run.icount, analysis.guest_seconds()) {
@@ -202,15 +232,15 @@ fn late_jobs(analysis: &Analysis) -> String {
     }
     let us = |ticks: u64| if analysis.counter_hz == 0 { 0.0 } else { ticks as f64 * 1e6 / analysis.counter_hz as f64 };
     let mut text = String::from(
-        "\n## Late jobs\n\nEach job that missed its deadline, as its partition reported it: its release in counter \
-         ticks, how long after it the job started and ended, and the time its pCPU spent at EL2 in that window \
+        "\n## Late jobs\n\nEach job that missed its deadline, as its partition reported it: its release on the counter \
+         (in us, and in ticks to find it in the trace), how long after it the job started and ended, and the time its pCPU spent at EL2 in that window \
          against Partita's bound for it (`partita check`'s added response per release, a release latency for each \
          interrupt delivered in the window). A job over the bound is Partita's defect. On the wall clock, the \
          host's share of the window beside it: how long the partition's vCPU threads were off their host core \
          (waiting for one, or asleep: the guest's WFI, QEMU's big lock), how long they and QEMU's main loop waited \
          for a host core, and the host's steal (see Host above). There Partita is granted all of that off-CPU \
          time first: a job is over the bound only when its EL2 time less the off-CPU time still exceeds it.\n\n\
-         | partition | job | release (ticks) | start after (us) | end after (us) | at EL2 (us) | bound (us) | verdict \
+         | partition | job | release: us (ticks) | start after (us) | end after (us) | at EL2 (us) | bound (us) | verdict \
          | host: vCPU off-CPU (us) | vCPU waited (us) | main loop waited (us) | steal (us) |\n\
          |---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|\n",
     );
@@ -226,8 +256,9 @@ fn late_jobs(analysis: &Analysis) -> String {
         };
         let _ = writeln!(
             text,
-            "| {partition} | {} | {} | {:.1} | {:.1} | {el2} | {bound} | {verdict} | {} |",
+            "| {partition} | {} | {:.1} ({}) | {:.1} | {:.1} | {el2} | {bound} | {verdict} | {} |",
             job.job,
+            us(job.release),
             job.release,
             us(job.start.saturating_sub(job.release)),
             us(job.end.saturating_sub(job.release)),
@@ -356,6 +387,19 @@ mod tests {
     }
 
     #[test]
+    fn the_less_obvious_counters_are_explained_when_given() {
+        let mut counters = crate::status::Counters::new(&["rtos".to_string(), "linux".to_string()]);
+        assert!(key_notes(&counters).is_empty());
+        counters
+            .guest_log(0, "demo: t=2 jobs=400 cpu_pct=0.42 busy_us=4213\ndemo: t=2 tio_max=121078 counter_hz=62500000");
+        let notes = key_notes(&counters);
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes[0].starts_with("`cpu_pct` with `busy_us`") && notes[1].contains("`tio_max`"), "{notes:?}");
+        counters.guest_log(1, "demo: t=3 cpu_pct=92 received=9 last_seq=11 ctrl_u=-0.655");
+        assert!(key_notes(&counters)[1].starts_with("`last_seq`"), "{:?}", key_notes(&counters));
+    }
+
+    #[test]
     fn every_late_allocation_is_listed_with_both_shares_the_defects_first() {
         let mut analysis = analysis_with("demo: t=1 jobs=200 misses=0");
         let allocation = |ticks, absent| crate::soak::Allocation {
@@ -368,9 +412,10 @@ mod tests {
         };
         analysis.allocations = vec![allocation(1_000, 0), allocation(70_000, 10_000), allocation(70_000, 1_000)];
         let text = late_allocations(&analysis);
-        let within = "- rtos device 0 requested at 1000 ticks, window 1120.0 us: Partita 960.0 us, the fabric's pCPU \
+        let within =
+            "- rtos device 0 requested at 16.0 us (1000 ticks), window 1120.0 us: Partita 960.0 us, the fabric's pCPU \
                       not run 160.0 us; bound 1000.0 us: Partita within its bound.";
-        let over = "- rtos device 0 requested at 1000 ticks, window 1120.0 us: Partita 1104.0 us, the fabric's pCPU \
+        let over = "- rtos device 0 requested at 16.0 us (1000 ticks), window 1120.0 us: Partita 1104.0 us, the fabric's pCPU \
                     not run 16.0 us; bound 1000.0 us: Partita over its bound.";
         assert!(text.find(over).is_some_and(|o| text.find(within).is_some_and(|w| o < w)), "{text}");
         assert!(!text.contains("window 16.0 us"), "one within its bound is not late: {text}");
@@ -385,11 +430,15 @@ mod tests {
                    demo: late job=9 release=2000000 start=2062500 end=2400000 dropped=0";
         let text = late_jobs(&analysis_with(log));
         assert!(
-            text.contains("| rtos | 7 | 1000000 | 6000.0 | 6001.6 | - | - | not attributed | - | - | - | - |"),
+            text.contains(
+                "| rtos | 7 | 16000.0 (1000000) | 6000.0 | 6001.6 | - | - | not attributed | - | - | - | - |"
+            ),
             "{text}"
         );
         assert!(
-            text.contains("| rtos | 9 | 2000000 | 1000.0 | 6400.0 | - | - | not attributed | - | - | - | - |"),
+            text.contains(
+                "| rtos | 9 | 32000.0 (2000000) | 1000.0 | 6400.0 | - | - | not attributed | - | - | - | - |"
+            ),
             "{text}"
         );
         let mut analysis = analysis_with(log);
@@ -406,7 +455,7 @@ mod tests {
         analysis.late = vec![Attributed { host: Some(host), ..late.clone() }];
         let text = late_jobs(&analysis);
         let over = text.find(
-            "| rtos | 9 | 2000000 | 1000.0 | 6400.0 | 100.0 | 10.0 | Partita over its bound | 60.0 | 5000.0 | 250.0 | \
+            "| rtos | 9 | 32000.0 (2000000) | 1000.0 | 6400.0 | 100.0 | 10.0 | Partita over its bound | 60.0 | 5000.0 | 250.0 | \
              0.0 |",
         );
         let other = text.find("| rtos | 7 |");
@@ -416,7 +465,7 @@ mod tests {
         let text = late_jobs(&analysis);
         assert!(
             text.contains(
-                "| rtos | 9 | 2000000 | 1000.0 | 6400.0 | 100.0 | 10.0 | Partita within its bound | 95.0 | 5000.0 | \
+                "| rtos | 9 | 32000.0 (2000000) | 1000.0 | 6400.0 | 100.0 | 10.0 | Partita within its bound | 95.0 | 5000.0 | \
                  250.0 | 0.0 |"
             ),
             "{text}"

@@ -51,6 +51,10 @@ pub struct TraceMeta {
     /// The configuration's cyclic plans, to place each traced slot start.
     #[serde(default)]
     pub plans: Vec<partita_core::config::model::Plan>,
+    /// The pCPU that runs the emulated fabric, where it has one: no vCPU
+    /// runs there, and the Gantt names it.
+    #[serde(default)]
+    pub fabric_cpu: Option<u32>,
 }
 
 /// `trace.bin`'s bytes for `ring` (the copied trace memory).
@@ -403,65 +407,231 @@ fn partition_color(partition: u8) -> RGBColor {
 
 const WIDTH: u32 = 1200;
 const LEGEND_HEIGHT: u32 = 40;
+/// The Gantt's zoomed window when no cyclic plan gives it a major frame.
+pub const ZOOM_US: u64 = 50_000;
 
-/// An SVG Gantt chart: a row per pCPU, a bar per vCPU interval colored by
-/// partition, time in milliseconds.
+/// What runs on each pCPU, for the Gantt's rows: the partitions whose
+/// vCPUs the trace shows there and the fabric on its pCPU (a trace from
+/// before the description named it: a pCPU with accelerator events and no
+/// vCPU), else `idle`.
+pub fn pcpu_labels(meta: &TraceMeta, trace: &Trace, intervals: &[Interval]) -> Vec<String> {
+    (0..trace.cpus.len())
+        .map(|cpu| {
+            let mut partitions: Vec<u8> = intervals.iter().filter(|i| i.cpu == cpu).map(|i| i.partition).collect();
+            partitions.sort_unstable();
+            partitions.dedup();
+            let mut names: Vec<String> = partitions.iter().map(|&p| partition_name(meta, p)).collect();
+            if runs_the_fabric(meta, trace, intervals, cpu) {
+                names.insert(0, "fabric".into());
+            }
+            let what = match names.len() {
+                0 => "idle".to_string(),
+                1..=2 => names.join(", "),
+                n => format!("{n} partitions"),
+            };
+            format!("pCPU {cpu}: {what}")
+        })
+        .collect()
+}
+
+/// True for the fabric's pCPU: the one the description names, or in a
+/// trace from before it did, one with accelerator events and no vCPU.
+fn runs_the_fabric(meta: &TraceMeta, trace: &Trace, intervals: &[Interval], cpu: usize) -> bool {
+    match meta.fabric_cpu {
+        Some(fabric) => fabric as usize == cpu,
+        None => !intervals.iter().any(|i| i.cpu == cpu) && !fabric_events(trace, cpu).is_empty(),
+    }
+}
+
+/// The times of the accelerator events on `cpu`: on the fabric's pCPU, its
+/// work (each step of a PRR, each connection).
+fn fabric_events(trace: &Trace, cpu: usize) -> Vec<u64> {
+    let events = trace.cpus.get(cpu).map_or(&[][..], Vec::as_slice);
+    events.iter().filter(|e| matches!(e.kind, Kind::AccelStep | Kind::AccelConnect)).map(|e| e.time).collect()
+}
+
+/// The Gantt's zoomed window, in counter ticks, and what it is: one major
+/// frame of the first cyclic plan, the traced one that starts nearest the
+/// middle of the run; without a plan, [`ZOOM_US`] about the middle. The
+/// whole run when it is shorter.
+pub fn zoom_window(meta: &TraceMeta, trace: &Trace) -> (u64, u64, String) {
+    let clock = Clock::of(trace);
+    let (first, last) = (clock.origin, last_time(trace).max(clock.origin));
+    let middle = first + (last - first) / 2;
+    let ticks = |us: u64| partita_core::time::us_to_ticks(us, trace.counter_hz);
+    let frame = slots::slot_runs(meta, trace).into_iter().filter_map(|run| {
+        let core = meta.plans.get(run.plan)?.cores.iter().find(|core| core.cpu as usize == run.cpu)?;
+        let start = run.planned.checked_sub(ticks(core.slots.get(run.slot)?.start_us))?;
+        Some((start, ticks(core.major_frame_us), &meta.plans[run.plan].name, core.major_frame_us))
+    });
+    if let Some((start, length, plan, us)) = frame.min_by_key(|f| f.0.abs_diff(middle)) {
+        let what = format!("one major frame of plan {plan} ({} ms)", us as f64 / 1000.0);
+        return (start, start + length, what);
+    }
+    let length = ticks(ZOOM_US);
+    if last - first <= length {
+        return (first, last, "the whole run".into());
+    }
+    let start = middle - length / 2;
+    (start, start + length, format!("{} ms in the middle of the run", ZOOM_US as f64 / 1000.0))
+}
+
+/// One panel of the Gantt: a row per pCPU over `window` (counter ticks).
+struct Panel<'a> {
+    title: String,
+    window: (u64, u64),
+    /// A stretch of the window to shade: where the other panel zooms in.
+    shade: Option<(u64, u64)>,
+    labels: &'a [String],
+    intervals: &'a [Interval],
+    /// Per pCPU, the fabric's events to mark.
+    marks: &'a [Vec<u64>],
+    /// Per pCPU, the EL2 stretches to draw over its vCPU's bar, as (entered,
+    /// left): only a window short enough shows them apart.
+    el2: &'a [Vec<(u64, u64)>],
+}
+
+/// Per pCPU, the EL2 stretches the trace recorded (a build that keeps
+/// them, on the pCPUs of high-criticality partitions), as (entered, left).
+fn el2_stretches(trace: &Trace) -> Vec<Vec<(u64, u64)>> {
+    let stretch = |e: &Event| (e.time.saturating_sub(u64::from(e.arg)), e.time);
+    trace.cpus.iter().map(|events| events.iter().filter(|e| e.kind == Kind::El2).map(stretch).collect()).collect()
+}
+
+fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, clock: &Clock, panel: &Panel) -> Result<()> {
+    let rows = panel.labels.len().max(1);
+    let ms = |time: u64| clock.micros(time) / 1000.0;
+    let (from, to) = (ms(panel.window.0), ms(panel.window.1).max(ms(panel.window.0) + 1e-3));
+    let mut chart = ChartBuilder::on(area)
+        .caption(&panel.title, ("sans-serif", 20))
+        .margin(15)
+        .x_label_area_size(40)
+        .y_label_area_size(170)
+        .build_cartesian_2d(from..to, -0.5..rows as f64 - 0.5)
+        .map_err(chart::error)?;
+    // Row r (from the bottom) shows pCPU rows-1-r, so pCPU 0 is on top.
+    let cpu_label = |y: &f64| {
+        let row = y.round();
+        let on_row = (y - row).abs() < 1e-6 && row >= 0.0 && row < rows as f64;
+        match panel.labels.get(rows.wrapping_sub(1).wrapping_sub(row as usize)) {
+            Some(label) if on_row => label.clone(),
+            _ => String::new(),
+        }
+    };
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .y_labels(rows + 1)
+        .y_label_formatter(&cpu_label)
+        .x_desc("time since the trace's first event (ms)")
+        .draw()
+        .map_err(chart::error)?;
+    let row_of = |cpu: usize| (rows - 1 - cpu.min(rows - 1)) as f64;
+    if let Some((start, end)) = panel.shade {
+        let shade =
+            Rectangle::new([(ms(start).max(from), -0.5), (ms(end).min(to), rows as f64 - 0.5)], GRAY.mix(0.2).filled());
+        chart.draw_series(std::iter::once(shade)).map_err(chart::error)?;
+    }
+    // Only what the window holds, cut at its edges.
+    let bars =
+        panel.intervals.iter().filter(|i| i.end >= panel.window.0 && i.start <= panel.window.1).map(|interval| {
+            let row = row_of(interval.cpu);
+            let (x0, x1) = (ms(interval.start).max(from), ms(interval.end).min(to));
+            Rectangle::new([(x0, row - 0.35), (x1, row + 0.35)], partition_color(interval.partition).filled())
+        });
+    chart.draw_series(bars).map_err(chart::error)?;
+    // At least a pixel wide: a stretch of microseconds in a window of ms.
+    let pixel = (to - from) / f64::from(WIDTH);
+    for (cpu, stretches) in panel.el2.iter().enumerate() {
+        let row = row_of(cpu);
+        let inside = stretches.iter().filter(|&&(entered, left)| left >= panel.window.0 && entered <= panel.window.1);
+        let bars = inside.map(|&(entered, left)| {
+            let x0 = ms(entered).max(from);
+            Rectangle::new([(x0, row - 0.2), ((ms(left).min(to)).max(x0 + pixel), row + 0.2)], BLACK.filled())
+        });
+        chart.draw_series(bars).map_err(chart::error)?;
+    }
+    for (cpu, times) in panel.marks.iter().enumerate() {
+        let row = row_of(cpu);
+        let inside = times.iter().filter(|&&t| t >= panel.window.0 && t <= panel.window.1);
+        let ticks = inside.map(|&t| PathElement::new(vec![(ms(t), row - 0.3), (ms(t), row + 0.3)], BLACK.mix(0.6)));
+        chart.draw_series(ticks).map_err(chart::error)?;
+    }
+    Ok(())
+}
+
+/// An SVG Gantt chart: a row per pCPU, named with what runs there, a bar
+/// per vCPU interval colored by partition and a mark per accelerator event
+/// on the fabric's pCPU; the whole run above, and below it a window short
+/// enough to show each switch and each traced EL2 stretch
+/// ([`zoom_window`]), shaded above.
 pub fn gantt_svg(meta: &TraceMeta, trace: &Trace) -> Result<String> {
     let clock = Clock::of(trace);
     let rows = trace.cpus.len().max(1);
-    let end_ms = (clock.micros(last_time(trace)) / 1000.0).max(1e-3);
-    let height = 140 + 50 * rows as u32 + LEGEND_HEIGHT;
+    let intervals = vcpu_intervals(trace);
+    let labels = pcpu_labels(meta, trace, &intervals);
+    let marks: Vec<Vec<u64>> = (0..trace.cpus.len())
+        .map(|cpu| if runs_the_fabric(meta, trace, &intervals, cpu) { fabric_events(trace, cpu) } else { Vec::new() })
+        .collect();
+    let el2 = el2_stretches(trace);
+    let whole = (clock.origin, last_time(trace).max(clock.origin));
+    let (zoom_start, zoom_end, zoom_what) = zoom_window(meta, trace);
+    let panel_height = 110 + 45 * rows as u32;
+    let height = 2 * panel_height + LEGEND_HEIGHT;
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
         root.fill(&WHITE).map_err(chart::error)?;
-        let (chart_area, legend_area) = root.split_vertically(height - LEGEND_HEIGHT);
-        let title = format!("{}: vCPUs per pCPU", meta.config);
-        let mut chart = ChartBuilder::on(&chart_area)
-            .caption(title, ("sans-serif", 22))
-            .margin(15)
-            .x_label_area_size(45)
-            .y_label_area_size(80)
-            .build_cartesian_2d(0.0..end_ms, -0.5..rows as f64 - 0.5)
-            .map_err(chart::error)?;
-        // Row r (from the bottom) shows pCPU rows-1-r, so pCPU 0 is on top.
-        let cpu_label = |y: &f64| {
-            let row = y.round();
-            let on_row = (y - row).abs() < 1e-6 && row >= 0.0 && row < rows as f64;
-            if on_row {
-                format!("pCPU {}", rows - 1 - row as usize)
-            } else {
-                String::new()
-            }
+        let (top, rest) = root.split_vertically(panel_height);
+        let (bottom, legend_area) = rest.split_vertically(panel_height);
+        let seconds = clock.span_micros(whole.1 - whole.0) / 1e6;
+        let whole_panel = Panel {
+            title: format!("{}: vCPUs per pCPU, the whole run ({seconds:.1} s)", meta.config),
+            window: whole,
+            shade: Some((zoom_start, zoom_end)),
+            labels: &labels,
+            intervals: &intervals,
+            marks: &marks,
+            el2: &[],
         };
-        chart
-            .configure_mesh()
-            .disable_y_mesh()
-            .y_labels(rows + 1)
-            .y_label_formatter(&cpu_label)
-            .x_desc("time (ms)")
-            .draw()
-            .map_err(chart::error)?;
-        let bars = vcpu_intervals(trace).into_iter().map(|interval| {
-            let row = (rows - 1 - interval.cpu) as f64;
-            let x0 = clock.micros(interval.start) / 1000.0;
-            let x1 = clock.micros(interval.end) / 1000.0;
-            Rectangle::new([(x0, row - 0.35), (x1, row + 0.35)], partition_color(interval.partition).filled())
-        });
-        chart.draw_series(bars).map_err(chart::error)?;
-        draw_legend(&legend_area, &meta.partitions)?;
+        draw_panel(&top, &clock, &whole_panel)?;
+        let zoom_panel = Panel {
+            title: format!(
+                "zoomed (shaded above): {zoom_what}, {:.1} to {:.1} ms",
+                clock.micros(zoom_start) / 1000.0,
+                clock.micros(zoom_end) / 1000.0
+            ),
+            window: (zoom_start, zoom_end),
+            shade: None,
+            el2: &el2,
+            ..whole_panel
+        };
+        draw_panel(&bottom, &clock, &zoom_panel)?;
+        let fabric = marks.iter().any(|m| !m.is_empty());
+        draw_legend(&legend_area, &meta.partitions, fabric, el2.iter().any(|s| !s.is_empty()))?;
         root.present().map_err(chart::error)?;
     }
     Ok(svg)
 }
 
 /// Colored squares with partition names in a strip under the chart.
-fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, names: &[String]) -> Result<()> {
-    let keys: Vec<Key> = names
+fn draw_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    names: &[String],
+    fabric: bool,
+    el2: bool,
+) -> Result<()> {
+    let mut keys: Vec<Key> = names
         .iter()
         .enumerate()
         .map(|(index, name)| Key { name: name.clone(), color: partition_color(index as u8), mark: Mark::Square })
         .collect();
+    if fabric {
+        keys.push(Key { name: "fabric: an accelerator event".into(), color: GRAY, mark: Mark::Dash });
+    }
+    if el2 {
+        keys.push(Key { name: "Partita at EL2 (zoomed, where traced)".into(), color: BLACK, mark: Mark::Square });
+    }
     chart::legend(area, &keys, Strip { left: 95, font: 16, char_width: 9 })
 }
 
@@ -471,9 +641,10 @@ pub fn latency_svg(meta: &TraceMeta, latencies_us: &[f64]) -> Result<String> {
     histogram_svg(&Histogram {
         title: format!("{}: interrupt injection latency ({} samples)", meta.config, latencies_us.len()),
         x: "latency (µs)",
-        y: "interrupts",
+        y: "interrupts (log scale)",
         empty: "no interrupt was both taken and injected on one pCPU in this trace",
         samples: latencies_us,
+        unit: "µs",
     })
 }
 
@@ -485,41 +656,142 @@ pub struct Histogram<'a> {
     /// Said across an empty chart.
     pub empty: &'static str,
     pub samples: &'a [f64],
+    /// The samples' unit, for the outliers listed under the chart.
+    pub unit: &'static str,
 }
 
-/// An SVG histogram of `what.samples`; with none, an empty chart that says so.
+/// The shares of the samples, smallest first, that a histogram's x axis
+/// may span when the rest would stretch it, widest first: one outlier of
+/// milliseconds among microseconds would put every other sample in one
+/// bar. The next is taken while the widest bar still holds more than
+/// [`ONE_BAR`] of the body.
+pub const BODY_QUANTILES: [f64; 2] = [0.999, 0.99];
+/// The share of a body's samples in one bar past which it shows no shape.
+const ONE_BAR: f64 = 0.9;
+/// Outliers listed by value under a histogram; the rest are counted.
+const OUTLIERS_LISTED: usize = 8;
+
+/// A histogram's body and its outliers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Body {
+    /// Equal-width bins `(from, to, count)` over the body.
+    pub bins: Vec<(f64, f64, usize)>,
+    /// The samples beyond the body, largest first; empty when every sample
+    /// is in it.
+    pub outliers: Vec<f64>,
+}
+
+/// Every sample in bins, unless one bar would hold more than [`ONE_BAR`]
+/// of them: then the samples up to one of [`BODY_QUANTILES`] in bins and
+/// those beyond it apart, where they would more than double the axis.
+pub fn body(samples: &[f64]) -> Body {
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let mut chosen = Body { bins: histogram(&sorted), outliers: Vec::new() };
+    let (Some(&low), Some(&high)) = (sorted.first(), sorted.last()) else { return chosen };
+    for quantile in BODY_QUANTILES {
+        if !one_bar(&chosen.bins) {
+            break;
+        }
+        let kept = ((sorted.len() as f64 * quantile).ceil() as usize).clamp(1, sorted.len());
+        let cut = sorted[kept - 1];
+        if high - low <= 2.0 * (cut - low) {
+            continue;
+        }
+        let split = sorted.partition_point(|&s| s <= cut);
+        chosen = Body { bins: histogram(&sorted[..split]), outliers: sorted[split..].iter().rev().copied().collect() };
+    }
+    chosen
+}
+
+/// True when one bin holds more than [`ONE_BAR`] of the samples.
+fn one_bar(bins: &[(f64, f64, usize)]) -> bool {
+    let total: usize = bins.iter().map(|b| b.2).sum();
+    bins.iter().any(|b| b.2 as f64 > ONE_BAR * total as f64)
+}
+
+/// A value of the unit the charts use, with the places that matter.
+fn value(v: f64) -> String {
+    if v.abs() >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// The lines under a histogram that name what its axis left out; none when
+/// it left nothing out.
+pub fn outlier_lines(body: &Body, total: usize, unit: &str) -> Vec<String> {
+    let (Some(&largest), Some(&smallest)) = (body.outliers.first(), body.outliers.last()) else {
+        return Vec::new();
+    };
+    let top = body.bins.last().map_or(0.0, |b| b.1);
+    let listed: Vec<String> = body.outliers.iter().take(OUTLIERS_LISTED).map(|&v| value(v)).collect();
+    let mut list = format!("{} {unit}", listed.join(", "));
+    if body.outliers.len() > OUTLIERS_LISTED {
+        let rest = &body.outliers[OUTLIERS_LISTED..];
+        list += &format!(", and {} more from {} to {} {unit}", rest.len(), value(smallest), value(rest[0]));
+    }
+    vec![
+        format!(
+            "The axis spans the smallest {:.2} % of the {total} samples, up to {} {unit}; beyond it, {} sample(s) up to {} {unit}:",
+            (total - body.outliers.len()) as f64 * 100.0 / total as f64,
+            value(top),
+            body.outliers.len(),
+            value(largest)
+        ),
+        list,
+    ]
+}
+
+/// Room under a histogram for its outlier lines.
+const OUTLIER_HEIGHT: u32 = 56;
+
+/// An SVG histogram of `what.samples`, counts on a log scale so that a bin
+/// of a few samples shows beside one of thousands, its axis on the body
+/// ([`body`]) with the outliers listed beneath; with no samples, an empty
+/// chart that says so.
 pub fn histogram_svg(what: &Histogram) -> Result<String> {
+    let body = body(what.samples);
+    let lines = outlier_lines(&body, what.samples.len(), what.unit);
+    let height = 600 + if lines.is_empty() { 0 } else { OUTLIER_HEIGHT };
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, 600)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
         root.fill(&WHITE).map_err(chart::error)?;
-        let bins = histogram(what.samples);
+        let (chart_area, notes) = root.split_vertically(600);
+        let bins = &body.bins;
         let low = bins.first().map_or(0.0, |b| b.0);
         let high = bins.last().map_or(1.0, |b| b.1);
-        let top = bins.iter().map(|b| b.2).max().unwrap_or(1).max(1) as f64 * 1.1;
-        let mut chart = ChartBuilder::on(&root)
+        let top = bins.iter().map(|b| b.2).max().unwrap_or(1).max(1) as f64 * 2.0;
+        // Bars rise from below 1, so that a bin of one sample shows.
+        let floor = 0.7;
+        let mut chart = ChartBuilder::on(&chart_area)
             .caption(&what.title, ("sans-serif", 22))
             .margin(15)
             .x_label_area_size(45)
             .y_label_area_size(60)
-            .build_cartesian_2d(low..high, 0.0..top)
+            .build_cartesian_2d(low..high, (floor..top).log_scale())
             .map_err(chart::error)?;
         chart
             .configure_mesh()
             .x_desc(what.x)
             .y_desc(what.y)
-            .y_label_formatter(&|count| format!("{count:.0}"))
+            .y_label_formatter(&|count| if *count >= 1.0 { format!("{count:.0}") } else { String::new() })
             .draw()
             .map_err(chart::error)?;
         // A sliver of each bin stays blank, so neighbouring bars stay apart.
-        let bars = bins.iter().map(|&(x0, x1, count)| {
+        let bars = bins.iter().filter(|b| b.2 > 0).map(|&(x0, x1, count)| {
             let gap = (x1 - x0) * 0.04;
-            Rectangle::new([(x0 + gap, 0.0), (x1 - gap, count as f64)], PARTITION_COLORS[0].filled())
+            Rectangle::new([(x0 + gap, floor), (x1 - gap, count as f64)], PARTITION_COLORS[0].filled())
         });
         chart.draw_series(bars).map_err(chart::error)?;
         if what.samples.is_empty() {
             root.draw(&Text::new(what.empty, (WIDTH as i32 / 2 - 260, 290), ("sans-serif", 18)))
                 .map_err(chart::error)?;
+        }
+        for (i, line) in lines.iter().enumerate() {
+            notes.draw(&Text::new(line.clone(), (75, 6 + 22 * i as i32), ("sans-serif", 15))).map_err(chart::error)?;
         }
         root.present().map_err(chart::error)?;
     }
@@ -630,7 +902,7 @@ pub fn draw(out_dir: &Path) -> Result<String> {
     write(LATENCY_FILE, latency_svg(&meta, &latencies)?)?;
     let operations = timed_io::operations(&trace);
     if !operations.is_empty() {
-        write(timed_io::HISTOGRAM_FILE, timed_io::error_svg(&meta, &operations)?)?;
+        write(timed_io::HISTOGRAM_FILE, timed_io::error_svg(&meta, &operations, trace.counter_hz)?)?;
     }
     let mut text = summary(&meta, &trace);
     text += &format!(
@@ -652,7 +924,13 @@ mod tests {
     const HZ: u64 = 1_000_000;
 
     fn meta() -> TraceMeta {
-        TraceMeta { config: "unit".into(), cpus: 2, partitions: vec!["rtos".into(), "gpos".into()], plans: vec![] }
+        TraceMeta {
+            config: "unit".into(),
+            cpus: 2,
+            partitions: vec!["rtos".into(), "gpos".into()],
+            plans: vec![],
+            fabric_cpu: None,
+        }
     }
 
     fn event(time: u64, kind: Kind, partition: u8, vcpu: u8, arg: u32) -> Event {
@@ -660,20 +938,24 @@ mod tests {
     }
 
     /// Records `per_cpu` into trace memory and wraps it as `trace.bin` would.
-    fn trace_file(per_cpu: &[Vec<Event>], slots: usize) -> Vec<u8> {
+    fn trace_file(per_cpu: &[Vec<Event>], slots: usize, meta: &TraceMeta) -> Vec<u8> {
         let memory: Vec<AtomicU64> = (0..words(per_cpu.len(), slots)).map(|_| AtomicU64::new(0)).collect();
         let buffer = TraceBuffer::new(&memory, per_cpu.len(), slots, HZ).unwrap();
         for (cpu, events) in per_cpu.iter().enumerate() {
             events.iter().for_each(|e| buffer.record(cpu, e));
         }
         let ring: Vec<u8> = memory.iter().flat_map(|w| w.load(Ordering::Relaxed).to_le_bytes()).collect();
-        encode_file(&meta(), &ring)
+        encode_file(meta, &ring)
     }
 
     fn decoded(per_cpu: &[Vec<Event>]) -> Trace {
-        let bytes = trace_file(per_cpu, 64);
+        decoded_meta(per_cpu, &meta())
+    }
+
+    fn decoded_meta(per_cpu: &[Vec<Event>], meta: &TraceMeta) -> Trace {
+        let bytes = trace_file(per_cpu, 64, meta);
         let (found, ring) = split_file(&bytes).unwrap();
-        assert_eq!(found, meta());
+        assert_eq!(&found, meta);
         decode(ring).unwrap()
     }
 
@@ -705,7 +987,7 @@ mod tests {
 
     #[test]
     fn header_round_trips_and_rejects_damage() {
-        let bytes = trace_file(&[vec![event(1, Kind::Trap, 0, 0, 1)]], 64);
+        let bytes = trace_file(&[vec![event(1, Kind::Trap, 0, 0, 1)]], 64, &meta());
         let (found, ring) = split_file(&bytes).unwrap();
         assert_eq!(found, meta());
         assert_eq!((bytes.len() - ring.len()) % 8, 0, "the trace memory starts 8-byte aligned");
@@ -843,10 +1125,108 @@ mod tests {
     fn gantt_chart_is_svg_with_every_partition_in_its_legend() {
         let svg = gantt_svg(&meta(), &sample()).unwrap();
         assert!(is_svg(&svg), "{}", &svg[..svg.len().min(200)]);
-        for text in ["rtos", "gpos", "pCPU 0", "pCPU 1", "time (ms)"] {
+        for text in ["rtos", "gpos", "pCPU 0: rtos, gpos", "pCPU 1: gpos", "first event (ms)", "the whole run"] {
             assert!(svg.contains(text), "the chart lacks {text:?}");
         }
-        assert!(svg.matches("<rect").count() >= 4 + 2, "a bar per interval and a legend square per partition");
+        assert!(svg.contains("zoomed (shaded above): the whole run"), "a run shorter than the window is all of it");
+        assert!(
+            svg.matches("<rect").count() >= 2 * 4 + 2,
+            "a bar per interval in each panel and a legend square per partition"
+        );
+    }
+
+    /// Three pCPUs: rtos alone on 0, gpos on 1, and 2 with only the
+    /// fabric's accelerator events.
+    fn with_fabric() -> Trace {
+        let step = |time| event(time, Kind::AccelStep, NONE, 0, 0);
+        decoded_meta(
+            &[
+                vec![
+                    event(0, Kind::VcpuIn, 0, 0, 0),
+                    event(100_010, Kind::El2, 0, 0, 5),
+                    event(200_000, Kind::Trap, 0, 0, 0x16),
+                ],
+                vec![event(10, Kind::VcpuIn, 1, 0, 0), event(20, Kind::VcpuOut, 1, 0, 0)],
+                vec![step(50), step(100_000)],
+            ],
+            &TraceMeta { cpus: 3, ..meta() },
+        )
+    }
+
+    #[test]
+    fn every_gantt_row_says_what_runs_on_its_pcpu_the_fabric_too() {
+        let trace = with_fabric();
+        let intervals = vcpu_intervals(&trace);
+        let named = TraceMeta { cpus: 3, fabric_cpu: Some(2), ..meta() };
+        assert_eq!(pcpu_labels(&named, &trace, &intervals), ["pCPU 0: rtos", "pCPU 1: gpos", "pCPU 2: fabric"]);
+        // A trace from before the description named it: the pCPU with the
+        // accelerator's events and no vCPU.
+        let unnamed = TraceMeta { cpus: 3, ..meta() };
+        assert_eq!(pcpu_labels(&unnamed, &trace, &intervals)[2], "pCPU 2: fabric");
+        let mut quiet = trace.clone();
+        quiet.cpus[2].clear();
+        assert_eq!(pcpu_labels(&unnamed, &quiet, &intervals)[2], "pCPU 2: idle");
+        let svg = gantt_svg(&named, &trace).unwrap();
+        assert!(svg.contains("pCPU 2: fabric") && svg.contains("fabric: an accelerator event"), "{svg}");
+        assert!(svg.contains("Partita at EL2"), "the traced EL2 stretch is keyed: {svg}");
+        assert_eq!(el2_stretches(&trace)[0], [(100_005, 100_010)]);
+    }
+
+    #[test]
+    fn the_zoomed_window_is_fifty_ms_about_the_middle_without_a_plan() {
+        // 200 ms of a 1 MHz counter.
+        let trace = with_fabric();
+        let (start, end, what) = zoom_window(&meta(), &trace);
+        assert_eq!((start, end), (75_000, 125_000));
+        assert_eq!(what, "50 ms in the middle of the run");
+        let svg = gantt_svg(&meta(), &trace).unwrap();
+        assert!(svg.contains("zoomed (shaded above): 50 ms in the middle of the run, 75.0 to 125.0 ms"), "{svg}");
+        assert_eq!(zoom_window(&meta(), &sample()).2, "the whole run");
+    }
+
+    #[test]
+    fn the_zoomed_window_is_the_major_frame_nearest_the_middle() {
+        // Plan p on pCPU 1: a 1 ms frame, slots at 0 and 500 us; frames
+        // start every 1000 ticks, the run ends at 4000.
+        let meta = slots::tests::meta();
+        let start = |time, slot| event(time, Kind::SlotStart, 0, 0, slot);
+        let starts: Vec<Event> = (0..8).map(|k| start(k * 500, (k % 2) as u32)).collect();
+        let trace = decoded(&[vec![event(4_000, Kind::Trap, 0, 0, 0)], starts]);
+        assert_eq!(zoom_window(&meta, &trace), (2_000, 3_000, "one major frame of plan p (1 ms)".into()));
+    }
+
+    #[test]
+    fn a_histogram_zooms_on_its_body_and_lists_the_outliers() {
+        let mut samples: Vec<f64> = (0..10_000).map(|i| 1.0 + (i % 100) as f64 / 100.0).collect();
+        samples.extend([1000.0, 4000.0, 1500.0, 3000.0, 2000.0]);
+        let found = body(&samples);
+        assert_eq!(found.outliers, [4000.0, 3000.0, 2000.0, 1500.0, 1000.0]);
+        assert_eq!(found.bins.iter().map(|b| b.2).sum::<usize>(), 10_000);
+        assert!(found.bins.last().unwrap().1 < 2.0, "{:?}", found.bins.last());
+        let lines = outlier_lines(&found, samples.len(), "µs");
+        assert_eq!(
+            lines,
+            [
+                "The axis spans the smallest 99.95 % of the 10005 samples, up to 1.990 µs; beyond it, 5 sample(s) up to 4000.0 µs:",
+                "4000.0, 3000.0, 2000.0, 1500.0, 1000.0 µs"
+            ]
+        );
+        let svg = latency_svg(&meta(), &samples).unwrap();
+        assert!(svg.contains("log scale") && svg.contains("4000.0, 3000.0, 2000.0"), "{svg}");
+        // Many outliers: the largest listed, the rest counted.
+        samples.extend((0..20).map(|i| 500.0 + i as f64));
+        let lines = outlier_lines(&body(&samples), samples.len(), "µs");
+        assert!(lines[1].ends_with("and 17 more from 500.0 to 516.0 µs"), "{lines:?}");
+    }
+
+    #[test]
+    fn a_histogram_without_outliers_keeps_every_sample_on_its_axis() {
+        // Spread evenly, or too few for a quantile to leave any out.
+        let even: Vec<f64> = (0..1000).map(f64::from).collect();
+        assert!(body(&even).outliers.is_empty());
+        assert!(body(&[1.0, 1.0, 1.0, 1000.0]).outliers.is_empty());
+        assert!(outlier_lines(&body(&even), 1000, "µs").is_empty());
+        assert_eq!(body(&[]).bins, []);
     }
 
     #[test]

@@ -51,6 +51,8 @@ fn a_shell_on_linux_typed_into_beside_an_rtos() {
         panic!("cyclictest printed no summary:\n{cyclictest}");
     });
     println!("under Partita, {summary}");
+    // rt-tests' tools open POSIX shared memory, which needs /dev/shm.
+    assert!(!cyclictest.contains("ERROR"), "cyclictest reported an error:\n{cyclictest}");
 
     linux.typist.type_to("linux", "reboot -f\n");
     let second = linux.wait_for(MARKER, 2, boot_limit);

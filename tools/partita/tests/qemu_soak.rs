@@ -187,4 +187,19 @@ fn check_guest_time_soak(run: &std::process::Output) {
     assert!(stdout.lines().any(|l| l.starts_with("trace: ") && l.ends_with(" 0 lost event(s)")), "{context}");
     let report = std::fs::read_to_string(out.join("soak").join("report.md")).expect("a report");
     assert!(report.contains("in guest time (QEMU -icount shift=0), covering "), "{report}");
+    // Figures a person reads: E in us with its ticks beside, the RTOS's busy
+    // share with two decimals, each pCPU of the Gantt named, counts on a log axis.
+    let tio = line(&stdout, "timed-I/O error");
+    assert!(tio.contains(" us (") && tio.contains(" ticks), mean ") && tio.contains("target "), "{tio}");
+    let counters =
+        report.lines().find(|l| l.starts_with("| rtos |") && l.contains("busy_us=")).expect("the RTOS's counters");
+    let share = counters.split_whitespace().find_map(|w| w.strip_prefix("cpu_pct=")).expect("cpu_pct");
+    assert!(share.len() > 3 && share.as_bytes()[share.len() - 3] == b'.', "two decimals: {counters}");
+    assert!(counters.contains("tio_max=") && counters.contains(" ticks)"), "{counters}");
+    let chart = |name: &str| std::fs::read_to_string(out.join("soak").join(name)).expect(name);
+    let gantt = chart("gantt.svg");
+    for row in ["pCPU 0: fabric", "pCPU 1: rtos", "pCPU 2: linux", "pCPU 3: linux", "zoomed (shaded above)"] {
+        assert!(gantt.contains(row), "the Gantt lacks {row:?}");
+    }
+    assert!(chart("irq-latency.svg").contains("(log scale)"));
 }

@@ -244,7 +244,8 @@ fn trace_memory() -> Vec<u8> {
 }
 
 fn monitor(dir: &Path) -> Monitor {
-    let trace = TraceMeta { config: "fake".into(), cpus: CPUS as u32, partitions: names(), plans: vec![] };
+    let trace =
+        TraceMeta { config: "fake".into(), cpus: CPUS as u32, partitions: names(), plans: vec![], fabric_cpu: None };
     Monitor { socket: dir.join("qmp.sock"), trace, consoles: vec![], critical: vec![] }
 }
 

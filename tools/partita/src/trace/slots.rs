@@ -149,14 +149,14 @@ pub fn summary(meta: &TraceMeta, trace: &Trace) -> Option<String> {
 pub const JITTER_BOUND_US: u64 = 100;
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use partita_core::config::model::CyclicCore;
     use partita_core::trace::Event;
 
     const HZ: u64 = 1_000_000;
 
-    fn meta() -> TraceMeta {
+    pub(crate) fn meta() -> TraceMeta {
         let slot = |partition, start_us, duration_us| Slot { partition, vcpu: 0, start_us, duration_us };
         let core = CyclicCore { cpu: 1, major_frame_us: 1_000, slots: vec![slot(0, 0, 400), slot(1, 500, 400)] };
         TraceMeta {
@@ -164,6 +164,7 @@ mod tests {
             cpus: 2,
             partitions: vec!["a".into(), "b".into()],
             plans: vec![Plan { name: "p".into(), cores: vec![core] }],
+            fabric_cpu: None,
         }
     }
 

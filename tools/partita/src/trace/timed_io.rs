@@ -7,6 +7,7 @@
 //! the ±2^23 ticks the event keeps).
 
 use super::{histogram_svg, partition_name, Histogram, TraceMeta};
+use crate::units;
 use anyhow::Result;
 use partita_core::timedio::from_trace_arg;
 use partita_core::trace::{from_timed_io_late_arg, Kind, Trace};
@@ -168,28 +169,35 @@ pub fn summary(meta: &TraceMeta, trace: &Trace) -> Option<String> {
     if operations.is_empty() {
         return None;
     }
-    let mut text = String::from("timed I/O error E = |done - asked| in counter ticks:\n");
+    let mut text = String::from("timed I/O error E = |done - asked|:\n");
     for errors in errors_per_partition(&operations, |_| None) {
         text += &format!(
-            "  {}: {} operations, max E {} ticks, mean E {:.2} ticks\n",
+            "  {}: {} operations, max E {}, mean E {}\n",
             partition_name(meta, errors.partition),
             errors.count,
-            errors.max,
-            errors.mean
+            units::us_ticks(errors.max, trace.counter_hz),
+            units::us_ticks_mean(errors.mean, trace.counter_hz)
         );
     }
     Some(text)
 }
 
-/// An SVG histogram of every operation's E, in counter ticks.
-pub fn error_svg(meta: &TraceMeta, operations: &[Operation]) -> Result<String> {
-    let samples: Vec<f64> = operations.iter().map(|o| o.error() as f64).collect();
+/// An SVG histogram of every operation's E, in microseconds of a
+/// `counter_hz` counter.
+pub fn error_svg(meta: &TraceMeta, operations: &[Operation], counter_hz: u64) -> Result<String> {
+    let samples: Vec<f64> = operations.iter().map(|o| units::us(o.error() as f64, counter_hz)).collect();
     histogram_svg(&Histogram {
-        title: format!("{}: timed-output error E ({} operations)", meta.config, samples.len()),
-        x: "E = |done - asked| (counter ticks)",
-        y: "operations",
+        title: format!(
+            "{}: timed-output error E ({} operations; a counter tick is {:.3} µs)",
+            meta.config,
+            samples.len(),
+            units::us(1.0, counter_hz)
+        ),
+        x: "E = |done - asked| (µs)",
+        y: "operations (log scale)",
         empty: "no timed output in this trace",
         samples: &samples,
+        unit: "µs",
     })
 }
 
@@ -226,10 +234,17 @@ mod tests {
         let errors = errors_per_partition(&found, |_| None);
         assert_eq!(errors[0], Errors { partition: 0, count: 2, max: 3, mean: 2.0, partita_max: 3 });
         assert_eq!(errors[1], Errors { partition: 1, count: 1, max: 0, mean: 0.0, partita_max: 0 });
-        let meta = TraceMeta { config: "t".into(), cpus: 2, partitions: vec!["rt".into(), "io".into()], plans: vec![] };
+        let meta = TraceMeta {
+            config: "t".into(),
+            cpus: 2,
+            partitions: vec!["rt".into(), "io".into()],
+            plans: vec![],
+            fabric_cpu: None,
+        };
         let text = summary(&meta, &trace).unwrap();
-        assert!(text.contains("rt: 2 operations, max E 3 ticks, mean E 2.00 ticks"), "{text}");
-        assert!(error_svg(&meta, &found).unwrap().contains("timed-output error E (3 operations)"));
+        assert!(text.contains("rt: 2 operations, max E 0.048 us (3 ticks), mean E 0.032 us (2.0 ticks)"), "{text}");
+        let svg = error_svg(&meta, &found, trace.counter_hz).unwrap();
+        assert!(svg.contains("timed-output error E (3 operations; a counter tick is 0.016 µs)"), "{svg}");
     }
 
     fn late(done: u64, arg: u32) -> Event {
