@@ -265,13 +265,13 @@ fn give_timer(part: &Partition, vcpu: &Vcpu, intid: u32) -> bool {
 /// at once, linked to its physical PPI made active, rather than through
 /// one more exit when the PPI fires as soon as the guest runs. A
 /// direct-delivery core's guest takes its timer from the GIC itself.
-pub fn give_due_timers(sys: &System, me: &PerCpu, vcpu: &Vcpu) {
+pub fn give_due_timers(sys: &System, me: &PerCpu, vcpu: &Vcpu, listed_timers: u32) {
     if me.direct || !(timer::virtual_timer_asserted() || timer::physical_timer_asserted()) {
         return;
     }
     for intid in TIMER_INTIDS {
         // One the guest is still handling is linked again, not given twice.
-        if !loaded_timer_asserted(intid) || bits(listed()).any(|n| Lr(Lrs::read(n)).intid() == intid) {
+        if !loaded_timer_asserted(intid) || listed_timers & (1 << intid) != 0 {
             continue;
         }
         // Disabled in its vGIC: left to fire, as `forward_timer` masks it.
@@ -397,18 +397,25 @@ pub fn release_private_hw(vgic: &mut VgicContext) {
 /// until the guest completes it, so its line, still asserted until the
 /// handler clears the timer, does not signal it again; unlinked, the PPI
 /// would fire at once and be delivered a second time after the guest's
-/// completion, when the handler had already cleared its timer.
-pub fn relink_private_hw(vgic: &mut VgicContext) {
+/// completion, when the handler had already cleared its timer. Returns the
+/// timers listed, bit INTID each, which [`give_due_timers`] leaves alone.
+pub fn relink_private_hw(vgic: &mut VgicContext) -> u32 {
+    let mut listed_timers = 0;
     let mut left = vgic.listed;
     while left != 0 {
         let n = left.trailing_zeros() as usize;
         left &= left - 1;
         let entry = Lr(vgic.lrs[n]);
-        if entry.state() == State::Active && is_timer(entry.intid()) && !entry.hw() {
+        if !is_timer(entry.intid()) || entry.is_free() {
+            continue;
+        }
+        listed_timers |= 1 << entry.intid();
+        if entry.state() == State::Active && !entry.hw() {
             Gic::activate_private(entry.intid());
             vgic.lrs[n] = entry.linked().0;
         }
     }
+    listed_timers
 }
 
 /// The same for a HW-linked private interrupt still waiting in the leaving

@@ -266,24 +266,23 @@ fn switch_to(sys: &'static System, me: &'static PerCpu, part: &'static Partition
     // left, so an activation still here is stale; left alone, it would keep
     // the incoming vCPU's timer from ever firing.
     Gic::deactivate_both(TIMER_INTIDS[0], TIMER_INTIDS[1]);
-    {
+    let listed_timers = {
         let mut ctx = vcpu.context.lock();
         ctx.el1.restore();
         crate::partition::fp::enter(me, &ctx);
-        if !me.direct {
-            vgic::relink_private_hw(&mut ctx.vgic);
-        }
+        let listed_timers = if me.direct { 0 } else { vgic::relink_private_hw(&mut ctx.vgic) };
         ctx.vgic.restore();
         load_debug(me, &ctx);
         vgic::note_loaded(vcpu, &ctx.vgic);
-    }
+        listed_timers
+    };
     stage2::activate(part.vttbr);
     refresh_tlb(me, vcpu.partition, part);
     if let Some(meter) = &vcpu.budget {
         meter.lock().enter(timer::counter());
     }
     vgic::unmask_timers(me);
-    vgic::give_due_timers(sys, me, vcpu);
+    vgic::give_due_timers(sys, me, vcpu, listed_timers);
     vgic::flush(vcpu);
     arm_timer(sys, me, Some(slot), quantum);
     if let Policy::Cyclic(state) = &me.policy {
